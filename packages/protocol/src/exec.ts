@@ -1,0 +1,81 @@
+import { z } from 'zod';
+import { TAG_PATTERN } from './ids.js';
+
+const EnvMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'invalid env var name').max(256), z.string().max(65536));
+const NoNul = z.string().max(65536).refine((s) => !s.includes('\0'), 'must not contain NUL bytes');
+
+/**
+ * A process to start: either `cmd` (argv, run as is) or `command` (a string run
+ * by `bash -lc`). Exactly one of them.
+ */
+export const SpawnRequest = z
+  .strictObject({
+    cmd: z.array(NoNul).min(1).max(4096).optional(),
+    command: NoNul.optional(),
+    env: EnvMap.optional(),
+    cwd: NoNul.optional(),
+    user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, 'invalid user name').optional(),
+    tag: z.string().regex(TAG_PATTERN, 'invalid tag').optional(),
+    pty: z.boolean().optional(),
+    cols: z.number().int().min(1).max(1000).optional(),
+    rows: z.number().int().min(1).max(1000).optional(),
+    /** Keep stdin open as a pipe (otherwise it is /dev/null). */
+    stdin: z.boolean().optional(),
+  })
+  .refine((r) => (r.cmd === undefined) !== (r.command === undefined), 'give exactly one of cmd or command');
+export type SpawnRequest = z.infer<typeof SpawnRequest>;
+
+export const ExecRequest = z.intersection(
+  SpawnRequest,
+  z.object({
+    /** Start and return at once; the process keeps running and can be re-attached. */
+    background: z.boolean().optional(),
+    /** Bytes (base64) written to stdin, then stdin is closed. */
+    stdinData: z.string().max(16 * 1024 * 1024).optional(),
+    timeoutMs: z.number().int().min(1).max(7 * 24 * 3600 * 1000).optional(),
+  }),
+);
+export type ExecRequest = z.infer<typeof ExecRequest>;
+
+/** One line of an NDJSON exec/attach stream. Output is base64 so any bytes survive. */
+export type ExecEvent =
+  | { type: 'started'; pid: number; tag?: string | undefined; pty: boolean }
+  | { type: 'stdout' | 'stderr'; data: string }
+  | { type: 'dropped'; bytes: number }
+  | { type: 'exit'; exitCode: number; signal: number; oomKilled: boolean }
+  | { type: 'error'; error: { code: string; message: string } };
+
+export interface ExecResult {
+  exitCode: number;
+  signal: number;
+  oomKilled: boolean;
+  stdout: string;
+  stderr: string;
+}
+
+export const ProcessInfo = z.object({
+  pid: z.number(),
+  tag: z.string().optional(),
+  cmd: z.array(z.string()),
+  pty: z.boolean(),
+  running: z.boolean(),
+  exitCode: z.number().optional(),
+  signal: z.number().optional(),
+});
+export type ProcessInfo = z.infer<typeof ProcessInfo>;
+
+export const SignalRequest = z.strictObject({
+  signal: z.union([z.number().int().min(1).max(64), z.enum(['SIGTERM', 'SIGKILL', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGSTOP', 'SIGCONT'])]).default('SIGTERM'),
+});
+
+export const StdinRequest = z.strictObject({
+  data: z.string().max(16 * 1024 * 1024).optional(),
+  eof: z.boolean().optional(),
+});
+
+/** Process selector in URLs: a pid, or `tag:<tag>`. */
+export function parseProcessSelector(s: string): { pid: number } | { tag: string } | null {
+  if (/^[1-9][0-9]{0,9}$/.test(s)) return { pid: Number(s) };
+  if (s.startsWith('tag:') && TAG_PATTERN.test(s.slice(4))) return { tag: s.slice(4) };
+  return null;
+}

@@ -1,0 +1,18 @@
+/**
+ * Sandbox lifecycle. The table is the only place that says which transitions
+ * exist; the manager refuses any other with CONFLICT.
+ */
+export const SANDBOX_STATES = ['creating', 'running', 'stopping', 'failed', 'deleted'] as const;
+export type SandboxState = (typeof SANDBOX_STATES)[number];
+
+export const SANDBOX_TRANSITIONS: Readonly<Record<SandboxState, readonly SandboxState[]>> = {
+  creating: ['running', 'failed', 'stopping'],
+  running: ['stopping', 'failed'],
+  stopping: ['deleted', 'failed'],
+  failed: ['stopping'],
+  deleted: [],
+};
+
+export function canTransition(from: SandboxState, to: SandboxState): boolean {
+  return SANDBOX_TRANSITIONS[from].includes(to);
+}

@@ -1,0 +1,46 @@
+import { z } from 'zod';
+import { SANDBOX_STATES } from './sandbox-state.js';
+import { TEMPLATE_NAME_PATTERN } from './ids.js';
+
+const MemoryMb = z.number().int().min(32).max(262144);
+const Cpus = z.number().min(0.05).max(256);
+const Pids = z.number().int().min(16).max(65536);
+
+export const Limits = z.object({
+  memoryMb: MemoryMb.default(512),
+  cpus: Cpus.default(1),
+  pids: Pids.default(1024),
+});
+export type Limits = z.infer<typeof Limits>;
+
+const EnvMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'invalid env var name').max(256), z.string().max(65536));
+
+export const CreateSandboxRequest = z.strictObject({
+  template: z.string().regex(TEMPLATE_NAME_PATTERN, 'invalid template name').default('base'),
+  memoryMb: MemoryMb.optional(),
+  cpus: Cpus.optional(),
+  pids: Pids.optional(),
+  env: EnvMap.optional(),
+  metadata: z.record(z.string().max(128), z.string().max(1024)).optional(),
+});
+export type CreateSandboxRequest = z.input<typeof CreateSandboxRequest>;
+
+export const SandboxInfo = z.object({
+  id: z.string(),
+  template: z.string(),
+  state: z.enum(SANDBOX_STATES),
+  limits: Limits,
+  env: z.record(z.string(), z.string()),
+  metadata: z.record(z.string(), z.string()),
+  createdAt: z.string(),
+  hostname: z.string(),
+  error: z.string().optional(),
+});
+export type SandboxInfo = z.infer<typeof SandboxInfo>;
+
+export const TemplateInfo = z.object({
+  name: z.string(),
+  createdAt: z.string(),
+  sizeBytes: z.number().optional(),
+});
+export type TemplateInfo = z.infer<typeof TemplateInfo>;

@@ -1,0 +1,222 @@
+import { Readable } from 'node:stream';
+import { constants as osConstants } from 'node:os';
+import { Hono, type Context } from 'hono';
+import {
+  CreateSandboxRequest,
+  ExecRequest,
+  ForkdError,
+  ListQuery,
+  MkdirRequest,
+  MoveRequest,
+  parseProcessSelector,
+  PathQuery,
+  RemoveQuery,
+  SignalRequest,
+  StdinRequest,
+  toForkdError,
+  WriteQuery,
+  type ExecEvent,
+  type SpawnRequest,
+} from '@forkd/protocol';
+import type { Logger } from '../../shared/logger.js';
+import type { SpawnOptions } from '../../node/guest/guest-client.js';
+import type { ExecExit } from '../../node/manager/sandbox-manager.js';
+import { ndjsonStream } from './ndjson.js';
+import type { SandboxService } from './sandbox-service.js';
+import { validate } from './validate.js';
+
+const MAX_JSON_BODY = 24 * 1024 * 1024;
+
+/** argv of a spawn request: `cmd` as given, or `command` through a login bash. */
+export function spawnOptions(r: SpawnRequest): SpawnOptions {
+  return {
+    argv: r.cmd ?? ['/bin/bash', '-lc', r.command!],
+    env: r.env,
+    cwd: r.cwd,
+    user: r.user,
+    tag: r.tag,
+    stdin: r.stdin,
+    pty: r.pty ? { cols: r.cols ?? 80, rows: r.rows ?? 24 } : undefined,
+  };
+}
+
+export function signalNumber(s: number | string): number {
+  if (typeof s === 'number') return s;
+  const n = (osConstants.signals as Record<string, number>)[s];
+  if (!n) throw new ForkdError('INVALID_ARGUMENT', `unknown signal ${s}`);
+  return n;
+}
+
+async function jsonBody(c: Context): Promise<unknown> {
+  const len = Number(c.req.header('content-length') ?? '0');
+  if (len > MAX_JSON_BODY) throw new ForkdError('PAYLOAD_TOO_LARGE', `request body larger than ${MAX_JSON_BODY} bytes`);
+  const text = await c.req.text();
+  if (text.length > MAX_JSON_BODY) throw new ForkdError('PAYLOAD_TOO_LARGE', `request body larger than ${MAX_JSON_BODY} bytes`);
+  if (!text.trim()) return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ForkdError('INVALID_ARGUMENT', 'request body is not valid JSON');
+  }
+}
+
+function selector(c: Context): { pid: number } | { tag: string } {
+  const sel = parseProcessSelector(c.req.param('sel') ?? '');
+  if (!sel) throw new ForkdError('INVALID_ARGUMENT', 'process selector must be a pid or tag:<tag>');
+  return sel;
+}
+
+function exitEvent(e: ExecExit): ExecEvent {
+  return { type: 'exit', exitCode: e.exitCode, signal: e.signal, oomKilled: e.oomKilled };
+}
+
+/** Streams a process (already started or attached) as NDJSON events. */
+function processStream(
+  c: Context,
+  start: (h: { onStdout(d: Buffer): Promise<void>; onStderr(d: Buffer): Promise<void>; onDropped(n: number): Promise<void> }) => Promise<{ process: { pid: number; tag: string | undefined; pty: boolean; detach(): void }; exit: Promise<ExecExit | null> }>,
+  after?: (p: { pid: number }) => Promise<void>,
+) {
+  let detach = () => {};
+  const out = ndjsonStream(() => detach());
+  const h = {
+    onStdout: (d: Buffer) => out.write({ type: 'stdout', data: d.toString('base64') }),
+    onStderr: (d: Buffer) => out.write({ type: 'stderr', data: d.toString('base64') }),
+    onDropped: (n: number) => out.write({ type: 'dropped', bytes: n }),
+  };
+  return start(h).then(async ({ process, exit }) => {
+    detach = () => process.detach();
+    void out.write({ type: 'started', pid: process.pid, ...(process.tag ? { tag: process.tag } : {}), pty: process.pty });
+    void (async () => {
+      try {
+        if (after) await after(process);
+        const e = await exit;
+        if (e) await out.write(exitEvent(e));
+      } catch (err) {
+        const fe = toForkdError(err);
+        await out.write({ type: 'error', error: { code: fe.code, message: fe.message } });
+      } finally {
+        out.close();
+      }
+    })();
+    return c.body(out.stream, 200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+  });
+}
+
+/** The REST API (`/v1`). Every request is validated by the protocol's zod schemas. */
+export function createApp(svc: SandboxService, logger: Logger): Hono {
+  const app = new Hono();
+
+  app.onError((err, c) => {
+    const fe = toForkdError(err);
+    if (fe.code === 'INTERNAL') logger.error('request failed', { path: c.req.path, error: fe.message, details: fe.details });
+    return c.json(fe.toJSON(), fe.status as 400);
+  });
+  app.notFound((c) => c.json(new ForkdError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`).toJSON(), 404));
+
+  app.get('/v1/health', (c) => c.json({ ok: true }));
+
+  app.get('/v1/templates', (c) => c.json({ templates: svc.templates() }));
+
+  app.post('/v1/sandboxes', async (c) => {
+    const req = validate(CreateSandboxRequest, await jsonBody(c));
+    return c.json(await svc.create(req), 201);
+  });
+  app.get('/v1/sandboxes', (c) => c.json({ sandboxes: svc.list() }));
+  app.get('/v1/sandboxes/:id', (c) => c.json(svc.get(c.req.param('id'))));
+  app.delete('/v1/sandboxes/:id', async (c) => {
+    await svc.delete(c.req.param('id'));
+    return c.body(null, 204);
+  });
+  app.get('/v1/sandboxes/:id/metrics', async (c) => c.json(await svc.usage(c.req.param('id'))));
+
+  app.post('/v1/sandboxes/:id/exec', async (c) => {
+    const id = c.req.param('id');
+    const req = validate(ExecRequest, await jsonBody(c));
+    const opts = spawnOptions({ ...req, stdin: req.stdin || req.stdinData !== undefined });
+    if (req.background) {
+      const { process } = await svc.spawn(id, opts);
+      process.detach();
+      return c.json({ pid: process.pid, ...(process.tag ? { tag: process.tag } : {}) }, 201);
+    }
+    return processStream(
+      c,
+      (h) => svc.spawn(id, opts, h),
+      async (p) => {
+        if (req.stdinData !== undefined) await svc.guest(id).writeStdin({ pid: p.pid }, Buffer.from(req.stdinData, 'base64'), true);
+        if (req.timeoutMs) {
+          const t = setTimeout(() => void svc.guest(id).kill({ pid: p.pid }, osConstants.signals.SIGKILL).catch(() => {}), req.timeoutMs);
+          t.unref();
+        }
+      },
+    );
+  });
+
+  app.get('/v1/sandboxes/:id/processes', async (c) => c.json({ processes: await svc.guest(c.req.param('id')).listProcesses() }));
+  app.get('/v1/sandboxes/:id/processes/:sel/output', (c) => {
+    const id = c.req.param('id');
+    const sel = selector(c);
+    return processStream(c, (h) => svc.attach(id, sel, h));
+  });
+  app.post('/v1/sandboxes/:id/processes/:sel/signal', async (c) => {
+    const sel = selector(c);
+    const { signal } = validate(SignalRequest, await jsonBody(c));
+    await svc.guest(c.req.param('id')).kill(sel, signalNumber(signal));
+    return c.body(null, 204);
+  });
+  app.post('/v1/sandboxes/:id/processes/:sel/stdin', async (c) => {
+ const sel = selector(c);
+    const r = validate(StdinRequest, await jsonBody(c));
+    await svc.guest(c.req.param('id')).writeStdin(sel, r.data !== undefined ? Buffer.from(r.data, 'base64') : undefined, r.eof ?? false);
+    return c.body(null, 204);
+  });
+
+  app.get('/v1/sandboxes/:id/files', async (c) => {
+    const { path } = validate(PathQuery, c.req.query());
+    const f = await svc.guest(c.req.param('id')).readFile(path);
+    const body = Readable.toWeb(Readable.from(f.chunks)) as ReadableStream<Uint8Array>;
+    return c.body(body, 200, { 'content-type': 'application/octet-stream', 'content-length': String(f.size) });
+  });
+  app.put('/v1/sandboxes/:id/files', async (c) => {
+    const q = validate(WriteQuery, c.req.query());
+    const body = c.req.raw.body;
+    const source: AsyncIterable<Uint8Array> | Uint8Array = body ? (body as unknown as AsyncIterable<Uint8Array>) : new Uint8Array(0);
+    const size = await svc.guest(c.req.param('id')).writeFile(q.path, source, {
+      mode: q.mode,
+      append: q.append === 'true' || q.append === '1',
+      user: q.user,
+    });
+    return c.json({ path: q.path, size }, 201);
+  });
+  app.delete('/v1/sandboxes/:id/files', async (c) => {
+    const q = validate(RemoveQuery, c.req.query());
+    await svc.guest(c.req.param('id')).remove(q.path, q.recursive === 'true' || q.recursive === '1');
+    return c.body(null, 204);
+  });
+  app.get('/v1/sandboxes/:id/files/list', async (c) => {
+    const q = validate(ListQuery, c.req.query());
+    return c.json({ entries: await svc.guest(c.req.param('id')).listDir(q.path, q.depth) });
+  });
+  app.get('/v1/sandboxes/:id/files/stat', async (c) => {
+    const { path } = validate(PathQuery, c.req.query());
+    return c.json(await svc.guest(c.req.param('id')).stat(path));
+  });
+  app.post('/v1/sandboxes/:id/files/mkdir', async (c) => {
+    const r = validate(MkdirRequest, await jsonBody(c));
+    await svc.guest(c.req.param('id')).mkdir(r.path, r.user);
+    return c.body(null, 204);
+  });
+  app.post('/v1/sandboxes/:id/files/move', async (c) => {
+    const r = validate(MoveRequest, await jsonBody(c));
+    await svc.guest(c.req.param('id')).move(r.from, r.to);
+    return c.body(null, 204);
+  });
+  app.get('/v1/sandboxes/:id/files/watch', async (c) => {
+    const q = validate(RemoveQuery, c.req.query());
+    let w: { close(): void } | undefined;
+    const out = ndjsonStream(() => w?.close());
+    w = await svc.guest(c.req.param('id')).watch(q.path, q.recursive === 'true' || q.recursive === '1', (e) => void out.write(e));
+    return c.body(out.stream, 200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+  });
+
+  return app;
+}

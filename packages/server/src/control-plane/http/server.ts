@@ -1,0 +1,42 @@
+import { createAdaptorServer } from '@hono/node-server';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from '../../shared/logger.js';
+import { createApp } from './app.js';
+import type { SandboxService } from './sandbox-service.js';
+import { attachStreamSocket } from './stream-socket.js';
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Serves the API over HTTP/1.1 with WebSocket upgrades for interactive streams. */
+export async function listen(svc: SandboxService, logger: Logger, host: string, port: number): Promise<RunningServer> {
+  const app = createApp(svc, logger);
+  const server = createAdaptorServer({ fetch: app.fetch }) as Server;
+  const upgrade = attachStreamSocket(svc, logger);
+  server.on('upgrade', (req, socket, head) => {
+    if (!upgrade(req, socket, head)) socket.destroy();
+  });
+  // Uploads of large files stream for minutes; the defaults would cut them.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${addr.port}`;
+  logger.info('listening', { url });
+  return {
+    url,
+    port: addr.port,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

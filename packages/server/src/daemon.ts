@@ -1,0 +1,44 @@
+import type { ForkdConfig } from './shared/config.js';
+import type { Logger } from './shared/logger.js';
+import { listen, type RunningServer } from './control-plane/http/server.js';
+import { openNode, type Node } from './node/node.js';
+import { setupHost, type Progress } from './setup/setup.js';
+
+/** Host set-up plus the pool and the `base` template in it. Idempotent; seconds when done. */
+export async function setup(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Node> {
+  const host = await setupHost(config, progress);
+  progress({ step: 'storage pool' });
+  const t0 = Date.now();
+  const node = await openNode(config, logger);
+  progress({ step: 'storage pool', done: true, ms: Date.now() - t0 });
+  if (!(await node.templates.has('base'))) {
+    const t1 = Date.now();
+    progress({ step: 'template base', detail: 'importing into the pool' });
+    await node.templates.importDir('base', host.baseRootfs);
+    progress({ step: 'template base', done: true, ms: Date.now() - t1 });
+  }
+  return node;
+}
+
+export interface Daemon {
+  node: Node;
+  server: RunningServer;
+  close(): Promise<void>;
+}
+
+/**
+ * `forkd serve`: set-up when needed, then the API. Sandboxes are not stopped
+ * on shutdown: they keep running and the next start re-adopts them.
+ */
+export async function startDaemon(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Daemon> {
+  const node = await setup(config, logger, progress);
+  const server = await listen(node.manager, logger, config.host, config.port);
+  return {
+    node,
+    server,
+    async close() {
+      await server.close();
+      node.close();
+    },
+  };
+}

@@ -1,0 +1,182 @@
+import { createConnection, type Socket } from 'node:net';
+import { ForkdError } from '@forkd/protocol';
+import { encodeFrame, encodeTlv, FrameReader, ProtocolError, T, K, Tlv, FORKD_GUEST_PROTOCOL, type Frame, type TlvInput } from './guest-frames.js';
+
+/** Maps the guest's errno names onto forkd's closed error table. */
+export function guestError(t: Tlv): ForkdError {
+  const code = t.str(K.CODE) ?? 'EIO';
+  const message = t.str(K.MESSAGE) ?? code;
+  const details = { errno: code };
+  switch (code) {
+    case 'ENOENT':
+    case 'ESRCH':
+      return new ForkdError('NOT_FOUND', message, details);
+    case 'EEXIST':
+      return new ForkdError('ALREADY_EXISTS', message, details);
+    case 'EACCES':
+    case 'EPERM':
+    case 'EROFS':
+      return new ForkdError('PERMISSION_DENIED', message, details);
+    case 'EISDIR':
+    case 'ENOTDIR':
+    case 'EINVAL':
+    case 'ENOTEMPTY':
+    case 'ENAMETOOLONG':
+    case 'ELOOP':
+    case 'EXDEV':
+      return new ForkdError('INVALID_ARGUMENT', message, details);
+    case 'ENOSPC':
+    case 'EMFILE':
+    case 'ENFILE':
+    case 'ENOMEM':
+    case 'EAGAIN':
+    case 'EDQUOT':
+      return new ForkdError('RESOURCE_EXHAUSTED', message, details);
+    default:
+      return new ForkdError('INTERNAL', message, details);
+  }
+}
+
+/**
+ * One connection = one operation (see docs/guest-protocol.md). Frames are
+ * pulled with `next()`; a bounded queue plus pausing the socket keeps a fast
+ * guest from flooding host memory.
+ */
+export class GuestConnection {
+  readonly #socket: Socket;
+  readonly #reader = new FrameReader();
+  #queue: Frame[] = [];
+  #waiter: { resolve: (f: Frame | null) => void; reject: (e: Error) => void } | undefined;
+  #ended = false;
+  #error: Error | undefined;
+  agent = '';
+
+  private constructor(socket: Socket) {
+    this.#socket = socket;
+    socket.on('data', (chunk: Buffer) => {
+      let frames: Frame[];
+      try {
+        frames = this.#reader.push(chunk);
+      } catch (err) {
+        this.#fail(err as Error);
+        return;
+      }
+      this.#queue.push(...frames);
+      if (this.#queue.length > 64) socket.pause();
+      this.#wake();
+    });
+    socket.on('end', () => {
+      this.#ended = true;
+      this.#wake();
+    });
+    socket.on('close', () => {
+      this.#ended = true;
+      this.#wake();
+    });
+    socket.on('error', (err) => this.#fail(err));
+  }
+
+  static async open(socketPath: string, timeoutMs = 5000): Promise<GuestConnection> {
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const s = createConnection(socketPath);
+      const timer = setTimeout(() => {
+        s.destroy();
+        reject(new ForkdError('UNAVAILABLE', 'guest agent did not accept the connection in time'));
+      }, timeoutMs);
+      s.once('connect', () => {
+        clearTimeout(timer);
+        resolve(s);
+      });
+      s.once('error', (err) => {
+        clearTimeout(timer);
+        reject(new ForkdError('UNAVAILABLE', `guest agent unreachable: ${err.message}`, undefined, { cause: err }));
+      });
+    });
+    const conn = new GuestConnection(socket);
+    conn.send(T.HELLO, [[K.VERSION, FORKD_GUEST_PROTOCOL]]);
+    return conn;
+  }
+
+  /** Reads the HELLO_OK that answers our HELLO. */
+  async handshake(): Promise<void> {
+    const f = await this.expect(T.HELLO_OK);
+    const t = new Tlv(f.payload);
+    if (t.reqInt(K.VERSION) !== FORKD_GUEST_PROTOCOL) throw new ForkdError('FAILED_PRECONDITION', 'guest agent speaks another protocol version');
+    this.agent = t.str(K.AGENT) ?? '';
+  }
+
+  send(type: number, fields: TlvInput = []): boolean {
+    return this.sendRaw(type, encodeTlv(fields));
+  }
+
+  sendRaw(type: number, payload: Buffer): boolean {
+    if (this.#socket.destroyed) throw new ForkdError('UNAVAILABLE', 'guest connection closed');
+    return this.#socket.write(encodeFrame(type, payload));
+  }
+
+  /** Resolves when the socket can take more (back-pressure for uploads). */
+  drained(): Promise<void> {
+    if (!this.#socket.writableNeedDrain) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        this.#socket.off('drain', done);
+        this.#socket.off('close', done);
+        resolve();
+      };
+      this.#socket.on('drain', done);
+      this.#socket.on('close', done);
+    });
+  }
+
+  /** Next frame, or null once the guest closed the connection. */
+  next(): Promise<Frame | null> {
+    const f = this.#queue.shift();
+    if (f) {
+      if (this.#queue.length < 16) this.#socket.resume();
+      return Promise.resolve(f);
+    }
+    if (this.#error) return Promise.reject(this.#error);
+    if (this.#ended) return Promise.resolve(null);
+    return new Promise((resolve, reject) => {
+      this.#waiter = { resolve, reject };
+    });
+  }
+
+  /** Next frame, which must be `type` (an ERROR frame is thrown as ForkdError). */
+  async expect(type: number): Promise<Frame> {
+    const f = await this.next();
+    if (!f) throw new ForkdError('UNAVAILABLE', 'guest agent closed the connection');
+    if (f.type === T.ERROR) throw guestError(new Tlv(f.payload));
+    if (f.type !== type) throw new ProtocolError(`expected frame 0x${type.toString(16)}, got 0x${f.type.toString(16)}`);
+    return f;
+  }
+
+  close(): void {
+    this.#socket.destroy();
+  }
+
+  get closed(): boolean {
+    return this.#socket.destroyed;
+  }
+
+  #wake(): void {
+    const w = this.#waiter;
+    if (!w) return;
+    if (this.#queue.length) {
+      this.#waiter = undefined;
+      w.resolve(this.#queue.shift()!);
+    } else if (this.#error) {
+      this.#waiter = undefined;
+      w.reject(this.#error);
+    } else if (this.#ended) {
+      this.#waiter = undefined;
+      w.resolve(null);
+    }
+  }
+
+  #fail(err: Error): void {
+    this.#error = err instanceof ProtocolError ? new ForkdError('INTERNAL', `guest protocol violation: ${err.message}`) : err;
+    this.#socket.destroy();
+    this.#wake();
+  }
+}

@@ -1,0 +1,235 @@
+/**
+ * Framing and TLV codec of the guest protocol (docs/guest-protocol.md).
+ * Everything decoded here comes from inside a sandbox and is untrusted: every
+ * length is bounds-checked and any violation throws a ProtocolError.
+ */
+export const FORKD_GUEST_PROTOCOL = 1;
+export const MAX_FRAME = 1024 * 1024 + 64;
+export const MAX_DATA = 64 * 1024;
+
+export const T = {
+  HELLO: 0x01,
+  HELLO_OK: 0x02,
+  OK: 0x03,
+  ERROR: 0x04,
+  SPAWN: 0x10,
+  ATTACH: 0x11,
+  LIST_PROCS: 0x12,
+  KILL: 0x13,
+  INFO: 0x14,
+  WRITE_STDIN: 0x15,
+  STDIN: 0x20,
+  STDIN_EOF: 0x21,
+  SIGNAL: 0x22,
+  RESIZE: 0x23,
+  READ_FILE: 0x30,
+  WRITE_FILE: 0x31,
+  LIST_DIR: 0x32,
+  STAT: 0x33,
+  MKDIR: 0x34,
+  MOVE: 0x35,
+  REMOVE: 0x36,
+  WATCH: 0x37,
+  DATA: 0x40,
+  END: 0x41,
+  STARTED: 0x50,
+  STDOUT: 0x51,
+  STDERR: 0x52,
+  EXIT: 0x53,
+  DROPPED: 0x54,
+  PROC: 0x55,
+  ENTRY: 0x56,
+  EVENT: 0x57,
+} as const;
+
+export const K = {
+  VERSION: 1,
+  AGENT: 2,
+  ARG: 3,
+  ENV: 4,
+  CWD: 5,
+  USER: 6,
+  TAG: 7,
+  PTY: 8,
+  COLS: 9,
+  ROWS: 10,
+  PID: 11,
+  SIGNAL: 12,
+  EXIT_CODE: 13,
+  PATH: 14,
+  DST: 15,
+  DEPTH: 16,
+  RECURSIVE: 17,
+  SIZE: 18,
+  MODE: 19,
+  MTIME: 20,
+  TYPE: 21,
+  NAME: 22,
+  LINK: 23,
+  CODE: 24,
+  MESSAGE: 25,
+  EVENT: 26,
+  PROC: 27,
+  RUNNING: 28,
+  STDIN: 29,
+  APPEND: 30,
+  UID: 31,
+  GID: 32,
+  DROPPED: 33,
+  ENTRIES: 34,
+  DATA: 35,
+  EOF: 36,
+} as const;
+
+export class ProtocolError extends Error {
+  override readonly name = 'ProtocolError';
+}
+
+export type TlvValue = string | number | boolean | Buffer;
+export type TlvInput = ReadonlyArray<readonly [key: number, value: TlvValue | undefined]>;
+
+export function encodeTlv(fields: TlvInput): Buffer {
+  const parts: Buffer[] = [];
+  for (const [key, value] of fields) {
+    if (value === undefined) continue;
+    let v: Buffer;
+    if (typeof value === 'string') {
+      if (value.includes('\0')) throw new ProtocolError('string field contains NUL');
+      v = Buffer.from(value, 'utf8');
+    } else if (typeof value === 'number' || typeof value === 'boolean') {
+      v = Buffer.alloc(8);
+      v.writeBigInt64BE(BigInt(typeof value === 'boolean' ? Number(value) : Math.trunc(value)));
+    } else {
+      v = value;
+    }
+    const h = Buffer.alloc(5);
+    h.writeUInt8(key, 0);
+    h.writeUInt32BE(v.length, 1);
+    parts.push(h, v);
+  }
+  return Buffer.concat(parts);
+}
+
+export function encodeFrame(type: number, payload: Buffer = Buffer.alloc(0)): Buffer {
+  if (payload.length + 1 > MAX_FRAME) throw new ProtocolError('frame too large');
+  const h = Buffer.alloc(5);
+  h.writeUInt32BE(payload.length + 1, 0);
+  h.writeUInt8(type, 4);
+  return Buffer.concat([h, payload]);
+}
+
+/** A decoded TLV list with typed, validating accessors. */
+export class Tlv {
+  readonly #fields: Array<[number, Buffer]>;
+
+  constructor(payload: Buffer) {
+    const fields: Array<[number, Buffer]> = [];
+    let off = 0;
+    while (off < payload.length) {
+      if (payload.length - off < 5) throw new ProtocolError('truncated TLV header');
+      const key = payload.readUInt8(off);
+      const len = payload.readUInt32BE(off + 1);
+      off += 5;
+      if (len > payload.length - off) throw new ProtocolError('TLV length exceeds payload');
+      fields.push([key, payload.subarray(off, off + len)]);
+      off += len;
+    }
+    this.#fields = fields;
+  }
+
+  has(key: number): boolean {
+    return this.#fields.some(([k]) => k === key);
+  }
+
+  #raw(key: number): Buffer | undefined {
+    return this.#fields.find(([k]) => k === key)?.[1];
+  }
+
+  int(key: number): number | undefined {
+    const v = this.#raw(key);
+    if (v === undefined) return undefined;
+    if (v.length !== 8) throw new ProtocolError(`int field ${key} has length ${v.length}`);
+    const n = v.readBigInt64BE();
+    if (n > BigInt(Number.MAX_SAFE_INTEGER) || n < BigInt(Number.MIN_SAFE_INTEGER)) throw new ProtocolError(`int field ${key} out of range`);
+    return Number(n);
+  }
+
+  reqInt(key: number): number {
+    const v = this.int(key);
+    if (v === undefined) throw new ProtocolError(`missing int field ${key}`);
+    return v;
+  }
+
+  str(key: number): string | undefined {
+    const v = this.#raw(key);
+    return v === undefined ? undefined : decodeStr(v, key);
+  }
+
+  reqStr(key: number): string {
+    const v = this.str(key);
+    if (v === undefined) throw new ProtocolError(`missing string field ${key}`);
+    return v;
+  }
+
+  strs(key: number): string[] {
+    return this.#fields.filter(([k]) => k === key).map(([, v]) => decodeStr(v, key));
+  }
+
+  nested(key: number): Tlv[] {
+    return this.#fields.filter(([k]) => k === key).map(([, v]) => new Tlv(v));
+  }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: false });
+
+function decodeStr(v: Buffer, key: number): string {
+  if (v.length > 64 * 1024) throw new ProtocolError(`string field ${key} too long`);
+  if (v.includes(0)) throw new ProtocolError(`string field ${key} contains NUL`);
+  return utf8.decode(v);
+}
+
+export interface Frame {
+  type: number;
+  payload: Buffer;
+}
+
+/**
+ * Incremental frame splitter: push socket chunks, take whole frames. Holds at
+ * most one frame's worth of bytes, so a hostile guest cannot grow host memory.
+ */
+export class FrameReader {
+  #chunks: Buffer[] = [];
+  #size = 0;
+
+  push(chunk: Buffer): Frame[] {
+    this.#chunks.push(chunk);
+    this.#size += chunk.length;
+    const out: Frame[] = [];
+    for (;;) {
+      if (this.#size < 4) break;
+      const head = this.#peek(4);
+      const len = head.readUInt32BE(0);
+      if (len < 1 || len > MAX_FRAME) throw new ProtocolError(`bad frame length ${len}`);
+      if (this.#size < 4 + len) break;
+      const buf = this.#take(4 + len);
+      out.push({ type: buf.readUInt8(4), payload: buf.subarray(5) });
+    }
+    return out;
+  }
+
+  #peek(n: number): Buffer {
+    if (this.#chunks[0] && this.#chunks[0].length >= n) return this.#chunks[0];
+    const all = Buffer.concat(this.#chunks);
+    this.#chunks = [all];
+    return all;
+  }
+
+  #take(n: number): Buffer {
+    const all = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks);
+    const head = all.subarray(0, n);
+    const rest = all.subarray(n);
+    this.#chunks = rest.length ? [rest] : [];
+    this.#size = rest.length;
+    return head;
+  }
+}

@@ -1,0 +1,96 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { REPO_ROOT } from '../../shared/config.js';
+import { disposeNodeDir, isRoot, testConfig } from '../../testing/test-node.js';
+
+interface Daemon {
+  child: ChildProcess;
+  url: string;
+}
+
+function startDaemon(env: NodeJS.ProcessEnv): Promise<Daemon> {
+  const child = spawn(process.execPath, ['--experimental-websocket', '--no-warnings', join(REPO_ROOT, 'packages/cli/dist/main.js'), 'serve'], {
+    env: { ...env, FORKD_PORT: String(20000 + Math.floor(Math.random() * 20000)) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new Promise((resolve, reject) => {
+    let log = '';
+    const onData = (d: Buffer) => {
+      log += d.toString();
+      const m = /"msg":"listening","url":"([^"]+)"/.exec(log);
+      if (m) resolve({ child, url: m[1]! });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`daemon exited (${code}):\n${log}`)));
+  });
+}
+
+async function api(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any; text: string }> {
+  const r = await fetch(url + path, { method, headers: { 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : null });
+  const text = await r.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: r.status, json, text };
+}
+
+async function execOut(url: string, id: string, cmd: string[]): Promise<string> {
+  const r = await api(url, 'POST', `/v1/sandboxes/${id}/exec`, { cmd });
+  assert.equal(r.status, 200, r.text);
+  return r.text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
+    .filter((e) => e.type === 'stdout')
+    .map((e) => Buffer.from(e.data, 'base64').toString())
+    .join('');
+}
+
+describe('daemon restart', { skip: !isRoot && 'needs root' }, () => {
+  let dir = '';
+  let cfg: ReturnType<typeof testConfig> | undefined;
+  let daemon: Daemon | undefined;
+  after(async () => {
+    daemon?.child.kill('SIGKILL');
+    if (dir && cfg) await disposeNodeDir(undefined, dir, cfg.config);
+  });
+
+  test('kill -9 while sandboxes run: after restart they are listed and usable', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'forkd-restart-'));
+    cfg = testConfig(dir);
+    const env = cfg.env;
+    daemon = await startDaemon(env);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await api(daemon.url, 'POST', '/v1/sandboxes', { memoryMb: 128 });
+      assert.equal(r.status, 201, r.text);
+      ids.push(r.json.id);
+    }
+    const bg = await api(daemon.url, 'POST', `/v1/sandboxes/${ids[0]}/exec`, { command: 'echo before > /tmp/marker; sleep 10000', background: true, tag: 'sleeper' });
+    assert.equal(bg.status, 201, bg.text);
+
+    daemon.child.kill('SIGKILL');
+    await new Promise((r) => daemon!.child.once('exit', r));
+    daemon = await startDaemon(env);
+
+    const list = await api(daemon.url, 'GET', '/v1/sandboxes');
+    assert.deepEqual(
+      list.json.sandboxes.map((s: { id: string }) => s.id).sort(),
+      [...ids].sort(),
+    );
+    assert.ok(list.json.sandboxes.every((s: { state: string }) => s.state === 'running'));
+    for (const id of ids) assert.equal(await execOut(daemon.url, id, ['hostname']), `${id}\n`);
+    assert.equal(await execOut(daemon.url, ids[0]!, ['cat', '/tmp/marker']), 'before\n');
+    const procs = await api(daemon.url, 'GET', `/v1/sandboxes/${ids[0]}/processes`);
+    assert.ok(procs.json.processes.some((p: { tag?: string; running: boolean }) => p.tag === 'sleeper' && p.running));
+    for (const id of ids) assert.equal((await api(daemon.url, 'DELETE', `/v1/sandboxes/${id}`)).status, 204);
+  });
+});

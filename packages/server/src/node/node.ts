@@ -1,0 +1,37 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ForkdConfig } from '../shared/config.js';
+import type { Logger } from '../shared/logger.js';
+import { SqliteStore } from '../store/sqlite-store.js';
+import type { Store } from '../store/store.js';
+import { SandboxManager } from './manager/sandbox-manager.js';
+import { RuncRuntime } from './runtime/runc-runtime.js';
+import { BtrfsStorage } from './storage/btrfs-storage.js';
+import { ensurePool } from './storage/btrfs-pool.js';
+import { TemplateRegistry } from './templates/template-registry.js';
+
+export interface Node {
+  config: ForkdConfig;
+  store: Store;
+  storage: BtrfsStorage;
+  runtime: RuncRuntime;
+  templates: TemplateRegistry;
+  manager: SandboxManager;
+  close(): void;
+}
+
+/**
+ * Wires the node's implementations together (the one place that picks them,
+ * like containerd's plugin registry), mounts the pool and reconciles state.
+ */
+export async function openNode(config: ForkdConfig, logger: Logger): Promise<Node> {
+  await mkdir(config.stateDir, { recursive: true, mode: 0o700 });
+  await ensurePool(config.pool, (m) => logger.info(m));
+  const store = new SqliteStore(join(config.stateDir, 'forkd.db'));
+  const storage = new BtrfsStorage(config.pool.mountPoint);
+  const runtime = new RuncRuntime({ stateRoot: join(config.runDir, 'runc'), bundleRoot: join(config.stateDir, 'bundles'), cgroupParent: config.cgroupParent });
+  const templates = new TemplateRegistry(storage, store);
+  const manager = new SandboxManager({ store, storage, runtime, templates, guestBinary: config.guestBinary, logger });
+  await manager.recover();
+  return { config, store, storage, runtime, templates, manager, close: () => store.close() };
+}

@@ -1,0 +1,25 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { buildOciSpec, DEFAULT_CAPS } from './oci-spec.js';
+
+const spec = { rootfs: '/pool/sandboxes/sbx-1', hostname: 'sbx-1', limits: { memoryMb: 256, cpus: 1.5, pids: 100 }, init: '/.forkd/init', env: {} };
+
+test('isolation: namespaces, limits, capabilities, seccomp', () => {
+  const c = buildOciSpec(spec, { cgroupsPath: '/forkd/sbx-1', swapLimit: true }) as any;
+  assert.deepEqual(c.linux.namespaces.map((n: { type: string }) => n.type).sort(), ['cgroup', 'ipc', 'mount', 'network', 'pid', 'uts']);
+  assert.equal(c.linux.resources.memory.limit, 256 * 1024 * 1024);
+  assert.equal(c.linux.resources.memory.swap, 256 * 1024 * 1024);
+  assert.equal(c.linux.resources.cpu.quota, 150_000);
+  assert.equal(c.linux.resources.pids.limit, 100);
+  assert.equal(c.hostname, 'sbx-1');
+  assert.ok(!DEFAULT_CAPS.includes('CAP_SYS_ADMIN'));
+  assert.deepEqual(c.process.capabilities.bounding, DEFAULT_CAPS);
+  const denied = c.linux.seccomp.syscalls[0].names as string[];
+  for (const s of ['mount', 'kexec_load', 'bpf', 'unshare', 'setns']) assert.ok(denied.includes(s), s);
+  assert.ok(!c.mounts.some((m: { type: string }) => m.type === 'bind'), 'no host path is bind-mounted');
+});
+
+test('no swap limit where the host has no swap accounting', () => {
+  const c = buildOciSpec(spec, { cgroupsPath: '/forkd/sbx-1', swapLimit: false }) as any;
+  assert.equal(c.linux.resources.memory.swap, undefined);
+});

@@ -1,0 +1,121 @@
+import type { RuntimeSpec } from './runtime.js';
+
+/** Docker's default capability set: enough for package managers and user switching, nothing that reaches the host. */
+export const DEFAULT_CAPS = [
+  'CAP_CHOWN',
+  'CAP_DAC_OVERRIDE',
+  'CAP_FSETID',
+  'CAP_FOWNER',
+  'CAP_MKNOD',
+  'CAP_NET_RAW',
+  'CAP_SETGID',
+  'CAP_SETUID',
+  'CAP_SETFCAP',
+  'CAP_SETPCAP',
+  'CAP_NET_BIND_SERVICE',
+  'CAP_SYS_CHROOT',
+  'CAP_KILL',
+  'CAP_AUDIT_WRITE',
+];
+
+/** Syscalls that reach kernel-global state; denied with EPERM (allow-by-default keeps CRIU's parasite and ordinary tools working). */
+const DENIED_SYSCALLS = [
+  'acct',
+  'add_key',
+  'bpf',
+  'delete_module',
+  'finit_module',
+  'fsconfig',
+  'fsmount',
+  'fsopen',
+  'fspick',
+  'init_module',
+  'kexec_file_load',
+  'kexec_load',
+  'keyctl',
+  'lookup_dcookie',
+  'mount',
+  'mount_setattr',
+  'move_mount',
+  'name_to_handle_at',
+  'nfsservctl',
+  'open_by_handle_at',
+  'open_tree',
+  'perf_event_open',
+  'pivot_root',
+  'quotactl',
+  'reboot',
+  'request_key',
+  'setns',
+  'swapoff',
+  'swapon',
+  'syslog',
+  'umount2',
+  'unshare',
+  'userfaultfd',
+  'vhangup',
+];
+
+export interface OciOptions {
+  cgroupsPath: string;
+  /** cgroup v1 hosts without swap accounting reject a swap limit. */
+  swapLimit: boolean;
+}
+
+/** Builds the OCI runtime config.json of a sandbox (pure; tested without root). */
+export function buildOciSpec(spec: RuntimeSpec, opts: OciOptions): Record<string, unknown> {
+  const memBytes = spec.limits.memoryMb * 1024 * 1024;
+  const period = 100_000;
+  return {
+    ociVersion: '1.0.2',
+    process: {
+      terminal: false,
+      user: { uid: 0, gid: 0 },
+      args: [spec.init],
+      env: Object.entries({ PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', ...spec.env }).map(([k, v]) => `${k}=${v}`),
+      cwd: '/',
+      capabilities: { bounding: DEFAULT_CAPS, effective: DEFAULT_CAPS, permitted: DEFAULT_CAPS },
+      noNewPrivileges: false,
+    },
+    root: { path: spec.rootfs, readonly: false },
+    hostname: spec.hostname,
+    mounts: [
+      { destination: '/proc', type: 'proc', source: 'proc', options: ['nosuid', 'noexec', 'nodev'] },
+      { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
+      { destination: '/dev/pts', type: 'devpts', source: 'devpts', options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620', 'gid=5'] },
+      { destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=65536k'] },
+      { destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev'] },
+      { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
+      { destination: '/sys/fs/cgroup', type: 'cgroup', source: 'cgroup', options: ['nosuid', 'noexec', 'nodev', 'relatime', 'ro'] },
+    ],
+    linux: {
+      namespaces: [{ type: 'pid' }, { type: 'network' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'cgroup' }],
+      cgroupsPath: opts.cgroupsPath,
+      resources: {
+        memory: { limit: memBytes, ...(opts.swapLimit ? { swap: memBytes } : {}) },
+        cpu: { quota: Math.max(1000, Math.round(spec.limits.cpus * period)), period },
+        pids: { limit: spec.limits.pids },
+        devices: [{ allow: false, access: 'rwm' }],
+      },
+      seccomp: {
+        defaultAction: 'SCMP_ACT_ALLOW',
+        architectures: ['SCMP_ARCH_X86_64', 'SCMP_ARCH_X86', 'SCMP_ARCH_X32'],
+        syscalls: [{ names: DENIED_SYSCALLS, action: 'SCMP_ACT_ERRNO', errnoRet: 1 }],
+      },
+      maskedPaths: [
+        '/proc/acpi',
+        '/proc/asound',
+        '/proc/kcore',
+        '/proc/keys',
+        '/proc/latency_stats',
+        '/proc/timer_list',
+        '/proc/timer_stats',
+        '/proc/sched_debug',
+        '/proc/scsi',
+        '/sys/firmware',
+        '/sys/devices/virtual/powercap',
+      ],
+      readonlyPaths: ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'],
+    },
+  };
+}

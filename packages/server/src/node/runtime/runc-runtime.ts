@@ -1,0 +1,107 @@
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ForkdError } from '@forkd/protocol';
+import { exec } from '../../shared/exec.js';
+import { readUsage, swapAccounting } from '../cgroups/cgroups.js';
+import { buildOciSpec } from './oci-spec.js';
+import type { ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
+
+export interface RuncOptions {
+  /** runc's state directory (tmpfs: containers do not survive a reboot anyway). */
+  stateRoot: string;
+  /** Where bundles (config.json) are kept; survives daemon restarts. */
+  bundleRoot: string;
+  /** cgroup parent of every sandbox, e.g. `forkd`. */
+  cgroupParent: string;
+  runc?: string;
+}
+
+/** Runtime backed by runc: one OCI container per sandbox, the guest agent as its init. */
+export class RuncRuntime implements Runtime {
+  readonly #o: Required<RuncOptions>;
+  readonly #swap = swapAccounting();
+
+  constructor(opts: RuncOptions) {
+    this.#o = { runc: 'runc', ...opts };
+  }
+
+  cgroupPath(id: string): string {
+    return `/${this.#o.cgroupParent}/${id}`;
+  }
+
+  #runc(args: string[], logFile?: string) {
+    const base = ['--root', this.#o.stateRoot];
+    if (logFile) base.push('--log', logFile, '--log-format', 'json');
+    return exec(this.#o.runc, [...base, ...args], { allowFailure: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  }
+
+  async start(id: string, spec: RuntimeSpec): Promise<RuntimeState> {
+    const bundle = join(this.#o.bundleRoot, id);
+    await mkdir(bundle, { recursive: true });
+    await mkdir(this.#o.stateRoot, { recursive: true });
+    const config = buildOciSpec(spec, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap });
+    await writeFile(join(bundle, 'config.json'), JSON.stringify(config));
+    const log = join(bundle, 'runc.log');
+    const pidFile = join(bundle, 'init.pid');
+    await writeFile(log, '');
+    // stdio of a detached container is inherited by its init: give it nothing of ours.
+    const r = await exec(this.#o.runc, ['--root', this.#o.stateRoot, '--log', log, '--log-format', 'json', 'run', '--detach', '--no-new-keyring', '--pid-file', pidFile, '--bundle', bundle, id], {
+      allowFailure: true,
+      stdio: ['ignore', 'ignore', 'ignore'],
+    });
+    if (r.code !== 0) {
+      const tail = await readFile(log, 'utf8').catch(() => '');
+      throw new ForkdError('INTERNAL', `runc run failed: ${lastRuncError(tail)}`, { cmd: `runc run ${id}`, exitCode: r.code, stderrTail: tail.slice(-4000) });
+    }
+    const pid = Number((await readFile(pidFile, 'utf8')).trim());
+    return { status: 'running', pid };
+  }
+
+  async state(id: string): Promise<RuntimeState> {
+    const r = await this.#runc(['state', id]);
+    if (r.code !== 0) return { status: 'missing', pid: 0 };
+    try {
+      const s = JSON.parse(r.stdout) as { status?: string; pid?: number };
+      const status = (['created', 'running', 'paused', 'stopped'] as const).find((x) => x === s.status) ?? 'stopped';
+      return { status: status as RuntimeStatus, pid: s.pid ?? 0 };
+    } catch {
+      return { status: 'missing', pid: 0 };
+    }
+  }
+
+  async destroy(id: string): Promise<void> {
+    // delete --force freezes the cgroup and kills every task in it, so a fork bomb cannot outrun it.
+    const r = await this.#runc(['delete', '--force', id]);
+    if (r.code !== 0 && !/does not exist|not found|container .* does not exist/i.test(r.stderr)) {
+      const again = await this.#runc(['delete', '--force', id]);
+      if (again.code !== 0 && !/does not exist/i.test(again.stderr)) {
+        throw new ForkdError('INTERNAL', `runc delete failed: ${again.stderr.trim().slice(-300)}`, { cmd: `runc delete --force ${id}`, exitCode: again.code, stderrTail: again.stderr.slice(-4000) });
+      }
+    }
+    await rm(join(this.#o.bundleRoot, id), { recursive: true, force: true });
+  }
+
+  usage(id: string): Promise<ResourceUsage> {
+    return readUsage(this.cgroupPath(id));
+  }
+
+  async list(): Promise<string[]> {
+    const r = await this.#runc(['list', '--format', 'json']);
+    if (r.code !== 0) return [];
+    const parsed = JSON.parse(r.stdout || 'null') as Array<{ id: string }> | null;
+    return (parsed ?? []).map((c) => c.id);
+  }
+}
+
+function lastRuncError(log: string): string {
+  const lines = log.trim().split('\n').reverse();
+  for (const l of lines) {
+    try {
+      const j = JSON.parse(l) as { level?: string; msg?: string };
+      if (j.level === 'error' && j.msg) return j.msg.slice(0, 500);
+    } catch {
+      /* not JSON */
+    }
+  }
+  return (lines[0] ?? 'unknown error').slice(0, 500);
+}

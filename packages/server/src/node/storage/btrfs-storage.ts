@@ -1,0 +1,74 @@
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { ForkdError } from '@forkd/protocol';
+import { exec } from '../../shared/exec.js';
+import { assertKey, type Storage } from './storage.js';
+
+/** Storage on a Btrfs filesystem: every volume is a subvolume. */
+export class BtrfsStorage implements Storage {
+  readonly #root: string;
+
+  constructor(root: string) {
+    this.#root = root;
+  }
+
+  path(key: string): string {
+    assertKey(key);
+    return join(this.#root, key);
+  }
+
+  async exists(key: string): Promise<boolean> {
+    return stat(this.path(key)).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  async create(key: string): Promise<string> {
+    const p = this.path(key);
+    await mkdir(dirname(p), { recursive: true });
+    await exec('btrfs', ['subvolume', 'create', p]);
+    return p;
+  }
+
+  async prepare(key: string, parent: string): Promise<string> {
+    const src = this.path(parent);
+    const p = this.path(key);
+    if (!(await this.exists(parent))) throw new ForkdError('NOT_FOUND', `volume ${parent} does not exist`);
+    await mkdir(dirname(p), { recursive: true });
+    await exec('btrfs', ['subvolume', 'snapshot', src, p]);
+    return p;
+  }
+
+  async commit(key: string, source: string, opts: { keepActive?: boolean } = {}): Promise<string> {
+    const src = this.path(source);
+    const p = this.path(key);
+    await mkdir(dirname(p), { recursive: true });
+    await exec('btrfs', ['subvolume', 'snapshot', '-r', src, p]);
+    if (!opts.keepActive) await this.remove(source);
+    return p;
+  }
+
+  async rename(from: string, to: string): Promise<void> {
+    const dst = this.path(to);
+    await mkdir(dirname(dst), { recursive: true });
+    await rename(this.path(from), dst);
+  }
+
+  async remove(key: string): Promise<void> {
+    const p = this.path(key);
+    if (!(await this.exists(key))) return;
+    const r = await exec('btrfs', ['subvolume', 'delete', p], { allowFailure: true });
+    if (r.code !== 0) {
+      // Not a subvolume (e.g. a half-made import that failed before `create`): a plain directory.
+      if (/Not a Btrfs subvolume|not a subvolume/i.test(r.stderr)) await rm(p, { recursive: true, force: true });
+      else throw new ForkdError('INTERNAL', `btrfs subvolume delete failed: ${r.stderr.trim()}`, { cmd: `btrfs subvolume delete ${p}`, exitCode: r.code, stderrTail: r.stderr.slice(-4000) });
+    }
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    assertKey(prefix);
+    const names = await readdir(join(this.#root, prefix)).catch(() => [] as string[]);
+    return names.sort().map((n) => `${prefix}/${n}`);
+  }
+}

@@ -1,0 +1,57 @@
+import { randomBytes } from 'node:crypto';
+import { ForkdError, TEMPLATE_NAME_PATTERN, type TemplateInfo } from '@forkd/protocol';
+import { exec } from '../../shared/exec.js';
+import type { Storage } from '../storage/storage.js';
+import type { Store } from '../../store/store.js';
+
+/**
+ * Templates are read-only volumes `templates/<name>`; a sandbox root is a
+ * writable snapshot of one. A template is published by renaming a finished
+ * volume into place, so a crash mid-import leaves only a `.tmp-*` volume that
+ * the next start removes.
+ */
+export class TemplateRegistry {
+  readonly #storage: Storage;
+  readonly #store: Store;
+
+  constructor(storage: Storage, store: Store) {
+    this.#storage = storage;
+    this.#store = store;
+  }
+
+  volume(name: string): string {
+    return `templates/${name}`;
+  }
+
+  async has(name: string): Promise<boolean> {
+    return this.#store.getTemplate(name) !== undefined && (await this.#storage.exists(this.volume(name)));
+  }
+
+  list(): TemplateInfo[] {
+    return this.#store.listTemplates().map((t) => ({ name: t.name, createdAt: t.createdAt }));
+  }
+
+  /** Copies a root filesystem directory into a new read-only template volume. */
+  async importDir(name: string, sourceDir: string): Promise<void> {
+    if (!TEMPLATE_NAME_PATTERN.test(name)) throw new ForkdError('INVALID_ARGUMENT', `invalid template name: ${name}`);
+    const tmp = `templates/.tmp-${name}-${randomBytes(4).toString('hex')}`;
+    const path = await this.#storage.create(tmp);
+    try {
+      await exec('cp', ['-a', '--reflink=auto', `${sourceDir}/.`, `${path}/`]);
+      await exec('btrfs', ['property', 'set', '-ts', path, 'ro', 'true']);
+      await this.#storage.remove(this.volume(name));
+      await this.#storage.rename(tmp, this.volume(name));
+      this.#store.upsertTemplate({ name, createdAt: new Date().toISOString(), volume: this.volume(name) });
+    } catch (err) {
+      await this.#storage.remove(tmp).catch(() => {});
+      throw err;
+    }
+  }
+
+  /** Removes half-made imports left by a crash. */
+  async sweep(): Promise<void> {
+    for (const key of await this.#storage.list('templates')) {
+      if (key.split('/')[1]?.startsWith('.tmp-')) await this.#storage.remove(key);
+    }
+  }
+}

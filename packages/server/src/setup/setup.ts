@@ -1,0 +1,147 @@
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ForkdError } from '@forkd/protocol';
+import type { ForkdConfig } from '../shared/config.js';
+import { REPO_ROOT } from '../shared/config.js';
+import { exec } from '../shared/exec.js';
+import { hostInfo, type HostInfo } from './host-info.js';
+
+export type Progress = (event: { step: string; detail?: string; done?: boolean; ms?: number }) => void;
+
+/** Host packages forkd drives. criu comes from the host only on Debian ≥ 13 (see ensureCriu). */
+const PACKAGES = ['btrfs-progs', 'debootstrap', 'runc', 'iproute2', 'nftables', 'gcc', 'libc6-dev', 'make', 'util-linux', 'procps'];
+
+/** Contents of the default template; a change of this list rebuilds it. */
+export const BASE_PACKAGES = ['bash', 'coreutils', 'procps', 'python3', 'git', 'curl', 'ca-certificates', 'ncurses-bin', 'less', 'iproute2'];
+
+export async function dpkgInstalled(pkg: string): Promise<boolean> {
+  const r = await exec('dpkg-query', ['-W', '-f=${Status}', pkg], { allowFailure: true });
+  return r.code === 0 && r.stdout.includes('install ok installed');
+}
+
+async function step<T>(progress: Progress, name: string, fn: (detail: (d: string) => void) => Promise<T>): Promise<T> {
+  const t0 = Date.now();
+  progress({ step: name });
+  const out = await fn((d) => progress({ step: name, detail: d }));
+  progress({ step: name, done: true, ms: Date.now() - t0 });
+  return out;
+}
+
+async function aptInstall(pkgs: string[], detail: (d: string) => void): Promise<void> {
+  const missing: string[] = [];
+  for (const p of pkgs) if (!(await dpkgInstalled(p))) missing.push(p);
+  if (!missing.length) return;
+  detail(`installing ${missing.join(' ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  await exec('apt-get', ['update', '-q'], { env, timeoutMs: 600_000 });
+  // --no-install-recommends: runc recommends Debian 12's criu 3.17, which fails on current kernels.
+  await exec('apt-get', ['install', '-y', '-q', '--no-install-recommends', ...missing], { env, timeoutMs: 1_200_000, onStdout: (l) => detail(l.trim().split('\n').pop() ?? '') });
+}
+
+/** Path of the criu forkd runs (a wrapper on Debian 12, the host's binary on 13). */
+export function criuPath(config: ForkdConfig): string {
+  return join(config.cacheDir, 'bin', 'criu');
+}
+
+export async function criuVersion(criu: string): Promise<number[] | null> {
+  const r = await exec(criu, ['--version'], { allowFailure: true }).catch(() => null);
+  const m = r && /Version:\s*(\d+)\.(\d+)/.exec(r.stdout);
+  return m ? [Number(m[1]), Number(m[2])] : null;
+}
+
+/**
+ * CRIU ≥ 4. Debian 12's 3.17 cannot dump on 6.x kernels and Debian 13's build
+ * needs glibc 2.38, so on 12 it lives in its own minimal Debian 13 root and
+ * runs through that root's loader; the host's libc is never touched.
+ */
+async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: string) => void): Promise<string> {
+  const wrapper = criuPath(config);
+  const v = await criuVersion(wrapper);
+  if (v && v[0]! >= 4) return `criu ${v.join('.')}`;
+  await mkdir(join(config.cacheDir, 'bin'), { recursive: true });
+  if (host.debianMajor >= 13) {
+    await aptInstall(['criu'], detail);
+    await writeFile(wrapper, '#!/bin/sh\nexec /usr/sbin/criu "$@"\n');
+  } else {
+    const root = join(config.cacheDir, 'criu-root');
+    if (!existsSync(join(root, 'usr/sbin/criu'))) {
+      const tmp = `${root}.tmp`;
+      await rm(tmp, { recursive: true, force: true });
+      detail('debootstrap of a private Debian 13 root for criu');
+      await exec('debootstrap', ['--variant=minbase', '--include=criu', 'trixie', tmp, host.mirror], { timeoutMs: 1_800_000, onStdout: (l) => detail(l.trim().split('\n').pop() ?? '') });
+      await exec('chroot', [tmp, 'apt-get', 'clean']);
+      await rm(root, { recursive: true, force: true });
+      await rename(tmp, root);
+    }
+    const lib = `${root}/lib/x86_64-linux-gnu:${root}/usr/lib/x86_64-linux-gnu`;
+    await writeFile(wrapper, `#!/bin/sh\nexec ${root}/lib64/ld-linux-x86-64.so.2 --library-path ${lib} ${root}/usr/sbin/criu "$@"\n`);
+  }
+  await chmod(wrapper, 0o755);
+  const got = await criuVersion(wrapper);
+  if (!got || got[0]! < 4) throw new ForkdError('FAILED_PRECONDITION', `criu ≥ 4 is required, got ${got?.join('.') ?? 'none'}`);
+  return `criu ${got.join('.')}`;
+}
+
+/** Builds the guest agent when its sources are newer than the binary. */
+export async function buildGuest(): Promise<void> {
+  await exec('make', ['-s', '-C', join(REPO_ROOT, 'packages/guest')], { timeoutMs: 300_000 });
+}
+
+function recipeHash(host: HostInfo): string {
+  return createHash('sha256').update(JSON.stringify({ v: 2, codename: host.codename, pkgs: BASE_PACKAGES })).digest('hex').slice(0, 16);
+}
+
+/** Path of the cached root filesystem of the `base` template (a plain directory). */
+export function baseRootfsDir(config: ForkdConfig): string {
+  return join(config.cacheDir, 'rootfs', 'base');
+}
+
+/**
+ * The `base` root filesystem: minimal Debian of the host's release plus the
+ * tools agents expect, and an unprivileged `user` (uid 1000). Built once into
+ * the cache; a marker written last makes a half-built one impossible to reuse.
+ */
+async function ensureBaseRootfs(config: ForkdConfig, host: HostInfo, detail: (d: string) => void): Promise<string> {
+  const dir = baseRootfsDir(config);
+  const marker = join(dir, '.forkd-recipe');
+  const want = recipeHash(host);
+  if ((await readFile(marker, 'utf8').catch(() => '')) === want) return dir;
+  const tmp = `${dir}.tmp`;
+  await rm(tmp, { recursive: true, force: true });
+  await mkdir(join(config.cacheDir, 'rootfs'), { recursive: true });
+  await exec('debootstrap', ['--variant=minbase', `--include=${BASE_PACKAGES.join(',')}`, host.codename, tmp, host.mirror], {
+    timeoutMs: 1_800_000,
+    onStdout: (l) => detail(l.trim().split('\n').pop() ?? ''),
+  });
+  await exec('chroot', [tmp, 'useradd', '--create-home', '--shell', '/bin/bash', '--uid', '1000', 'user']);
+  await exec('chroot', [tmp, 'apt-get', 'clean']);
+  await rm(join(tmp, 'var/lib/apt/lists'), { recursive: true, force: true });
+  await mkdir(join(tmp, 'var/lib/apt/lists/partial'), { recursive: true });
+  await writeFile(join(tmp, 'etc/hostname'), 'sandbox\n');
+  await writeFile(marker, want);
+  await rm(dir, { recursive: true, force: true });
+  await rename(tmp, dir);
+  return dir;
+}
+
+export interface SetupResult {
+  criu: string;
+  baseRootfs: string;
+  host: HostInfo;
+}
+
+/**
+ * Host-level set-up shared by every pool on the machine: packages, CRIU,
+ * guest agent, template root filesystems. Idempotent and quick when done.
+ */
+export async function setupHost(config: ForkdConfig, progress: Progress): Promise<SetupResult> {
+  if (process.getuid?.() !== 0) throw new ForkdError('PERMISSION_DENIED', 'forkd setup must run as root');
+  const host = await hostInfo();
+  await step(progress, 'system packages', (d) => aptInstall(PACKAGES, d));
+  const criu = await step(progress, 'CRIU ≥ 4', (d) => ensureCriu(config, host, d));
+  await step(progress, 'guest agent', () => buildGuest());
+  const baseRootfs = await step(progress, 'base root filesystem', (d) => ensureBaseRootfs(config, host, d));
+  return { criu, baseRootfs, host };
+}

@@ -1,0 +1,49 @@
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface ForkdConfig {
+  /** Durable state: database, bundles, pool image, admin key. */
+  stateDir: string;
+  /** Toolchain (private CRIU root) and root-filesystem cache shared by every pool on this host. */
+  cacheDir: string;
+  pool: { mountPoint: string; image?: string | undefined; sizeBytes: number };
+  /** Volatile runtime state (runc state); lost on reboot like the processes it describes. */
+  runDir: string;
+  cgroupParent: string;
+  guestBinary: string;
+  host: string;
+  port: number;
+}
+
+/** The repository root (packages/server/dist/shared → ../../../..). */
+export const REPO_ROOT = resolve(fileURLToPath(new URL('../../../../', import.meta.url)));
+
+function int(v: string | undefined, def: number, name: string): number {
+  if (v === undefined || v === '') return def;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/**
+ * Configuration from the environment. FORKD_POOL names an existing Btrfs path
+ * to use as the pool; without it a sparse loop image under the state dir is
+ * created (FORKD_POOL_SIZE_GB, default 64).
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ForkdConfig> = {}): ForkdConfig {
+  const stateDir = env.FORKD_STATE_DIR || '/var/lib/forkd';
+  const existing = env.FORKD_POOL;
+  return {
+    stateDir,
+    cacheDir: env.FORKD_CACHE_DIR || '/var/lib/forkd/cache',
+    pool: existing
+      ? { mountPoint: existing, sizeBytes: 0 }
+      : { mountPoint: join(stateDir, 'pool'), image: join(stateDir, 'pool.img'), sizeBytes: int(env.FORKD_POOL_SIZE_GB, 64, 'FORKD_POOL_SIZE_GB') * 2 ** 30 },
+    runDir: env.FORKD_RUN_DIR || '/run/forkd',
+    cgroupParent: env.FORKD_CGROUP_PARENT || 'forkd',
+    guestBinary: env.FORKD_GUEST_BINARY || join(REPO_ROOT, 'packages/guest/build/forkd-guest'),
+    host: env.FORKD_HOST || '127.0.0.1',
+    port: int(env.FORKD_PORT, 8080, 'FORKD_PORT'),
+    ...overrides,
+  };
+}

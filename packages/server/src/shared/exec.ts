@@ -1,0 +1,88 @@
+import { spawn, type StdioOptions } from 'node:child_process';
+import { ForkdError } from '@forkd/protocol';
+
+export interface ExecOptions {
+  input?: string | Buffer;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  timeoutMs?: number;
+  /** Resolve with the non-zero exit code instead of throwing. */
+  allowFailure?: boolean;
+  /** Called with every chunk of stderr (progress output of long tools). */
+  onStderr?: (chunk: string) => void;
+  onStdout?: (chunk: string) => void;
+  /** What the child gets as stdin when there is no input (default: ignore). */
+  stdio?: StdioOptions;
+}
+
+export interface ExecResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+const TAIL = 4000;
+
+/**
+ * The one way forkd runs a subprocess: argv only (never a shell string), a
+ * bounded capture, and a ForkdError carrying the tool's stderr tail when it
+ * fails, so `btrfs`, `runc` or `criu` failures reach the user with the cause.
+ */
+export function exec(file: string, args: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, {
+      env: opts.env ?? process.env,
+      cwd: opts.cwd,
+      stdio: opts.stdio ?? [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    let timer: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    if (opts.timeoutMs) {
+      timer = setTimeout(() => {
+        timedOut = true;
+        child.kill('SIGKILL');
+      }, opts.timeoutMs);
+    }
+    child.stdout?.setEncoding('utf8').on('data', (d: string) => {
+      opts.onStdout?.(d);
+      stdout += d;
+      if (stdout.length > 64 * 1024 * 1024) stdout = stdout.slice(-32 * 1024 * 1024);
+    });
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+      opts.onStderr?.(d);
+      stderr = (stderr + d).slice(-64 * 1024);
+    });
+    child.on('error', (err) => {
+      if (timer) clearTimeout(timer);
+      reject(
+        new ForkdError('INTERNAL', `cannot run ${file}: ${err.message}`, { cmd: [file, ...args].join(' ') }, { cause: err }),
+      );
+    });
+    child.on('close', (code, signal) => {
+      if (timer) clearTimeout(timer);
+      const exitCode = code ?? 128 + (signal ? 9 : 0);
+      if (timedOut) {
+        reject(new ForkdError('TIMEOUT', `${file} timed out after ${opts.timeoutMs} ms`, details(file, args, exitCode, stderr)));
+      } else if (exitCode !== 0 && !opts.allowFailure) {
+        reject(new ForkdError('INTERNAL', `${file} ${args[0] ?? ''} failed (exit ${exitCode}): ${lastLine(stderr)}`, details(file, args, exitCode, stderr)));
+      } else {
+        resolve({ code: exitCode, stdout, stderr });
+      }
+    });
+    if (opts.input !== undefined && child.stdin) {
+      child.stdin.on('error', () => {});
+      child.stdin.end(opts.input);
+    }
+  });
+}
+
+function details(file: string, args: readonly string[], exitCode: number, stderr: string): Record<string, unknown> {
+  return { cmd: [file, ...args].join(' '), exitCode, stderrTail: stderr.slice(-TAIL) };
+}
+
+function lastLine(s: string): string {
+  const lines = s.trim().split('\n');
+  return (lines[lines.length - 1] ?? '').slice(0, 300);
+}

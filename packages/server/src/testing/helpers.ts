@@ -1,0 +1,40 @@
+import type { SandboxManager } from '../node/manager/sandbox-manager.js';
+import type { SpawnOptions } from '../node/guest/guest-client.js';
+
+export interface RunResult {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+  signal: number;
+  oomKilled: boolean;
+}
+
+/** Runs a command to completion through the manager and collects its output. */
+export async function run(m: SandboxManager, id: string, argv: string[] | string, opts: Partial<SpawnOptions> & { input?: string } = {}): Promise<RunResult> {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  const { input, ...spawn } = opts;
+  const { process, exit } = await m.spawn(
+    id,
+    { argv: typeof argv === 'string' ? ['/bin/bash', '-lc', argv] : argv, stdin: input !== undefined, ...spawn },
+    { onStdout: (d) => void out.push(d), onStderr: (d) => void err.push(d) },
+  );
+  if (input !== undefined) {
+    await process.write(Buffer.from(input));
+    process.closeStdin();
+  }
+  const e = await exit;
+  if (!e) throw new Error('process stream ended without an exit');
+  return { stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString(), ...e };
+}
+
+/** Polls `fn` until it returns a truthy value or the time is up. */
+export async function waitFor<T>(fn: () => Promise<T> | T, timeoutMs = 10_000, what = 'condition'): Promise<NonNullable<T>> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,95 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, rm, rmdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, type ForkdConfig } from '../shared/config.js';
+import { silentLogger, createLogger } from '../shared/logger.js';
+import { exec } from '../shared/exec.js';
+import { openNode, type Node } from '../node/node.js';
+import { unmountPool } from '../node/storage/btrfs-pool.js';
+import { baseRootfsDir } from '../setup/setup.js';
+import { cgroupDirs } from '../node/cgroups/cgroups.js';
+
+export const isRoot = process.getuid?.() === 0;
+
+/**
+ * A private forkd node for one test file: its own loop-backed Btrfs pool,
+ * database, runc root and cgroup parent under a temporary directory, with the
+ * `base` template imported from the set-up cache. Nothing is shared with a
+ * running daemon or an earlier run; `dispose` removes all of it.
+ */
+export interface TestNode extends Node {
+  dir: string;
+  env: NodeJS.ProcessEnv;
+  dispose(): Promise<void>;
+}
+
+export function testConfig(dir: string): { config: ForkdConfig; env: NodeJS.ProcessEnv } {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    FORKD_STATE_DIR: join(dir, 'state'),
+    FORKD_RUN_DIR: join(dir, 'run'),
+    FORKD_POOL_SIZE_GB: '16',
+    FORKD_CGROUP_PARENT: `forkd-test-${randomBytes(4).toString('hex')}`,
+  };
+  return { config: loadConfig(env), env };
+}
+
+export async function createTestNode(opts: { verbose?: boolean } = {}): Promise<TestNode> {
+  const dir = await mkdtemp(join(tmpdir(), 'forkd-test-'));
+  const { config, env } = testConfig(dir);
+  const rootfs = baseRootfsDir(config);
+  if (!existsSync(join(rootfs, '.forkd-recipe'))) throw new Error(`no base root filesystem at ${rootfs}: run ./forkd setup first`);
+  const node = await openNode(config, opts.verbose ? createLogger('debug') : silentLogger);
+  await node.templates.importDir('base', rootfs);
+  return {
+    ...node,
+    dir,
+    env,
+    async dispose() {
+      await disposeNodeDir(node, dir, config);
+    },
+  };
+}
+
+export async function disposeNodeDir(node: Node | undefined, dir: string, config: ForkdConfig): Promise<void> {
+  if (node) {
+    for (const s of node.manager.list()) await node.manager.delete(s.id).catch(() => {});
+    node.close();
+  } else {
+    // A daemon ran on this dir: kill whatever runc still knows about.
+    const root = join(config.runDir, 'runc');
+    const r = await exec('runc', ['--root', root, 'list', '-q'], { allowFailure: true });
+    for (const id of r.stdout.split('\n').filter(Boolean)) await exec('runc', ['--root', root, 'delete', '--force', id], { allowFailure: true });
+  }
+  await unmountPool(config.pool);
+  await removeCgroupParent(config.cgroupParent);
+  await rm(dir, { recursive: true, force: true });
+}
+
+/** runc removes each sandbox's cgroup; the shared parent is ours to remove. */
+export async function removeCgroupParent(parent: string): Promise<void> {
+  const d = cgroupDirs(parent);
+  const dirs = new Set([d.memory, d.cpu, d.pids, d.freezer]);
+  if (!existsSync('/sys/fs/cgroup/cgroup.controllers')) {
+    for (const ctrl of await readdir('/sys/fs/cgroup').catch(() => [] as string[])) dirs.add(join('/sys/fs/cgroup', ctrl, parent));
+  }
+  for (const p of dirs) await rmdir(p).catch(() => {});
+}
+
+/** Counts what a sandbox can leak on the host, to compare before and after. */
+export async function hostFootprint(node: Node, cgroupParent: string): Promise<{ mounts: number; subvolumes: number; cgroups: number; containers: number; fds: number; guests: number }> {
+  const mounts = (await exec('cat', ['/proc/self/mountinfo'])).stdout.split('\n').filter(Boolean).length;
+  const sub = await exec('btrfs', ['subvolume', 'list', '-o', node.config.pool.mountPoint], { allowFailure: true });
+  const subvolumes = sub.stdout.split('\n').filter((l) => l.includes('sandboxes/')).length;
+  let cgroups = 0;
+  for (const p of new Set(Object.values(cgroupDirs(cgroupParent)))) {
+    cgroups += (await readdir(p, { withFileTypes: true }).catch(() => [])).filter((e) => e.isDirectory()).length;
+  }
+  const containers = (await node.runtime.list()).length;
+  const fds = (await readdir('/proc/self/fd')).length;
+  const ps = await exec('pgrep', ['-f', '^/.forkd/init'], { allowFailure: true });
+  const guests = ps.stdout.split('\n').filter(Boolean).length;
+  return { mounts, subvolumes, cgroups, containers, fds, guests };
+}
