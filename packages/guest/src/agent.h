@@ -1,0 +1,71 @@
+/* Shared agent state: connections. */
+#ifndef FORKD_AGENT_H
+#define FORKD_AGENT_H
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "buf.h"
+#include "frame.h"
+#include "proto.h"
+
+enum cstate {
+  CS_HELLO,   /* waiting for HELLO */
+  CS_REQ,     /* waiting for the request */
+  CS_PROC,    /* process stream (SPAWN/ATTACH) */
+  CS_WRITE,   /* WRITE_FILE: receiving DATA/END */
+  CS_READ,    /* READ_FILE: sending DATA */
+  CS_LIST,    /* LIST_DIR: sending ENTRY */
+  CS_PROCS,   /* LIST_PROCS: sending PROC */
+  CS_WATCH,   /* WATCH: sending EVENT */
+  CS_CLOSING, /* final frame queued: flush, then close */
+};
+
+struct proc;
+struct watch;
+
+struct dirlevel {
+  DIR *d;
+  char *prefix; /* relative path of this directory + "/" ("" at top) */
+};
+
+struct client {
+  struct client *next;
+  int fd;
+  enum cstate state;
+  bool dead;
+  struct buf in, out;
+
+  /* process stream */
+  struct proc *proc;
+  struct client *pnext; /* in proc->clients */
+  uint64_t pos;         /* ring offset of next byte to send */
+  bool exit_queued;
+  bool stdin_pending;   /* a STDIN frame is partially written */
+  const uint8_t *stdin_p;
+  size_t stdin_n, blocked_len;
+
+  /* files */
+  int file_fd;
+  bool aux_wait;        /* READ_FILE: waiting for file_fd readable */
+  uint64_t count;
+  struct dirlevel *dirs;
+  int ndirs, maxdepth;
+  uint64_t list_cursor; /* LIST_PROCS */
+  struct watch *watch;
+};
+
+extern struct client *g_clients;
+
+void client_close(struct client *c);
+int client_flush(struct client *c); /* -1 if the client got closed */
+void client_pump(struct client *c);
+void client_parse(struct client *c);
+void client_error(struct client *c, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void client_error_code(struct client *c, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void client_ok_end(struct client *c); /* queue an empty OK and finish */
+
+#endif

@@ -1,0 +1,277 @@
+/* Connections: frame reading, the per-connection state machine, output. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "conn.h"
+#include "files.h"
+#include "proc.h"
+#include "util.h"
+#include "watch.h"
+
+struct client *g_clients;
+int g_nclients;
+
+#define IN_KEEP (MAX_DATA * 2 + 64) /* WRITE_FILE keeps its input buffer */
+#define BUF_KEEP 16384
+
+struct client *client_new(int fd) {
+  struct client *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->fd = fd;
+  c->file_fd = -1;
+  c->state = CS_HELLO;
+  c->next = g_clients;
+  g_clients = c;
+  g_nclients++;
+  return c;
+}
+
+void client_close(struct client *c) {
+  if (c->dead) return;
+  c->dead = true;
+  proc_detach(c);
+  files_cleanup(c);
+  watch_free(c);
+  if (c->fd >= 0) close(c->fd);
+  c->fd = -1;
+  g_nclients--;
+}
+
+void client_sweep(void) {
+  for (struct client **pp = &g_clients; *pp;) {
+    struct client *c = *pp;
+    if (!c->dead) {
+      pp = &c->next;
+      continue;
+    }
+    *pp = c->next;
+    buf_free(&c->in);
+    buf_free(&c->out);
+    free(c);
+  }
+}
+
+int client_flush(struct client *c) {
+  if (c->dead) return -1;
+  if (c->out.err) { /* could not build a frame: give up on this client */
+    client_close(c);
+    return -1;
+  }
+  while (buf_size(&c->out)) {
+    ssize_t n = write(c->fd, buf_data(&c->out), buf_size(&c->out));
+    if (n > 0) {
+      buf_consume(&c->out, (size_t)n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return 0;
+    client_close(c);
+    return -1;
+  }
+  if (c->state != CS_READ) buf_shrink(&c->out, BUF_KEEP);
+  return 0;
+}
+
+void client_pump(struct client *c) {
+  for (int i = 0; i < 16 && !c->dead; i++) {
+    if (client_flush(c) < 0 || buf_size(&c->out)) return;
+    int more;
+    switch (c->state) {
+    case CS_CLOSING:
+      if (c->exit_queued && c->proc) c->proc->exit_delivered = true;
+      client_close(c);
+      return;
+    case CS_PROC: proc_client_pump(c); return;
+    case CS_READ: more = files_read_pump(c); break;
+    case CS_LIST: more = files_list_pump(c); break;
+    case CS_PROCS: more = proc_list_pump(c); break;
+    default: return;
+    }
+    if (!more) return;
+  }
+}
+
+bool client_want_read(const struct client *c) {
+  return !c->dead && c->state != CS_CLOSING && !c->stdin_pending;
+}
+
+bool client_want_write(const struct client *c) {
+  if (c->dead) return false;
+  if (buf_size(&c->out) || c->state == CS_CLOSING) return true;
+  switch (c->state) {
+  case CS_PROC: return c->proc && c->pos < c->proc->end;
+  case CS_READ: return !c->aux_wait;
+  case CS_LIST:
+  case CS_PROCS: return true;
+  default: return false;
+  }
+}
+
+static void verror(struct client *c, const char *code, const char *fmt, va_list ap) {
+  char msg[1024];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  size_t m = fr_begin(&c->out, T_ERROR);
+  tlv_str(&c->out, K_CODE, code);
+  tlv_str(&c->out, K_MESSAGE, msg);
+  fr_end(&c->out, m);
+  files_cleanup(c);
+  watch_free(c);
+  c->state = CS_CLOSING;
+}
+
+void client_error(struct client *c, int err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  verror(c, errno_name(err), fmt, ap);
+  va_end(ap);
+}
+
+void client_error_code(struct client *c, const char *code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  verror(c, code, fmt, ap);
+  va_end(ap);
+}
+
+void client_ok_end(struct client *c) {
+  fr_empty(&c->out, T_OK);
+  c->state = CS_CLOSING;
+}
+
+static void handle_info(struct client *c) {
+  size_t m = fr_begin(&c->out, T_OK);
+  tlv_int(&c->out, K_VERSION, FORKD_GUEST_PROTOCOL);
+  tlv_str(&c->out, K_AGENT, FORKD_AGENT_NAME);
+  tlv_int(&c->out, K_PID, getpid());
+  tlv_int(&c->out, K_SIZE, self_rss_bytes());
+  tlv_int(&c->out, K_ENTRIES, g_nprocs);
+  fr_end(&c->out, m);
+  c->state = CS_CLOSING;
+}
+
+/* 0 handled, -1 protocol violation (close) */
+static int handle_request(struct client *c, uint8_t type, const uint8_t *pl, size_t n) {
+  switch (type) {
+  case T_SPAWN: case T_ATTACH: case T_LIST_PROCS: case T_KILL: case T_INFO:
+  case T_READ_FILE: case T_WRITE_FILE: case T_LIST_DIR: case T_STAT:
+  case T_MKDIR: case T_MOVE: case T_REMOVE: case T_WATCH:
+    break;
+  default:
+    return -1;
+  }
+  struct req r;
+  int pr = req_parse(&r, pl, n);
+  if (pr == -1) {
+    req_free(&r);
+    return -1;
+  }
+  if (pr == -2) {
+    req_free(&r);
+    client_error(c, ENOMEM, "out of memory");
+    return 0;
+  }
+  switch (type) {
+  case T_SPAWN: proc_handle_spawn(c, &r); break;
+  case T_ATTACH: proc_handle_attach(c, &r); break;
+  case T_LIST_PROCS: proc_handle_list(c); break;
+  case T_KILL: proc_handle_kill(c, &r); break;
+  case T_INFO: handle_info(c); break;
+  case T_READ_FILE: files_handle_read(c, &r); break;
+  case T_WRITE_FILE: files_handle_write(c, &r); break;
+  case T_LIST_DIR: files_handle_list(c, &r); break;
+  case T_STAT: files_handle_stat(c, &r); break;
+  case T_MKDIR: files_handle_mkdir(c, &r); break;
+  case T_MOVE: files_handle_move(c, &r); break;
+  case T_REMOVE: files_handle_remove(c, &r); break;
+  case T_WATCH: watch_handle(c, &r); break;
+  }
+  req_free(&r);
+  return 0;
+}
+
+static int handle_hello(struct client *c, uint8_t type, const uint8_t *pl, size_t n) {
+  if (type != T_HELLO) return -1;
+  struct req r;
+  int pr = req_parse(&r, pl, n);
+  int64_t v = req_int(&r, K_VERSION, -1);
+  req_free(&r);
+  if (pr == -1) return -1;
+  if (v != FORKD_GUEST_PROTOCOL) {
+    client_error_code(c, "EPROTO", "unsupported protocol version %lld (agent speaks %d)",
+                      (long long)v, FORKD_GUEST_PROTOCOL);
+    return 0;
+  }
+  size_t m = fr_begin(&c->out, T_HELLO_OK);
+  tlv_int(&c->out, K_VERSION, FORKD_GUEST_PROTOCOL);
+  tlv_str(&c->out, K_AGENT, FORKD_AGENT_NAME);
+  fr_end(&c->out, m);
+  c->state = CS_REQ;
+  return 0;
+}
+
+/* 0 consumed, 1 blocked (keep the frame), -1 protocol violation */
+static int handle_frame(struct client *c, uint8_t type, const uint8_t *pl, size_t n) {
+  switch (c->state) {
+  case CS_HELLO: return handle_hello(c, type, pl, n);
+  case CS_REQ: return handle_request(c, type, pl, n);
+  case CS_PROC: return proc_stream_frame(c, type, pl, n);
+  case CS_WRITE: return files_write_frame(c, type, pl, n);
+  default: return -1; /* nothing is expected from the host in other states */
+  }
+}
+
+static uint32_t frame_limit(const struct client *c) {
+  return c->state == CS_HELLO || c->state == CS_REQ ? MAX_FRAME : MAX_DATA + 1;
+}
+
+void client_parse(struct client *c) {
+  while (!c->dead && client_want_read(c)) {
+    size_t avail = buf_size(&c->in);
+    if (avail < 4) break;
+    const uint8_t *f = buf_data(&c->in);
+    uint32_t len = rd32(f);
+    if (len < 1 || len > frame_limit(c)) {
+      client_close(c);
+      return;
+    }
+    if (avail - 4 < len) break;
+    int r = handle_frame(c, f[4], f + 5, len - 1);
+    if (r < 0) {
+      client_close(c);
+      return;
+    }
+    if (r == 1) {
+      c->blocked_len = 4 + (size_t)len;
+      return;
+    }
+    buf_consume(&c->in, 4 + (size_t)len);
+  }
+  if (!c->dead && !c->stdin_pending) buf_shrink(&c->in, c->state == CS_WRITE ? IN_KEEP : BUF_KEEP);
+}
+
+void client_read(struct client *c) {
+  size_t have = buf_size(&c->in), want = 4096;
+  if (have >= 4) {
+    uint32_t len = rd32(buf_data(&c->in));
+    if (len >= 1 && len <= frame_limit(c) && 4 + (size_t)len > have) want = 4 + len - have;
+  }
+  if (c->state == CS_WRITE && want < MAX_DATA + 5) want = MAX_DATA + 5;
+  if (buf_reserve(&c->in, want) < 0) {
+    client_close(c);
+    return;
+  }
+  ssize_t n = read(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n <= 0) { /* the host closed (or detached from) the operation */
+    client_close(c);
+    return;
+  }
+  c->in.len += (size_t)n;
+  client_parse(c);
+  client_pump(c);
+}
