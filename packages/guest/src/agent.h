@@ -42,9 +42,10 @@ struct client {
   struct client *pnext; /* in proc->clients */
   uint64_t pos;         /* ring offset of next byte to send */
   bool exit_queued;
-  bool stdin_pending;   /* a STDIN frame is partially written */
-  const uint8_t *stdin_p;
+  bool stdin_pending;   /* the STDIN frame at the head of `in` is partially written */
+  size_t stdin_off;     /* remaining data: offset from buf_data(&in) */
   size_t stdin_n, blocked_len;
+  size_t scan_off;      /* frames below this offset were scanned ahead (SIGNAL/RESIZE done) */
 
   /* files */
   int file_fd;

@@ -18,6 +18,7 @@ int g_nclients;
 
 #define IN_KEEP (MAX_DATA * 2 + 64) /* WRITE_FILE keeps its input buffer */
 #define BUF_KEEP 16384
+#define IN_AHEAD_MAX (256u * 1024u)
 
 struct client *client_new(int fd) {
   struct client *c = calloc(1, sizeof *c);
@@ -77,6 +78,13 @@ int client_flush(struct client *c) {
   return 0;
 }
 
+/* Unread input makes close() reset the connection (the host would see
+   ECONNRESET instead of EOF after our last frame): discard what is there. */
+static void discard_input(struct client *c) {
+  uint8_t tmp[2048];
+  for (int i = 0; i < 128 && read(c->fd, tmp, sizeof tmp) > 0; i++) {}
+}
+
 void client_pump(struct client *c) {
   for (int i = 0; i < 16 && !c->dead; i++) {
     if (client_flush(c) < 0 || buf_size(&c->out)) return;
@@ -84,6 +92,7 @@ void client_pump(struct client *c) {
     switch (c->state) {
     case CS_CLOSING:
       if (c->exit_queued && c->proc) c->proc->exit_delivered = true;
+      discard_input(c);
       client_close(c);
       return;
     case CS_PROC: proc_client_pump(c); return;
@@ -97,7 +106,10 @@ void client_pump(struct client *c) {
 }
 
 bool client_want_read(const struct client *c) {
-  return !c->dead && c->state != CS_CLOSING && !c->stdin_pending;
+  if (c->dead || c->state == CS_CLOSING) return false;
+  /* while STDIN waits for the process, keep reading (bounded) so that
+     SIGNAL and RESIZE queued behind it still get through */
+  return !c->stdin_pending || buf_size(&c->in) < IN_AHEAD_MAX;
 }
 
 bool client_want_write(const struct client *c) {
@@ -225,31 +237,78 @@ static int handle_frame(struct client *c, uint8_t type, const uint8_t *pl, size_
   }
 }
 
+/* Protocol violation: best effort to deliver what is already queued
+   (e.g. HELLO_OK), then close. Never waits. */
+static void client_abort(struct client *c) {
+  if (!c->out.err && buf_size(&c->out)) {
+    ssize_t n = write(c->fd, buf_data(&c->out), buf_size(&c->out));
+    (void)n;
+  }
+  client_close(c);
+}
+
 static uint32_t frame_limit(const struct client *c) {
   return c->state == CS_HELLO || c->state == CS_REQ ? MAX_FRAME : MAX_DATA + 1;
 }
 
+/* While the head STDIN frame is blocked: handle SIGNAL/RESIZE frames
+   queued behind it now (marking them done by zeroing their type byte);
+   STDIN/STDIN_EOF stay queued in order. */
+static void scan_ahead(struct client *c) {
+  if (c->scan_off < c->blocked_len) c->scan_off = c->blocked_len;
+  while (!c->dead) {
+    size_t avail = buf_size(&c->in);
+    if (avail < c->scan_off + 4) return;
+    uint8_t *f = buf_data(&c->in) + c->scan_off;
+    uint32_t len = rd32(f);
+    if (len < 1 || len > frame_limit(c)) {
+      client_abort(c);
+      return;
+    }
+    if (avail - c->scan_off - 4 < len) return;
+    if (f[4] == T_SIGNAL || f[4] == T_RESIZE) {
+      if (proc_stream_frame(c, f[4], f + 5, len - 1) < 0) {
+        client_abort(c);
+        return;
+      }
+      f[4] = 0;
+    } else if (f[4] != T_STDIN && f[4] != T_STDIN_EOF) {
+      client_abort(c);
+      return;
+    }
+    c->scan_off += 4 + (size_t)len;
+  }
+}
+
 void client_parse(struct client *c) {
-  while (!c->dead && client_want_read(c)) {
+  while (!c->dead && c->state != CS_CLOSING) {
+    if (c->stdin_pending) {
+      scan_ahead(c);
+      return;
+    }
     size_t avail = buf_size(&c->in);
     if (avail < 4) break;
     const uint8_t *f = buf_data(&c->in);
     uint32_t len = rd32(f);
     if (len < 1 || len > frame_limit(c)) {
-      client_close(c);
+      client_abort(c);
       return;
     }
     if (avail - 4 < len) break;
-    int r = handle_frame(c, f[4], f + 5, len - 1);
+    size_t flen = 4 + (size_t)len;
+    int r = 0;
+    if (f[4] != 0 || c->scan_off < flen) /* else: already handled ahead */
+      r = handle_frame(c, f[4], f + 5, len - 1);
     if (r < 0) {
-      client_close(c);
+      client_abort(c);
       return;
     }
     if (r == 1) {
-      c->blocked_len = 4 + (size_t)len;
-      return;
+      c->blocked_len = flen;
+      continue; /* -> scan_ahead */
     }
-    buf_consume(&c->in, 4 + (size_t)len);
+    buf_consume(&c->in, flen);
+    c->scan_off = c->scan_off > flen ? c->scan_off - flen : 0;
   }
   if (!c->dead && !c->stdin_pending) buf_shrink(&c->in, c->state == CS_WRITE ? IN_KEEP : BUF_KEEP);
 }

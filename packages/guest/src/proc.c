@@ -216,9 +216,17 @@ static int proc_read(struct proc *p, int *fdp) {
     }
   }
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return -1;
-  close_fd(fdp); /* EOF, or EIO on a PTY master whose slave is gone */
+  if (p->pty) {
+    /* EIO: every slave fd is closed. The process may still be on its way
+       out; closing the master now would hang up its session (SIGHUP). */
+    p->pty_hup = true;
+    return 0;
+  }
+  close_fd(fdp); /* EOF */
   return 0;
 }
+
+static bool out_open(const struct proc *p) { return p->out_fd >= 0 && !p->pty_hup; }
 
 static void proc_finish(struct proc *p) {
   p->finished = true;
@@ -235,7 +243,7 @@ static void proc_finish(struct proc *p) {
 static void proc_drain(struct proc *p, int64_t now) {
   int *fds[2] = {&p->out_fd, &p->err_fd};
   for (int k = 0; k < 2; k++) {
-    while (*fds[k] >= 0) {
+    while (k ? p->err_fd >= 0 : out_open(p)) {
       if (!p->drain_budget) { /* something else keeps writing: stop */
         close_fd(fds[k]);
         break;
@@ -259,7 +267,7 @@ static void proc_drain(struct proc *p, int64_t now) {
     }
   }
   pump_clients(p);
-  if (!p->removed && !p->finished && p->out_fd < 0 && p->err_fd < 0) proc_finish(p);
+  if (!p->removed && !p->finished && !out_open(p) && p->err_fd < 0) proc_finish(p);
 }
 
 bool proc_want_read(const struct proc *p) {
@@ -274,7 +282,7 @@ void proc_on_readable(struct proc *p, int fd) {
     proc_drain(p, now_ms());
     return;
   }
-  for (int i = 0; i < 4 && *fdp >= 0; i++) {
+  for (int i = 0; i < 4 && *fdp >= 0 && !(p->pty && p->pty_hup); i++) {
     if (p->nclients && RING_MAX - rused(p) < 6) break;
     if (proc_read(p, fdp) <= 0) break;
   }
@@ -435,7 +443,7 @@ static __attribute__((noreturn)) void child_main(const struct spawn_ctx *s, int 
     if (r < 0) child_fail(ep, ST_PTY, -r);
   } else {
     int in = s->in_r;
-    if (in < 0) in = open("/dev/null", O_RDONLY); /* else keep the agent's fd 0 */
+    if (in < 0) in = open("/dev/null", O_RDONLY | O_CLOEXEC); /* else keep the agent's fd 0 */
     if ((in >= 0 && dup2(in, 0) < 0) || dup2(s->out_w, 1) < 0 || dup2(s->err_w, 2) < 0)
       child_fail(ep, ST_STDIO, errno);
   }
@@ -756,7 +764,10 @@ int proc_list_pump(struct client *c) {
 
 /* ---- host -> process stream ---- */
 
-int proc_stdin_fd(const struct proc *p) { return p->pty ? p->out_fd : p->in_fd; }
+int proc_stdin_fd(const struct proc *p) {
+  if (p->pty) return p->pty_hup ? -1 : p->out_fd;
+  return p->in_fd;
+}
 
 static void stdin_write_error(struct proc *p, int e) {
   (void)e; /* EPIPE etc.: the reader is gone; further input is discarded */
@@ -780,7 +791,7 @@ int proc_stream_frame(struct client *c, uint8_t type, const uint8_t *pl, size_t 
     }
     if (w < 0) w = 0;
     c->stdin_pending = true;
-    c->stdin_p = pl + w;
+    c->stdin_off = (size_t)(pl - buf_data(&c->in)) + (size_t)w;
     c->stdin_n = n - (size_t)w;
     return 1;
   }
@@ -818,9 +829,9 @@ void proc_stdin_continue(struct client *c) {
   struct proc *p = c->proc;
   int fd = p ? proc_stdin_fd(p) : -1;
   if (fd >= 0 && c->stdin_n) {
-    ssize_t w = write(fd, c->stdin_p, c->stdin_n);
+    ssize_t w = write(fd, buf_data(&c->in) + c->stdin_off, c->stdin_n);
     if (w > 0) {
-      c->stdin_p += w;
+      c->stdin_off += (size_t)w;
       c->stdin_n -= (size_t)w;
       if (c->stdin_n) return;
     } else if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
@@ -831,5 +842,6 @@ void proc_stdin_continue(struct client *c) {
   }
   c->stdin_pending = false;
   buf_consume(&c->in, c->blocked_len);
+  c->scan_off = c->scan_off > c->blocked_len ? c->scan_off - c->blocked_len : 0;
   client_parse(c);
 }

@@ -15,6 +15,7 @@ struct proc {
   char **argv; /* one allocation */
   int argc;
   bool pty, running, finished, exit_delivered, removed;
+  bool pty_hup; /* master saw EIO: kept open until exit (closing it would SIGHUP the session) */
   int exit_code, exit_sig;
   int out_fd, err_fd, in_fd; /* PTY: out_fd is the master, in_fd is -1 */
   int64_t drain_deadline;    /* PTY grace after exit, 0 = none */

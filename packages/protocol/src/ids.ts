@@ -1,5 +1,3 @@
-import { randomBytes } from 'node:crypto';
-
 /** Sandbox ids are short, URL- and hostname-safe, and self-describing in logs. */
 export const SANDBOX_ID_PATTERN = /^sbx-[a-z0-9]{12}$/;
 export const TEMPLATE_NAME_PATTERN = /^[a-z][a-z0-9-]{0,62}$/;
@@ -8,7 +6,8 @@ export const TAG_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
 export function newSandboxId(): string {
-  const bytes = randomBytes(12);
+  // Web Crypto, so the protocol package also runs in browsers (SDK).
+  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(12));
   let out = 'sbx-';
   for (const b of bytes) out += ALPHABET[b % ALPHABET.length];
   return out;

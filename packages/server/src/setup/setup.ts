@@ -120,7 +120,7 @@ async function ensureBaseRootfs(config: ForkdConfig, host: HostInfo, detail: (d:
   await rm(join(tmp, 'var/lib/apt/lists'), { recursive: true, force: true });
   await mkdir(join(tmp, 'var/lib/apt/lists/partial'), { recursive: true });
   await writeFile(join(tmp, 'etc/hostname'), 'sandbox\n');
-  await writeFile(marker, want);
+  await writeFile(join(tmp, '.forkd-recipe'), want);
   await rm(dir, { recursive: true, force: true });
   await rename(tmp, dir);
   return dir;

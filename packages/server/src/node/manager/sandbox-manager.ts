@@ -37,6 +37,8 @@ export const GUEST_DIR = '.forkd';
 const GUEST_INIT = `/${GUEST_DIR}/init`;
 const READY_TIMEOUT_MS = 15_000;
 
+const ms = (x: number) => Math.round(x * 10) / 10;
+
 function toInfo(r: SandboxRecord): SandboxInfo {
   return {
     id: r.id,
@@ -110,12 +112,16 @@ export class SandboxManager {
     };
     this.#d.store.insertSandbox(rec);
     try {
+      const t0 = performance.now();
       const rootfs = await this.#d.storage.prepare(this.volume(rec.id), this.#d.templates.volume(req.template));
       await this.#installGuest(rootfs);
+      const t1 = performance.now();
       await this.#d.runtime.start(rec.id, { rootfs, hostname: rec.id, limits, init: GUEST_INIT, env: {} });
+      const t2 = performance.now();
       await this.#waitReady(rec.id);
+      const t3 = performance.now();
       this.#transition(rec, 'running');
-      this.#d.logger.info('sandbox created', { sandbox: rec.id, template: rec.template });
+      this.#d.logger.info('sandbox created', { sandbox: rec.id, template: rec.template, rootfsMs: ms(t1 - t0), runtimeMs: ms(t2 - t1), readyMs: ms(t3 - t2) });
       return toInfo(rec);
     } catch (err) {
       this.#d.logger.warn('sandbox create failed', { sandbox: rec.id, error: (err as Error).message });
@@ -146,7 +152,7 @@ export class SandboxManager {
         const st = await this.#d.runtime.state(id);
         if (st.status === 'stopped' || st.status === 'missing') throw new ForkdError('INTERNAL', `sandbox ${id} exited during start`);
         await sleep(delay);
-        delay = Math.min(delay * 2, 20);
+        delay = Math.min(delay * 2, 4);
       }
     }
   }

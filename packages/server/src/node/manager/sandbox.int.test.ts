@@ -78,12 +78,12 @@ describe('sandbox (real Btrfs, runc, guest agent)', { skip: !isRoot && 'needs ro
       let screen = '';
       const { process, exit } = await node.manager.spawn(id, { argv: ['/bin/bash', '-i'], pty: { cols: 80, rows: 24 }, stdin: true }, { onStdout: (d) => void (screen += d.toString()) });
       await process.write(Buffer.from('echo $((6*7))\n'));
-      await waitFor(() => /(^|\n)42\r?\n/.test(screen), 5000, '42 on the terminal');
+      await waitFor(() => /[\r\n]42\r?\n/.test(screen), 5000, '42 on the terminal');
       await process.write(Buffer.from('tput cols\n'));
-      await waitFor(() => /(^|\n)80\r?\n/.test(screen), 5000, 'tput cols = 80');
+      await waitFor(() => /[\r\n]80\r?\n/.test(screen), 5000, 'tput cols = 80');
       process.resize(132, 40);
       await process.write(Buffer.from('tput cols\n'));
-      await waitFor(() => /(^|\n)132\r?\n/.test(screen), 5000, 'tput cols = 132 after resize');
+      await waitFor(() => /[\r\n]132\r?\n/.test(screen), 5000, 'tput cols = 132 after resize');
       await process.write(Buffer.from('exit 7\n'));
       assert.equal((await exit)?.exitCode, 7);
     });

@@ -1,0 +1,61 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { UsageError } from '../usage-error.js';
+import { parseCpArgs } from './cp.js';
+import { parseCreateArgs } from './create.js';
+import { parseKillArgs, parseSignal } from './kill.js';
+import { parseRmArgs } from './rm.js';
+import { parseServeArgs } from './serve.js';
+import { parseShellArgs } from './shell.js';
+
+test('create', () => {
+  assert.deepEqual(parseCreateArgs([]), { request: {}, json: false });
+  assert.deepEqual(parseCreateArgs(['-t', 'py', '--memory', '1024', '--cpus', '0.5', '--pids', '64', '-e', 'A=1', '-e', 'B=2', '--json']), {
+    request: { template: 'py', memoryMb: 1024, cpus: 0.5, pids: 64, env: { A: '1', B: '2' } },
+    json: true,
+  });
+  assert.throws(() => parseCreateArgs(['--memory', 'lots']), UsageError);
+  assert.throws(() => parseCreateArgs(['extra']), UsageError);
+});
+
+test('cp: one side in a sandbox', () => {
+  assert.deepEqual(parseCpArgs(['./a', 'sbx-abcdefghijkl:/w/']), {
+    direction: 'upload',
+    from: { kind: 'local', path: './a' },
+    to: { kind: 'remote', id: 'sbx-abcdefghijkl', path: '/w/' },
+    quiet: false,
+  });
+  assert.equal(parseCpArgs(['-q', 'sbx-abcdefghijkl:/w/a', '-']).direction, 'download');
+  assert.throws(() => parseCpArgs(['a', 'b']), /neither side/);
+  assert.throws(() => parseCpArgs(['sbx-abcdefghijkl:/a', 'sbx-abcdefghijkm:/b']), /both sides/);
+  assert.throws(() => parseCpArgs(['a']), /missing DST/);
+});
+
+test('kill: signals by name or number, default TERM', () => {
+  assert.deepEqual(parseKillArgs(['sbx-1', '42']), { id: 'sbx-1', process: 42, signal: 15 });
+  assert.deepEqual(parseKillArgs(['sbx-1', 'tag:web', '-s', 'KILL']), { id: 'sbx-1', process: 'tag:web', signal: 9 });
+  assert.equal(parseSignal('sigint'), 2);
+  assert.equal(parseSignal('SIGUSR1'), 10);
+  assert.equal(parseSignal('9'), 9);
+  for (const bad of ['0', '65', 'NOPE']) assert.throws(() => parseSignal(bad), UsageError, bad);
+  assert.throws(() => parseKillArgs(['sbx-1', 'web']), UsageError);
+});
+
+test('rm: ids or --all', () => {
+  assert.deepEqual(parseRmArgs(['a', 'b']), { ids: ['a', 'b'], all: false });
+  assert.deepEqual(parseRmArgs(['--all']), { ids: [], all: true });
+  assert.throws(() => parseRmArgs([]), UsageError);
+  assert.throws(() => parseRmArgs(['--all', 'a']), UsageError);
+});
+
+test('shell', () => {
+  assert.deepEqual(parseShellArgs(['sbx-1', '--cmd', 'htop -d 5', '-e', 'X=1']), { id: 'sbx-1', command: 'htop -d 5', env: { X: '1' }, cwd: undefined, user: undefined });
+  assert.throws(() => parseShellArgs([]), UsageError);
+});
+
+test('serve: --port and --host override the environment', () => {
+  assert.deepEqual(parseServeArgs([]), {});
+  assert.deepEqual(parseServeArgs(['--port', '9000', '--host', '0.0.0.0']), { port: 9000, host: '0.0.0.0' });
+  assert.throws(() => parseServeArgs(['--port', '70000']), UsageError);
+  assert.throws(() => parseServeArgs(['--port', 'http']), UsageError);
+});

@@ -1,0 +1,63 @@
+import type { CreateSandboxOptions } from '@forkd/sdk';
+import { expectPositionals, parseEnvPairs, parseOptions, parsePositiveInt, parsePositiveNumber } from '../args.js';
+import type { CliCommand } from '../command.js';
+import { connect } from '../connect.js';
+import { printJson } from '../format.js';
+
+const USAGE = `Usage: forkd create [options]
+
+Creates a sandbox and prints its id.
+
+Options:
+  -t, --template NAME   template to start from (default base; see forkd templates)
+  -m, --memory MB       memory limit in MiB (default 512)
+      --cpus N          CPU limit, fractions allowed (default 1)
+      --pids N          process limit (default 1024)
+  -e, --env K=V         environment of every process in it (repeatable)
+      --json            print {"id": ...}
+`;
+
+export interface CreateArgs {
+  request: CreateSandboxOptions;
+  json: boolean;
+}
+
+export function parseCreateArgs(argv: string[]): CreateArgs {
+  const { values, positionals } = parseOptions({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      template: { type: 'string', short: 't' },
+      memory: { type: 'string', short: 'm' },
+      cpus: { type: 'string' },
+      pids: { type: 'string' },
+      env: { type: 'string', short: 'e', multiple: true },
+      json: { type: 'boolean' },
+    },
+  });
+  expectPositionals(positionals, []);
+  const request: CreateSandboxOptions = {};
+  if (values.template !== undefined) request.template = values.template;
+  const memoryMb = parsePositiveInt('--memory', values.memory);
+  if (memoryMb !== undefined) request.memoryMb = memoryMb;
+  const cpus = parsePositiveNumber('--cpus', values.cpus);
+  if (cpus !== undefined) request.cpus = cpus;
+  const pids = parsePositiveInt('--pids', values.pids);
+  if (pids !== undefined) request.pids = pids;
+  const env = parseEnvPairs(values.env);
+  if (env) request.env = env;
+  return { request, json: !!values.json };
+}
+
+export const createCommand: CliCommand = {
+  name: 'create',
+  summary: 'create a sandbox and print its id',
+  usage: USAGE,
+  async run(argv) {
+    const args = parseCreateArgs(argv);
+    const sb = await connect().sandboxes.create(args.request);
+    if (args.json) printJson({ id: sb.id });
+    else process.stdout.write(`${sb.id}\n`);
+    return 0;
+  },
+};

@@ -1,0 +1,35 @@
+import type { CliCommand } from '../command.js';
+import { attachCommand } from './attach.js';
+import { cpCommand } from './cp.js';
+import { createCommand } from './create.js';
+import { execCommand } from './exec.js';
+import { killCommand } from './kill.js';
+import { lsCommand } from './ls.js';
+import { metricsCommand } from './metrics.js';
+import { psCommand } from './ps.js';
+import { rmCommand } from './rm.js';
+import { serveCommand } from './serve.js';
+import { setupCommand } from './setup.js';
+import { shellCommand } from './shell.js';
+import { templatesCommand } from './templates.js';
+
+/** In the order `forkd --help` lists them. */
+export const COMMANDS: readonly CliCommand[] = [
+  setupCommand,
+  serveCommand,
+  createCommand,
+  lsCommand,
+  rmCommand,
+  execCommand,
+  shellCommand,
+  cpCommand,
+  psCommand,
+  attachCommand,
+  killCommand,
+  metricsCommand,
+  templatesCommand,
+];
+
+export function findCommand(name: string): CliCommand | undefined {
+  return COMMANDS.find((c) => c.name === name);
+}

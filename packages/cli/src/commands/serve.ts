@@ -1,0 +1,65 @@
+import { createLogger, loadConfig, startDaemon, type ForkdConfig } from '@forkd/server';
+import { expectPositionals, parseOptions, parsePositiveInt } from '../args.js';
+import type { CliCommand } from '../command.js';
+import { StepProgress } from '../step-progress.js';
+import { UsageError } from '../usage-error.js';
+
+const USAGE = `Usage: forkd serve [--port N] [--host H]
+
+Runs the forkd API in the foreground (set-up first when needed). Ctrl-C or
+SIGTERM stops it; sandboxes keep running and are adopted on the next start.
+
+Options:
+  -p, --port N   port to listen on (default $FORKD_PORT or 8080)
+      --host H   address to listen on (default $FORKD_HOST or 127.0.0.1)
+`;
+
+export function parseServeArgs(argv: string[]): Partial<ForkdConfig> {
+  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { port: { type: 'string', short: 'p' }, host: { type: 'string' } } });
+  expectPositionals(positionals, []);
+  const overrides: Partial<ForkdConfig> = {};
+  const port = parsePositiveInt('--port', values.port);
+  if (port !== undefined) {
+    if (port > 65535) throw new UsageError('--port must be at most 65535');
+    overrides.port = port;
+  }
+  if (values.host !== undefined) overrides.host = values.host;
+  return overrides;
+}
+
+export const serveCommand: CliCommand = {
+  name: 'serve',
+  summary: 'run the API server in the foreground',
+  usage: USAGE,
+  async run(argv) {
+    const overrides = parseServeArgs(argv);
+    const config = loadConfig(process.env, overrides);
+    const progress = new StepProgress(process.stderr);
+    let daemon;
+    try {
+      daemon = await startDaemon(config, createLogger(), progress.event);
+    } catch (err) {
+      progress.fail();
+      throw err;
+    }
+    process.stderr.write(`forkd serving on ${daemon.server.url} (Ctrl-C to stop)\n`);
+    const d = daemon;
+    return new Promise<number>((resolve) => {
+      let stopping = false;
+      const stop = () => {
+        // A second signal while closing means "now".
+        if (stopping) process.exit(1);
+        stopping = true;
+        d.close().then(
+          () => resolve(0),
+          (err: unknown) => {
+            process.stderr.write(`error: closing: ${(err as Error).message}\n`);
+            resolve(1);
+          },
+        );
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+  },
+};

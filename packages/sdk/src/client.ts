@@ -1,0 +1,37 @@
+import { HttpTransport } from './http-transport.js';
+import { Sandboxes } from './sandboxes.js';
+import type { WebSocketConstructor } from './websocket.js';
+
+export interface ForkdClientOptions {
+  /** Default: env FORKD_URL, else http://127.0.0.1:8080. */
+  url?: string;
+  /** Sent as `Authorization: Bearer`. Default: env FORKD_API_KEY. */
+  apiKey?: string;
+  /** A fetch to use instead of the global one. */
+  fetch?: typeof globalThis.fetch;
+  /** A WebSocket class to use instead of the global one (interactive streams). */
+  WebSocket?: WebSocketConstructor;
+}
+
+export const DEFAULT_URL = 'http://127.0.0.1:8080';
+
+function env(name: string): string | undefined {
+  return typeof process !== 'undefined' ? process.env?.[name] || undefined : undefined;
+}
+
+/** Entry point of the SDK. Every failure surfaces as a ForkdError with the server's code. */
+export class ForkdClient {
+  readonly url: string;
+  readonly sandboxes: Sandboxes;
+  readonly #http: HttpTransport;
+
+  constructor(opts: ForkdClientOptions = {}) {
+    this.url = opts.url ?? env('FORKD_URL') ?? DEFAULT_URL;
+    this.#http = new HttpTransport({ url: this.url, apiKey: opts.apiKey ?? env('FORKD_API_KEY'), fetch: opts.fetch });
+    this.sandboxes = new Sandboxes(this.#http, opts.WebSocket);
+  }
+
+  health(): Promise<{ ok: boolean }> {
+    return this.#http.json('GET', '/v1/health');
+  }
+}

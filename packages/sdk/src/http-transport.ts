@@ -1,0 +1,135 @@
+import { ERROR_CODES, ForkdError, fromErrorBody, isErrorCode, type ErrorCode } from '@forkd/protocol';
+import { patientDispatcher } from './patient-dispatcher.js';
+import { describeCause } from './wire-error.js';
+
+export type QueryValue = string | number | boolean | undefined;
+
+export interface RequestOptions {
+  query?: Record<string, QueryValue>;
+  /** Sent as a JSON body. */
+  json?: unknown;
+  /** Sent raw (application/octet-stream); a stream is uploaded as it is produced. */
+  body?: Uint8Array | ReadableStream<Uint8Array> | string;
+  signal?: AbortSignal | undefined;
+  /** The answer is a long-lived stream (NDJSON, big download): no idle timeout on its body. */
+  streaming?: boolean;
+}
+
+export interface TransportOptions {
+  url: string;
+  apiKey?: string | undefined;
+  fetch?: typeof globalThis.fetch | undefined;
+}
+
+/** undici's extensions of RequestInit; other runtimes ignore them. */
+type FetchInit = Omit<RequestInit, 'dispatcher' | 'duplex'> & { duplex?: 'half'; dispatcher?: object };
+
+/** The one place that talks HTTP: URLs, auth, and turning every failure into a ForkdError. */
+export class HttpTransport {
+  readonly baseUrl: string;
+  readonly apiKey: string | undefined;
+  readonly #fetch: typeof globalThis.fetch;
+  readonly #customFetch: boolean;
+
+  constructor(opts: TransportOptions) {
+    // `host:port` alone is common in env vars; http is the default scheme.
+    const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(opts.url) ? opts.url : `http://${opts.url}`;
+    if (!URL.canParse(url)) throw new ForkdError('INVALID_ARGUMENT', `invalid forkd URL ${JSON.stringify(opts.url)}`);
+    this.baseUrl = url.replace(/\/+$/, '');
+    this.apiKey = opts.apiKey || undefined;
+    this.#customFetch = opts.fetch !== undefined;
+    this.#fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  }
+
+  url(path: string, query?: Record<string, QueryValue>): string {
+    const u = new URL(this.baseUrl + path);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) u.searchParams.set(k, String(v));
+    return u.toString();
+  }
+
+  /** ws:// or wss:// URL of a path, for the interactive stream. */
+  wsUrl(path: string): string {
+    return this.url(path).replace(/^http/, 'ws');
+  }
+
+  authHeaders(): Record<string, string> {
+    return this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {};
+  }
+
+  /** Sends a request; resolves only for 2xx answers, whose body is left to the caller. */
+  async request(method: string, path: string, opts: RequestOptions = {}): Promise<Response> {
+    const headers: Record<string, string> = { accept: 'application/json', ...this.authHeaders() };
+    const init: FetchInit = { method, headers };
+    if (opts.signal) init.signal = opts.signal;
+    if (opts.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      init.body = JSON.stringify(opts.json);
+    } else if (opts.body !== undefined) {
+      headers['content-type'] = 'application/octet-stream';
+      init.body = opts.body as NonNullable<RequestInit['body']>;
+      if (opts.body instanceof ReadableStream) {
+        init.duplex = 'half';
+        // A stream body cannot be replayed for a redirect anyway, and with redirects allowed
+        // undici tees it and keeps the unread branch: a 1 GB upload would sit in memory.
+        init.redirect = 'error';
+      }
+    }
+    if (opts.streaming && !this.#customFetch) {
+      const dispatcher = await patientDispatcher();
+      if (dispatcher) init.dispatcher = dispatcher;
+    }
+    let res: Response;
+    try {
+      res = await this.#fetch(this.url(path, opts.query), init as RequestInit);
+    } catch (err) {
+      throw this.#networkError(err, opts.signal);
+    }
+    if (!res.ok) throw await errorFromResponse(res);
+    return res;
+  }
+
+  async json<T>(method: string, path: string, opts?: RequestOptions): Promise<T> {
+    const res = await this.request(method, path, opts);
+    try {
+      return (await res.json()) as T;
+    } catch (err) {
+      throw new ForkdError('INTERNAL', `invalid JSON answer to ${method} ${path}`, undefined, { cause: err });
+    }
+  }
+
+  /** For answers without a body worth reading (204s); drains it so the connection is reused. */
+  async send(method: string, path: string, opts?: RequestOptions): Promise<void> {
+    const res = await this.request(method, path, opts);
+    await res.arrayBuffer().catch(() => {});
+  }
+
+  #networkError(err: unknown, signal: AbortSignal | undefined): ForkdError {
+    if (err instanceof ForkdError) return err;
+    if (signal?.aborted || (err as { name?: string } | null)?.name === 'AbortError') {
+      return new ForkdError('CANCELLED', 'request aborted', undefined, { cause: err });
+    }
+    return new ForkdError('UNAVAILABLE', `cannot reach forkd at ${this.baseUrl}: ${describeCause(err)}`, undefined, { cause: err });
+  }
+}
+
+/** Rebuilds the server's ForkdError; a body that is not ours (a proxy's page) is mapped by status. */
+export async function errorFromResponse(res: Response): Promise<ForkdError> {
+  const text = await res.text().catch(() => '');
+  let body: unknown = null;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON: handled below
+  }
+  const e = (body as { error?: { code?: unknown } } | null)?.error;
+  if (e && isErrorCode(e.code)) return fromErrorBody(body, res.status);
+  const code = codeForStatus(res.status);
+  const snippet = text.trim().slice(0, 200);
+  return new ForkdError(code, `unexpected response (HTTP ${res.status})${snippet ? `: ${snippet}` : ''}`);
+}
+
+function codeForStatus(status: number): ErrorCode {
+  if (status === 502) return 'UNAVAILABLE';
+  for (const [code, s] of Object.entries(ERROR_CODES)) if (s === status) return code as ErrorCode;
+  return status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT';
+}

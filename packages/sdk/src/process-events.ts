@@ -1,0 +1,41 @@
+import type { ExecEvent } from '@forkd/protocol';
+import { fromBase64 } from './base64.js';
+import type { ProcessExit, StartedProcess } from './types.js';
+import { wireError } from './wire-error.js';
+
+export interface ProcessEventHandlers {
+  onStarted?: ((p: StartedProcess) => void) | undefined;
+  onStdout?: ((chunk: Uint8Array) => void) | undefined;
+  onStderr?: ((chunk: Uint8Array) => void) | undefined;
+  onDropped?: ((bytes: number) => void) | undefined;
+}
+
+/**
+ * Dispatches exec/attach events until the process exits. Resolves null when
+ * the stream ends without `exit`: the process was detached and keeps running.
+ * Unknown event types are ignored so newer servers stay compatible.
+ */
+export async function consumeProcessEvents(events: AsyncIterable<unknown>, h: ProcessEventHandlers): Promise<ProcessExit | null> {
+  for await (const raw of events) {
+    const e = raw as ExecEvent;
+    switch (e?.type) {
+      case 'started':
+        h.onStarted?.({ pid: e.pid, tag: e.tag, pty: e.pty });
+        break;
+      case 'stdout':
+        h.onStdout?.(fromBase64(e.data));
+        break;
+      case 'stderr':
+        h.onStderr?.(fromBase64(e.data));
+        break;
+      case 'dropped':
+        h.onDropped?.(e.bytes);
+        break;
+      case 'exit':
+        return { exitCode: e.exitCode, signal: e.signal, oomKilled: e.oomKilled };
+      case 'error':
+        throw wireError(e.error);
+    }
+  }
+  return null;
+}

@@ -1,0 +1,175 @@
+import { ForkdError, type ProcessInfo, type SandboxInfo } from '@forkd/protocol';
+import { toBase64 } from './base64.js';
+import { ByteCollector, toBytes } from './bytes.js';
+import type { HttpTransport } from './http-transport.js';
+import { readNdjson } from './ndjson.js';
+import { outputSinks } from './output-sink.js';
+import { consumeProcessEvents } from './process-events.js';
+import { SandboxFiles } from './sandbox-files.js';
+import { selectorObject, selectorSegment } from './selector.js';
+import { spawnRequest } from './spawn-request.js';
+import { StreamSession, type PtySession, type StreamOpen } from './stream-session.js';
+import type {
+  AttachHandlers,
+  BackgroundOptions,
+  Command,
+  ExecOptions,
+  ExecResult,
+  Metrics,
+  OutputEncoding,
+  ProcessExit,
+  ProcessSelector,
+  PtyOptions,
+  SignalSpec,
+  StartedProcess,
+  StreamOptions,
+} from './types.js';
+import { openWebSocket, resolveWebSocket, type WebSocketConstructor } from './websocket.js';
+
+/** A handle on one sandbox. `info` is a snapshot; `refresh()` reloads it. */
+export class Sandbox {
+  readonly id: string;
+  readonly files: SandboxFiles;
+  #info: SandboxInfo;
+  readonly #http: HttpTransport;
+  readonly #WebSocket: WebSocketConstructor | undefined;
+  readonly #base: string;
+
+  constructor(http: HttpTransport, info: SandboxInfo, WebSocket?: WebSocketConstructor) {
+    this.id = info.id;
+    this.#info = info;
+    this.#http = http;
+    this.#WebSocket = WebSocket;
+    this.#base = `/v1/sandboxes/${encodeURIComponent(info.id)}`;
+    this.files = new SandboxFiles(http, info.id);
+  }
+
+  get info(): SandboxInfo {
+    return this.#info;
+  }
+
+  async refresh(): Promise<SandboxInfo> {
+    this.#info = await this.#http.json<SandboxInfo>('GET', this.#base);
+    return this.#info;
+  }
+
+  delete(): Promise<void> {
+    return this.#http.send('DELETE', this.#base);
+  }
+
+  /** `await using sb = await client.sandboxes.create()` deletes it at scope end; already gone is fine. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.delete().catch((err: unknown) => {
+      if (!(err instanceof ForkdError && err.code === 'NOT_FOUND')) throw err;
+    });
+  }
+
+  metrics(): Promise<Metrics> {
+    return this.#http.json('GET', `${this.#base}/metrics`);
+  }
+
+  /**
+   * Runs a command to completion. A string runs through `bash -lc`; an array
+   * is argv. Output streams to the callbacks as it comes and is also collected
+   * into the result unless `capture: false`.
+   */
+  async exec<E extends OutputEncoding = 'bytes'>(cmd: Command, opts: ExecOptions<E> = {}): Promise<ExecResult> {
+    const req = {
+      ...spawnRequest(cmd, opts),
+      ...(opts.stdin !== undefined ? { stdinData: toBase64(toBytes(opts.stdin)) } : {}),
+      ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+    };
+    const res = await this.#http.request('POST', `${this.#base}/exec`, { json: req, streaming: true, signal: opts.abortSignal });
+    const capture = opts.capture !== false;
+    const stdout = new ByteCollector();
+    const stderr = new ByteCollector();
+    const sinks = outputSinks(opts);
+    let started: StartedProcess | undefined;
+    const exit = await consumeProcessEvents(readNdjson(res.body!), {
+      onStarted: (p) => {
+        started = p;
+        opts.onStarted?.(p);
+      },
+      onStdout: (c) => {
+        if (capture) stdout.push(c);
+        sinks.stdout?.(c);
+      },
+      onStderr: (c) => {
+        if (capture) stderr.push(c);
+        sinks.stderr?.(c);
+      },
+      onDropped: opts.onDropped,
+    });
+    if (!exit) {
+      throw started
+        ? new ForkdError('UNAVAILABLE', `the exec stream ended before process ${started.pid} exited; it was detached and may still be running`, { pid: started.pid })
+        : new ForkdError('UNAVAILABLE', 'the exec stream ended before the process started');
+    }
+    return { pid: started?.pid ?? 0, ...exit, stdout: capture ? stdout.text() : '', stderr: capture ? stderr.text() : '' };
+  }
+
+  /** Starts a process and returns at once; it keeps running (see `attach`, `processes`). */
+  spawnBackground(cmd: Command, opts: BackgroundOptions = {}): Promise<{ pid: number; tag?: string }> {
+    const req = { ...spawnRequest(cmd, opts, { stdin: opts.openStdin || undefined }), background: true };
+    return this.#http.json('POST', `${this.#base}/exec`, { json: req });
+  }
+
+  async processes(): Promise<ProcessInfo[]> {
+    const r = await this.#http.json<{ processes: ProcessInfo[] }>('GET', `${this.#base}/processes`);
+    return r.processes;
+  }
+
+  /**
+   * Follows a process's output (buffered output first) until it exits.
+   * Resolves null when the stream ended first (detached; it keeps running).
+   */
+  async attach<E extends OutputEncoding = 'bytes'>(sel: ProcessSelector, handlers: AttachHandlers<E> = {}): Promise<ProcessExit | null> {
+    const res = await this.#http.request('GET', `${this.#base}/processes/${selectorSegment(sel)}/output`, { streaming: true, signal: handlers.abortSignal });
+    const sinks = outputSinks(handlers);
+    return consumeProcessEvents(readNdjson(res.body!), {
+      onStarted: handlers.onStarted,
+      onStdout: sinks.stdout,
+      onStderr: sinks.stderr,
+      onDropped: handlers.onDropped,
+    });
+  }
+
+  signal(sel: ProcessSelector, signal: SignalSpec = 'SIGTERM'): Promise<void> {
+    return this.#http.send('POST', `${this.#base}/processes/${selectorSegment(sel)}/signal`, { json: { signal: normaliseSignal(signal) } });
+  }
+
+  /** Writes to a process started with stdin open; `eof` closes its stdin afterwards. */
+  writeStdin(sel: ProcessSelector, data: string | Uint8Array | undefined, eof = false): Promise<void> {
+    const body = { ...(data !== undefined ? { data: toBase64(toBytes(data)) } : {}), ...(eof ? { eof: true } : {}) };
+    return this.#http.send('POST', `${this.#base}/processes/${selectorSegment(sel)}/stdin`, { json: body });
+  }
+
+  /** A process with live stdin over the WebSocket (no terminal). Resolves once it runs. */
+  stream(opts: StreamOptions): Promise<StreamSession> {
+    return this.#openStream({ op: 'spawn', spawn: spawnRequest(opts.cmd, opts, { pty: opts.pty, cols: opts.cols, rows: opts.rows }) });
+  }
+
+  /** An interactive terminal (default `bash -l`). Resolves once it runs. */
+  pty(opts: PtyOptions): Promise<PtySession & StreamSession> {
+    return this.#openStream({ op: 'spawn', spawn: spawnRequest(opts.cmd ?? ['bash', '-l'], opts, { pty: true, cols: opts.cols, rows: opts.rows }) });
+  }
+
+  /** Re-attaches to a running process over the WebSocket, with live stdin. */
+  attachStream(sel: ProcessSelector): Promise<StreamSession> {
+    return this.#openStream({ op: 'attach', ...selectorObject(sel) });
+  }
+
+  #openStream(open: StreamOpen): Promise<StreamSession> {
+    const ctor = resolveWebSocket(this.#WebSocket);
+    const ws = openWebSocket(ctor, this.#http.wsUrl(`${this.#base}/stream`), this.#http.authHeaders());
+    return StreamSession.open(ws, open);
+  }
+}
+
+/** `TERM`, `sigterm` and `SIGTERM` all mean SIGTERM; numeric strings are numbers. */
+export function normaliseSignal(signal: SignalSpec): SignalSpec {
+  if (typeof signal === 'number') return signal;
+  if (/^[0-9]+$/.test(signal)) return Number(signal);
+  const up = signal.toUpperCase();
+  return up.startsWith('SIG') ? up : `SIG${up}`;
+}

@@ -1,0 +1,110 @@
+/** Options shared by everything that starts a process. */
+export interface SpawnOptions {
+  env?: Record<string, string>;
+  cwd?: string;
+  /** A user inside the sandbox (default root). */
+  user?: string;
+  /** A name to find the process by later (`tag:<tag>` selectors). */
+  tag?: string;
+}
+
+/** argv (run as is) or a string (run by `bash -lc`). */
+export type Command = string | readonly string[];
+
+/** A process: its pid, or its tag (`"tag:web"`, `{ tag: "web" }`, or a bare non-numeric string). */
+export type ProcessSelector = number | string | { pid: number } | { tag: string };
+
+export type SignalSpec = number | string;
+
+export interface ProcessExit {
+  exitCode: number;
+  /** The signal that killed the process, 0 if it exited. */
+  signal: number;
+  oomKilled: boolean;
+}
+
+export interface StartedProcess {
+  pid: number;
+  tag?: string | undefined;
+  pty: boolean;
+}
+
+export type OutputEncoding = 'bytes' | 'utf8';
+
+/** What output callbacks receive for an encoding. */
+export type OutputChunk<E extends OutputEncoding> = E extends 'utf8' ? string : Uint8Array;
+
+/**
+ * Output callbacks receive raw bytes, or text with `encoding: 'utf8'` (decoded
+ * as a stream, so characters split across chunks arrive whole).
+ */
+export interface OutputCallbacks<E extends OutputEncoding = 'bytes'> {
+  encoding?: E;
+  onStdout?: (chunk: OutputChunk<E>) => void;
+  onStderr?: (chunk: OutputChunk<E>) => void;
+}
+
+export interface ProcessHandlerOptions {
+  onStarted?: (process: StartedProcess) => void;
+  /** The server dropped this many bytes of output because the reader was too slow. */
+  onDropped?: (bytes: number) => void;
+  /** Aborting detaches: the process keeps running. */
+  abortSignal?: AbortSignal;
+}
+
+export type ExecOptions<E extends OutputEncoding = 'bytes'> = SpawnOptions &
+  ProcessHandlerOptions &
+  OutputCallbacks<E> & {
+    /** Written to stdin, which is then closed. */
+    stdin?: string | Uint8Array;
+    /** Killed with SIGKILL after this long (the result then has signal 9). */
+    timeoutMs?: number;
+    /** Keep stdout/stderr in the result (default true); turn off for large streamed output. */
+    capture?: boolean;
+  };
+
+export interface ExecResult extends ProcessExit {
+  pid: number;
+  stdout: string;
+  stderr: string;
+}
+
+export type BackgroundOptions = SpawnOptions & {
+  /** Keep stdin open as a pipe for later `writeStdin` (otherwise /dev/null). */
+  openStdin?: boolean;
+};
+
+export type AttachHandlers<E extends OutputEncoding = 'bytes'> = ProcessHandlerOptions & OutputCallbacks<E>;
+
+export interface StreamOptions extends SpawnOptions {
+  cmd: Command;
+  pty?: boolean;
+  cols?: number;
+  rows?: number;
+}
+
+export interface PtyOptions extends SpawnOptions {
+  cols: number;
+  rows: number;
+  /** Default `bash -l`. */
+  cmd?: Command;
+}
+
+export interface Metrics {
+  memoryBytes: number;
+  memoryLimitBytes: number;
+  cpuNanos: number;
+  pids: number;
+  oomKills: number;
+}
+
+export interface WriteFileOptions {
+  /** Permission bits, e.g. 0o755. */
+  mode?: number;
+  append?: boolean;
+  /** Owner of the created file. */
+  user?: string;
+  abortSignal?: AbortSignal;
+}
+
+export type FileData = string | Uint8Array | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array | string>;
