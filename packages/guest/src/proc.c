@@ -61,7 +61,7 @@ static void ring_release(struct proc *p) {
 /* Ensure capacity >= total (total <= RING_MAX). Offsets are kept. */
 static int ring_reserve(struct proc *p, uint64_t total) {
   if (p->cap >= total) return 0;
-  uint32_t nc = p->cap ? p->cap : 4096;
+  uint32_t nc = p->cap ? p->cap : 512;
   while (nc < total) nc *= 2;
   uint8_t *nr = malloc(nc);
   if (!nr) return -1;
@@ -106,10 +106,16 @@ static void ring_trim(struct proc *p) {
 
 /* ---- table ---- */
 
+/* A pid can be reused while an exited entry still carries it: the running
+   process wins. */
 static struct proc *find_pid(pid_t pid) {
+  struct proc *exited = NULL;
   for (struct proc *p = g_procs; p; p = p->next)
-    if (p->pid == pid) return p;
-  return NULL;
+    if (p->pid == pid) {
+      if (p->running) return p;
+      if (!exited) exited = p;
+    }
+  return exited;
 }
 
 static struct proc *find_tag(const char *tag) {

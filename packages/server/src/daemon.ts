@@ -33,12 +33,13 @@ export interface Daemon {
 export async function startDaemon(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Daemon> {
   const node = await setup(config, logger, progress);
   const server = await listen(node.manager, logger, config.host, config.port);
+  node.manager.startWarmPool();
   return {
     node,
     server,
     async close() {
       await server.close();
-      node.close();
+      await node.close();
     },
   };
 }

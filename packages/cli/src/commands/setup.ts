@@ -48,7 +48,7 @@ export const setupCommand: CliCommand = {
         ].join('\n') + '\n',
       );
     } finally {
-      node.close();
+      await node.close();
     }
     return 0;
   },

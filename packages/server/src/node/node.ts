@@ -17,7 +17,7 @@ export interface Node {
   runtime: RuncRuntime;
   templates: TemplateRegistry;
   manager: SandboxManager;
-  close(): void;
+  close(): Promise<void>;
 }
 
 /**
@@ -31,7 +31,18 @@ export async function openNode(config: ForkdConfig, logger: Logger): Promise<Nod
   const storage = new BtrfsStorage(config.pool.mountPoint);
   const runtime = new RuncRuntime({ stateRoot: join(config.runDir, 'runc'), bundleRoot: join(config.stateDir, 'bundles'), cgroupParent: config.cgroupParent });
   const templates = new TemplateRegistry(storage, store);
-  const manager = new SandboxManager({ store, storage, runtime, templates, guestBinary: config.guestBinary, logger });
+  const manager = new SandboxManager({ store, storage, runtime, templates, guestBinary: config.guestBinary, logger, warmPoolSize: config.warmPool });
   await manager.recover();
-  return { config, store, storage, runtime, templates, manager, close: () => store.close() };
+  return {
+    config,
+    store,
+    storage,
+    runtime,
+    templates,
+    manager,
+    async close() {
+      await manager.close();
+      store.close();
+    },
+  };
 }

@@ -13,6 +13,8 @@ export interface ForkdConfig {
   guestBinary: string;
   host: string;
   port: number;
+  /** Sandboxes of the base template kept started ahead of demand. */
+  warmPool: number;
 }
 
 /** The repository root (packages/server/dist/shared → ../../../..). */
@@ -44,6 +46,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     guestBinary: env.FORKD_GUEST_BINARY || join(REPO_ROOT, 'packages/guest/build/forkd-guest'),
     host: env.FORKD_HOST || '127.0.0.1',
     port: int(env.FORKD_PORT, 8080, 'FORKD_PORT'),
+    warmPool: env.FORKD_WARM_POOL === '0' ? 0 : int(env.FORKD_WARM_POOL, 2, 'FORKD_WARM_POOL'),
     ...overrides,
   };
 }

@@ -32,13 +32,15 @@ export function testConfig(dir: string): { config: ForkdConfig; env: NodeJS.Proc
     FORKD_RUN_DIR: join(dir, 'run'),
     FORKD_POOL_SIZE_GB: '16',
     FORKD_CGROUP_PARENT: `forkd-test-${randomBytes(4).toString('hex')}`,
+    FORKD_WARM_POOL: '0',
   };
   return { config: loadConfig(env), env };
 }
 
-export async function createTestNode(opts: { verbose?: boolean } = {}): Promise<TestNode> {
+export async function createTestNode(opts: { verbose?: boolean; warmPool?: number } = {}): Promise<TestNode> {
   const dir = await mkdtemp(join(tmpdir(), 'forkd-test-'));
-  const { config, env } = testConfig(dir);
+  const { config: base, env } = testConfig(dir);
+  const config = { ...base, warmPool: opts.warmPool ?? 0 };
   const rootfs = baseRootfsDir(config);
   if (!existsSync(join(rootfs, '.forkd-recipe'))) throw new Error(`no base root filesystem at ${rootfs}: run ./forkd setup first`);
   const node = await openNode(config, opts.verbose ? createLogger('debug') : silentLogger);
@@ -56,7 +58,7 @@ export async function createTestNode(opts: { verbose?: boolean } = {}): Promise<
 export async function disposeNodeDir(node: Node | undefined, dir: string, config: ForkdConfig): Promise<void> {
   if (node) {
     for (const s of node.manager.list()) await node.manager.delete(s.id).catch(() => {});
-    node.close();
+    await node.close();
   } else {
     // A daemon ran on this dir: kill whatever runc still knows about.
     const root = join(config.runDir, 'runc');

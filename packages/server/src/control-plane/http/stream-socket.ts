@@ -39,7 +39,20 @@ export function attachStreamSocket(svc: SandboxService, logger: Logger): (req: I
   }
 
   function handle(ws: WebSocket, id: string) {
-    ws.once('message', async (raw: RawData, isBinary: boolean) => {
+    // Messages that arrive while the process is still being started are kept, not lost.
+    let onMessage: ((data: RawData, binary: boolean) => void) | undefined;
+    const early: Array<[RawData, boolean]> = [];
+    let opened = false;
+    ws.on('message', (data: RawData, binary: boolean) => {
+      if (!opened) {
+        opened = true;
+        void open(data, binary);
+      } else if (onMessage) onMessage(data, binary);
+      else if (early.length < 256) early.push([data, binary]);
+      else ws.close(1008, 'too many messages before start');
+    });
+
+    async function open(raw: RawData, isBinary: boolean) {
       try {
         if (isBinary) throw new ForkdError('INVALID_ARGUMENT', 'first message must be a JSON open request');
         let parsed: unknown;
@@ -48,7 +61,7 @@ export function attachStreamSocket(svc: SandboxService, logger: Logger): (req: I
         } catch {
           throw new ForkdError('INVALID_ARGUMENT', 'open request is not valid JSON');
         }
-        const open = validate(Open, parsed);
+        const req = validate(Open, parsed);
         const send = (stream: number) => (d: Buffer) => {
           ws.send(Buffer.concat([Buffer.from([stream]), d]));
           // Back-pressure: wait while the socket's buffer is large.
@@ -56,37 +69,35 @@ export function attachStreamSocket(svc: SandboxService, logger: Logger): (req: I
         };
         const handlers = { onStdout: send(STREAM_STDOUT), onStderr: send(STREAM_STDERR), onDropped: (n: number) => ws.send(JSON.stringify({ type: 'dropped', bytes: n })) };
         let started;
-        if (open.op === 'spawn') {
-          started = await svc.spawn(id, spawnOptions({ ...open.spawn, stdin: true }), handlers);
+        if (req.op === 'spawn') {
+          started = await svc.spawn(id, spawnOptions({ ...req.spawn, stdin: true }), handlers);
         } else {
-          if ((open.pid === undefined) === (open.tag === undefined)) throw new ForkdError('INVALID_ARGUMENT', 'attach needs exactly one of pid or tag');
-          started = await svc.attach(id, open.pid !== undefined ? { pid: open.pid } : { tag: open.tag! }, handlers);
+          if ((req.pid === undefined) === (req.tag === undefined)) throw new ForkdError('INVALID_ARGUMENT', 'attach needs exactly one of pid or tag');
+          started = await svc.attach(id, req.pid !== undefined ? { pid: req.pid } : { tag: req.tag! }, handlers);
         }
         const { process, exit } = started;
+        if (ws.readyState !== ws.OPEN) {
+          process.detach();
+          return;
+        }
         ws.send(JSON.stringify({ type: 'started', pid: process.pid, tag: process.tag, pty: process.pty }));
-        ws.on('message', (data: RawData, binary: boolean) => {
+        onMessage = (data: RawData, binary: boolean) => {
           const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
           if (binary) {
             void process.write(buf).catch(() => {});
             return;
           }
-          let msg;
           try {
-            msg = validate(Control, JSON.parse(buf.toString()));
+            const msg = validate(Control, JSON.parse(buf.toString()));
+            if (msg.type === 'stdin_eof') process.closeStdin();
+            else if (msg.type === 'resize') process.resize(msg.cols, msg.rows);
+            else process.signal(signalNumber(msg.signal));
           } catch (err) {
-            ws.send(JSON.stringify({ type: 'error', error: { code: 'INVALID_ARGUMENT', message: (err as Error).message } }));
-            return;
+            const fe = err instanceof SyntaxError ? new ForkdError('INVALID_ARGUMENT', 'control message is not valid JSON') : toForkdError(err);
+            ws.send(JSON.stringify({ type: 'error', error: { code: fe.code, message: fe.message } }));
           }
-          if (msg.type === 'stdin_eof') process.closeStdin();
-          else if (msg.type === 'resize') process.resize(msg.cols, msg.rows);
-          else {
-            try {
-              process.signal(signalNumber(msg.signal));
-            } catch (err) {
-              ws.send(JSON.stringify({ type: 'error', error: { code: 'INVALID_ARGUMENT', message: (err as Error).message } }));
-            }
-          }
-        });
+        };
+        for (const [d, b] of early.splice(0)) onMessage(d, b);
         ws.on('close', () => process.detach());
         const e = await exit;
         if (e) ws.send(JSON.stringify({ type: 'exit', exitCode: e.exitCode, signal: e.signal, oomKilled: e.oomKilled }));
@@ -95,7 +106,7 @@ export function attachStreamSocket(svc: SandboxService, logger: Logger): (req: I
         if (toForkdError(err).code === 'INTERNAL') logger.error('stream failed', { sandbox: id, error: String(err) });
         sendError(ws, err);
       }
-    });
+    }
   }
 
   return (req, socket, head) => {

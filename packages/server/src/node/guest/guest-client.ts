@@ -84,16 +84,21 @@ export class GuestProcess {
     }
   }
 
+  /** Control messages are best effort: the process may have exited and its stream closed already. */
+  #control(type: number, fields: TlvInput = []): void {
+    if (!this.#conn.closed) this.#conn.send(type, fields);
+  }
+
   closeStdin(): void {
-    this.#conn.send(T.STDIN_EOF);
+    this.#control(T.STDIN_EOF);
   }
 
   signal(signal: number): void {
-    this.#conn.send(T.SIGNAL, [[K.SIGNAL, signal]]);
+    this.#control(T.SIGNAL, [[K.SIGNAL, signal]]);
   }
 
   resize(cols: number, rows: number): void {
-    this.#conn.send(T.RESIZE, [
+    this.#control(T.RESIZE, [
       [K.COLS, cols],
       [K.ROWS, rows],
     ]);

@@ -73,7 +73,13 @@ export class GuestConnection {
       this.#ended = true;
       this.#wake();
     });
-    socket.on('error', (err) => this.#fail(err));
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      // A write racing the guest's close (EPIPE) must not hide frames already received.
+      if (err.code === 'EPIPE' || err.code === 'ECONNRESET') {
+        this.#ended = true;
+        this.#wake();
+      } else this.#fail(err);
+    });
   }
 
   static async open(socketPath: string, timeoutMs = 5000): Promise<GuestConnection> {

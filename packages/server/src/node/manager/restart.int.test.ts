@@ -1,34 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { REPO_ROOT } from '../../shared/config.js';
+import { startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../../testing/daemon-process.js';
 import { disposeNodeDir, isRoot, testConfig } from '../../testing/test-node.js';
-
-interface Daemon {
-  child: ChildProcess;
-  url: string;
-}
-
-function startDaemon(env: NodeJS.ProcessEnv): Promise<Daemon> {
-  const child = spawn(process.execPath, ['--experimental-websocket', '--no-warnings', join(REPO_ROOT, 'packages/cli/dist/main.js'), 'serve'], {
-    env: { ...env, FORKD_PORT: String(20000 + Math.floor(Math.random() * 20000)) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let log = '';
-    const onData = (d: Buffer) => {
-      log += d.toString();
-      const m = /"msg":"listening","url":"([^"]+)"/.exec(log);
-      if (m) resolve({ child, url: m[1]! });
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`daemon exited (${code}):\n${log}`)));
-  });
-}
 
 async function api(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any; text: string }> {
   const r = await fetch(url + path, { method, headers: { 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : null });
@@ -57,9 +33,9 @@ async function execOut(url: string, id: string, cmd: string[]): Promise<string> 
 describe('daemon restart', { skip: !isRoot && 'needs root' }, () => {
   let dir = '';
   let cfg: ReturnType<typeof testConfig> | undefined;
-  let daemon: Daemon | undefined;
+  let daemon: DaemonProcess | undefined;
   after(async () => {
-    daemon?.child.kill('SIGKILL');
+    await stopDaemonProcess(daemon);
     if (dir && cfg) await disposeNodeDir(undefined, dir, cfg.config);
   });
 
@@ -67,7 +43,7 @@ describe('daemon restart', { skip: !isRoot && 'needs root' }, () => {
     dir = await mkdtemp(join(tmpdir(), 'forkd-restart-'));
     cfg = testConfig(dir);
     const env = cfg.env;
-    daemon = await startDaemon(env);
+    daemon = await startDaemonProcess(env);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const r = await api(daemon.url, 'POST', '/v1/sandboxes', { memoryMb: 128 });
@@ -77,9 +53,8 @@ describe('daemon restart', { skip: !isRoot && 'needs root' }, () => {
     const bg = await api(daemon.url, 'POST', `/v1/sandboxes/${ids[0]}/exec`, { command: 'echo before > /tmp/marker; sleep 10000', background: true, tag: 'sleeper' });
     assert.equal(bg.status, 201, bg.text);
 
-    daemon.child.kill('SIGKILL');
-    await new Promise((r) => daemon!.child.once('exit', r));
-    daemon = await startDaemon(env);
+    await stopDaemonProcess(daemon, 'SIGKILL');
+    daemon = await startDaemonProcess(env);
 
     const list = await api(daemon.url, 'GET', '/v1/sandboxes');
     assert.deepEqual(

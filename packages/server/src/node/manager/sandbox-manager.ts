@@ -18,6 +18,7 @@ import { GuestClient, type GuestProcess, type OutputHandlers, type ProcessExit, 
 import type { ResourceUsage, Runtime } from '../runtime/runtime.js';
 import type { Storage } from '../storage/storage.js';
 import type { TemplateRegistry } from '../templates/template-registry.js';
+import { WarmPool } from './warm-pool.js';
 
 export interface ManagerDeps {
   store: Store;
@@ -26,6 +27,8 @@ export interface ManagerDeps {
   templates: TemplateRegistry;
   guestBinary: string;
   logger: Logger;
+  /** Sandboxes per template kept started ahead of demand (0 disables). */
+  warmPoolSize?: number;
 }
 
 export interface ExecExit extends ProcessExit {
@@ -61,9 +64,37 @@ function toInfo(r: SandboxRecord): SandboxInfo {
 export class SandboxManager {
   readonly #d: ManagerDeps;
   readonly #guests = new Map<string, GuestClient>();
+  readonly #pool: WarmPool;
 
   constructor(deps: ManagerDeps) {
     this.#d = deps;
+    this.#pool = new WarmPool(
+      {
+        start: async (template) => {
+          const id = newSandboxId();
+          await this.#start(id, template, Limits.parse({}));
+          return id;
+        },
+        destroy: (id) => this.#release(id),
+        logger: deps.logger,
+      },
+      deps.warmPoolSize ?? 0,
+      ['base'],
+    );
+  }
+
+  /** Starts filling the warm pool (after recovery, so orphans are gone first). */
+  startWarmPool(): void {
+    this.#pool.fill();
+  }
+
+  get warmPool(): WarmPool {
+    return this.#pool;
+  }
+
+  /** Stops the warm pool; user sandboxes keep running. */
+  async close(): Promise<void> {
+    await this.#pool.close();
   }
 
   volume(id: string): string {
@@ -101,8 +132,10 @@ export class SandboxManager {
     const req = parsed.data;
     if (!(await this.#d.templates.has(req.template))) throw new ForkdError('NOT_FOUND', `template ${req.template} not found`);
     const limits = Limits.parse({ memoryMb: req.memoryMb, cpus: req.cpus, pids: req.pids });
+    // A warm sandbox already has its id (its hostname, volume and container are keyed by it).
+    const warm = this.#pool.take(req.template);
     const rec: SandboxRecord = {
-      id: newSandboxId(),
+      id: warm ?? newSandboxId(),
       template: req.template,
       state: 'creating',
       limits,
@@ -112,16 +145,13 @@ export class SandboxManager {
     };
     this.#d.store.insertSandbox(rec);
     try {
-      const t0 = performance.now();
-      const rootfs = await this.#d.storage.prepare(this.volume(rec.id), this.#d.templates.volume(req.template));
-      await this.#installGuest(rootfs);
-      const t1 = performance.now();
-      await this.#d.runtime.start(rec.id, { rootfs, hostname: rec.id, limits, init: GUEST_INIT, env: {} });
-      const t2 = performance.now();
-      await this.#waitReady(rec.id);
-      const t3 = performance.now();
+      if (warm) {
+        await this.#adopt(rec);
+      } else {
+        await this.#start(rec.id, rec.template, limits);
+      }
       this.#transition(rec, 'running');
-      this.#d.logger.info('sandbox created', { sandbox: rec.id, template: rec.template, rootfsMs: ms(t1 - t0), runtimeMs: ms(t2 - t1), readyMs: ms(t3 - t2) });
+      this.#d.logger.info('sandbox created', { sandbox: rec.id, template: rec.template, warm: !!warm });
       return toInfo(rec);
     } catch (err) {
       this.#d.logger.warn('sandbox create failed', { sandbox: rec.id, error: (err as Error).message });
@@ -129,6 +159,26 @@ export class SandboxManager {
       this.#d.store.deleteSandbox(rec.id);
       throw err;
     }
+  }
+
+  /** A warm sandbox started with default limits: apply the requested ones. */
+  async #adopt(rec: SandboxRecord): Promise<void> {
+    const defaults = Limits.parse({});
+    if (rec.limits.memoryMb !== defaults.memoryMb || rec.limits.cpus !== defaults.cpus || rec.limits.pids !== defaults.pids) {
+      await this.#d.runtime.update(rec.id, rec.limits);
+    }
+  }
+
+  /** Root filesystem, container and a guest that answers: a sandbox ready for work. */
+  async #start(id: string, template: string, limits: Limits): Promise<void> {
+    const t0 = performance.now();
+    const rootfs = await this.#d.storage.prepare(this.volume(id), this.#d.templates.volume(template));
+    await this.#installGuest(rootfs);
+    const t1 = performance.now();
+    await this.#d.runtime.start(id, { rootfs, hostname: id, limits, init: GUEST_INIT, env: {} });
+    const t2 = performance.now();
+    await this.#waitReady(id);
+    this.#d.logger.debug('sandbox started', { sandbox: id, rootfsMs: ms(t1 - t0), runtimeMs: ms(t2 - t1), readyMs: ms(performance.now() - t2) });
   }
 
   async #installGuest(rootfs: string): Promise<void> {
@@ -252,12 +302,13 @@ export class SandboxManager {
         }
       }
     }
+    const pooled = this.#pool.held();
     for (const id of await this.#d.runtime.list()) {
-      if (!known.has(id)) await this.#d.runtime.destroy(id).catch(() => {});
+      if (!known.has(id) && !pooled.has(id)) await this.#d.runtime.destroy(id).catch(() => {});
     }
     for (const key of await this.#d.storage.list('sandboxes')) {
       const id = key.split('/')[1] ?? '';
-      if (!known.has(id)) await this.#d.storage.remove(key).catch(() => {});
+      if (!known.has(id) && !pooled.has(id)) await this.#d.storage.remove(key).catch(() => {});
     }
   }
 

@@ -56,6 +56,13 @@ const DENIED_SYSCALLS = [
   'vhangup',
 ];
 
+export const CPU_PERIOD_US = 100_000;
+
+/** CFS quota for a CPU count (at least 1 ms per period, the kernel's floor). */
+export function cpuQuota(cpus: number): number {
+  return Math.max(1000, Math.round(cpus * CPU_PERIOD_US));
+}
+
 export interface OciOptions {
   cgroupsPath: string;
   /** cgroup v1 hosts without swap accounting reject a swap limit. */
@@ -65,7 +72,6 @@ export interface OciOptions {
 /** Builds the OCI runtime config.json of a sandbox (pure; tested without root). */
 export function buildOciSpec(spec: RuntimeSpec, opts: OciOptions): Record<string, unknown> {
   const memBytes = spec.limits.memoryMb * 1024 * 1024;
-  const period = 100_000;
   return {
     ociVersion: '1.0.2',
     process: {
@@ -93,7 +99,7 @@ export function buildOciSpec(spec: RuntimeSpec, opts: OciOptions): Record<string
       cgroupsPath: opts.cgroupsPath,
       resources: {
         memory: { limit: memBytes, ...(opts.swapLimit ? { swap: memBytes } : {}) },
-        cpu: { quota: Math.max(1000, Math.round(spec.limits.cpus * period)), period },
+        cpu: { quota: cpuQuota(spec.limits.cpus), period: CPU_PERIOD_US },
         pids: { limit: spec.limits.pids },
         devices: [{ allow: false, access: 'rwm' }],
       },

@@ -1,9 +1,9 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ForkdError } from '@forkd/protocol';
+import { ForkdError, type Limits } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
 import { readUsage, swapAccounting } from '../cgroups/cgroups.js';
-import { buildOciSpec } from './oci-spec.js';
+import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import type { ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
 
 export interface RuncOptions {
@@ -67,6 +67,13 @@ export class RuncRuntime implements Runtime {
     } catch {
       return { status: 'missing', pid: 0 };
     }
+  }
+
+  async update(id: string, limits: Limits): Promise<void> {
+    const mem = String(limits.memoryMb * 1024 * 1024);
+    const args = ['update', '--memory', mem, ...(this.#swap ? ['--memory-swap', mem] : []), '--cpu-period', String(CPU_PERIOD_US), '--cpu-quota', String(cpuQuota(limits.cpus)), '--pids-limit', String(limits.pids), id];
+    const r = await this.#runc(args);
+    if (r.code !== 0) throw new ForkdError('INTERNAL', `runc update failed: ${r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: r.stderr.slice(-4000) });
   }
 
   async destroy(id: string): Promise<void> {

@@ -36,6 +36,8 @@ export interface Runtime {
   /** Creates and starts the sandbox; resolves once its init is running. */
   start(id: string, spec: RuntimeSpec): Promise<RuntimeState>;
   state(id: string): Promise<RuntimeState>;
+  /** Changes the cgroup limits of a running sandbox. */
+  update(id: string, limits: Limits): Promise<void>;
   /** Kills every process and releases namespaces and cgroups. Idempotent. */
   destroy(id: string): Promise<void>;
   usage(id: string): Promise<ResourceUsage>;

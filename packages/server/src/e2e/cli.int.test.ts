@@ -1,0 +1,127 @@
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
+import { CLI, NODE_FLAGS, startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real `forkd` CLI binary against the test daemon. */
+function forkd(url: string, args: string[], input?: string | Buffer): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], { env: { ...process.env, FORKD_URL: url }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stderr.on('data', (d: Buffer) => err.push(d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
+    child.stdin.end(input);
+  });
+}
+
+describe('CLI against a real daemon', { skip: !isRoot && 'needs root' }, () => {
+  let dir = '';
+  let cfg: ReturnType<typeof testConfig>;
+  let daemon: DaemonProcess | undefined;
+  let id = '';
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'forkd-cli-'));
+    cfg = testConfig(dir);
+    daemon = await startDaemonProcess(cfg.env);
+  });
+  after(async () => {
+    await stopDaemonProcess(daemon);
+    if (dir) await disposeNodeDir(undefined, dir, cfg.config);
+  });
+
+  test('create --json prints the id; ls lists it', async () => {
+    const r = await forkd(daemon!.url, ['create', '--memory', '256', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    id = JSON.parse(r.stdout).id;
+    assert.match(id, /^sbx-[a-z0-9]{12}$/);
+    const plain = await forkd(daemon!.url, ['create']);
+    assert.equal(plain.code, 0, plain.stderr);
+    const other = plain.stdout.trim();
+    assert.match(other, /^sbx-[a-z0-9]{12}$/);
+    const ls = await forkd(daemon!.url, ['ls', '--json']);
+    const listed = JSON.parse(ls.stdout);
+    const ids = (Array.isArray(listed) ? listed : listed.sandboxes).map((s: { id: string }) => s.id);
+    assert.ok(ids.includes(id) && ids.includes(other));
+    assert.equal((await forkd(daemon!.url, ['rm', other])).code, 0);
+  });
+
+  test('exec passes stdout, stderr and the exit code through', async () => {
+    const hi = await forkd(daemon!.url, ['exec', id, '--', 'echo', 'hi']);
+    assert.equal(hi.stdout, 'hi\n');
+    assert.equal(hi.code, 0);
+    const fail = await forkd(daemon!.url, ['exec', id, '--', 'bash', '-lc', 'echo err >&2; exit 5']);
+    assert.equal(fail.code, 5);
+    assert.equal(fail.stderr, 'err\n');
+    const env = await forkd(daemon!.url, ['exec', '--env', 'A=1', '--cwd', '/tmp', id, '--', 'bash', '-c', 'echo $A $(pwd)']);
+    assert.equal(env.stdout, '1 /tmp\n');
+  });
+
+  test('piped stdin reaches the process', async () => {
+    const input = randomBytes(200_000).toString('base64');
+    const r = await forkd(daemon!.url, ['exec', id, '--', 'sha256sum'], input);
+    assert.equal(r.stdout.split(' ')[0], createHash('sha256').update(input).digest('hex'));
+  });
+
+  test('--background returns the pid at once and the process keeps running', async () => {
+    const r = await forkd(daemon!.url, ['exec', '--background', '--tag', 'bg', '--json', id, '--', 'sleep', '300']);
+    assert.equal(r.code, 0, r.stderr);
+    const pid = JSON.parse(r.stdout).pid;
+    assert.ok(pid > 1);
+    const ps = await forkd(daemon!.url, ['ps', id]);
+    assert.match(ps.stdout, /sleep 300/);
+    assert.equal((await forkd(daemon!.url, ['kill', id, 'tag:bg'])).code, 0);
+  });
+
+  test('cp uploads and downloads byte-identical', async () => {
+    const local = join(dir, 'up.bin');
+    const data = randomBytes(5 * 1024 * 1024);
+    await writeFile(local, data);
+    const up = await forkd(daemon!.url, ['cp', local, `${id}:/tmp/up.bin`]);
+    assert.equal(up.code, 0, up.stderr);
+    const back = join(dir, 'down.bin');
+    const down = await forkd(daemon!.url, ['cp', `${id}:/tmp/up.bin`, back]);
+    assert.equal(down.code, 0, down.stderr);
+    assert.ok((await readFile(back)).equals(data));
+  });
+
+  test('shell runs an interactive PTY', async () => {
+    // `script` gives the CLI a real terminal on its stdin/stdout.
+    const cmd = `${process.execPath} ${NODE_FLAGS.join(' ')} ${CLI} shell ${id}`;
+    const r = await new Promise<CliResult>((resolve) => {
+      const child = spawn('script', ['-qec', cmd, '/dev/null'], { env: { ...process.env, FORKD_URL: daemon!.url, TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+      });
+      child.on('close', (code) => resolve({ code: code ?? -1, stdout: out, stderr: '' }));
+      setTimeout(() => child.stdin.write('echo $((6*7))\n'), 1500);
+      setTimeout(() => child.stdin.write('exit 3\n'), 3000);
+    });
+    assert.match(r.stdout, /[\r\n]42\r*\n/);
+    assert.equal(r.code, 3);
+  });
+
+  test('errors are clear and carry a stable code', async () => {
+    const r = await forkd(daemon!.url, ['exec', 'sbx-000000000000', '--', 'true']);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /NOT_FOUND/);
+    const bad = await forkd(daemon!.url, ['create', '--memory', 'lots']);
+    assert.notEqual(bad.code, 0);
+    assert.equal((await forkd(daemon!.url, ['rm', id])).code, 0);
+  });
+});
