@@ -19,7 +19,9 @@ enum cstate {
   CS_LIST,    /* LIST_DIR: sending ENTRY */
   CS_PROCS,   /* LIST_PROCS: sending PROC */
   CS_WATCH,   /* WATCH: sending EVENT */
-  CS_CLOSING, /* final frame queued: flush, then close */
+  CS_WSTDIN,  /* WRITE_STDIN: waiting for the process to take the data */
+  CS_CLOSING, /* final frame queued: flush, then half-close */
+  CS_LINGER,  /* half-closed: discard input until the host closes */
 };
 
 struct proc;
@@ -46,6 +48,8 @@ struct client {
   size_t stdin_off;     /* remaining data: offset from buf_data(&in) */
   size_t stdin_n, blocked_len;
   size_t scan_off;      /* frames below this offset were scanned ahead (SIGNAL/RESIZE done) */
+  uint64_t wstdin_id;   /* WRITE_STDIN: target process (by id: it may go away) */
+  bool wstdin_eof;
 
   /* files */
   int file_fd;

@@ -1,4 +1,5 @@
 /* Connections: frame reading, the per-connection state machine, output. */
+#include <sys/socket.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdarg.h>
@@ -84,11 +85,15 @@ int client_flush(struct client *c) {
   return 0;
 }
 
-/* Unread input makes close() reset the connection (the host would see
-   ECONNRESET instead of EOF after our last frame): discard what is there. */
-static void discard_input(struct client *c) {
-  uint8_t tmp[2048];
-  for (int i = 0; i < 128 && read(c->fd, tmp, sizeof tmp) > 0; i++) {}
+/* After the final frame the guest only half-closes: the host may still be
+   sending (STDIN_EOF racing an EXIT), and a full close would make its write
+   fail with EPIPE and reset the connection before it has read our frames.
+   The host closes once it has the final frame; until then input is discarded. */
+static void linger(struct client *c) {
+  shutdown(c->fd, SHUT_WR);
+  c->state = CS_LINGER;
+  buf_free(&c->in);
+  buf_free(&c->out);
 }
 
 void client_pump(struct client *c) {
@@ -98,8 +103,7 @@ void client_pump(struct client *c) {
     switch (c->state) {
     case CS_CLOSING:
       if (c->exit_queued && c->proc) c->proc->exit_delivered = true;
-      discard_input(c);
-      client_close(c);
+      linger(c);
       return;
     case CS_PROC: proc_client_pump(c); return;
     case CS_READ: more = files_read_pump(c); break;
@@ -113,6 +117,7 @@ void client_pump(struct client *c) {
 
 bool client_want_read(const struct client *c) {
   if (c->dead || c->state == CS_CLOSING) return false;
+  if (c->state == CS_LINGER) return true;
   /* while STDIN waits for the process, keep reading (bounded) so that
      SIGNAL and RESIZE queued behind it still get through */
   return !c->stdin_pending || buf_size(&c->in) < IN_AHEAD_MAX;
@@ -172,10 +177,10 @@ static void handle_info(struct client *c) {
   c->state = CS_CLOSING;
 }
 
-/* 0 handled, -1 protocol violation (close) */
+/* 0 handled, 1 blocked (WRITE_STDIN), -1 protocol violation (close) */
 static int handle_request(struct client *c, uint8_t type, const uint8_t *pl, size_t n) {
   switch (type) {
-  case T_SPAWN: case T_ATTACH: case T_LIST_PROCS: case T_KILL: case T_INFO:
+  case T_SPAWN: case T_ATTACH: case T_LIST_PROCS: case T_KILL: case T_INFO: case T_WRITE_STDIN:
   case T_READ_FILE: case T_WRITE_FILE: case T_LIST_DIR: case T_STAT:
   case T_MKDIR: case T_MOVE: case T_REMOVE: case T_WATCH:
     break;
@@ -193,11 +198,13 @@ static int handle_request(struct client *c, uint8_t type, const uint8_t *pl, siz
     client_error(c, ENOMEM, "out of memory");
     return 0;
   }
+  int ret = 0;
   switch (type) {
   case T_SPAWN: proc_handle_spawn(c, &r); break;
   case T_ATTACH: proc_handle_attach(c, &r); break;
   case T_LIST_PROCS: proc_handle_list(c); break;
   case T_KILL: proc_handle_kill(c, &r); break;
+  case T_WRITE_STDIN: ret = proc_handle_write_stdin(c, &r, pl); break;
   case T_INFO: handle_info(c); break;
   case T_READ_FILE: files_handle_read(c, &r); break;
   case T_WRITE_FILE: files_handle_write(c, &r); break;
@@ -209,7 +216,7 @@ static int handle_request(struct client *c, uint8_t type, const uint8_t *pl, siz
   case T_WATCH: watch_handle(c, &r); break;
   }
   req_free(&r);
-  return 0;
+  return ret;
 }
 
 static int handle_hello(struct client *c, uint8_t type, const uint8_t *pl, size_t n) {
@@ -272,6 +279,10 @@ static void scan_ahead(struct client *c) {
       return;
     }
     if (avail - c->scan_off - 4 < len) return;
+    if (c->state != CS_PROC) { /* nothing may follow WRITE_STDIN */
+      client_abort(c);
+      return;
+    }
     if (f[4] == T_SIGNAL || f[4] == T_RESIZE) {
       if (proc_stream_frame(c, f[4], f + 5, len - 1) < 0) {
         client_abort(c);
@@ -320,6 +331,12 @@ void client_parse(struct client *c) {
 }
 
 void client_read(struct client *c) {
+  if (c->state == CS_LINGER) {
+    uint8_t tmp[4096];
+    ssize_t n = read(c->fd, tmp, sizeof tmp);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) client_close(c);
+    return;
+  }
   size_t have = buf_size(&c->in), want = 4096;
   if (have >= 4) {
     uint32_t len = rd32(buf_data(&c->in));

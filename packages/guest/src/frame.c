@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { KIND_UNKNOWN, KIND_INT, KIND_STR, KIND_TLV };
+enum { KIND_UNKNOWN, KIND_INT, KIND_STR, KIND_TLV, KIND_BYTES };
 
 static int key_kind(uint8_t k) {
   switch (k) {
@@ -13,6 +13,8 @@ static int key_kind(uint8_t k) {
     return KIND_STR;
   case K_PROC:
     return KIND_TLV;
+  case K_DATA:
+    return KIND_BYTES;
   default:
     return (k >= 1 && k <= K_MAXKEY) ? KIND_INT : KIND_UNKNOWN;
   }
@@ -104,12 +106,13 @@ int req_parse(struct req *r, const uint8_t *p, size_t n) {
     if (kind == KIND_INT) {
       r->i[k] = rd64(c + v);
       r->has |= 1ull << k;
-    } else if (kind == KIND_STR) {
+    } else if (kind == KIND_STR || kind == KIND_BYTES) {
       c[v + l] = 0;
       const char *s = (const char *)c + v;
       if (k == K_ARG) r->args[r->nargs++] = s;
       else if (k == K_ENV) r->envs[r->nenvs++] = s;
       r->s[k] = s;
+      r->len[k] = l;
       r->has |= 1ull << k;
     }
     off = v + l;

@@ -27,7 +27,8 @@ struct req {
   uint8_t *copy;
   uint64_t has; /* bit k set when key k present */
   int64_t i[K_MAXKEY + 1];
-  const char *s[K_MAXKEY + 1];
+  const char *s[K_MAXKEY + 1]; /* str (NUL-terminated) and bytes values */
+  uint32_t len[K_MAXKEY + 1];
   const char **args, **envs;
   size_t nargs, nenvs;
 };

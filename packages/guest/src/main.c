@@ -118,7 +118,7 @@ static void do_signals(void) {
 static void service(int64_t now) {
   proc_service(now);
   for (struct client *c = g_clients; c; c = c->next)
-    if (!c->dead && c->stdin_pending && (!c->proc || proc_stdin_fd(c->proc) < 0)) {
+    if (!c->dead && c->stdin_pending && proc_client_stdin_fd(c) < 0) {
       proc_stdin_continue(c); /* the process's stdin went away: drop input */
       if (!c->dead) client_pump(c);
     }
@@ -138,8 +138,8 @@ static void build_pollset(int64_t now) {
       poll_add(c->file_fd, POLLIN, PK_AUX, c);
     if (c->state == CS_WATCH && watch_fd(c) >= 0 && buf_size(&c->out) < OUT_SOFT)
       poll_add(watch_fd(c), POLLIN, PK_AUX, c);
-    if (c->stdin_pending && c->proc && proc_stdin_fd(c->proc) >= 0)
-      poll_add(proc_stdin_fd(c->proc), POLLOUT, PK_STDIN, c);
+    if (c->stdin_pending && proc_client_stdin_fd(c) >= 0)
+      poll_add(proc_client_stdin_fd(c), POLLOUT, PK_STDIN, c);
   }
   for (struct proc *p = g_procs; p; p = p->next) {
     if (!proc_want_read(p)) continue;
@@ -182,7 +182,7 @@ static void dispatch(size_t i) {
     }
     break;
   case PK_STDIN:
-    if (c->dead || !c->stdin_pending || !c->proc || proc_stdin_fd(c->proc) != fd) break;
+    if (c->dead || !c->stdin_pending || proc_client_stdin_fd(c) != fd) break;
     proc_stdin_continue(c);
     if (!c->dead) client_pump(c);
     break;

@@ -118,6 +118,12 @@ static struct proc *find_pid(pid_t pid) {
   return exited;
 }
 
+static struct proc *find_id(uint64_t id) {
+  for (struct proc *p = g_procs; p; p = p->next)
+    if (p->id == id) return p;
+  return NULL;
+}
+
 static struct proc *find_tag(const char *tag) {
   for (struct proc *p = g_procs; p; p = p->next)
     if (p->tag && strcmp(p->tag, tag) == 0) return p;
@@ -780,6 +786,63 @@ static void stdin_write_error(struct proc *p, int e) {
   if (!p->pty) close_fd(&p->in_fd);
 }
 
+/* PTY: the terminal's EOF character; pipe: close it */
+static void stdin_eof(struct proc *p) {
+  if (p->pty) {
+    if (proc_stdin_fd(p) >= 0) {
+      char ch = (char)pty_eof_char(p->out_fd);
+      ssize_t w = write(p->out_fd, &ch, 1);
+      (void)w;
+    }
+  } else {
+    close_fd(&p->in_fd);
+  }
+}
+
+int proc_client_stdin_fd(struct client *c) {
+  struct proc *p = c->state == CS_WSTDIN ? find_id(c->wstdin_id) : c->proc;
+  return p ? proc_stdin_fd(p) : -1;
+}
+
+int proc_handle_write_stdin(struct client *c, const struct req *r, const uint8_t *payload) {
+  struct proc *p = find_req(r);
+  if (!p) {
+    client_error_code(c, "ESRCH", "no such process");
+    return 0;
+  }
+  const char *data = req_str(r, K_DATA);
+  size_t n = data ? r->len[K_DATA] : 0;
+  bool eof = req_int(r, K_EOF, 0) != 0;
+  int fd = proc_stdin_fd(p);
+  if (fd < 0 && n) {
+    client_error_code(c, "EPIPE", "stdin of process %d is not open", (int)p->pid);
+    return 0;
+  }
+  ssize_t w = 0;
+  if (n) {
+    do w = write(fd, data, n);
+    while (w < 0 && errno == EINTR);
+    if (w < 0 && errno != EAGAIN) {
+      stdin_write_error(p, errno); /* the reader is gone: data is discarded */
+      w = (ssize_t)n;
+    }
+    if (w < 0) w = 0;
+  }
+  if ((size_t)w < n) { /* the pipe is full: finish from the frame kept in c->in */
+    c->state = CS_WSTDIN;
+    c->wstdin_id = p->id;
+    c->wstdin_eof = eof;
+    c->stdin_pending = true;
+    c->stdin_off = (size_t)(payload - buf_data(&c->in)) + (size_t)(data - (const char *)r->copy) +
+                   (size_t)w;
+    c->stdin_n = n - (size_t)w;
+    return 1;
+  }
+  if (eof) stdin_eof(p);
+  client_ok_end(c);
+  return 0;
+}
+
 int proc_stream_frame(struct client *c, uint8_t type, const uint8_t *pl, size_t n) {
   struct proc *p = c->proc;
   if (!p) return -1;
@@ -803,15 +866,7 @@ int proc_stream_frame(struct client *c, uint8_t type, const uint8_t *pl, size_t 
   }
   if (type == T_STDIN_EOF) {
     if (n) return -1;
-    if (p->pty) {
-      if (p->out_fd >= 0) {
-        char ch = (char)pty_eof_char(p->out_fd);
-        ssize_t w = write(p->out_fd, &ch, 1);
-        (void)w;
-      }
-    } else {
-      close_fd(&p->in_fd);
-    }
+    stdin_eof(p);
     return 0;
   }
   if (type != T_SIGNAL && type != T_RESIZE) return -1;
@@ -832,7 +887,7 @@ int proc_stream_frame(struct client *c, uint8_t type, const uint8_t *pl, size_t 
 }
 
 void proc_stdin_continue(struct client *c) {
-  struct proc *p = c->proc;
+  struct proc *p = c->state == CS_WSTDIN ? find_id(c->wstdin_id) : c->proc;
   int fd = p ? proc_stdin_fd(p) : -1;
   if (fd >= 0 && c->stdin_n) {
     ssize_t w = write(fd, buf_data(&c->in) + c->stdin_off, c->stdin_n);
@@ -849,5 +904,10 @@ void proc_stdin_continue(struct client *c) {
   c->stdin_pending = false;
   buf_consume(&c->in, c->blocked_len);
   c->scan_off = c->scan_off > c->blocked_len ? c->scan_off - c->blocked_len : 0;
+  if (c->state == CS_WSTDIN) { /* WRITE_STDIN is done (a vanished reader is not an error) */
+    if (c->wstdin_eof && p) stdin_eof(p);
+    client_ok_end(c);
+    return;
+  }
   client_parse(c);
 }

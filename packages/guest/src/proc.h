@@ -43,7 +43,10 @@ int proc_stream_frame(struct client *c, uint8_t type, const uint8_t *p, size_t n
 void proc_client_pump(struct client *c);
 void proc_detach(struct client *c);
 int proc_stdin_fd(const struct proc *p);
-void proc_stdin_continue(struct client *c); /* stdin fd writable */
+int proc_client_stdin_fd(struct client *c); /* where c's pending stdin goes, or -1 */
+void proc_stdin_continue(struct client *c); /* that fd is writable (or gone) */
+/* returns 1 when the request is blocked on the stdin pipe, else 0 */
+int proc_handle_write_stdin(struct client *c, const struct req *r, const uint8_t *payload);
 
 bool proc_want_read(const struct proc *p);
 void proc_on_readable(struct proc *p, int fd);

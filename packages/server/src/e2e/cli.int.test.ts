@@ -15,16 +15,16 @@ interface CliResult {
 }
 
 /** Runs the real `forkd` CLI binary against the test daemon. */
-function forkd(url: string, args: string[], input?: string | Buffer): Promise<CliResult> {
+function forkd(url: string, args: string[], input?: string | Buffer | 'devnull'): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], { env: { ...process.env, FORKD_URL: url }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], { env: { ...process.env, FORKD_URL: url }, stdio: [input === 'devnull' ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d: Buffer) => err.push(d));
+    child.stdout!.on('data', (d: Buffer) => out.push(d));
+    child.stderr!.on('data', (d: Buffer) => err.push(d));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
-    child.stdin.end(input);
+    if (input !== 'devnull') child.stdin!.end(input);
   });
 }
 
@@ -75,6 +75,14 @@ describe('CLI against a real daemon', { skip: !isRoot && 'needs root' }, () => {
     const input = randomBytes(200_000).toString('base64');
     const r = await forkd(daemon!.url, ['exec', id, '--', 'sha256sum'], input);
     assert.equal(r.stdout.split(' ')[0], createHash('sha256').update(input).digest('hex'));
+  });
+
+  test('stdin at EOF at once (/dev/null) never loses the exit', async () => {
+    for (let i = 0; i < 10; i++) {
+      const r = await forkd(daemon!.url, ['exec', id, '--', 'echo', String(i)], 'devnull');
+      assert.equal(r.stdout, `${i}\n`, r.stderr);
+      assert.equal(r.code, 0);
+    }
   });
 
   test('--background returns the pid at once and the process keeps running', async () => {
