@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm, rmdir } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, rmdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type ForkdConfig } from '../shared/config.js';
@@ -82,7 +82,15 @@ export async function removeCgroupParent(parent: string): Promise<void> {
 
 /** Counts what a sandbox can leak on the host, to compare before and after. */
 export async function hostFootprint(node: Node, cgroupParent: string): Promise<{ mounts: number; subvolumes: number; cgroups: number; containers: number; fds: number; guests: number }> {
-  const mounts = (await exec('cat', ['/proc/self/mountinfo'])).stdout.split('\n').filter(Boolean).length;
+  // Only mounts a sandbox could leak (under the pool or run dir, or namespace files), so
+  // unrelated mount activity on the host does not disturb the count.
+  const roots = [node.config.pool.mountPoint, node.config.runDir, node.config.stateDir];
+  const mounts = (await readFile('/proc/self/mountinfo', 'utf8'))
+    .split('\n')
+    .filter((l) => {
+      const target = l.split(' ')[4] ?? '';
+      return roots.some((r) => target.startsWith(r)) || / - nsfs /.test(l);
+    }).length;
   const sub = await exec('btrfs', ['subvolume', 'list', '-o', node.config.pool.mountPoint], { allowFailure: true });
   const subvolumes = sub.stdout.split('\n').filter((l) => l.includes('sandboxes/')).length;
   let cgroups = 0;

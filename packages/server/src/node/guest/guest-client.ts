@@ -223,32 +223,38 @@ export class GuestClient {
     await this.#simple(T.WRITE_STDIN, [...selectorFields(sel), [K.DATA, data], [K.EOF, eof]]);
   }
 
-  async listProcesses(): Promise<ProcessInfo[]> {
-    const conn = await this.#request(T.LIST_PROCS, []);
-    const out: ProcessInfo[] = [];
+  /** Reads `type` frames until END; bounded, since the guest decides how many come. */
+  async #collect<R>(conn: GuestConnection, type: number, max: number, map: (t: Tlv) => R): Promise<R[]> {
+    const out: R[] = [];
     try {
       for (;;) {
         const f = await conn.next();
         if (!f) throw new ForkdError('UNAVAILABLE', 'guest agent closed the connection');
         if (f.type === T.END) return out;
         if (f.type === T.ERROR) throw guestError(new Tlv(f.payload));
-        if (f.type !== T.PROC) throw new ProtocolError('unexpected frame in process list');
-        if (out.length >= 65536) throw new ProtocolError('too many processes');
-        const t = new Tlv(f.payload);
-        const tag = t.str(K.TAG);
-        const running = t.int(K.RUNNING) === 1;
-        out.push({
-          pid: t.reqInt(K.PID),
-          ...(tag !== undefined ? { tag } : {}),
-          cmd: t.strs(K.ARG),
-          pty: t.int(K.PTY) === 1,
-          running,
-          ...(!running ? { exitCode: t.int(K.EXIT_CODE) ?? -1, signal: t.int(K.SIGNAL) ?? 0 } : {}),
-        });
+        if (f.type !== type) throw new ProtocolError(`unexpected frame 0x${f.type.toString(16)} in a listing`);
+        if (out.length >= max) throw new ForkdError('RESOURCE_EXHAUSTED', `listing longer than ${max} entries`);
+        out.push(map(new Tlv(f.payload)));
       }
     } finally {
       conn.close();
     }
+  }
+
+  async listProcesses(): Promise<ProcessInfo[]> {
+    const conn = await this.#request(T.LIST_PROCS, []);
+    return this.#collect(conn, T.PROC, 65536, (t) => {
+      const tag = t.str(K.TAG);
+      const running = t.int(K.RUNNING) === 1;
+      return {
+        pid: t.reqInt(K.PID),
+        ...(tag !== undefined ? { tag } : {}),
+        cmd: t.strs(K.ARG),
+        pty: t.int(K.PTY) === 1,
+        running,
+        ...(!running ? { exitCode: t.int(K.EXIT_CODE) ?? -1, signal: t.int(K.SIGNAL) ?? 0 } : {}),
+      };
+    });
   }
 
   /** Streams a file out of the sandbox. The first value resolves once the file is open. */
@@ -308,20 +314,7 @@ export class GuestClient {
       [K.PATH, path],
       [K.DEPTH, depth],
     ]);
-    const out: FileEntry[] = [];
-    try {
-      for (;;) {
-        const f = await conn.next();
-        if (!f) throw new ForkdError('UNAVAILABLE', 'guest agent closed the connection');
-        if (f.type === T.END) return out;
-        if (f.type === T.ERROR) throw guestError(new Tlv(f.payload));
-        if (f.type !== T.ENTRY) throw new ProtocolError('unexpected frame in directory listing');
-        if (out.length >= 1_000_000) throw new ForkdError('RESOURCE_EXHAUSTED', 'directory listing too large');
-        out.push(toEntry(new Tlv(f.payload), path));
-      }
-    } finally {
-      conn.close();
-    }
+    return this.#collect(conn, T.ENTRY, 1_000_000, (t) => toEntry(t, path));
   }
 
   async stat(path: string): Promise<FileEntry> {

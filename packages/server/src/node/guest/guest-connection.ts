@@ -17,6 +17,11 @@ export function guestError(t: Tlv): ForkdError {
     case 'EPERM':
     case 'EROFS':
       return new ForkdError('PERMISSION_DENIED', message, details);
+    case 'EBUSY':
+      return new ForkdError('CONFLICT', message, details);
+    case 'EPIPE':
+      return new ForkdError('FAILED_PRECONDITION', message, details);
+    case 'EOVERFLOW':
     case 'EISDIR':
     case 'ENOTDIR':
     case 'EINVAL':

@@ -73,6 +73,15 @@ describe('sandbox (real Btrfs, runc, guest agent)', { skip: !isRoot && 'needs ro
     });
   });
 
+  describe('init', () => {
+    test('PID 1 reaps orphans: no zombies are left', async () => {
+      await run(node.manager, id, 'for i in 1 2 3 4 5; do (sleep 0.2 &) ; done; exit 0');
+      await new Promise((r) => setTimeout(r, 600));
+      const ps = await run(node.manager, id, ['ps', '-eo', 'stat=,comm=']);
+      assert.ok(!ps.stdout.split('\n').some((l) => l.trim().startsWith('Z')), `no zombies:\n${ps.stdout}`);
+    });
+  });
+
   describe('pty', () => {
     test('interactive bash computes and resizes', async () => {
       let screen = '';
