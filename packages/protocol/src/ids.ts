@@ -1,14 +1,23 @@
 /** Sandbox ids are short, URL- and hostname-safe, and self-describing in logs. */
 export const SANDBOX_ID_PATTERN = /^sbx-[a-z0-9]{12}$/;
+export const SNAPSHOT_ID_PATTERN = /^snap-[a-z0-9]{12}$/;
 export const TEMPLATE_NAME_PATTERN = /^[a-z][a-z0-9-]{0,62}$/;
 export const TAG_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
-export function newSandboxId(): string {
+function newId(prefix: string): string {
   // Web Crypto, so the protocol package also runs in browsers (SDK).
   const bytes = globalThis.crypto.getRandomValues(new Uint8Array(12));
-  let out = 'sbx-';
+  let out = prefix;
   for (const b of bytes) out += ALPHABET[b % ALPHABET.length];
   return out;
+}
+
+export function newSandboxId(): string {
+  return newId('sbx-');
+}
+
+export function newSnapshotId(): string {
+  return newId('snap-');
 }

@@ -4,3 +4,4 @@ export * from './sandbox-state.js';
 export * from './sandbox.js';
 export * from './exec.js';
 export * from './files.js';
+export * from './snapshot.js';

@@ -2,12 +2,14 @@
  * Sandbox lifecycle. The table is the only place that says which transitions
  * exist; the manager refuses any other with CONFLICT.
  */
-export const SANDBOX_STATES = ['creating', 'running', 'stopping', 'failed', 'deleted'] as const;
+export const SANDBOX_STATES = ['creating', 'running', 'paused', 'stopping', 'failed', 'deleted'] as const;
 export type SandboxState = (typeof SANDBOX_STATES)[number];
 
 export const SANDBOX_TRANSITIONS: Readonly<Record<SandboxState, readonly SandboxState[]>> = {
   creating: ['running', 'failed', 'stopping'],
-  running: ['stopping', 'failed'],
+  running: ['paused', 'stopping', 'failed'],
+  /** Memory and processes on disk (CRIU images); no CPU or RAM used. */
+  paused: ['running', 'stopping', 'failed'],
   stopping: ['deleted', 'failed'],
   failed: ['stopping'],
   deleted: [],

@@ -35,6 +35,8 @@ export const SandboxInfo = z.object({
   createdAt: z.string(),
   hostname: z.string(),
   error: z.string().optional(),
+  /** The snapshot this sandbox was forked from. */
+  forkedFrom: z.string().optional(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfo>;
 

@@ -9,6 +9,7 @@ import { RuncRuntime } from './runtime/runc-runtime.js';
 import { BtrfsStorage } from './storage/btrfs-storage.js';
 import { ensurePool } from './storage/btrfs-pool.js';
 import { TemplateRegistry } from './templates/template-registry.js';
+import { criuPath } from '../setup/setup.js';
 
 export interface Node {
   config: ForkdConfig;
@@ -29,7 +30,7 @@ export async function openNode(config: ForkdConfig, logger: Logger): Promise<Nod
   await ensurePool(config.pool, (m) => logger.info(m));
   const store = new SqliteStore(join(config.stateDir, 'forkd.db'));
   const storage = new BtrfsStorage(config.pool.mountPoint);
-  const runtime = new RuncRuntime({ stateRoot: join(config.runDir, 'runc'), bundleRoot: join(config.stateDir, 'bundles'), cgroupParent: config.cgroupParent });
+  const runtime = new RuncRuntime({ stateRoot: join(config.runDir, 'runc'), bundleRoot: join(config.stateDir, 'bundles'), cgroupParent: config.cgroupParent, criu: criuPath(config) });
   const templates = new TemplateRegistry(storage, store);
   const manager = new SandboxManager({ store, storage, runtime, templates, guestBinary: config.guestBinary, logger, warmPoolSize: config.warmPool });
   await manager.recover();

@@ -58,12 +58,18 @@ export async function criuVersion(criu: string): Promise<number[] | null> {
  */
 async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: string) => void): Promise<string> {
   const wrapper = criuPath(config);
-  const v = await criuVersion(wrapper);
-  if (v && v[0]! >= 4) return `criu ${v.join('.')}`;
+  // runc drives criu over RPC and offers no way to pass --network-lock skip
+  // (a config file named in the RPC crashes criu 4.1), but criu also reads
+  // $HOME/.criu/default.conf: the wrapper points HOME at forkd's own.
+  const home = join(config.cacheDir, 'criu-home');
+  await mkdir(join(home, '.criu'), { recursive: true });
+  // No iptables on these hosts, and sandboxes have no external network to lock yet.
+  await writeFile(join(home, '.criu', 'default.conf'), 'network-lock skip\n');
   await mkdir(join(config.cacheDir, 'bin'), { recursive: true });
+  let body: string;
   if (host.debianMajor >= 13) {
     await aptInstall(['criu'], detail);
-    await writeFile(wrapper, '#!/bin/sh\nexec /usr/sbin/criu "$@"\n');
+    body = `#!/bin/sh\nHOME=${home} exec /usr/sbin/criu "$@"\n`;
   } else {
     const root = join(config.cacheDir, 'criu-root');
     if (!existsSync(join(root, 'usr/sbin/criu'))) {
@@ -76,9 +82,12 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
       await rename(tmp, root);
     }
     const lib = `${root}/lib/x86_64-linux-gnu:${root}/usr/lib/x86_64-linux-gnu`;
-    await writeFile(wrapper, `#!/bin/sh\nexec ${root}/lib64/ld-linux-x86-64.so.2 --library-path ${lib} ${root}/usr/sbin/criu "$@"\n`);
+    body = `#!/bin/sh\nHOME=${home} exec ${root}/lib64/ld-linux-x86-64.so.2 --library-path ${lib} ${root}/usr/sbin/criu "$@"\n`;
   }
-  await chmod(wrapper, 0o755);
+  if ((await readFile(wrapper, 'utf8').catch(() => '')) !== body) {
+    await writeFile(`${wrapper}.tmp`, body, { mode: 0o755 });
+    await rename(`${wrapper}.tmp`, wrapper);
+  }
   const got = await criuVersion(wrapper);
   if (!got || got[0]! < 4) throw new ForkdError('FAILED_PRECONDITION', `criu ≥ 4 is required, got ${got?.join('.') ?? 'none'}`);
   return `criu ${got.join('.')}`;

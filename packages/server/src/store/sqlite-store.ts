@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import type { SandboxRecord, Store, TemplateRecord } from './store.js';
+import type { SandboxRecord, SnapshotRecord, Store, TemplateRecord } from './store.js';
 
 const MIGRATIONS = [
   `CREATE TABLE sandboxes (
@@ -17,7 +17,47 @@ const MIGRATIONS = [
      created_at TEXT NOT NULL,
      volume TEXT NOT NULL
    );`,
+  `ALTER TABLE sandboxes ADD COLUMN forked_from TEXT;
+   ALTER TABLE sandboxes ADD COLUMN resume_from TEXT;
+   CREATE TABLE snapshots (
+     id TEXT PRIMARY KEY,
+     sandbox_id TEXT NOT NULL,
+     name TEXT,
+     created_at TEXT NOT NULL,
+     frozen_ms REAL NOT NULL,
+     size_bytes INTEGER NOT NULL,
+     parent_id TEXT,
+     pinned INTEGER NOT NULL DEFAULT 0,
+     reason TEXT NOT NULL
+   );
+   CREATE INDEX snapshots_by_sandbox ON snapshots (sandbox_id, created_at);`,
 ];
+
+interface SnapshotRow {
+  id: string;
+  sandbox_id: string;
+  name: string | null;
+  created_at: string;
+  frozen_ms: number;
+  size_bytes: number;
+  parent_id: string | null;
+  pinned: number;
+  reason: SnapshotRecord['reason'];
+}
+
+function toSnapshot(r: SnapshotRow): SnapshotRecord {
+  return {
+    id: r.id,
+    sandboxId: r.sandbox_id,
+    ...(r.name ? { name: r.name } : {}),
+    createdAt: r.created_at,
+    frozenMs: r.frozen_ms,
+    sizeBytes: r.size_bytes,
+    ...(r.parent_id ? { parentId: r.parent_id } : {}),
+    pinned: r.pinned === 1,
+    reason: r.reason,
+  };
+}
 
 interface SandboxRow {
   id: string;
@@ -28,6 +68,8 @@ interface SandboxRow {
   metadata: string;
   created_at: string;
   error: string | null;
+  forked_from: string | null;
+  resume_from: string | null;
 }
 
 function toRecord(r: SandboxRow): SandboxRecord {
@@ -40,6 +82,8 @@ function toRecord(r: SandboxRow): SandboxRecord {
     metadata: JSON.parse(r.metadata),
     createdAt: r.created_at,
     ...(r.error ? { error: r.error } : {}),
+    ...(r.forked_from ? { forkedFrom: r.forked_from } : {}),
+    ...(r.resume_from ? { resumeFrom: r.resume_from } : {}),
   };
 }
 
@@ -63,8 +107,8 @@ export class SqliteStore implements Store {
 
   insertSandbox(rec: SandboxRecord): void {
     this.#db
-      .prepare('INSERT INTO sandboxes (id, template, state, limits, env, metadata, created_at, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(rec.id, rec.template, rec.state, JSON.stringify(rec.limits), JSON.stringify(rec.env), JSON.stringify(rec.metadata), rec.createdAt, rec.error ?? null);
+      .prepare('INSERT INTO sandboxes (id, template, state, limits, env, metadata, created_at, error, forked_from, resume_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(rec.id, rec.template, rec.state, JSON.stringify(rec.limits), JSON.stringify(rec.env), JSON.stringify(rec.metadata), rec.createdAt, rec.error ?? null, rec.forkedFrom ?? null, rec.resumeFrom ?? null);
   }
 
   transition(id: string, from: SandboxRecord['state'], to: SandboxRecord['state'], error?: string): boolean {
@@ -83,6 +127,33 @@ export class SqliteStore implements Store {
 
   deleteSandbox(id: string): void {
     this.#db.prepare('DELETE FROM sandboxes WHERE id = ?').run(id);
+  }
+
+  setResumeFrom(id: string, snapshotId: string | undefined): void {
+    this.#db.prepare('UPDATE sandboxes SET resume_from = ? WHERE id = ?').run(snapshotId ?? null, id);
+  }
+
+  insertSnapshot(rec: SnapshotRecord): void {
+    this.#db
+      .prepare('INSERT INTO snapshots (id, sandbox_id, name, created_at, frozen_ms, size_bytes, parent_id, pinned, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(rec.id, rec.sandboxId, rec.name ?? null, rec.createdAt, rec.frozenMs, rec.sizeBytes, rec.parentId ?? null, rec.pinned ? 1 : 0, rec.reason);
+  }
+
+  getSnapshot(id: string): SnapshotRecord | undefined {
+    const r = this.#db.prepare('SELECT * FROM snapshots WHERE id = ?').get(id) as SnapshotRow | undefined;
+    return r ? toSnapshot(r) : undefined;
+  }
+
+  listSnapshots(sandboxId: string): SnapshotRecord[] {
+    return (this.#db.prepare('SELECT * FROM snapshots WHERE sandbox_id = ? ORDER BY created_at, rowid').all(sandboxId) as SnapshotRow[]).map(toSnapshot);
+  }
+
+  deleteSnapshot(id: string): void {
+    this.#db.prepare('DELETE FROM snapshots WHERE id = ?').run(id);
+  }
+
+  listForks(snapshotId: string): SandboxRecord[] {
+    return (this.#db.prepare('SELECT * FROM sandboxes WHERE forked_from = ? ORDER BY created_at, id').all(snapshotId) as SandboxRow[]).map(toRecord);
   }
 
   upsertTemplate(rec: TemplateRecord): void {

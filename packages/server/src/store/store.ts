@@ -9,6 +9,22 @@ export interface SandboxRecord {
   metadata: Record<string, string>;
   createdAt: string;
   error?: string | undefined;
+  /** The snapshot this sandbox was forked from (lineage). */
+  forkedFrom?: string | undefined;
+  /** While paused: the snapshot to resume from. */
+  resumeFrom?: string | undefined;
+}
+
+export interface SnapshotRecord {
+  id: string;
+  sandboxId: string;
+  name?: string | undefined;
+  createdAt: string;
+  frozenMs: number;
+  sizeBytes: number;
+  parentId?: string | undefined;
+  pinned: boolean;
+  reason: 'manual' | 'pause' | 'rewind' | 'fork' | 'policy';
 }
 
 export interface TemplateRecord {
@@ -30,6 +46,14 @@ export interface Store {
   getSandbox(id: string): SandboxRecord | undefined;
   listSandboxes(): SandboxRecord[];
   deleteSandbox(id: string): void;
+  setResumeFrom(id: string, snapshotId: string | undefined): void;
+  insertSnapshot(rec: SnapshotRecord): void;
+  getSnapshot(id: string): SnapshotRecord | undefined;
+  /** A sandbox's snapshots, oldest first. */
+  listSnapshots(sandboxId: string): SnapshotRecord[];
+  deleteSnapshot(id: string): void;
+  /** Sandboxes forked from a snapshot. */
+  listForks(snapshotId: string): SandboxRecord[];
   upsertTemplate(rec: TemplateRecord): void;
   getTemplate(name: string): TemplateRecord | undefined;
   listTemplates(): TemplateRecord[];

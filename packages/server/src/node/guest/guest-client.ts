@@ -145,6 +145,8 @@ const WATCH_EVENTS = new Set(['create', 'write', 'remove', 'rename', 'chmod']);
 export class GuestClient {
   readonly #socketPath: string;
   readonly #dir: string;
+  readonly #open = new Set<GuestConnection>();
+  #gate: Promise<void> | undefined;
 
   constructor(socketPath: string) {
     this.#socketPath = socketPath;
@@ -155,16 +157,47 @@ export class GuestClient {
    * The socket lives in a directory the sandbox controls. Refuse to follow a
    * symlink planted there, so the host never connects to a host-side socket.
    */
-  async #open(): Promise<GuestConnection> {
+  async #connect(): Promise<GuestConnection> {
+    while (this.#gate) await this.#gate;
     const [d, s] = await Promise.all([lstat(this.#dir).catch(() => null), lstat(this.#socketPath).catch(() => null)]);
     if (!d || !s) throw new ForkdError('UNAVAILABLE', 'guest agent socket is missing');
     if (!d.isDirectory() || !s.isSocket()) throw new ForkdError('FAILED_PRECONDITION', 'guest agent socket was tampered with');
     const conn = await GuestConnection.open(this.#socketPath);
+    this.#open.add(conn);
+    conn.onClose(() => this.#open.delete(conn));
     return conn;
   }
 
+  /**
+   * Closes every connection to the sandbox (process streams detach, the
+   * processes keep running). CRIU cannot dump a socket whose peer is outside
+   * the sandbox, so this runs before every memory snapshot.
+   */
+  detachAll(): number {
+    const n = this.#open.size;
+    for (const c of this.#open) c.close();
+    this.#open.clear();
+    return n;
+  }
+
+  /**
+   * Holds new connections back (they wait, they do not fail) and detaches
+   * the open ones, until the returned release is called: the window in which
+   * a snapshot or restore runs.
+   */
+  quiesce(): () => void {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    this.#gate = gate;
+    this.detachAll();
+    return () => {
+      if (this.#gate === gate) this.#gate = undefined;
+      release();
+    };
+  }
+
   async #request(type: number, fields: TlvInput): Promise<GuestConnection> {
-    const conn = await this.#open();
+    const conn = await this.#connect();
     try {
       conn.send(type, fields);
       await conn.handshake();

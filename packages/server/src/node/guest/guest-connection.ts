@@ -87,6 +87,12 @@ export class GuestConnection {
     });
   }
 
+  /** Called once when the socket is gone (either side closed it). */
+  onClose(cb: () => void): void {
+    if (this.#socket.destroyed) cb();
+    else this.#socket.once('close', cb);
+  }
+
   static async open(socketPath: string, timeoutMs = 5000): Promise<GuestConnection> {
     const socket = await new Promise<Socket>((resolve, reject) => {
       const s = createConnection(socketPath);

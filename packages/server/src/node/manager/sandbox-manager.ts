@@ -1,4 +1,4 @@
-import { chmod, copyFile, lstat, mkdir, rm } from 'node:fs/promises';
+import { chmod, copyFile, lstat, mkdir, rename, rm } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -8,12 +8,15 @@ import {
   ForkdError,
   Limits,
   newSandboxId,
+  newSnapshotId,
   type SandboxInfo,
   type SandboxState,
+  type SnapshotInfo,
   type TemplateInfo,
 } from '@forkd/protocol';
 import type { Logger } from '../../shared/logger.js';
-import type { SandboxRecord, Store } from '../../store/store.js';
+import type { SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
+import { exec } from '../../shared/exec.js';
 import { GuestClient, type GuestProcess, type OutputHandlers, type ProcessExit, type SpawnOptions } from '../guest/guest-client.js';
 import type { ResourceUsage, Runtime } from '../runtime/runtime.js';
 import type { Storage } from '../storage/storage.js';
@@ -29,6 +32,11 @@ export interface ManagerDeps {
   logger: Logger;
   /** Sandboxes per template kept started ahead of demand (0 disables). */
   warmPoolSize?: number;
+}
+
+export interface ForkTree {
+  sandbox: SandboxInfo;
+  children: ForkTree[];
 }
 
 export interface ExecExit extends ProcessExit {
@@ -53,7 +61,12 @@ function toInfo(r: SandboxRecord): SandboxInfo {
     createdAt: r.createdAt,
     hostname: r.id,
     ...(r.error ? { error: r.error } : {}),
+    ...(r.forkedFrom ? { forkedFrom: r.forkedFrom } : {}),
   };
+}
+
+function toSnapshotInfo(r: SnapshotRecord): SnapshotInfo {
+  return { ...r };
 }
 
 /**
@@ -266,11 +279,17 @@ export class SandboxManager {
     const r = this.#record(id);
     if (r.state !== 'stopping') this.#transition(r, 'stopping');
     await this.#release(id);
+    // Snapshots go with their sandbox; forks made from them do not need them (own volumes).
+    for (const snap of this.#d.store.listSnapshots(id)) {
+      this.#d.store.deleteSnapshot(snap.id);
+      await this.#removeSnapshotFiles(snap.id).catch((err) => this.#d.logger.warn('snapshot cleanup failed', { snapshot: snap.id, error: String(err) }));
+    }
     this.#d.store.deleteSandbox(id);
     this.#d.logger.info('sandbox deleted', { sandbox: id });
   }
 
   async #release(id: string): Promise<void> {
+    this.#guests.get(id)?.detachAll();
     this.#guests.delete(id);
     await this.#d.runtime.destroy(id);
     await this.#d.storage.remove(this.volume(id));
@@ -292,8 +311,18 @@ export class SandboxManager {
         this.#d.store.deleteSandbox(r.id);
         continue;
       }
+      if (r.state === 'paused') {
+        // Crashed between recording the pause and stopping the frozen processes.
+        if ((await this.#d.runtime.state(r.id)).status !== 'missing') await this.#d.runtime.destroy(r.id).catch(() => {});
+        continue;
+      }
       if (r.state === 'running') {
-        const st = await this.#d.runtime.state(r.id);
+        let st = await this.#d.runtime.state(r.id);
+        // Crashed mid-snapshot: the sandbox is still frozen.
+        if (st.status === 'paused') {
+          await this.#d.runtime.thaw(r.id).catch(() => {});
+          st = await this.#d.runtime.state(r.id);
+        }
         let ok = st.status === 'running';
         if (ok) ok = await this.guestClient(r.id).info().then(() => true, () => false);
         if (!ok) {
@@ -310,6 +339,240 @@ export class SandboxManager {
       const id = key.split('/')[1] ?? '';
       if (!known.has(id) && !pooled.has(id)) await this.#d.storage.remove(key).catch(() => {});
     }
+    // Half-made snapshots (crash before the rename) and ones whose record never landed.
+    for (const key of await this.#d.storage.list('snapshots')) {
+      const name = key.split('/')[1] ?? '';
+      if (name.startsWith('.tmp-') || !this.#d.store.getSnapshot(name)) await this.#removeSnapshotFiles(name).catch(() => {});
+    }
+  }
+
+  readonly #locks = new Map<string, Promise<unknown>>();
+
+  /** Lifecycle operations on one sandbox run one at a time. */
+  async #exclusive<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.#locks.get(id) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => {});
+    this.#locks.set(id, tail);
+    try {
+      return await next;
+    } finally {
+      if (this.#locks.get(id) === tail) this.#locks.delete(id);
+    }
+  }
+
+  snapshotDir(snapId: string): string {
+    return this.#d.storage.path(`snapshots/${snapId}`);
+  }
+
+  #spec(r: SandboxRecord) {
+    return { rootfs: this.rootfs(r.id), hostname: r.id, limits: r.limits, init: GUEST_INIT, env: {} };
+  }
+
+  /**
+   * Memory + filesystem of a running sandbox at one instant: freeze, CRIU dump
+   * (leaving it frozen), read-only Btrfs snapshot of its root, then thaw (or
+   * stop, for pause/rewind). Written under `.tmp-*` and renamed into place, so
+   * a crash never leaves a half-made snapshot that looks whole.
+   */
+  async #takeSnapshot(r: SandboxRecord, opts: { name?: string | undefined; reason: SnapshotRecord['reason']; leaveRunning: boolean }): Promise<SnapshotRecord> {
+    const snapId = newSnapshotId();
+    const tmpKey = `snapshots/.tmp-${snapId}`;
+    const tmp = this.#d.storage.path(tmpKey);
+    await mkdir(tmp, { recursive: true });
+    const release = this.guestClient(r.id).quiesce();
+    let stats;
+    try {
+      stats = await this.#d.runtime.checkpoint(r.id, {
+        imagesDir: join(tmp, 'memory'),
+        workDir: join(tmp, 'work'),
+        leaveRunning: opts.leaveRunning,
+        whileFrozen: async () => {
+          await this.#d.storage.commit(`${tmpKey}/rootfs`, this.volume(r.id), { keepActive: true });
+        },
+      });
+    } catch (err) {
+      await this.#removeSnapshotFiles(`.tmp-${snapId}`).catch(() => {});
+      throw err;
+    } finally {
+      release();
+    }
+    const du = await exec('du', ['-sb', join(tmp, 'memory')]);
+    const previous = this.#d.store.listSnapshots(r.id).pop()?.id ?? r.forkedFrom;
+    await rename(tmp, this.snapshotDir(snapId));
+    const rec: SnapshotRecord = {
+      id: snapId,
+      sandboxId: r.id,
+      ...(opts.name ? { name: opts.name } : {}),
+      createdAt: new Date().toISOString(),
+      frozenMs: ms(stats.frozenMs),
+      sizeBytes: Number(du.stdout.split('\t')[0]) || 0,
+      ...(previous ? { parentId: previous } : {}),
+      pinned: !!opts.name,
+      reason: opts.reason,
+    };
+    this.#d.store.insertSnapshot(rec);
+    this.#d.logger.info('snapshot taken', { sandbox: r.id, snapshot: snapId, reason: opts.reason, frozenMs: rec.frozenMs, sizeBytes: rec.sizeBytes });
+    return rec;
+  }
+
+  async #removeSnapshotFiles(dirName: string): Promise<void> {
+    await this.#d.storage.remove(`snapshots/${dirName}/rootfs`);
+    await rm(this.#d.storage.path(`snapshots/${dirName}`), { recursive: true, force: true });
+  }
+
+  /** Restores a sandbox's processes from a snapshot onto its current root volume. */
+  async #restoreFrom(r: SandboxRecord, snap: SnapshotRecord): Promise<void> {
+    const dir = this.snapshotDir(snap.id);
+    const release = this.guestClient(r.id).quiesce();
+    try {
+      await this.#d.runtime.restore(r.id, this.#spec(r), { imagesDir: join(dir, 'memory') });
+    } finally {
+      release();
+    }
+    await this.#waitReady(r.id);
+  }
+
+  #snapshotRecord(snapId: string): SnapshotRecord {
+    const s = this.#d.store.getSnapshot(snapId);
+    if (!s) throw new ForkdError('NOT_FOUND', `snapshot ${snapId} not found`);
+    return s;
+  }
+
+  async snapshot(id: string, opts: { name?: string | undefined } = {}): Promise<SnapshotInfo> {
+    return this.#exclusive(id, async () => {
+      const r = this.#record(id);
+      if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}; only a running sandbox can be snapshotted`);
+      if (opts.name && this.#d.store.listSnapshots(id).some((s) => s.name === opts.name)) throw new ForkdError('ALREADY_EXISTS', `sandbox ${id} already has a snapshot named ${opts.name}`);
+      return toSnapshotInfo(await this.#takeSnapshot(r, { name: opts.name, reason: 'manual', leaveRunning: true }));
+    });
+  }
+
+  timeline(id: string): SnapshotInfo[] {
+    this.#record(id);
+    return this.#d.store.listSnapshots(id).map(toSnapshotInfo);
+  }
+
+  getSnapshot(snapId: string): SnapshotInfo {
+    return toSnapshotInfo(this.#snapshotRecord(snapId));
+  }
+
+  /** Pause: snapshot, then stop. The sandbox uses no CPU or memory until resumed. */
+  async pause(id: string): Promise<SandboxInfo> {
+    return this.#exclusive(id, async () => {
+      const r = this.#record(id);
+      if (r.state === 'paused') return toInfo(r);
+      if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
+      const snap = await this.#takeSnapshot(r, { reason: 'pause', leaveRunning: false });
+      this.#d.store.setResumeFrom(id, snap.id);
+      this.#transition(r, 'paused');
+      // Only now that the snapshot is recorded do the (frozen) processes go.
+      await this.#d.runtime.destroy(id);
+      return toInfo(this.#record(id));
+    });
+  }
+
+  async resume(id: string): Promise<SandboxInfo> {
+    return this.#exclusive(id, async () => {
+      const r = this.#record(id);
+      if (r.state === 'running') return toInfo(r);
+      if (r.state !== 'paused' || !r.resumeFrom) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
+      await this.#restoreFrom(r, this.#snapshotRecord(r.resumeFrom));
+      this.#transition(r, 'running');
+      this.#d.store.setResumeFrom(id, undefined);
+      return toInfo(this.#record(id));
+    });
+  }
+
+  /**
+   * Rewind in place to any snapshot of the sandbox's timeline. Non-destructive:
+   * the state being left is snapshotted first, so one can rewind forward again.
+   */
+  async rewind(id: string, snapId: string): Promise<SandboxInfo> {
+    return this.#exclusive(id, async () => {
+      const r = this.#record(id);
+      const snap = this.#snapshotRecord(snapId);
+      if (snap.sandboxId !== id) throw new ForkdError('INVALID_ARGUMENT', `snapshot ${snapId} is not in the timeline of ${id}`);
+      if (r.state === 'running') {
+        await this.#takeSnapshot(r, { reason: 'rewind', leaveRunning: false });
+        await this.#d.runtime.destroy(id);
+      } else if (r.state !== 'paused') {
+        throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
+      }
+      // The live root becomes a writable copy of the snapshot's root.
+      await this.#d.storage.remove(this.volume(id));
+      await this.#d.storage.prepare(this.volume(id), `snapshots/${snapId}/rootfs`);
+      await this.#restoreFrom(r, snap);
+      if (r.state === 'paused') {
+        this.#transition(r, 'running');
+        this.#d.store.setResumeFrom(id, undefined);
+      }
+      return toInfo(this.#record(id));
+    });
+  }
+
+  /**
+   * Fork: new sandboxes from a snapshot, or from a running sandbox (an
+   * implicit snapshot; the parent keeps running). Each gets its own id, root
+   * volume, cgroup and network namespace and diverges independently.
+   */
+  async fork(source: string, count = 1): Promise<SandboxInfo[]> {
+    if (!Number.isInteger(count) || count < 1 || count > 64) throw new ForkdError('INVALID_ARGUMENT', 'count must be between 1 and 64');
+    let snap: SnapshotRecord;
+    if (source.startsWith('snap-')) snap = this.#snapshotRecord(source);
+    else {
+      snap = await this.#exclusive(source, async () => {
+        const r = this.#record(source);
+        if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${source} is ${r.state}; fork one of its snapshots instead`);
+        return this.#takeSnapshot(r, { reason: 'fork', leaveRunning: true });
+      });
+    }
+    const parent = this.#d.store.getSandbox(snap.sandboxId);
+    const template = parent?.template ?? 'base';
+    const limits = parent?.limits ?? Limits.parse({});
+    return Promise.all(
+      Array.from({ length: count }, async () => {
+        const rec: SandboxRecord = {
+          id: newSandboxId(),
+          template,
+          state: 'creating',
+          limits,
+          env: parent?.env ?? {},
+          metadata: parent?.metadata ?? {},
+          createdAt: new Date().toISOString(),
+          forkedFrom: snap.id,
+        };
+        this.#d.store.insertSandbox(rec);
+        try {
+          await this.#d.storage.prepare(this.volume(rec.id), `snapshots/${snap.id}/rootfs`);
+          await this.#restoreFrom(rec, snap);
+          this.#transition(rec, 'running');
+          return toInfo(rec);
+        } catch (err) {
+          await this.#release(rec.id).catch(() => {});
+          this.#d.store.deleteSandbox(rec.id);
+          throw err;
+        }
+      }),
+    );
+  }
+
+  /** The fork tree below a sandbox: its snapshots and the sandboxes forked from them, recursively. */
+  tree(id: string): ForkTree {
+    const r = this.#record(id);
+    const node = (rec: SandboxRecord): ForkTree => ({
+      sandbox: toInfo(rec),
+      children: this.#d.store.listSnapshots(rec.id).flatMap((s) => this.#d.store.listForks(s.id).map(node)),
+    });
+    return node(r);
+  }
+
+  async deleteSnapshot(snapId: string): Promise<void> {
+    const s = this.#snapshotRecord(snapId);
+    const owner = this.#d.store.getSandbox(s.sandboxId);
+    if (owner?.resumeFrom === snapId) throw new ForkdError('FAILED_PRECONDITION', `snapshot ${snapId} holds the paused state of ${s.sandboxId}`);
+    this.#d.store.deleteSnapshot(snapId);
+    await this.#removeSnapshotFiles(snapId);
   }
 
   /** Volume paths are host paths; exposed for tests and diagnostics only. */

@@ -4,7 +4,7 @@ import { ForkdError, type Limits } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
 import { readUsage, swapAccounting } from '../cgroups/cgroups.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
-import type { ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
+import type { CheckpointOptions, CheckpointStats, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
 
 export interface RuncOptions {
   /** runc's state directory (tmpfs: containers do not survive a reboot anyway). */
@@ -13,6 +13,8 @@ export interface RuncOptions {
   bundleRoot: string;
   /** cgroup parent of every sandbox, e.g. `forkd`. */
   cgroupParent: string;
+  /** CRIU ≥ 4 (a wrapper script on Debian 12 hosts); checkpoint/restore fail without it. */
+  criu?: string;
   runc?: string;
 }
 
@@ -22,7 +24,7 @@ export class RuncRuntime implements Runtime {
   readonly #swap = swapAccounting();
 
   constructor(opts: RuncOptions) {
-    this.#o = { runc: 'runc', ...opts };
+    this.#o = { runc: 'runc', criu: 'criu', ...opts };
   }
 
   cgroupPath(id: string): string {
@@ -30,17 +32,74 @@ export class RuncRuntime implements Runtime {
   }
 
   #runc(args: string[], logFile?: string) {
-    const base = ['--root', this.#o.stateRoot];
+    const base = ['--root', this.#o.stateRoot, '--criu', this.#o.criu];
     if (logFile) base.push('--log', logFile, '--log-format', 'json');
     return exec(this.#o.runc, [...base, ...args], { allowFailure: true, stdio: ['ignore', 'pipe', 'pipe'] });
   }
 
-  async start(id: string, spec: RuntimeSpec): Promise<RuntimeState> {
+  async #writeBundle(id: string, spec: RuntimeSpec): Promise<string> {
     const bundle = join(this.#o.bundleRoot, id);
     await mkdir(bundle, { recursive: true });
     await mkdir(this.#o.stateRoot, { recursive: true });
     const config = buildOciSpec(spec, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap });
     await writeFile(join(bundle, 'config.json'), JSON.stringify(config));
+    return bundle;
+  }
+
+  async #must(args: string[], what: string): Promise<void> {
+    const r = await this.#runc(args);
+    if (r.code !== 0) throw new ForkdError('INTERNAL', `runc ${what} failed: ${r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: r.stderr.slice(-4000) });
+  }
+
+  freeze(id: string): Promise<void> {
+    return this.#must(['pause', id], 'pause');
+  }
+
+  thaw(id: string): Promise<void> {
+    return this.#must(['resume', id], 'resume');
+  }
+
+  async checkpoint(id: string, o: CheckpointOptions): Promise<CheckpointStats> {
+    await mkdir(o.imagesDir, { recursive: true });
+    await mkdir(o.workDir, { recursive: true });
+    const t0 = performance.now();
+    await this.freeze(id);
+    let t1 = t0;
+    try {
+      // A dump of a frozen cgroup leaves it frozen (criu restores the freezer state it found).
+      const args = ['checkpoint', '--image-path', o.imagesDir, '--work-path', o.workDir, '--leave-running', '--tcp-established', '--file-locks', id];
+      const r = await this.#runc(args);
+      t1 = performance.now();
+      if (r.code !== 0) {
+        const log = await readFile(join(o.workDir, 'dump.log'), 'utf8').catch(() => '');
+        throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });
+      }
+      await o.whileFrozen?.();
+    } catch (err) {
+      await this.thaw(id).catch(() => {});
+      throw err;
+    }
+    if (o.leaveRunning) await this.thaw(id);
+    return { frozenMs: performance.now() - t0, dumpMs: t1 - t0 };
+  }
+
+  async restore(id: string, spec: RuntimeSpec, o: { imagesDir: string }): Promise<RuntimeState> {
+    const bundle = await this.#writeBundle(id, spec);
+    const workDir = join(bundle, 'criu');
+    await mkdir(workDir, { recursive: true });
+    const pidFile = join(bundle, 'init.pid');
+    const args = ['restore', '--detach', '--image-path', o.imagesDir, '--work-path', workDir, '--tcp-established', '--file-locks', '--pid-file', pidFile, '--bundle', bundle, id];
+    const r = await this.#runc(args);
+    if (r.code !== 0) {
+      const log = await readFile(join(workDir, 'restore.log'), 'utf8').catch(() => '');
+      await this.destroy(id, { keepBundle: true }).catch(() => {});
+      throw new ForkdError('INTERNAL', `criu restore failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(workDir, 'restore.log') });
+    }
+    return { status: 'running', pid: Number((await readFile(pidFile, 'utf8')).trim()) };
+  }
+
+  async start(id: string, spec: RuntimeSpec): Promise<RuntimeState> {
+    const bundle = await this.#writeBundle(id, spec);
     const log = join(bundle, 'runc.log');
     const pidFile = join(bundle, 'init.pid');
     await writeFile(log, '');
@@ -76,7 +135,7 @@ export class RuncRuntime implements Runtime {
     if (r.code !== 0) throw new ForkdError('INTERNAL', `runc update failed: ${r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: r.stderr.slice(-4000) });
   }
 
-  async destroy(id: string): Promise<void> {
+  async destroy(id: string, opts: { keepBundle?: boolean } = {}): Promise<void> {
     // delete --force freezes the cgroup and kills every task in it, so a fork bomb cannot outrun it.
     const r = await this.#runc(['delete', '--force', id]);
     if (r.code !== 0 && !/does not exist|not found|container .* does not exist/i.test(r.stderr)) {
@@ -85,7 +144,7 @@ export class RuncRuntime implements Runtime {
         throw new ForkdError('INTERNAL', `runc delete failed: ${again.stderr.trim().slice(-300)}`, { cmd: `runc delete --force ${id}`, exitCode: again.code, stderrTail: again.stderr.slice(-4000) });
       }
     }
-    await rm(join(this.#o.bundleRoot, id), { recursive: true, force: true });
+    if (!opts.keepBundle) await rm(join(this.#o.bundleRoot, id), { recursive: true, force: true });
   }
 
   usage(id: string): Promise<ResourceUsage> {
@@ -98,6 +157,11 @@ export class RuncRuntime implements Runtime {
     const parsed = JSON.parse(r.stdout || 'null') as Array<{ id: string }> | null;
     return (parsed ?? []).map((c) => c.id);
   }
+}
+
+function criuError(log: string): string {
+  const errs = log.split('\n').filter((l) => /Error \(/.test(l));
+  return (errs[errs.length - 1] ?? '').replace(/^\([0-9.]+\)\s*/, '').slice(0, 500);
 }
 
 function lastRuncError(log: string): string {

@@ -18,6 +18,20 @@ export interface RuntimeState {
   pid: number;
 }
 
+export interface CheckpointOptions {
+  imagesDir: string;
+  /** Where CRIU writes its log; kept for diagnostics. */
+  workDir: string;
+  leaveRunning: boolean;
+  whileFrozen?: () => Promise<void>;
+}
+
+export interface CheckpointStats {
+  /** Time the sandbox's processes were frozen. */
+  frozenMs: number;
+  dumpMs: number;
+}
+
 export interface ResourceUsage {
   memoryBytes: number;
   memoryLimitBytes: number;
@@ -38,6 +52,20 @@ export interface Runtime {
   state(id: string): Promise<RuntimeState>;
   /** Changes the cgroup limits of a running sandbox. */
   update(id: string, limits: Limits): Promise<void>;
+  /** Freezes every process of the sandbox (cgroup freezer); memory stays resident. */
+  freeze(id: string): Promise<void>;
+  thaw(id: string): Promise<void>;
+  /**
+   * Dumps the process tree's memory and state into `imagesDir` (CRIU).
+   * Consistency: the tree is frozen before the dump and stays frozen while
+   * `whileFrozen` runs (the filesystem snapshot goes there), so memory and
+   * files are from the same instant. With leaveRunning it is thawed after;
+   * otherwise it stays frozen, for the caller to record the snapshot before
+   * it destroys the processes (a crash in between loses nothing).
+   */
+  checkpoint(id: string, opts: CheckpointOptions): Promise<CheckpointStats>;
+  /** Starts a sandbox from a checkpoint, with `spec` (its own root, cgroup, limits). */
+  restore(id: string, spec: RuntimeSpec, opts: { imagesDir: string }): Promise<RuntimeState>;
   /** Kills every process and releases namespaces and cgroups. Idempotent. */
   destroy(id: string): Promise<void>;
   usage(id: string): Promise<ResourceUsage>;

@@ -1,0 +1,86 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
+import { run, waitFor } from '../../testing/helpers.js';
+
+/** A counter that lives in process memory and mirrors itself to /tmp/count. */
+const COUNTER = ['python3', '-c', "import time\ni=0\nwhile True:\n  i+=1\n  open('/tmp/count.tmp','w').write(str(i))\n  __import__('os').rename('/tmp/count.tmp','/tmp/count')\n  time.sleep(0.02)"];
+
+describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot && 'needs root' }, () => {
+  let node: TestNode;
+  let a: string;
+
+  const count = async (id: string) => Number((await run(node.manager, id, ['cat', '/tmp/count'])).stdout);
+  const counterRunning = async (id: string) => (await node.manager.guest(id).listProcesses()).some((p) => p.tag === 'counter' && p.running);
+
+  before(async () => {
+    node = await createTestNode();
+    a = (await node.manager.create({})).id;
+    (await node.manager.spawn(a, { argv: COUNTER, tag: 'counter' })).process.detach();
+    await waitFor(async () => (await count(a)) > 5, 5000, 'counter to start');
+  });
+  after(async () => node?.dispose());
+
+  test('the counter survives a snapshot, forks continue from it, rewind goes back and forward', async () => {
+    const s1 = await node.manager.snapshot(a, { name: 'one' });
+    assert.equal(s1.pinned, true);
+    assert.ok(s1.frozenMs > 0 && s1.sizeBytes > 0);
+    const atSnap = Number(await readFile(join(node.manager.snapshotDir(s1.id), 'rootfs/tmp/count'), 'utf8'));
+    assert.ok(atSnap > 5);
+    // The parent keeps running.
+    await waitFor(async () => (await count(a)) > atSnap + 10, 5000, 'parent counter to go on');
+    await run(node.manager, a, 'echo later > /tmp/after.txt');
+
+    const [b] = await node.manager.fork(s1.id);
+    assert.ok(b);
+    assert.equal(b.forkedFrom, s1.id);
+    assert.ok(await counterRunning(b.id), 'the counter process is there in the fork');
+    const first = await count(b.id);
+    assert.ok(first >= atSnap && first < atSnap + 200, `fork continues from ${atSnap}, not from 0: ${first}`);
+    await waitFor(async () => (await count(b.id)) > first + 10, 5000, 'fork counter to diverge');
+    assert.equal((await run(node.manager, b.id, ['test', '-e', '/tmp/after.txt'])).exitCode, 1, 'file written after the snapshot is absent in the fork');
+
+    const before = await count(a);
+    await node.manager.rewind(a, s1.id);
+    const back = await count(a);
+    assert.ok(back < before && back >= atSnap, `rewind took the counter back: ${before} -> ${back}`);
+    assert.equal((await run(node.manager, a, ['test', '-e', '/tmp/after.txt'])).exitCode, 1, 'file absent after rewind');
+
+    const leftBehind = node.manager.timeline(a).find((s) => s.reason === 'rewind');
+    assert.ok(leftBehind, 'the state left by the rewind was snapshotted');
+    await node.manager.rewind(a, leftBehind.id);
+    assert.equal((await run(node.manager, a, ['cat', '/tmp/after.txt'])).stdout, 'later\n', 'present again after rewinding forward');
+    assert.ok((await count(a)) >= before, 'counter forward again');
+    await node.manager.delete(b.id);
+  });
+
+  test('pause frees the processes; resume continues where it was', async () => {
+    const p = await node.manager.pause(a);
+    assert.equal(p.state, 'paused');
+    assert.equal((await node.runtime.state(a)).status, 'missing', 'no processes while paused');
+    assert.throws(() => node.manager.guest(a), { code: 'FAILED_PRECONDITION' });
+    const snap = node.manager.timeline(a).at(-1)!;
+    assert.equal(snap.reason, 'pause');
+    const atPause = Number(await readFile(join(node.manager.snapshotDir(snap.id), 'rootfs/tmp/count'), 'utf8'));
+    const r = await node.manager.resume(a);
+    assert.equal(r.state, 'running');
+    const after = await count(a);
+    assert.ok(after >= atPause && after < atPause + 200, `resumed from ${atPause}: ${after}`);
+    assert.ok(await counterRunning(a));
+  });
+
+  test('10-way fork of one snapshot, all running at once', async () => {
+    const forks = await node.manager.fork(a, 10);
+    assert.equal(forks.length, 10);
+    assert.equal(new Set(forks.map((f) => f.id)).size, 10);
+    const counts = await Promise.all(forks.map((f) => count(f.id)));
+    await new Promise((r) => setTimeout(r, 300));
+    const later = await Promise.all(forks.map((f) => count(f.id)));
+    later.forEach((v, i) => assert.ok(v > counts[i]!, `fork ${i} runs on`));
+    const tree = node.manager.tree(a);
+    assert.equal(tree.children.length, 10);
+    await Promise.all(forks.map((f) => node.manager.delete(f.id)));
+  });
+});
