@@ -22,6 +22,10 @@ export const CreateSandboxRequest = z.strictObject({
   pids: Pids.optional(),
   env: EnvMap.optional(),
   metadata: z.record(z.string().max(128), z.string().max(1024)).optional(),
+  /** Rolling timeline: a snapshot this often while active (0 = none). Default: the server's (300). */
+  snapshotIntervalSeconds: z.number().int().min(0).max(7 * 86400).optional(),
+  /** Hibernate (pause to disk) after this long without activity (0 = never). Default: the server's (600). */
+  idleTimeoutSeconds: z.number().int().min(0).max(30 * 86400).optional(),
 });
 export type CreateSandboxRequest = z.input<typeof CreateSandboxRequest>;
 

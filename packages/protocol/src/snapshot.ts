@@ -23,3 +23,7 @@ export const CreateSnapshotRequest = z.strictObject({
 export const ForkRequest = z.strictObject({
   count: z.number().int().min(1).max(64).default(1),
 });
+
+export const RewindRequest = z.strictObject({
+  snapshot: z.string().regex(/^snap-[a-z0-9]{12}$/, 'invalid snapshot id'),
+});

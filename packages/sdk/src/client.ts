@@ -1,5 +1,6 @@
 import { HttpTransport } from './http-transport.js';
 import { Sandboxes } from './sandboxes.js';
+import { Snapshots } from './snapshots.js';
 import type { WebSocketConstructor } from './websocket.js';
 
 export interface ForkdClientOptions {
@@ -23,12 +24,14 @@ function env(name: string): string | undefined {
 export class ForkdClient {
   readonly url: string;
   readonly sandboxes: Sandboxes;
+  readonly snapshots: Snapshots;
   readonly #http: HttpTransport;
 
   constructor(opts: ForkdClientOptions = {}) {
     this.url = opts.url ?? env('FORKD_URL') ?? DEFAULT_URL;
     this.#http = new HttpTransport({ url: this.url, apiKey: opts.apiKey ?? env('FORKD_API_KEY'), fetch: opts.fetch });
     this.sandboxes = new Sandboxes(this.#http, opts.WebSocket);
+    this.snapshots = new Snapshots(this.#http, opts.WebSocket);
   }
 
   health(): Promise<{ ok: boolean }> {

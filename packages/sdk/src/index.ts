@@ -1,10 +1,11 @@
 export { ForkdClient, DEFAULT_URL, type ForkdClientOptions } from './client.js';
 export { Sandboxes, type CreateSandboxOptions } from './sandboxes.js';
 export { Sandbox, normaliseSignal } from './sandbox.js';
+export { Snapshots } from './snapshots.js';
 export { SandboxFiles, type Watcher } from './sandbox-files.js';
 export { StreamSession, type PtySession } from './stream-session.js';
 export { utf8Chunks } from './bytes.js';
 export type { WebSocketConstructor, WebSocketLike } from './websocket.js';
 export type * from './types.js';
 export { ForkdError, isErrorCode, ERROR_CODES, type ErrorCode } from '@forkd/protocol';
-export type { SandboxInfo, SandboxState, TemplateInfo, ProcessInfo, FileEntry, WatchEvent } from '@forkd/protocol';
+export type { SandboxInfo, SandboxState, SnapshotInfo, TemplateInfo, ProcessInfo, FileEntry, WatchEvent } from '@forkd/protocol';

@@ -1,4 +1,4 @@
-import { ForkdError, type ProcessInfo, type SandboxInfo } from '@forkd/protocol';
+import { ForkdError, type ProcessInfo, type SandboxInfo, type SnapshotInfo } from '@forkd/protocol';
 import { toBase64 } from './base64.js';
 import { ByteCollector, toBytes } from './bytes.js';
 import type { HttpTransport } from './http-transport.js';
@@ -15,18 +15,21 @@ import type {
   Command,
   ExecOptions,
   ExecResult,
+  ForkOptions,
+  ForkTree,
   Metrics,
   OutputEncoding,
   ProcessExit,
   ProcessSelector,
   PtyOptions,
   SignalSpec,
+  SnapshotOptions,
   StartedProcess,
   StreamOptions,
 } from './types.js';
 import { openWebSocket, resolveWebSocket, type WebSocketConstructor } from './websocket.js';
 
-/** A handle on one sandbox. `info` is a snapshot; `refresh()` reloads it. */
+/** A handle on one sandbox. `info` is as last fetched (kept current by pause, resume and rewind); `refresh()` reloads it. */
 export class Sandbox {
   readonly id: string;
   readonly files: SandboxFiles;
@@ -66,6 +69,50 @@ export class Sandbox {
 
   metrics(): Promise<Metrics> {
     return this.#http.json('GET', `${this.#base}/metrics`);
+  }
+
+  /** Captures memory and files, freezing the processes only for the dump; the sandbox keeps running. */
+  snapshot(opts: SnapshotOptions = {}): Promise<SnapshotInfo> {
+    return this.#http.json('POST', `${this.#base}/snapshots`, { json: opts.name !== undefined ? { name: opts.name } : {} });
+  }
+
+  /** This sandbox's snapshots, oldest first. */
+  async timeline(): Promise<SnapshotInfo[]> {
+    const r = await this.#http.json<{ snapshots: SnapshotInfo[] }>('GET', `${this.#base}/snapshots`);
+    return r.snapshots;
+  }
+
+  /**
+   * Snapshots the sandbox and stops it, releasing its memory. Exec and file
+   * calls resume it transparently; `resume()` does so explicitly.
+   */
+  pause(): Promise<SandboxInfo> {
+    return this.#update('POST', `${this.#base}/pause`);
+  }
+
+  resume(): Promise<SandboxInfo> {
+    return this.#update('POST', `${this.#base}/resume`);
+  }
+
+  /** Puts the sandbox back to one of its snapshots (memory and files); what ran since is lost. */
+  rewind(snapshot: string | Pick<SnapshotInfo, 'id'>): Promise<SandboxInfo> {
+    return this.#update('POST', `${this.#base}/rewind`, { snapshot: typeof snapshot === 'string' ? snapshot : snapshot.id });
+  }
+
+  /** Copies of this sandbox as it is now (an implicit snapshot); it keeps running. */
+  async fork(opts: ForkOptions = {}): Promise<Sandbox[]> {
+    const r = await this.#http.json<{ sandboxes: SandboxInfo[] }>('POST', `${this.#base}/fork`, { json: forkRequest(opts) });
+    return r.sandboxes.map((info) => new Sandbox(this.#http, info, this.#WebSocket));
+  }
+
+  /** This sandbox and the forks made from its snapshots, recursively. */
+  tree(): Promise<ForkTree> {
+    return this.#http.json('GET', `${this.#base}/tree`);
+  }
+
+  async #update(method: string, path: string, json?: unknown): Promise<SandboxInfo> {
+    this.#info = await this.#http.json<SandboxInfo>(method, path, json !== undefined ? { json } : {});
+    return this.#info;
   }
 
   /**
@@ -164,6 +211,11 @@ export class Sandbox {
     const ws = openWebSocket(ctor, this.#http.wsUrl(`${this.#base}/stream`), this.#http.authHeaders());
     return StreamSession.open(ws, open);
   }
+}
+
+/** The fork body: an absent count is left to the server's default (1). */
+export function forkRequest(opts: ForkOptions): { count?: number } {
+  return opts.count !== undefined ? { count: opts.count } : {};
 }
 
 /** `TERM`, `sigterm` and `SIGTERM` all mean SIGTERM; numeric strings are numbers. */

@@ -1,3 +1,5 @@
+import type { SandboxInfo } from '@forkd/protocol';
+
 /** Options shared by everything that starts a process. */
 export interface SpawnOptions {
   env?: Record<string, string>;
@@ -108,3 +110,19 @@ export interface WriteFileOptions {
 }
 
 export type FileData = string | Uint8Array | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array | string>;
+
+export interface SnapshotOptions {
+  /** A label for the timeline: letters, digits, `.`, `_`, `-`, at most 64. */
+  name?: string;
+}
+
+export interface ForkOptions {
+  /** How many sandboxes to make (1 to 64, default 1). */
+  count?: number;
+}
+
+/** A sandbox and, under it, the sandboxes forked from its snapshots (recursively). */
+export interface ForkTree {
+  sandbox: SandboxInfo;
+  children: ForkTree[];
+}

@@ -34,10 +34,13 @@ export async function startDaemon(config: ForkdConfig, logger: Logger, progress:
   const node = await setup(config, logger, progress);
   const server = await listen(node.manager, logger, config.host, config.port);
   node.manager.startWarmPool();
+  const ticker = setInterval(() => void node.manager.tick().catch((err) => logger.error('policy tick failed', { error: String(err) })), config.policyTickS * 1000);
+  ticker.unref();
   return {
     node,
     server,
     async close() {
+      clearInterval(ticker);
       await server.close();
       await node.close();
     },

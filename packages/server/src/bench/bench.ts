@@ -69,7 +69,7 @@ async function main(): Promise<void> {
     rows.push({ name: 'exec round trip of `true`', unit: 'ms', target: 'p50 ≤ 5', summary: summarize(rtt) });
 
     const rss: number[] = [];
-    for (let i = 0; i < 5; i++) rss.push((await m.guest(s.id).info()).rssBytes / 1024 / 1024);
+    for (let i = 0; i < 5; i++) rss.push((await (await m.guest(s.id)).info()).rssBytes / 1024 / 1024);
     rows.push({ name: 'guest agent RSS', unit: 'MB', target: '≤ 2', summary: summarize(rss) });
     await m.delete(s.id);
 

@@ -5,6 +5,7 @@ import type { Logger } from '../shared/logger.js';
 import { SqliteStore } from '../store/sqlite-store.js';
 import type { Store } from '../store/store.js';
 import { SandboxManager } from './manager/sandbox-manager.js';
+import { DEFAULT_TIMELINE_POLICY } from './manager/timeline-policy.js';
 import { RuncRuntime } from './runtime/runc-runtime.js';
 import { BtrfsStorage } from './storage/btrfs-storage.js';
 import { ensurePool } from './storage/btrfs-pool.js';
@@ -32,7 +33,12 @@ export async function openNode(config: ForkdConfig, logger: Logger): Promise<Nod
   const storage = new BtrfsStorage(config.pool.mountPoint);
   const runtime = new RuncRuntime({ stateRoot: join(config.runDir, 'runc'), bundleRoot: join(config.stateDir, 'bundles'), cgroupParent: config.cgroupParent, criu: criuPath(config) });
   const templates = new TemplateRegistry(storage, store);
-  const manager = new SandboxManager({ store, storage, runtime, templates, guestBinary: config.guestBinary, logger, warmPoolSize: config.warmPool });
+  const manager = new SandboxManager({ store, storage, runtime, templates, guestBinary: config.guestBinary,
+    logger,
+    warmPoolSize: config.warmPool,
+    timeline: { ...DEFAULT_TIMELINE_POLICY, intervalMs: config.snapshotIntervalS * 1000 },
+    idleTimeoutMs: config.idleTimeoutS * 1000,
+  });
   await manager.recover();
   return {
     config,

@@ -15,6 +15,12 @@ export interface ForkdConfig {
   port: number;
   /** Sandboxes of the base template kept started ahead of demand. */
   warmPool: number;
+  /** Default rolling-snapshot interval while active (0 = off). */
+  snapshotIntervalS: number;
+  /** Default idle time before hibernation (0 = never). */
+  idleTimeoutS: number;
+  /** How often the timeline/hibernation reconciler runs. */
+  policyTickS: number;
 }
 
 /** The repository root (packages/server/dist/shared → ../../../..). */
@@ -25,6 +31,10 @@ function int(v: string | undefined, def: number, name: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(v)}`);
   return n;
+}
+
+function nonNegative(v: string | undefined, def: number, name: string): number {
+  return v === '0' ? 0 : int(v, def, name);
 }
 
 /**
@@ -46,7 +56,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     guestBinary: env.FORKD_GUEST_BINARY || join(REPO_ROOT, 'packages/guest/build/forkd-guest'),
     host: env.FORKD_HOST || '127.0.0.1',
     port: int(env.FORKD_PORT, 8080, 'FORKD_PORT'),
-    warmPool: env.FORKD_WARM_POOL === '0' ? 0 : int(env.FORKD_WARM_POOL, 2, 'FORKD_WARM_POOL'),
+    warmPool: nonNegative(env.FORKD_WARM_POOL, 2, 'FORKD_WARM_POOL'),
+    snapshotIntervalS: nonNegative(env.FORKD_SNAPSHOT_INTERVAL_S, 300, 'FORKD_SNAPSHOT_INTERVAL_S'),
+    idleTimeoutS: nonNegative(env.FORKD_IDLE_TIMEOUT_S, 600, 'FORKD_IDLE_TIMEOUT_S'),
+    policyTickS: int(env.FORKD_POLICY_TICK_S, 15, 'FORKD_POLICY_TICK_S'),
     ...overrides,
   };
 }

@@ -31,6 +31,7 @@ const MIGRATIONS = [
      reason TEXT NOT NULL
    );
    CREATE INDEX snapshots_by_sandbox ON snapshots (sandbox_id, created_at);`,
+  `ALTER TABLE sandboxes ADD COLUMN policy TEXT;`,
 ];
 
 interface SnapshotRow {
@@ -70,6 +71,7 @@ interface SandboxRow {
   error: string | null;
   forked_from: string | null;
   resume_from: string | null;
+  policy: string | null;
 }
 
 function toRecord(r: SandboxRow): SandboxRecord {
@@ -84,6 +86,7 @@ function toRecord(r: SandboxRow): SandboxRecord {
     ...(r.error ? { error: r.error } : {}),
     ...(r.forked_from ? { forkedFrom: r.forked_from } : {}),
     ...(r.resume_from ? { resumeFrom: r.resume_from } : {}),
+    ...(r.policy ? { policy: JSON.parse(r.policy) } : {}),
   };
 }
 
@@ -107,8 +110,8 @@ export class SqliteStore implements Store {
 
   insertSandbox(rec: SandboxRecord): void {
     this.#db
-      .prepare('INSERT INTO sandboxes (id, template, state, limits, env, metadata, created_at, error, forked_from, resume_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(rec.id, rec.template, rec.state, JSON.stringify(rec.limits), JSON.stringify(rec.env), JSON.stringify(rec.metadata), rec.createdAt, rec.error ?? null, rec.forkedFrom ?? null, rec.resumeFrom ?? null);
+      .prepare('INSERT INTO sandboxes (id, template, state, limits, env, metadata, created_at, error, forked_from, resume_from, policy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(rec.id, rec.template, rec.state, JSON.stringify(rec.limits), JSON.stringify(rec.env), JSON.stringify(rec.metadata), rec.createdAt, rec.error ?? null, rec.forkedFrom ?? null, rec.resumeFrom ?? null, rec.policy ? JSON.stringify(rec.policy) : null);
   }
 
   transition(id: string, from: SandboxRecord['state'], to: SandboxRecord['state'], error?: string): boolean {

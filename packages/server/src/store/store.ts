@@ -13,6 +13,13 @@ export interface SandboxRecord {
   forkedFrom?: string | undefined;
   /** While paused: the snapshot to resume from. */
   resumeFrom?: string | undefined;
+  /** Per-sandbox overrides of the server's timeline and hibernation defaults. */
+  policy?: SandboxPolicy | undefined;
+}
+
+export interface SandboxPolicy {
+  snapshotIntervalSeconds?: number | undefined;
+  idleTimeoutSeconds?: number | undefined;
 }
 
 export interface SnapshotRecord {

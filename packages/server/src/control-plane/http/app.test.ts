@@ -33,7 +33,7 @@ function fakeService(): SandboxService & { created: unknown[] } {
     async delete(id) {
       if (id !== info.id) throw missing(id);
     },
-    guest(id) {
+    async guest(id) {
       throw missing(id);
     },
     async spawn(id) {
@@ -46,6 +46,21 @@ function fakeService(): SandboxService & { created: unknown[] } {
       throw missing(id);
     },
     templates: () => [{ name: 'base', createdAt: info.createdAt }],
+    snapshot: async (id) => Promise.reject(missing(id)),
+    timeline: (id) => {
+      throw missing(id);
+    },
+    getSnapshot: (id) => {
+      throw missing(id);
+    },
+    deleteSnapshot: async (id) => Promise.reject(missing(id)),
+    pause: async (id) => Promise.reject(missing(id)),
+    resume: async (id) => Promise.reject(missing(id)),
+    rewind: async (id) => Promise.reject(missing(id)),
+    fork: async (id) => Promise.reject(missing(id)),
+    tree: (id) => {
+      throw missing(id);
+    },
   };
 }
 
@@ -78,6 +93,12 @@ test('bad input is INVALID_ARGUMENT with a stable shape, never a 500', async () 
   assert.equal(sel.json.error.code, 'INVALID_ARGUMENT');
   const nopath = await call(app, 'GET', `/v1/sandboxes/${info.id}/files`);
   assert.equal(nopath.json.error.code, 'INVALID_ARGUMENT');
+  const badRewind = await call(app, 'POST', `/v1/sandboxes/${info.id}/rewind`, JSON.stringify({ snapshot: 'nope' }));
+  assert.equal(badRewind.json.error.code, 'INVALID_ARGUMENT');
+  const badFork = await call(app, 'POST', `/v1/sandboxes/${info.id}/fork`, JSON.stringify({ count: 1000 }));
+  assert.equal(badFork.json.error.code, 'INVALID_ARGUMENT');
+  const badName = await call(app, 'POST', `/v1/sandboxes/${info.id}/snapshots`, JSON.stringify({ name: 'a b/c' }));
+  assert.equal(badName.json.error.code, 'INVALID_ARGUMENT');
 });
 
 test('unknown sandboxes and routes are NOT_FOUND', async () => {

@@ -3,7 +3,10 @@ import { constants as osConstants } from 'node:os';
 import { Hono, type Context } from 'hono';
 import {
   CreateSandboxRequest,
+  CreateSnapshotRequest,
   ExecRequest,
+  ForkRequest,
+  RewindRequest,
   ForkdError,
   ListQuery,
   MkdirRequest,
@@ -129,6 +132,33 @@ export function createApp(svc: SandboxService, logger: Logger): Hono {
   });
   app.get('/v1/sandboxes/:id/metrics', async (c) => c.json(await svc.usage(c.req.param('id'))));
 
+  app.post('/v1/sandboxes/:id/snapshots', async (c) => {
+    const r = validate(CreateSnapshotRequest, await jsonBody(c));
+    return c.json(await svc.snapshot(c.req.param('id'), r), 201);
+  });
+  app.get('/v1/sandboxes/:id/snapshots', (c) => c.json({ snapshots: svc.timeline(c.req.param('id')) }));
+  app.get('/v1/snapshots/:snap', (c) => c.json(svc.getSnapshot(c.req.param('snap'))));
+  app.delete('/v1/snapshots/:snap', async (c) => {
+    await svc.deleteSnapshot(c.req.param('snap'));
+    return c.body(null, 204);
+  });
+  app.post('/v1/sandboxes/:id/pause', async (c) => c.json(await svc.pause(c.req.param('id'))));
+  app.post('/v1/sandboxes/:id/resume', async (c) => c.json(await svc.resume(c.req.param('id'))));
+  app.post('/v1/sandboxes/:id/rewind', async (c) => {
+    const r = validate(RewindRequest, await jsonBody(c));
+    return c.json(await svc.rewind(c.req.param('id'), r.snapshot));
+  });
+  // A sandbox id forks it live (implicit snapshot); a snapshot id forks that snapshot.
+  app.post('/v1/sandboxes/:id/fork', async (c) => {
+    const r = validate(ForkRequest, await jsonBody(c));
+    return c.json({ sandboxes: await svc.fork(c.req.param('id'), r.count) }, 201);
+  });
+  app.post('/v1/snapshots/:snap/fork', async (c) => {
+    const r = validate(ForkRequest, await jsonBody(c));
+    return c.json({ sandboxes: await svc.fork(c.req.param('snap'), r.count) }, 201);
+  });
+  app.get('/v1/sandboxes/:id/tree', (c) => c.json(svc.tree(c.req.param('id'))));
+
   app.post('/v1/sandboxes/:id/exec', async (c) => {
     const id = c.req.param('id');
     const req = validate(ExecRequest, await jsonBody(c));
@@ -142,16 +172,16 @@ export function createApp(svc: SandboxService, logger: Logger): Hono {
       c,
       (h) => svc.spawn(id, opts, h),
       async (p) => {
-        if (req.stdinData !== undefined) await svc.guest(id).writeStdin({ pid: p.pid }, Buffer.from(req.stdinData, 'base64'), true);
+        if (req.stdinData !== undefined) await (await svc.guest(id)).writeStdin({ pid: p.pid }, Buffer.from(req.stdinData, 'base64'), true);
         if (req.timeoutMs) {
-          const t = setTimeout(() => void svc.guest(id).kill({ pid: p.pid }, osConstants.signals.SIGKILL).catch(() => {}), req.timeoutMs);
+          const t = setTimeout(() => void svc.guest(id).then((g) => g.kill({ pid: p.pid }, osConstants.signals.SIGKILL)).catch(() => {}), req.timeoutMs);
           t.unref();
         }
       },
     );
   });
 
-  app.get('/v1/sandboxes/:id/processes', async (c) => c.json({ processes: await svc.guest(c.req.param('id')).listProcesses() }));
+  app.get('/v1/sandboxes/:id/processes', async (c) => c.json({ processes: await (await svc.guest(c.req.param('id'))).listProcesses() }));
   app.get('/v1/sandboxes/:id/processes/:sel/output', (c) => {
     const id = c.req.param('id');
     const sel = selector(c);
@@ -160,19 +190,19 @@ export function createApp(svc: SandboxService, logger: Logger): Hono {
   app.post('/v1/sandboxes/:id/processes/:sel/signal', async (c) => {
     const sel = selector(c);
     const { signal } = validate(SignalRequest, await jsonBody(c));
-    await svc.guest(c.req.param('id')).kill(sel, signalNumber(signal));
+    await (await svc.guest(c.req.param('id'))).kill(sel, signalNumber(signal));
     return c.body(null, 204);
   });
   app.post('/v1/sandboxes/:id/processes/:sel/stdin', async (c) => {
  const sel = selector(c);
     const r = validate(StdinRequest, await jsonBody(c));
-    await svc.guest(c.req.param('id')).writeStdin(sel, r.data !== undefined ? Buffer.from(r.data, 'base64') : undefined, r.eof ?? false);
+    await (await svc.guest(c.req.param('id'))).writeStdin(sel, r.data !== undefined ? Buffer.from(r.data, 'base64') : undefined, r.eof ?? false);
     return c.body(null, 204);
   });
 
   app.get('/v1/sandboxes/:id/files', async (c) => {
     const { path } = validate(PathQuery, c.req.query());
-    const f = await svc.guest(c.req.param('id')).readFile(path);
+    const f = await (await svc.guest(c.req.param('id'))).readFile(path);
     const body = Readable.toWeb(Readable.from(f.chunks)) as ReadableStream<Uint8Array>;
     return c.body(body, 200, { 'content-type': 'application/octet-stream', 'content-length': String(f.size) });
   });
@@ -180,7 +210,7 @@ export function createApp(svc: SandboxService, logger: Logger): Hono {
     const q = validate(WriteQuery, c.req.query());
     const body = c.req.raw.body;
     const source: AsyncIterable<Uint8Array> | Uint8Array = body ? (body as unknown as AsyncIterable<Uint8Array>) : new Uint8Array(0);
-    const size = await svc.guest(c.req.param('id')).writeFile(q.path, source, {
+    const size = await (await svc.guest(c.req.param('id'))).writeFile(q.path, source, {
       mode: q.mode,
       append: q.append === 'true' || q.append === '1',
       user: q.user,
@@ -189,32 +219,32 @@ export function createApp(svc: SandboxService, logger: Logger): Hono {
   });
   app.delete('/v1/sandboxes/:id/files', async (c) => {
     const q = validate(RemoveQuery, c.req.query());
-    await svc.guest(c.req.param('id')).remove(q.path, q.recursive === 'true' || q.recursive === '1');
+    await (await svc.guest(c.req.param('id'))).remove(q.path, q.recursive === 'true' || q.recursive === '1');
     return c.body(null, 204);
   });
   app.get('/v1/sandboxes/:id/files/list', async (c) => {
     const q = validate(ListQuery, c.req.query());
-    return c.json({ entries: await svc.guest(c.req.param('id')).listDir(q.path, q.depth) });
+    return c.json({ entries: await (await svc.guest(c.req.param('id'))).listDir(q.path, q.depth) });
   });
   app.get('/v1/sandboxes/:id/files/stat', async (c) => {
     const { path } = validate(PathQuery, c.req.query());
-    return c.json(await svc.guest(c.req.param('id')).stat(path));
+    return c.json(await (await svc.guest(c.req.param('id'))).stat(path));
   });
   app.post('/v1/sandboxes/:id/files/mkdir', async (c) => {
     const r = validate(MkdirRequest, await jsonBody(c));
-    await svc.guest(c.req.param('id')).mkdir(r.path, r.user);
+    await (await svc.guest(c.req.param('id'))).mkdir(r.path, r.user);
     return c.body(null, 204);
   });
   app.post('/v1/sandboxes/:id/files/move', async (c) => {
     const r = validate(MoveRequest, await jsonBody(c));
-    await svc.guest(c.req.param('id')).move(r.from, r.to);
+    await (await svc.guest(c.req.param('id'))).move(r.from, r.to);
     return c.body(null, 204);
   });
   app.get('/v1/sandboxes/:id/files/watch', async (c) => {
     const q = validate(RemoveQuery, c.req.query());
     let w: { close(): void } | undefined;
     const out = ndjsonStream(() => w?.close());
-    w = await svc.guest(c.req.param('id')).watch(q.path, q.recursive === 'true' || q.recursive === '1', (e) => void out.write(e));
+    w = await (await svc.guest(c.req.param('id'))).watch(q.path, q.recursive === 'true' || q.recursive === '1', (e) => void out.write(e));
     return c.body(out.stream, 200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
   });
 

@@ -1,6 +1,6 @@
-import type { CreateSandboxRequest, SandboxInfo, TemplateInfo } from '@forkd/protocol';
+import type { CreateSandboxRequest, SandboxInfo, SnapshotInfo, TemplateInfo } from '@forkd/protocol';
 import type { GuestClient, GuestProcess, OutputHandlers, SpawnOptions } from '../../node/guest/guest-client.js';
-import type { ExecExit } from '../../node/manager/sandbox-manager.js';
+import type { ExecExit, ForkTree } from '../../node/manager/sandbox-manager.js';
 import type { ResourceUsage } from '../../node/runtime/runtime.js';
 
 /**
@@ -12,9 +12,19 @@ export interface SandboxService {
   get(id: string): SandboxInfo;
   list(): SandboxInfo[];
   delete(id: string): Promise<void>;
-  guest(id: string): GuestClient;
+  /** The guest link of a running sandbox; a hibernated one is resumed first. */
+  guest(id: string): Promise<GuestClient>;
   spawn(id: string, opts: SpawnOptions, handlers?: OutputHandlers): Promise<{ process: GuestProcess; exit: Promise<ExecExit | null> }>;
   attach(id: string, sel: { pid: number } | { tag: string }, handlers?: OutputHandlers): Promise<{ process: GuestProcess; exit: Promise<ExecExit | null> }>;
   usage(id: string): Promise<ResourceUsage>;
   templates(): TemplateInfo[];
+  snapshot(id: string, opts: { name?: string | undefined }): Promise<SnapshotInfo>;
+  timeline(id: string): SnapshotInfo[];
+  getSnapshot(snapId: string): SnapshotInfo;
+  deleteSnapshot(snapId: string): Promise<void>;
+  pause(id: string): Promise<SandboxInfo>;
+  resume(id: string): Promise<SandboxInfo>;
+  rewind(id: string, snapId: string): Promise<SandboxInfo>;
+  fork(source: string, count: number): Promise<SandboxInfo[]>;
+  tree(id: string): ForkTree;
 }

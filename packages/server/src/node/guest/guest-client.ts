@@ -173,6 +173,11 @@ export class GuestClient {
    * processes keep running). CRIU cannot dump a socket whose peer is outside
    * the sandbox, so this runs before every memory snapshot.
    */
+  /** Connections open right now (an attached stream counts as activity). */
+  get openConnections(): number {
+    return this.#open.size;
+  }
+
   detachAll(): number {
     const n = this.#open.size;
     for (const c of this.#open) c.close();

@@ -22,6 +22,7 @@ import type { ResourceUsage, Runtime } from '../runtime/runtime.js';
 import type { Storage } from '../storage/storage.js';
 import type { TemplateRegistry } from '../templates/template-registry.js';
 import { WarmPool } from './warm-pool.js';
+import { DEFAULT_TIMELINE_POLICY, snapshotDue, snapshotsToThin, type TimelinePolicy } from './timeline-policy.js';
 
 export interface ManagerDeps {
   store: Store;
@@ -32,6 +33,10 @@ export interface ManagerDeps {
   logger: Logger;
   /** Sandboxes per template kept started ahead of demand (0 disables). */
   warmPoolSize?: number;
+  /** Server defaults of the rolling timeline (per-sandbox interval may override). */
+  timeline?: TimelinePolicy;
+  /** Default idle time before hibernation, ms (0 = never). */
+  idleTimeoutMs?: number;
 }
 
 export interface ForkTree {
@@ -77,6 +82,8 @@ function toSnapshotInfo(r: SnapshotRecord): SnapshotInfo {
 export class SandboxManager {
   readonly #d: ManagerDeps;
   readonly #guests = new Map<string, GuestClient>();
+  /** Last API use per sandbox (idle hibernation). */
+  readonly #activity = new Map<string, number>();
   readonly #pool: WarmPool;
 
   constructor(deps: ManagerDeps) {
@@ -155,6 +162,9 @@ export class SandboxManager {
       env: req.env ?? {},
       metadata: req.metadata ?? {},
       createdAt: new Date().toISOString(),
+      ...(req.snapshotIntervalSeconds !== undefined || req.idleTimeoutSeconds !== undefined
+        ? { policy: { snapshotIntervalSeconds: req.snapshotIntervalSeconds, idleTimeoutSeconds: req.idleTimeoutSeconds } }
+        : {}),
     };
     this.#d.store.insertSandbox(rec);
     try {
@@ -164,6 +174,7 @@ export class SandboxManager {
         await this.#start(rec.id, rec.template, limits);
       }
       this.#transition(rec, 'running');
+      this.#activity.set(rec.id, Date.now());
       this.#d.logger.info('sandbox created', { sandbox: rec.id, template: rec.template, warm: !!warm });
       return toInfo(rec);
     } catch (err) {
@@ -230,10 +241,18 @@ export class SandboxManager {
     return g;
   }
 
-  /** The guest link of a running sandbox; every exec/file call goes through here. */
-  guest(id: string): GuestClient {
-    const r = this.#record(id);
+  /**
+   * The guest link of a sandbox, for every exec/file call: counts as
+   * activity, and a paused (hibernated) sandbox is resumed transparently.
+   */
+  async guest(id: string): Promise<GuestClient> {
+    let r = this.#record(id);
+    if (r.state === 'paused') {
+      await this.resume(id);
+      r = this.#record(id);
+    }
     if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
+    this.#activity.set(id, Date.now());
     return this.guestClient(id);
   }
 
@@ -242,14 +261,14 @@ export class SandboxManager {
    * says only SIGKILL, the sandbox's cgroup says whether the OOM killer did it.
    */
   async spawn(id: string, opts: SpawnOptions, handlers: OutputHandlers = {}): Promise<{ process: GuestProcess; exit: Promise<ExecExit | null> }> {
-    const guest = this.guest(id);
+    const guest = await this.guest(id);
     const before = await this.#d.runtime.usage(id).catch(() => undefined);
     const process = await guest.spawn({ ...opts, env: { ...this.#record(id).env, ...opts.env } }, handlers);
     return { process, exit: this.#withOom(id, process, before) };
   }
 
   async attach(id: string, sel: { pid: number } | { tag: string }, handlers: OutputHandlers = {}): Promise<{ process: GuestProcess; exit: Promise<ExecExit | null> }> {
-    const guest = this.guest(id);
+    const guest = await this.guest(id);
     const before = await this.#d.runtime.usage(id).catch(() => undefined);
     const process = await guest.attach(sel, handlers);
     return { process, exit: this.#withOom(id, process, before) };
@@ -270,8 +289,9 @@ export class SandboxManager {
     return this.#d.templates.list();
   }
 
-  usage(id: string): Promise<ResourceUsage> {
-    this.guest(id);
+  async usage(id: string): Promise<ResourceUsage> {
+    const r = this.#record(id);
+    if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
     return this.#d.runtime.usage(id);
   }
 
@@ -480,6 +500,7 @@ export class SandboxManager {
       await this.#restoreFrom(r, this.#snapshotRecord(r.resumeFrom));
       this.#transition(r, 'running');
       this.#d.store.setResumeFrom(id, undefined);
+      this.#activity.set(id, Date.now());
       return toInfo(this.#record(id));
     });
   }
@@ -541,12 +562,14 @@ export class SandboxManager {
           metadata: parent?.metadata ?? {},
           createdAt: new Date().toISOString(),
           forkedFrom: snap.id,
+          policy: parent?.policy,
         };
         this.#d.store.insertSandbox(rec);
         try {
           await this.#d.storage.prepare(this.volume(rec.id), `snapshots/${snap.id}/rootfs`);
           await this.#restoreFrom(rec, snap);
           this.#transition(rec, 'running');
+          this.#activity.set(rec.id, Date.now());
           return toInfo(rec);
         } catch (err) {
           await this.#release(rec.id).catch(() => {});
@@ -573,6 +596,81 @@ export class SandboxManager {
     if (owner?.resumeFrom === snapId) throw new ForkdError('FAILED_PRECONDITION', `snapshot ${snapId} holds the paused state of ${s.sandboxId}`);
     this.#d.store.deleteSnapshot(snapId);
     await this.#removeSnapshotFiles(snapId);
+  }
+
+  readonly #cpu = new Map<string, { cpuNanos: number; at: number }>();
+  #ticking = false;
+
+  #policy(r: SandboxRecord): { timeline: TimelinePolicy; idleMs: number } {
+    const base = this.#d.timeline ?? DEFAULT_TIMELINE_POLICY;
+    const interval = r.policy?.snapshotIntervalSeconds;
+    const idle = r.policy?.idleTimeoutSeconds;
+    return {
+      timeline: interval === undefined ? base : { ...base, intervalMs: interval * 1000 },
+      idleMs: idle === undefined ? (this.#d.idleTimeoutMs ?? 0) : idle * 1000,
+    };
+  }
+
+  /** Activity = API use, an open stream, or CPU use above 2% of a core since the last tick. */
+  async #lastActivity(r: SandboxRecord, now: number): Promise<number> {
+    const u = await this.#d.runtime.usage(r.id).catch(() => undefined);
+    if (u) {
+      const prev = this.#cpu.get(r.id);
+      this.#cpu.set(r.id, { cpuNanos: u.cpuNanos, at: now });
+      if (prev && now > prev.at && (u.cpuNanos - prev.cpuNanos) / ((now - prev.at) * 1e6) > 0.02) this.#activity.set(r.id, now);
+    }
+    if (this.#guests.get(r.id)?.openConnections) this.#activity.set(r.id, now);
+    let last = this.#activity.get(r.id);
+    if (last === undefined) {
+      last = now;
+      this.#activity.set(r.id, now);
+    }
+    return last;
+  }
+
+  /**
+   * The reconciler tick: rolling snapshots of active sandboxes, hibernation of
+   * idle ones, thinning of every timeline. The daemon runs it periodically;
+   * tests call it with a chosen clock.
+   */
+  async tick(now = Date.now()): Promise<void> {
+    if (this.#ticking) return;
+    this.#ticking = true;
+    try {
+      for (const r of this.#d.store.listSandboxes()) {
+        try {
+          await this.#tickOne(r, now);
+        } catch (err) {
+          this.#d.logger.warn('policy tick failed', { sandbox: r.id, error: (err as Error).message });
+        }
+      }
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  async #tickOne(r: SandboxRecord, now: number): Promise<void> {
+    const { timeline, idleMs } = this.#policy(r);
+    if (r.state === 'running') {
+      const last = await this.#lastActivity(r, now);
+      if (idleMs > 0 && now - last >= idleMs) {
+        this.#d.logger.info('hibernating idle sandbox', { sandbox: r.id, idleMs: now - last });
+        await this.pause(r.id);
+      } else {
+        const snaps = this.#d.store.listSnapshots(r.id);
+        const lastSnap = snaps.length ? Date.parse(snaps[snaps.length - 1]!.createdAt) : Date.parse(r.createdAt);
+        if (snapshotDue(timeline, now, lastSnap, last)) {
+          await this.#exclusive(r.id, async () => {
+            const cur = this.#record(r.id);
+            if (cur.state === 'running') await this.#takeSnapshot(cur, { reason: 'policy', leaveRunning: true });
+          });
+        }
+      }
+    }
+    const current = this.#d.store.getSandbox(r.id);
+    if (!current || (current.state !== 'running' && current.state !== 'paused')) return;
+    const entries = this.#d.store.listSnapshots(r.id).map((s) => ({ id: s.id, createdAt: Date.parse(s.createdAt), pinned: s.pinned || s.id === current.resumeFrom }));
+    for (const id of snapshotsToThin(timeline, now, entries)) await this.deleteSnapshot(id);
   }
 
   /** Volume paths are host paths; exposed for tests and diagnostics only. */

@@ -57,7 +57,7 @@ describe('sandbox (real Btrfs, runc, guest agent)', { skip: !isRoot && 'needs ro
       const pid = process.pid;
       process.detach();
       await new Promise((r) => setTimeout(r, 500));
-      const procs = await node.manager.guest(id).listProcesses();
+      const procs = await (await node.manager.guest(id)).listProcesses();
       assert.ok(procs.some((p) => p.pid === pid && p.running && p.tag === 'ticker'), 'still listed as running');
       // Output produced while detached is buffered and replayed first.
       let seen = '';
@@ -67,7 +67,7 @@ describe('sandbox (real Btrfs, runc, guest agent)', { skip: !isRoot && 'needs ro
       let again = '';
       const byPid = await node.manager.attach(id, { pid }, { onStdout: (d) => void (again += d.toString()) });
       await waitFor(() => /tick \d+/.test(again), 5000, 'output after re-attach by pid');
-      await node.manager.guest(id).kill({ pid }, 15);
+      await (await node.manager.guest(id)).kill({ pid }, 15);
       const exit = await byPid.exit;
       assert.equal(exit?.signal, 15);
     });
@@ -100,7 +100,7 @@ describe('sandbox (real Btrfs, runc, guest agent)', { skip: !isRoot && 'needs ro
 
   describe('files', () => {
     test('100 MB of random bytes round-trip byte-identical', async () => {
-      const g = node.manager.guest(id);
+      const g = await node.manager.guest(id);
       const size = 100 * 1024 * 1024;
       const hash = createHash('sha256');
       async function* source() {
@@ -128,7 +128,7 @@ describe('sandbox (real Btrfs, runc, guest agent)', { skip: !isRoot && 'needs ro
     });
 
     test('a symlink to /etc/shadow resolves to the sandbox, never the host', async () => {
-      const g = node.manager.guest(id);
+      const g = await node.manager.guest(id);
       await run(node.manager, id, 'echo sandbox-secret > /etc/shadow; ln -sf /etc/shadow /tmp/shadow-link');
       const f = await g.readFile('/tmp/shadow-link');
       let text = '';
@@ -139,7 +139,7 @@ describe('sandbox (real Btrfs, runc, guest agent)', { skip: !isRoot && 'needs ro
     });
 
     test('../.. cannot leave the sandbox root', async () => {
-      const g = node.manager.guest(id);
+      const g = await node.manager.guest(id);
       const name = `forkd-escape-${randomBytes(4).toString('hex')}`;
       await g.writeFile(`/../../../../../tmp/${name}`, Buffer.from('inside'));
       assert.equal(existsSync(`/tmp/${name}`), false, 'nothing written on the host');
@@ -149,7 +149,7 @@ describe('sandbox (real Btrfs, runc, guest agent)', { skip: !isRoot && 'needs ro
     });
 
     test('list, stat, mkdir -p, move, remove and watch', async () => {
-      const g = node.manager.guest(id);
+      const g = await node.manager.guest(id);
       await g.mkdir('/work/a/b/c');
       await g.writeFile('/work/a/b/c/f.txt', Buffer.from('hello'));
       const st = await g.stat('/work/a/b/c/f.txt');

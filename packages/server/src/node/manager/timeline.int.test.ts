@@ -1,0 +1,48 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
+import { run } from '../../testing/helpers.js';
+
+const DAY = 24 * 3600 * 1000;
+
+describe('rolling timeline and idle hibernation', { skip: !isRoot && 'needs root' }, () => {
+  let node: TestNode;
+  before(async () => {
+    node = await createTestNode();
+  });
+  after(async () => node?.dispose());
+
+  test('active sandboxes get policy snapshots; idle ones hibernate and wake on the next call', async () => {
+    const s = await node.manager.create({ snapshotIntervalSeconds: 1, idleTimeoutSeconds: 5 });
+    await run(node.manager, s.id, 'echo work > /tmp/w');
+    const t0 = Date.now();
+    await node.manager.tick(t0 + 1500);
+    const first = node.manager.timeline(s.id);
+    assert.equal(first.length, 1);
+    assert.equal(first[0]!.reason, 'policy');
+    assert.equal(first[0]!.pinned, false);
+    // No activity since: no new policy snapshot.
+    await node.manager.tick(t0 + 3000);
+    assert.equal(node.manager.timeline(s.id).length, 1);
+    // Idle past the timeout: hibernated to disk.
+    await node.manager.tick(t0 + 10_000);
+    assert.equal(node.manager.get(s.id).state, 'paused');
+    assert.equal((await node.runtime.state(s.id)).status, 'missing');
+    // The next exec resumes it transparently, files and all.
+    const r = await run(node.manager, s.id, ['cat', '/tmp/w']);
+    assert.equal(r.stdout, 'work\n');
+    assert.equal(node.manager.get(s.id).state, 'running');
+  });
+
+  test('thinning keeps named snapshots and drops what the policy does not keep', async () => {
+    const s = await node.manager.create({ snapshotIntervalSeconds: 0, idleTimeoutSeconds: 0 });
+    const named = await node.manager.snapshot(s.id, { name: 'keep-me' });
+    const plain = [];
+    for (let i = 0; i < 3; i++) plain.push((await node.manager.snapshot(s.id)).id);
+    // Manual unnamed snapshots are not pinned: a week later the policy drops them.
+    await node.manager.tick(Date.now() + 8 * DAY);
+    const left = node.manager.timeline(s.id).map((x) => x.id);
+    assert.deepEqual(left, [named.id]);
+    assert.equal(node.manager.get(s.id).state, 'running', 'idle timeout 0 never hibernates');
+  });
+});
