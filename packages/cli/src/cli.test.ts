@@ -20,7 +20,7 @@ test('--help, COMMAND --help, help COMMAND, --version', async () => {
   const top = await run(['--help']);
   assert.equal(top.status, 0);
   assert.match(top.stdout, /Usage: forkd COMMAND/);
-  for (const name of ['exec', 'shell', 'cp', 'ls', 'setup', 'serve']) assert.match(top.stdout, new RegExp(`\\n  ${name} `));
+  for (const name of ['exec', 'shell', 'cp', 'ls', 'setup', 'serve', 'snapshot', 'timeline', 'fork', 'rewind', 'pause', 'resume', 'tree', 'snapshot-rm']) assert.match(top.stdout, new RegExp(`\\n  ${name} `));
   const exec = await run(['exec', '--help']);
   assert.equal(exec.status, 0);
   assert.match(exec.stdout, /bash -lc/);
@@ -39,6 +39,11 @@ test('usage errors exit 2 without contacting a server', async () => {
   assert.match(flag.stderr, /unknown option '--bogus'.*\nRun 'forkd ls --help'/s);
   assert.equal((await run(['exec', 'sbx-1'])).status, 2);
   assert.equal((await run(['kill', 'sbx-1', 'notapid'])).status, 2);
+  assert.equal((await run(['fork', 'notanid'])).status, 2);
+  assert.equal((await run(['fork', 'sbx-1', '--count', '0'])).status, 2);
+  assert.equal((await run(['rewind', 'sbx-1'])).status, 2);
+  assert.equal((await run(['snapshot', 'sbx-1', '--name', 'a b'])).status, 2);
+  assert.equal((await run(['snapshot-rm', 'sbx-1'])).status, 2);
 });
 
 test('--help after -- belongs to the remote command', async () => {

@@ -3,7 +3,9 @@ import { attachCommand } from './attach.js';
 import { cpCommand } from './cp.js';
 import { createCommand } from './create.js';
 import { execCommand } from './exec.js';
+import { forkCommand } from './fork.js';
 import { killCommand } from './kill.js';
+import { pauseCommand, resumeCommand, rewindCommand } from './lifecycle.js';
 import { lsCommand } from './ls.js';
 import { metricsCommand } from './metrics.js';
 import { psCommand } from './ps.js';
@@ -11,7 +13,10 @@ import { rmCommand } from './rm.js';
 import { serveCommand } from './serve.js';
 import { setupCommand } from './setup.js';
 import { shellCommand } from './shell.js';
+import { snapshotCommand, snapshotRmCommand } from './snapshot.js';
 import { templatesCommand } from './templates.js';
+import { timelineCommand } from './timeline.js';
+import { treeCommand } from './tree.js';
 
 /** In the order `forkd --help` lists them. */
 export const COMMANDS: readonly CliCommand[] = [
@@ -27,6 +32,14 @@ export const COMMANDS: readonly CliCommand[] = [
   attachCommand,
   killCommand,
   metricsCommand,
+  snapshotCommand,
+  timelineCommand,
+  forkCommand,
+  rewindCommand,
+  pauseCommand,
+  resumeCommand,
+  treeCommand,
+  snapshotRmCommand,
   templatesCommand,
 ];
 

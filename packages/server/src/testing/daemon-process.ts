@@ -31,7 +31,7 @@ export function startDaemonProcess(env: NodeJS.ProcessEnv): Promise<DaemonProces
 }
 
 export async function stopDaemonProcess(d: DaemonProcess | undefined, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-  if (!d || d.child.exitCode !== null) return;
+  if (!d || d.child.exitCode !== null || d.child.signalCode !== null) return;
   const exited = new Promise((r) => d.child.once('exit', r));
   d.child.kill(signal);
   await exited;

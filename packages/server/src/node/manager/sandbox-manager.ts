@@ -17,6 +17,7 @@ import {
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
 import { exec } from '../../shared/exec.js';
+import { crashPoint } from '../../shared/crash-point.js';
 import { GuestClient, type GuestProcess, type OutputHandlers, type ProcessExit, type SpawnOptions } from '../guest/guest-client.js';
 import type { ResourceUsage, Runtime } from '../runtime/runtime.js';
 import type { Storage } from '../storage/storage.js';
@@ -409,6 +410,7 @@ export class SandboxManager {
         leaveRunning: opts.leaveRunning,
         whileFrozen: async () => {
           await this.#d.storage.commit(`${tmpKey}/rootfs`, this.volume(r.id), { keepActive: true });
+          crashPoint('snapshot:frozen');
         },
       });
     } catch (err) {
@@ -441,9 +443,18 @@ export class SandboxManager {
     await rm(this.#d.storage.path(`snapshots/${dirName}`), { recursive: true, force: true });
   }
 
-  /** Restores a sandbox's processes from a snapshot onto its current root volume. */
-  async #restoreFrom(r: SandboxRecord, snap: SnapshotRecord): Promise<void> {
+  /**
+   * Restores a sandbox's processes from a snapshot. With resetRoot its root
+   * volume is first replaced by a writable copy of the snapshot's root, so
+   * memory and files match whatever happened to the volume before (an
+   * interrupted rewind included).
+   */
+  async #restoreFrom(r: SandboxRecord, snap: SnapshotRecord, opts: { resetRoot: boolean }): Promise<void> {
     const dir = this.snapshotDir(snap.id);
+    if (opts.resetRoot) {
+      await this.#d.storage.remove(this.volume(r.id));
+      await this.#d.storage.prepare(this.volume(r.id), `snapshots/${snap.id}/rootfs`);
+    }
     const release = this.guestClient(r.id).quiesce();
     try {
       await this.#d.runtime.restore(r.id, this.#spec(r), { imagesDir: join(dir, 'memory') });
@@ -486,6 +497,7 @@ export class SandboxManager {
       const snap = await this.#takeSnapshot(r, { reason: 'pause', leaveRunning: false });
       this.#d.store.setResumeFrom(id, snap.id);
       this.#transition(r, 'paused');
+      crashPoint('pause:recorded');
       // Only now that the snapshot is recorded do the (frozen) processes go.
       await this.#d.runtime.destroy(id);
       return toInfo(this.#record(id));
@@ -493,16 +505,18 @@ export class SandboxManager {
   }
 
   async resume(id: string): Promise<SandboxInfo> {
-    return this.#exclusive(id, async () => {
-      const r = this.#record(id);
-      if (r.state === 'running') return toInfo(r);
-      if (r.state !== 'paused' || !r.resumeFrom) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
-      await this.#restoreFrom(r, this.#snapshotRecord(r.resumeFrom));
-      this.#transition(r, 'running');
-      this.#d.store.setResumeFrom(id, undefined);
-      this.#activity.set(id, Date.now());
-      return toInfo(this.#record(id));
-    });
+    return this.#exclusive(id, () => this.#resume(id));
+  }
+
+  async #resume(id: string): Promise<SandboxInfo> {
+    const r = this.#record(id);
+    if (r.state === 'running') return toInfo(r);
+    if (r.state !== 'paused' || !r.resumeFrom) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
+    await this.#restoreFrom(r, this.#snapshotRecord(r.resumeFrom), { resetRoot: true });
+    this.#transition(r, 'running');
+    this.#d.store.setResumeFrom(id, undefined);
+    this.#activity.set(id, Date.now());
+    return toInfo(this.#record(id));
   }
 
   /**
@@ -516,19 +530,18 @@ export class SandboxManager {
       if (snap.sandboxId !== id) throw new ForkdError('INVALID_ARGUMENT', `snapshot ${snapId} is not in the timeline of ${id}`);
       if (r.state === 'running') {
         await this.#takeSnapshot(r, { reason: 'rewind', leaveRunning: false });
-        await this.#d.runtime.destroy(id);
       } else if (r.state !== 'paused') {
         throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
       }
-      // The live root becomes a writable copy of the snapshot's root.
-      await this.#d.storage.remove(this.volume(id));
-      await this.#d.storage.prepare(this.volume(id), `snapshots/${snapId}/rootfs`);
-      await this.#restoreFrom(r, snap);
-      if (r.state === 'paused') {
-        this.#transition(r, 'running');
-        this.#d.store.setResumeFrom(id, undefined);
+      // From here a rewind is a resume from another snapshot: recorded first, so
+      // a crash leaves the sandbox paused at the target, never half-swapped.
+      this.#d.store.setResumeFrom(id, snapId);
+      if (r.state === 'running') {
+        this.#transition(r, 'paused');
+        await this.#d.runtime.destroy(id);
       }
-      return toInfo(this.#record(id));
+      crashPoint('rewind:paused');
+      return this.#resume(id);
     });
   }
 
@@ -567,7 +580,8 @@ export class SandboxManager {
         this.#d.store.insertSandbox(rec);
         try {
           await this.#d.storage.prepare(this.volume(rec.id), `snapshots/${snap.id}/rootfs`);
-          await this.#restoreFrom(rec, snap);
+          await this.#restoreFrom(rec, snap, { resetRoot: false });
+          crashPoint('fork:restored');
           this.#transition(rec, 'running');
           this.#activity.set(rec.id, Date.now());
           return toInfo(rec);

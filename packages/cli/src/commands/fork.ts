@@ -1,0 +1,56 @@
+import { expectPositionals, parseOptions, parsePositiveInt } from '../args.js';
+import type { CliCommand } from '../command.js';
+import { connect } from '../connect.js';
+import { printJson } from '../format.js';
+import { UsageError } from '../usage-error.js';
+
+/** The server's limit (ForkRequest in @forkd/protocol). */
+const MAX_FORKS = 64;
+
+const USAGE = `Usage: forkd fork ID|SNAPSHOT [--count N] [--json]
+
+Makes new sandboxes with the memory and files of a sandbox as it is now
+(sbx-...: an implicit snapshot is taken, it keeps running) or of one of
+its snapshots (snap-...). Prints the new ids, one per line.
+
+Options:
+  -n, --count N   how many sandboxes to make (1 to ${MAX_FORKS}, default 1)
+      --json      print {"ids": [...]}
+`;
+
+export type ForkSource = { kind: 'sandbox'; id: string } | { kind: 'snapshot'; id: string };
+
+export function parseForkSource(value: string): ForkSource {
+  if (value.startsWith('snap-')) return { kind: 'snapshot', id: value };
+  if (value.startsWith('sbx-')) return { kind: 'sandbox', id: value };
+  throw new UsageError(`expected a sandbox id (sbx-...) or a snapshot id (snap-...), got ${JSON.stringify(value)}`);
+}
+
+export function parseForkArgs(argv: string[]): { source: ForkSource; count: number | undefined; json: boolean } {
+  const { values, positionals } = parseOptions({
+    args: argv,
+    allowPositionals: true,
+    options: { count: { type: 'string', short: 'n' }, json: { type: 'boolean' } },
+  });
+  const [source] = expectPositionals(positionals, ['ID|SNAPSHOT']);
+  const count = parsePositiveInt('--count', values.count);
+  if (count !== undefined && count > MAX_FORKS) throw new UsageError(`--count must be at most ${MAX_FORKS}, got ${count}`);
+  return { source: parseForkSource(source!), count, json: !!values.json };
+}
+
+export const forkCommand: CliCommand = {
+  name: 'fork',
+  summary: 'fork a sandbox or a snapshot into new sandboxes',
+  usage: USAGE,
+  async run(argv) {
+    const args = parseForkArgs(argv);
+    const client = connect();
+    const opts = args.count !== undefined ? { count: args.count } : {};
+    const forks =
+      args.source.kind === 'snapshot' ? await client.snapshots.fork(args.source.id, opts) : await (await client.sandboxes.get(args.source.id)).fork(opts);
+    const ids = forks.map((s) => s.id);
+    if (args.json) printJson({ ids });
+    else process.stdout.write(ids.map((id) => `${id}\n`).join(''));
+    return 0;
+  },
+};

@@ -1,0 +1,80 @@
+import { CreateSnapshotRequest } from '@forkd/protocol';
+import { expectPositionals, parseOptions } from '../args.js';
+import type { CliCommand } from '../command.js';
+import { connect, openSandbox } from '../connect.js';
+import { printJson } from '../format.js';
+import { reportError } from '../report-error.js';
+import { UsageError } from '../usage-error.js';
+
+const USAGE = `Usage: forkd snapshot ID [--name NAME] [--json]
+
+Snapshots a sandbox (memory and files) and prints the snapshot's id. Its
+processes are frozen only for the dump; the sandbox keeps running.
+See forkd timeline, fork, rewind, snapshot-rm.
+
+Options:
+      --name NAME   a label for the timeline (letters, digits, . _ -; at most 64)
+      --json        print the snapshot as JSON
+`;
+
+export function parseSnapshotArgs(argv: string[]): { id: string; name: string | undefined; json: boolean } {
+  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { name: { type: 'string' }, json: { type: 'boolean' } } });
+  if (positionals[0] === 'rm') throw new UsageError("to delete a snapshot use 'forkd snapshot-rm SNAP'");
+  const [id] = expectPositionals(positionals, ['ID']);
+  if (values.name !== undefined && !CreateSnapshotRequest.safeParse({ name: values.name }).success) {
+    throw new UsageError(`invalid --name ${JSON.stringify(values.name)}: use 1 to 64 letters, digits, '.', '_' or '-'`);
+  }
+  return { id: id!, name: values.name, json: !!values.json };
+}
+
+export const snapshotCommand: CliCommand = {
+  name: 'snapshot',
+  summary: 'snapshot a sandbox and print the snapshot id',
+  usage: USAGE,
+  async run(argv) {
+    const args = parseSnapshotArgs(argv);
+    const snap = await (await openSandbox(args.id)).snapshot(args.name !== undefined ? { name: args.name } : {});
+    if (args.json) printJson(snap);
+    else process.stdout.write(`${snap.id}\n`);
+    return 0;
+  },
+};
+
+const RM_USAGE = `Usage: forkd snapshot-rm SNAP...
+
+Deletes snapshots. Sandboxes forked from one keep running. The snapshot
+holding a paused sandbox's state cannot be deleted (resume it first).
+Prints each id deleted; carries on past failures and exits 1 if any failed.
+`;
+
+/** A snapshot id on the command line: anything else (a sandbox id above all) is a mistake worth catching early. */
+export function expectSnapshotId(value: string): string {
+  if (!value.startsWith('snap-')) throw new UsageError(`expected a snapshot id (snap-...), got ${JSON.stringify(value)}`);
+  return value;
+}
+
+export function parseSnapshotRmArgs(argv: string[]): { ids: string[] } {
+  const { positionals } = parseOptions({ args: argv, allowPositionals: true, options: {} });
+  if (!positionals.length) throw new UsageError('missing SNAP');
+  return { ids: positionals.map(expectSnapshotId) };
+}
+
+export const snapshotRmCommand: CliCommand = {
+  name: 'snapshot-rm',
+  summary: 'delete snapshots',
+  usage: RM_USAGE,
+  async run(argv) {
+    const { ids } = parseSnapshotRmArgs(argv);
+    const client = connect();
+    let status = 0;
+    for (const id of ids) {
+      try {
+        await client.snapshots.delete(id);
+        process.stdout.write(`${id}\n`);
+      } catch (err) {
+        status = reportError(err);
+      }
+    }
+    return status;
+  },
+};

@@ -1,0 +1,114 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ForkTree, SandboxInfo, SnapshotInfo } from '@forkd/sdk';
+import { UsageError } from '../usage-error.js';
+import { parseForkArgs, parseForkSource } from './fork.js';
+import { parseIdArg, parseRewindArgs } from './lifecycle.js';
+import { parseSnapshotArgs, parseSnapshotRmArgs } from './snapshot.js';
+import { parseTimelineArgs, timelineTable } from './timeline.js';
+import { parseTreeArgs, renderTree } from './tree.js';
+
+const SBX = 'sbx-aaaaaaaaaaaa';
+const SNAP = 'snap-bbbbbbbbbbbb';
+
+test('snapshot ID [--name N] [--json]', () => {
+  assert.deepEqual(parseSnapshotArgs([SBX]), { id: SBX, name: undefined, json: false });
+  assert.deepEqual(parseSnapshotArgs([SBX, '--name', 'before-install.v2', '--json']), { id: SBX, name: 'before-install.v2', json: true });
+  assert.deepEqual(parseSnapshotArgs(['--name=x', SBX]).name, 'x');
+  assert.throws(() => parseSnapshotArgs([]), /missing ID/);
+  assert.throws(() => parseSnapshotArgs([SBX, 'extra']), UsageError);
+  for (const bad of ['', 'has space', 'a/b', 'x'.repeat(65)]) assert.throws(() => parseSnapshotArgs([SBX, '--name', bad]), /invalid --name/, bad);
+  assert.throws(() => parseSnapshotArgs(['rm', SNAP]), /forkd snapshot-rm/);
+});
+
+test('snapshot-rm SNAP...: snapshot ids only', () => {
+  assert.deepEqual(parseSnapshotRmArgs([SNAP, 'snap-cccccccccccc']), { ids: [SNAP, 'snap-cccccccccccc'] });
+  assert.throws(() => parseSnapshotRmArgs([]), /missing SNAP/);
+  assert.throws(() => parseSnapshotRmArgs([SBX]), /expected a snapshot id/);
+});
+
+test('timeline ID [--json]', () => {
+  assert.deepEqual(parseTimelineArgs([SBX, '--json']), { id: SBX, json: true });
+  assert.deepEqual(parseTimelineArgs([SBX]), { id: SBX, json: false });
+  assert.throws(() => parseTimelineArgs([]), UsageError);
+  assert.throws(() => parseTimelineArgs([SBX, '--name', 'x']), /unknown option/);
+});
+
+test('fork ID|SNAPSHOT [--count N] [--json]: the prefix picks the source', () => {
+  assert.deepEqual(parseForkArgs([SBX]), { source: { kind: 'sandbox', id: SBX }, count: undefined, json: false });
+  assert.deepEqual(parseForkArgs([SNAP, '--count', '3', '--json']), { source: { kind: 'snapshot', id: SNAP }, count: 3, json: true });
+  assert.equal(parseForkArgs(['-n', '64', SBX]).count, 64);
+  assert.deepEqual(parseForkSource(SNAP), { kind: 'snapshot', id: SNAP });
+  for (const bad of ['abc', 'snapshot-1', 'sbx', '']) assert.throws(() => parseForkSource(bad), /expected a sandbox id \(sbx-\.\.\.\) or a snapshot id/, bad);
+  for (const bad of ['0', '65', 'two', '-1']) assert.throws(() => parseForkArgs([SBX, '--count', bad]), UsageError, bad);
+  assert.throws(() => parseForkArgs([]), /missing ID\|SNAPSHOT/);
+  assert.throws(() => parseForkArgs([SBX, SNAP]), /unexpected argument/);
+});
+
+test('rewind ID SNAPSHOT, pause ID, resume ID', () => {
+  assert.deepEqual(parseRewindArgs([SBX, SNAP]), { id: SBX, snapshot: SNAP });
+  assert.throws(() => parseRewindArgs([SBX]), /missing SNAPSHOT/);
+  assert.throws(() => parseRewindArgs([SNAP, SBX]), /expected a snapshot id/);
+  assert.deepEqual(parseIdArg([SBX]), { id: SBX });
+  assert.throws(() => parseIdArg([]), /missing ID/);
+  assert.throws(() => parseIdArg([SBX, SBX]), /unexpected argument/);
+  assert.throws(() => parseIdArg([SBX, '--json']), /unknown option/);
+});
+
+test('tree ID [--json]', () => {
+  assert.deepEqual(parseTreeArgs([SBX, '--json']), { id: SBX, json: true });
+  assert.throws(() => parseTreeArgs([]), UsageError);
+});
+
+const snap = (id: string, extra: Partial<SnapshotInfo> = {}): SnapshotInfo => ({
+  id,
+  sandboxId: SBX,
+  createdAt: '2025-01-01T00:00:00.000Z',
+  frozenMs: 41.26,
+  sizeBytes: 3 * 1024 * 1024,
+  pinned: false,
+  reason: 'manual',
+  ...extra,
+});
+
+test('timeline table: the issue columns, oldest first as given', () => {
+  const now = Date.parse('2025-01-01T00:05:00.000Z');
+  const out = timelineTable([snap(SNAP, { name: 'clean' }), snap('snap-cccccccccccc', { pinned: true, reason: 'pause', frozenMs: 7 })], now);
+  const lines = out.trimEnd().split('\n');
+  assert.match(lines[0]!, /^ID +NAME +CREATED +SIZE +FREEZE ms +PINNED +REASON$/);
+  assert.match(lines[1]!, /^snap-bbbbbbbbbbbb +clean +5m ago +3\.0 MiB +41\.3 +no +manual$/);
+  assert.match(lines[2]!, /^snap-cccccccccccc +- +5m ago +3\.0 MiB +7 +yes +pause$/);
+});
+
+const sbx = (id: string, extra: Partial<SandboxInfo> = {}): SandboxInfo => ({
+  id,
+  template: 'base',
+  state: 'running',
+  limits: { memoryMb: 512, cpus: 1, pids: 1024 },
+  env: {},
+  metadata: {},
+  createdAt: '2025-01-01T00:00:00.000Z',
+  hostname: 'sandbox',
+  ...extra,
+});
+
+test('tree rendering: forks indented under the sandbox whose snapshot they came from', () => {
+  const tree: ForkTree = {
+    sandbox: sbx(SBX, { state: 'paused' }),
+    children: [
+      { sandbox: sbx('sbx-child0000001', { forkedFrom: SNAP }), children: [{ sandbox: sbx('sbx-grandchild01', { forkedFrom: 'snap-dddddddddddd' }), children: [] }] },
+      { sandbox: sbx('sbx-child0000002', { forkedFrom: SNAP, state: 'failed', error: 'restore failed' }), children: [] },
+    ],
+  };
+  assert.equal(
+    renderTree(tree),
+    [
+      'sbx-aaaaaaaaaaaa  paused',
+      `├── sbx-child0000001  running  from ${SNAP}`,
+      '│   └── sbx-grandchild01  running  from snap-dddddddddddd',
+      `└── sbx-child0000002  failed (restore failed)  from ${SNAP}`,
+      '',
+    ].join('\n'),
+  );
+  assert.equal(renderTree({ sandbox: sbx(SBX), children: [] }), 'sbx-aaaaaaaaaaaa  running\n');
+});
