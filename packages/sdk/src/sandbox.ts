@@ -94,7 +94,10 @@ export class Sandbox {
     return this.#update('POST', `${this.#base}/resume`);
   }
 
-  /** Puts the sandbox back to one of its snapshots (memory and files); what ran since is lost. */
+  /**
+   * Puts the sandbox back to one of its own snapshots (memory and files). The
+   * state it leaves is snapshotted first (reason `rewind`), so nothing is lost.
+   */
   rewind(snapshot: string | Pick<SnapshotInfo, 'id'>): Promise<SandboxInfo> {
     return this.#update('POST', `${this.#base}/rewind`, { snapshot: typeof snapshot === 'string' ? snapshot : snapshot.id });
   }

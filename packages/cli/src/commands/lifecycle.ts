@@ -16,8 +16,9 @@ Brings a paused sandbox back, its processes where they were.
 
 const REWIND_USAGE = `Usage: forkd rewind ID SNAPSHOT
 
-Puts a sandbox back to one of its snapshots (see forkd timeline): memory,
-processes and files. What happened since is lost unless snapshotted.
+Puts a sandbox back to one of its own snapshots (see forkd timeline):
+memory, processes and files. The state it leaves is snapshotted first
+(reason rewind), so you can rewind forward again.
 `;
 
 export function parseIdArg(argv: string[]): { id: string } {

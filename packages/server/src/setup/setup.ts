@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import type { ForkdConfig } from '../shared/config.js';
@@ -10,7 +10,7 @@ import { hostInfo, type HostInfo } from './host-info.js';
 
 export type Progress = (event: { step: string; detail?: string; done?: boolean; ms?: number }) => void;
 
-/** Host packages forkd drives. criu comes from the host only on Debian ≥ 13 (see ensureCriu). */
+/** Host packages forkd drives (criu comes from a private root: see ensureCriu). */
 const PACKAGES = ['btrfs-progs', 'debootstrap', 'runc', 'iproute2', 'nftables', 'gcc', 'libc6-dev', 'make', 'util-linux', 'procps'];
 
 /** Contents of the default template; a change of this list rebuilds it. */
@@ -51,46 +51,56 @@ export async function criuVersion(criu: string): Promise<number[] | null> {
   return m ? [Number(m[1]), Number(m[2])] : null;
 }
 
+/** The Debian suite CRIU comes from; its loader and libraries stay in their own root. */
+const CRIU_SUITE = process.env.FORKD_CRIU_SUITE || 'forky';
+/** 4.2 is the first CRIU that can dump sockets on Linux ≥ 6.16 (SO_PASSCRED is unix-only there). */
+const CRIU_MIN: [number, number] = [4, 2];
+
+function atLeast(v: number[] | null, min: [number, number]): boolean {
+  return !!v && (v[0]! > min[0] || (v[0] === min[0] && v[1]! >= min[1]));
+}
+
 /**
- * CRIU ≥ 4. Debian 12's 3.17 cannot dump on 6.x kernels and Debian 13's build
- * needs glibc 2.38, so on 12 it lives in its own minimal Debian 13 root and
- * runs through that root's loader; the host's libc is never touched.
+ * CRIU ≥ 4.2 in a private minimal Debian root, run through that root's own
+ * loader and libraries: Debian 12's 3.17 cannot dump on 6.x kernels, Debian
+ * 13's 4.1 fails on any TCP socket on ≥ 6.16, and a newer criu from the host's
+ * apt would upgrade libc. The host's packages are never touched.
  */
 async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: string) => void): Promise<string> {
   const wrapper = criuPath(config);
   // runc drives criu over RPC and offers no way to pass --network-lock skip
-  // (a config file named in the RPC crashes criu 4.1), but criu also reads
+  // (a config file named in the RPC crashes criu), but criu also reads
   // $HOME/.criu/default.conf: the wrapper points HOME at forkd's own.
   const home = join(config.cacheDir, 'criu-home');
   await mkdir(join(home, '.criu'), { recursive: true });
   // No iptables on these hosts, and sandboxes have no external network to lock yet.
   await writeFile(join(home, '.criu', 'default.conf'), 'network-lock skip\n');
   await mkdir(join(config.cacheDir, 'bin'), { recursive: true });
-  let body: string;
-  if (host.debianMajor >= 13) {
-    await aptInstall(['criu'], detail);
-    body = `#!/bin/sh\nHOME=${home} exec /usr/sbin/criu "$@"\n`;
-  } else {
-    const root = join(config.cacheDir, 'criu-root');
-    if (!existsSync(join(root, 'usr/sbin/criu'))) {
-      const tmp = `${root}.tmp`;
-      await rm(tmp, { recursive: true, force: true });
-      detail('debootstrap of a private Debian 13 root for criu');
-      await exec('debootstrap', ['--variant=minbase', '--include=criu', 'trixie', tmp, host.mirror], { timeoutMs: 1_800_000, onStdout: (l) => detail(l.trim().split('\n').pop() ?? '') });
-      await exec('chroot', [tmp, 'apt-get', 'clean']);
-      await rm(root, { recursive: true, force: true });
-      await rename(tmp, root);
-    }
-    const lib = `${root}/lib/x86_64-linux-gnu:${root}/usr/lib/x86_64-linux-gnu`;
-    body = `#!/bin/sh\nHOME=${home} exec ${root}/lib64/ld-linux-x86-64.so.2 --library-path ${lib} ${root}/usr/sbin/criu "$@"\n`;
+  const root = join(config.cacheDir, `criu-${CRIU_SUITE}`);
+  if (!existsSync(join(root, 'usr/sbin/criu'))) {
+    const tmp = `${root}.tmp`;
+    await rm(tmp, { recursive: true, force: true });
+    detail(`debootstrap of a private Debian ${CRIU_SUITE} root for criu`);
+    // Named by the sid script so an older debootstrap still knows the suite.
+    await exec('debootstrap', ['--variant=minbase', '--include=criu', CRIU_SUITE, tmp, host.mirror, '/usr/share/debootstrap/scripts/sid'], {
+      timeoutMs: 1_800_000,
+      onStdout: (l) => detail(l.trim().split('\n').pop() ?? ''),
+    });
+    await exec('chroot', [tmp, 'apt-get', 'clean']);
+    await rm(root, { recursive: true, force: true });
+    await rename(tmp, root);
   }
+  const lib = `${root}/lib/x86_64-linux-gnu:${root}/usr/lib/x86_64-linux-gnu`;
+  const body = `#!/bin/sh\nHOME=${home} exec ${root}/lib64/ld-linux-x86-64.so.2 --library-path ${lib} ${root}/usr/sbin/criu "$@"\n`;
   if ((await readFile(wrapper, 'utf8').catch(() => '')) !== body) {
     await writeFile(`${wrapper}.tmp`, body, { mode: 0o755 });
     await rename(`${wrapper}.tmp`, wrapper);
   }
   const got = await criuVersion(wrapper);
-  if (!got || got[0]! < 4) throw new ForkdError('FAILED_PRECONDITION', `criu ≥ 4 is required, got ${got?.join('.') ?? 'none'}`);
-  return `criu ${got.join('.')}`;
+  if (!atLeast(got, CRIU_MIN)) throw new ForkdError('FAILED_PRECONDITION', `criu ≥ ${CRIU_MIN.join('.')} is required, got ${got?.join('.') ?? 'none'}`);
+  // An older private root (Debian 13's criu 4.1) is no longer used.
+  await rm(join(config.cacheDir, 'criu-root'), { recursive: true, force: true });
+  return `criu ${got!.join('.')}`;
 }
 
 /** Builds the guest agent when its sources are newer than the binary. */
@@ -149,7 +159,7 @@ export async function setupHost(config: ForkdConfig, progress: Progress): Promis
   if (process.getuid?.() !== 0) throw new ForkdError('PERMISSION_DENIED', 'forkd setup must run as root');
   const host = await hostInfo();
   await step(progress, 'system packages', (d) => aptInstall(PACKAGES, d));
-  const criu = await step(progress, 'CRIU ≥ 4', (d) => ensureCriu(config, host, d));
+  const criu = await step(progress, 'CRIU ≥ 4.2', (d) => ensureCriu(config, host, d));
   await step(progress, 'guest agent', () => buildGuest());
   const baseRootfs = await step(progress, 'base root filesystem', (d) => ensureBaseRootfs(config, host, d));
   return { criu, baseRootfs, host };

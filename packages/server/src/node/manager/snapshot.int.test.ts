@@ -70,6 +70,36 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
     assert.ok(await counterRunning(a));
   });
 
+  test('after resume: open files, cwd, env, a PTY session and a TCP server all still work', async () => {
+    const id = (await node.manager.create({})).id;
+    await run(node.manager, id, 'mkdir -p /srv && echo hello > /srv/index.html');
+    const writer = "import os,time\nf=open('/tmp/log','a',buffering=1)\ni=0\nwhile True:\n  i+=1\n  f.write(f'{os.getcwd()} {os.environ[\"FOO\"]} {i}\\n')\n  time.sleep(0.05)";
+    (await node.manager.spawn(id, { argv: ['python3', '-c', writer], cwd: '/srv', env: { FOO: 'bar' }, tag: 'writer' })).process.detach();
+    (await node.manager.spawn(id, { argv: ['python3', '-m', 'http.server', '8080', '--bind', '127.0.0.1'], cwd: '/srv', tag: 'web' })).process.detach();
+    (await node.manager.spawn(id, { argv: ['/bin/bash', '-i'], pty: { cols: 80, rows: 24 }, stdin: true, tag: 'shell' })).process.detach();
+    await waitFor(async () => (await run(node.manager, id, ['curl', '-s', 'http://127.0.0.1:8080/index.html'])).stdout === 'hello\n', 10_000, 'web server up');
+
+    await node.manager.pause(id);
+    assert.equal(node.manager.get(id).state, 'paused');
+    await node.manager.resume(id);
+
+    const procs = await (await node.manager.guest(id)).listProcesses();
+    for (const tag of ['writer', 'web', 'shell']) assert.ok(procs.some((p) => p.tag === tag && p.running), `${tag} still listed and running`);
+    assert.equal((await run(node.manager, id, ['curl', '-s', 'http://127.0.0.1:8080/index.html'])).stdout, 'hello\n', 'TCP server answers');
+    const lastLine = async () => (await run(node.manager, id, ['tail', '-n', '1', '/tmp/log'])).stdout.trim();
+    const l1 = await lastLine();
+    await new Promise((r) => setTimeout(r, 300));
+    const l2 = await lastLine();
+    assert.match(l2, /^\/srv bar \d+$/, 'cwd and env survived');
+    assert.ok(Number(l2.split(' ')[2]) > Number(l1.split(' ')[2]), 'the open file is still written');
+    let screen = '';
+    const shell = await node.manager.attach(id, { tag: 'shell' }, { onStdout: (d) => void (screen += d.toString()) });
+    await shell.process.write(Buffer.from('echo $((6*7))\n'));
+    await waitFor(() => /[\r\n]42\r?\n/.test(screen), 5000, 'the PTY session answers');
+    shell.process.detach();
+    await node.manager.delete(id);
+  });
+
   test('10-way fork of one snapshot, all running at once', async () => {
     const forks = await node.manager.fork(a, 10);
     assert.equal(forks.length, 10);

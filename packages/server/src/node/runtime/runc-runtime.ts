@@ -95,7 +95,11 @@ export class RuncRuntime implements Runtime {
       await this.destroy(id, { keepBundle: true }).catch(() => {});
       throw new ForkdError('INTERNAL', `criu restore failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(workDir, 'restore.log') });
     }
-    return { status: 'running', pid: Number((await readFile(pidFile, 'utf8')).trim()) };
+    const pid = Number((await readFile(pidFile, 'utf8')).trim());
+    // runc restores into a fresh network namespace whose loopback is down (CRIU
+    // treats the namespace as runc's); servers listening on lo need it back up.
+    await exec('nsenter', ['-t', String(pid), '-n', 'ip', 'link', 'set', 'lo', 'up']);
+    return { status: 'running', pid };
   }
 
   async start(id: string, spec: RuntimeSpec): Promise<RuntimeState> {
