@@ -11,6 +11,7 @@
 
 struct dd_opts {
     int moved;      /* also match pages that moved (hash table of PREV) */
+    int repack;     /* move NEW's unshared ranges out of half-shared extents */
     int verbose;    /* per-file diagnostics on stderr */
 };
 
@@ -19,6 +20,7 @@ struct dd_stats {
     uint64_t bytes_compared; /* bytes of NEW files examined */
     uint64_t bytes_shared;   /* bytes the kernel reported as deduplicated */
     uint64_t bytes_moved;    /* part of bytes_shared at a different offset */
+    uint64_t bytes_repacked; /* NEW bytes moved to fresh extents (repack) */
     uint64_t ranges;         /* FIDEDUPERANGE calls */
     uint64_t ranges_skipped; /* calls that shared nothing (data differed, error) */
 };

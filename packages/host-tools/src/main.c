@@ -17,12 +17,14 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: forkd-dedupe [--all] [--moved|--no-moved] [-v] PREV_DIR NEW_DIR\n"
+            "usage: forkd-dedupe [--all] [--moved|--no-moved] [--no-repack] [-v] PREV_DIR NEW_DIR\n"
             "  Shares identical 4 KiB blocks of NEW_DIR/pages-*.img with the file of\n"
             "  the same name in PREV_DIR (FIDEDUPERANGE; file data is never written).\n"
             "  --all       every regular file, not only pages-*.img\n"
             "  --moved     also match blocks that moved (default)\n"
             "  --no-moved  same-offset matching only\n"
+            "  --no-repack leave NEW's unshared ranges in their original extents (which\n"
+            "              then stay allocated in full; see README)\n"
             "  -v          per-file details on stderr\n"
             "  prints {\"files\": N, \"bytesCompared\": N, \"bytesShared\": N, \"ms\": N}\n"
             "  exit: 0 ok (even if nothing was shared), 1 I/O error, 2 usage\n");
@@ -95,7 +97,7 @@ fail:
 
 int main(int argc, char **argv)
 {
-    struct dd_opts o = { .moved = 1, .verbose = 0 };
+    struct dd_opts o = { .moved = 1, .repack = 1, .verbose = 0 };
     struct dd_stats st;
     const char *pos[2];
     int npos = 0, all = 0, rc = 0;
@@ -109,6 +111,8 @@ int main(int argc, char **argv)
             o.moved = 1;
         else if (!strcmp(a, "--no-moved"))
             o.moved = 0;
+        else if (!strcmp(a, "--no-repack"))
+            o.repack = 0;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose"))
             o.verbose = 1;
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -192,14 +196,15 @@ int main(int argc, char **argv)
 
         st.files++;
         uint64_t sh = st.bytes_shared, cmp = st.bytes_compared, mv = st.bytes_moved;
+        uint64_t rp = st.bytes_repacked;
         uint64_t t = now_ms();
         if (dd_file(pfd, &nfd, ndir, name, &o, &st) < 0)
             rc = 1;
         if (o.verbose)
             fprintf(stderr, "forkd-dedupe: %s: compared %" PRIu64 ", shared %" PRIu64
-                    " (moved %" PRIu64 "), %" PRIu64 " ms\n", name,
+                    " (moved %" PRIu64 "), repacked %" PRIu64 ", %" PRIu64 " ms\n", name,
                     st.bytes_compared - cmp, st.bytes_shared - sh,
-                    st.bytes_moved - mv, now_ms() - t);
+                    st.bytes_moved - mv, st.bytes_repacked - rp, now_ms() - t);
     next:
         if (pfd >= 0)
             close(pfd);

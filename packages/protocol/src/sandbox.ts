@@ -48,5 +48,18 @@ export const TemplateInfo = z.object({
   name: z.string(),
   createdAt: z.string(),
   sizeBytes: z.number().optional(),
+  /** Sandboxes start by restoring the processes running at build time. */
+  warm: z.boolean().optional(),
+  from: z.string().optional(),
 });
+
+export const BuildTemplateRequest = z.strictObject({
+  name: z.string().regex(TEMPLATE_NAME_PATTERN, 'invalid template name'),
+  from: z.string().regex(TEMPLATE_NAME_PATTERN, 'invalid template name').default('base'),
+  /** Commands run (by `bash -lc`, as root) in order; any failure fails the build. */
+  setup: z.array(z.string().min(1).max(65536)).max(100).default([]),
+  /** A long-running command left running: sandboxes from the template start with it already running. */
+  start: z.string().min(1).max(65536).optional(),
+});
+export type BuildTemplateRequest = z.input<typeof BuildTemplateRequest>;
 export type TemplateInfo = z.infer<typeof TemplateInfo>;

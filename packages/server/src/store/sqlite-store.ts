@@ -32,7 +32,21 @@ const MIGRATIONS = [
    );
    CREATE INDEX snapshots_by_sandbox ON snapshots (sandbox_id, created_at);`,
   `ALTER TABLE sandboxes ADD COLUMN policy TEXT;`,
+  `ALTER TABLE templates ADD COLUMN images TEXT;
+   ALTER TABLE templates ADD COLUMN from_template TEXT;`,
 ];
+
+interface TemplateRow {
+  name: string;
+  created_at: string;
+  volume: string;
+  images: string | null;
+  from_template: string | null;
+}
+
+function toTemplate(r: TemplateRow): TemplateRecord {
+  return { name: r.name, createdAt: r.created_at, volume: r.volume, ...(r.images ? { images: r.images } : {}), ...(r.from_template ? { from: r.from_template } : {}) };
+}
 
 interface SnapshotRow {
   id: string;
@@ -160,16 +174,20 @@ export class SqliteStore implements Store {
   }
 
   upsertTemplate(rec: TemplateRecord): void {
-    this.#db.prepare('INSERT INTO templates (name, created_at, volume) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET created_at = excluded.created_at, volume = excluded.volume').run(rec.name, rec.createdAt, rec.volume);
+    this.#db
+      .prepare(
+        'INSERT INTO templates (name, created_at, volume, images, from_template) VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET created_at = excluded.created_at, volume = excluded.volume, images = excluded.images, from_template = excluded.from_template',
+      )
+      .run(rec.name, rec.createdAt, rec.volume, rec.images ?? null, rec.from ?? null);
   }
 
   getTemplate(name: string): TemplateRecord | undefined {
-    const r = this.#db.prepare('SELECT name, created_at AS createdAt, volume FROM templates WHERE name = ?').get(name) as TemplateRecord | undefined;
-    return r;
+    const r = this.#db.prepare('SELECT * FROM templates WHERE name = ?').get(name) as TemplateRow | undefined;
+    return r ? toTemplate(r) : undefined;
   }
 
   listTemplates(): TemplateRecord[] {
-    return this.#db.prepare('SELECT name, created_at AS createdAt, volume FROM templates ORDER BY name').all() as TemplateRecord[];
+    return (this.#db.prepare('SELECT * FROM templates ORDER BY name').all() as TemplateRow[]).map(toTemplate);
   }
 
   deleteTemplate(name: string): void {

@@ -37,8 +37,12 @@ export interface SnapshotRecord {
 export interface TemplateRecord {
   name: string;
   createdAt: string;
-  /** Host path of the template's root filesystem volume key. */
+  /** Storage key of the template's root filesystem volume. */
   volume: string;
+  /** Warm template: directory (under the pool) of the memory images sandboxes start from. */
+  images?: string | undefined;
+  /** Template it was built from. */
+  from?: string | undefined;
 }
 
 /**

@@ -61,6 +61,8 @@ function fakeService(): SandboxService & { created: unknown[] } {
     tree: (id) => {
       throw missing(id);
     },
+    buildTemplate: async () => Promise.reject(new ForkdError('NOT_FOUND', 'template base not found')),
+    deleteTemplate: async (name) => Promise.reject(new ForkdError('NOT_FOUND', `template ${name} not found`)),
   };
 }
 

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { constants as osConstants } from 'node:os';
 import { Hono, type Context } from 'hono';
 import {
+  BuildTemplateRequest,
   CreateSandboxRequest,
   CreateSnapshotRequest,
   ExecRequest,
@@ -119,6 +120,26 @@ export function createApp(svc: SandboxService, logger: Logger): Hono {
   app.get('/v1/health', (c) => c.json({ ok: true }));
 
   app.get('/v1/templates', (c) => c.json({ templates: svc.templates() }));
+  // Builds take minutes: progress lines stream as NDJSON, then `done` or `error`.
+  app.post('/v1/templates', async (c) => {
+    const req = validate(BuildTemplateRequest, await jsonBody(c));
+    const out = ndjsonStream(() => {});
+    void svc
+      .buildTemplate(req, (line) => void out.write({ type: 'progress', line }))
+      .then(
+        (template) => out.write({ type: 'done', template }),
+        (err) => {
+          const fe = toForkdError(err);
+          return out.write({ type: 'error', error: { code: fe.code, message: fe.message, ...(fe.details ? { details: fe.details } : {}) } });
+        },
+      )
+      .finally(() => out.close());
+    return c.body(out.stream, 200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+  });
+  app.delete('/v1/templates/:name', async (c) => {
+    await svc.deleteTemplate(c.req.param('name'));
+    return c.body(null, 204);
+  });
 
   app.post('/v1/sandboxes', async (c) => {
     const req = validate(CreateSandboxRequest, await jsonBody(c));

@@ -1,4 +1,4 @@
-import type { CreateSandboxRequest, SandboxInfo, SnapshotInfo, TemplateInfo } from '@forkd/protocol';
+import type { BuildTemplateRequest, CreateSandboxRequest, SandboxInfo, SnapshotInfo, TemplateInfo } from '@forkd/protocol';
 import type { GuestClient, GuestProcess, OutputHandlers, SpawnOptions } from '../../node/guest/guest-client.js';
 import type { ExecExit, ForkTree } from '../../node/manager/sandbox-manager.js';
 import type { ResourceUsage } from '../../node/runtime/runtime.js';
@@ -27,4 +27,6 @@ export interface SandboxService {
   rewind(id: string, snapId: string): Promise<SandboxInfo>;
   fork(source: string, count: number): Promise<SandboxInfo[]>;
   tree(id: string): ForkTree;
+  buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void): Promise<TemplateInfo>;
+  deleteTemplate(name: string): Promise<void>;
 }

@@ -3,6 +3,7 @@ import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  BuildTemplateRequest,
   canTransition,
   CreateSandboxRequest,
   ForkdError,
@@ -198,9 +199,13 @@ export class SandboxManager {
   async #start(id: string, template: string, limits: Limits): Promise<void> {
     const t0 = performance.now();
     const rootfs = await this.#d.storage.prepare(this.volume(id), this.#d.templates.volume(template));
-    await this.#installGuest(rootfs);
+    const warm = this.#d.templates.get(template)?.images;
+    // A warm template's memory maps the agent binary it was built with: keep that one.
+    if (!warm) await this.#installGuest(rootfs);
     const t1 = performance.now();
-    await this.#d.runtime.start(id, { rootfs, hostname: id, limits, init: GUEST_INIT, env: {} });
+    const spec = { rootfs, hostname: id, limits, init: GUEST_INIT, env: {} };
+    if (warm) await this.#d.runtime.restore(id, spec, { imagesDir: this.#d.templates.imagesDir(template) });
+    else await this.#d.runtime.start(id, spec);
     const t2 = performance.now();
     await this.#waitReady(id);
     this.#d.logger.debug('sandbox started', { sandbox: id, rootfsMs: ms(t1 - t0), runtimeMs: ms(t2 - t1), readyMs: ms(performance.now() - t2) });
@@ -685,6 +690,73 @@ export class SandboxManager {
     if (!current || (current.state !== 'running' && current.state !== 'paused')) return;
     const entries = this.#d.store.listSnapshots(r.id).map((s) => ({ id: s.id, createdAt: Date.parse(s.createdAt), pinned: s.pinned || s.id === current.resumeFrom }));
     for (const id of snapshotsToThin(timeline, now, entries)) await this.deleteSnapshot(id);
+  }
+
+  /**
+   * Builds a template from another: runs the setup commands in a build
+   * sandbox, optionally leaves a start command running, and publishes the
+   * root filesystem — with the running processes' memory when there is a
+   * start command (a warm template: sandboxes from it start by restore).
+   */
+  async buildTemplate(input: BuildTemplateRequest, progress: (line: string) => void = () => {}): Promise<TemplateInfo> {
+    const req = BuildTemplateRequest.parse(input);
+    if (req.name === req.from) throw new ForkdError('INVALID_ARGUMENT', 'a template cannot be built from itself');
+    if (!(await this.#d.templates.has(req.from))) throw new ForkdError('NOT_FOUND', `template ${req.from} not found`);
+    const build = await this.create({ template: req.from, memoryMb: 2048, cpus: 2, snapshotIntervalSeconds: 0, idleTimeoutSeconds: 0 });
+    try {
+      for (const cmd of req.setup) {
+        progress(`$ ${cmd}`);
+        const out: Buffer[] = [];
+        const { exit } = await this.spawn(build.id, { argv: ['/bin/bash', '-lc', cmd] }, {
+          onStdout: (d) => {
+            out.push(d);
+            progress(d.toString().trimEnd());
+          },
+          onStderr: (d) => {
+            out.push(d);
+            progress(d.toString().trimEnd());
+          },
+        });
+        const e = await exit;
+        if (!e || e.exitCode !== 0) {
+          throw new ForkdError('FAILED_PRECONDITION', `setup command failed (exit ${e?.exitCode ?? 'none'}): ${cmd}`, { outputTail: Buffer.concat(out).toString().slice(-4000) });
+        }
+      }
+      if (req.start) {
+        progress(`start: ${req.start}`);
+        (await this.spawn(build.id, { argv: ['/bin/bash', '-lc', req.start], tag: 'start' })).process.detach();
+        await this.#settle(build.id);
+      }
+      const r = this.#record(build.id);
+      const snap = await this.#exclusive(build.id, () => this.#takeSnapshot(r, { reason: 'manual', leaveRunning: false }));
+      const dir = this.snapshotDir(snap.id);
+      await this.#d.templates.publish(req.name, `snapshots/${snap.id}/rootfs`, req.start ? join(dir, 'memory') : undefined, req.from);
+      progress(`template ${req.name} built${req.start ? ' (warm)' : ''}`);
+      const info = this.#d.templates.list().find((t) => t.name === req.name);
+      if (!info) throw new ForkdError('INTERNAL', `template ${req.name} vanished after build`);
+      return info;
+    } finally {
+      await this.delete(build.id).catch((err) => this.#d.logger.warn('build sandbox cleanup failed', { sandbox: build.id, error: String(err) }));
+    }
+  }
+
+  async deleteTemplate(name: string): Promise<void> {
+    if (name === 'base') throw new ForkdError('FAILED_PRECONDITION', 'the base template cannot be deleted');
+    if (!this.#d.templates.get(name)) throw new ForkdError('NOT_FOUND', `template ${name} not found`);
+    await this.#d.templates.remove(name);
+  }
+
+  /** Waits until a sandbox's CPU use settles (its start command finished warming up), at most 60 s. */
+  async #settle(id: string): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    let prev = (await this.#d.runtime.usage(id)).cpuNanos;
+    await sleep(300);
+    while (Date.now() < deadline) {
+      await sleep(200);
+      const cur = (await this.#d.runtime.usage(id)).cpuNanos;
+      if ((cur - prev) / 200e6 < 0.05) return;
+      prev = cur;
+    }
   }
 
   /** Volume paths are host paths; exposed for tests and diagnostics only. */

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { ForkdError, TEMPLATE_NAME_PATTERN, type TemplateInfo } from '@forkd/protocol';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { exec } from '../../shared/exec.js';
 import type { Storage } from '../storage/storage.js';
-import type { Store } from '../../store/store.js';
+import type { Store, TemplateRecord } from '../../store/store.js';
 
 /**
  * Templates are read-only volumes `templates/<name>`; a sandbox root is a
@@ -28,7 +29,39 @@ export class TemplateRegistry {
   }
 
   list(): TemplateInfo[] {
-    return this.#store.listTemplates().map((t) => ({ name: t.name, createdAt: t.createdAt }));
+    return this.#store.listTemplates().map((t) => ({ name: t.name, createdAt: t.createdAt, warm: !!t.images, ...(t.from ? { from: t.from } : {}) }));
+  }
+
+  get(name: string): TemplateRecord | undefined {
+    return this.#store.getTemplate(name);
+  }
+
+  imagesDir(name: string): string {
+    return this.#storage.path(`template-images/${name}`);
+  }
+
+  /**
+   * Publishes a built template: a read-only root volume and, for a warm
+   * template, the memory images of its running processes, taken from a
+   * finished snapshot, then recorded. Until the record exists the template is
+   * invisible (`has` needs it); a rebuild replaces leftovers.
+   */
+  async publish(name: string, rootfsKey: string, imagesDir: string | undefined, from: string): Promise<void> {
+    if (!TEMPLATE_NAME_PATTERN.test(name)) throw new ForkdError('INVALID_ARGUMENT', `invalid template name: ${name}`);
+    await this.remove(name);
+    // A read-only subvolume cannot be renamed: snapshot it into place (shares every extent).
+    await this.#storage.commit(this.volume(name), rootfsKey, { keepActive: true });
+    if (imagesDir) {
+      await mkdir(this.#storage.path('template-images'), { recursive: true });
+      await rename(imagesDir, this.imagesDir(name));
+    }
+    this.#store.upsertTemplate({ name, createdAt: new Date().toISOString(), volume: this.volume(name), ...(imagesDir ? { images: `template-images/${name}` } : {}), from });
+  }
+
+  async remove(name: string): Promise<void> {
+    this.#store.deleteTemplate(name);
+    await this.#storage.remove(this.volume(name));
+    await rm(this.imagesDir(name), { recursive: true, force: true });
   }
 
   /** Copies a root filesystem directory into a new read-only template volume. */
