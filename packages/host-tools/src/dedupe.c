@@ -275,8 +275,12 @@ static int64_t share(struct ctx *c, int sfd, uint64_t soff, uint64_t doff, uint6
                 /* dest not writable for us: retry once with an O_RDWR fd */
                 c->reopened = 1;
                 c->st->ranges--;
-                if (reopen_rw(c) == 0)
+                if (reopen_rw(c) == 0) {
+                    if (c->o->verbose)
+                        fprintf(stderr, "forkd-dedupe: %s: %s, retrying with O_RDWR\n",
+                                c->name, strerror(err));
                     continue;
+                }
             }
             if (fatal_errno(err)) {
                 fprintf(stderr, "forkd-dedupe: %s: FIDEDUPERANGE: %s\n", c->name,

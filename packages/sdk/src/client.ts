@@ -1,6 +1,7 @@
 import { HttpTransport } from './http-transport.js';
 import { Sandboxes } from './sandboxes.js';
 import { Snapshots } from './snapshots.js';
+import { Templates } from './templates.js';
 import type { WebSocketConstructor } from './websocket.js';
 
 export interface ForkdClientOptions {
@@ -25,12 +26,14 @@ export class ForkdClient {
   readonly url: string;
   readonly sandboxes: Sandboxes;
   readonly snapshots: Snapshots;
+  readonly templates: Templates;
   readonly #http: HttpTransport;
 
   constructor(opts: ForkdClientOptions = {}) {
     this.url = opts.url ?? env('FORKD_URL') ?? DEFAULT_URL;
     this.#http = new HttpTransport({ url: this.url, apiKey: opts.apiKey ?? env('FORKD_API_KEY'), fetch: opts.fetch });
-    this.sandboxes = new Sandboxes(this.#http, opts.WebSocket);
+    this.templates = new Templates(this.#http);
+    this.sandboxes = new Sandboxes(this.#http, opts.WebSocket, this.templates);
     this.snapshots = new Snapshots(this.#http, opts.WebSocket);
   }
 

@@ -1,6 +1,7 @@
 import type { CreateSandboxRequest, SandboxInfo, TemplateInfo } from '@forkd/protocol';
 import type { HttpTransport } from './http-transport.js';
 import { Sandbox } from './sandbox.js';
+import { Templates } from './templates.js';
 import type { WebSocketConstructor } from './websocket.js';
 
 export type CreateSandboxOptions = CreateSandboxRequest;
@@ -8,10 +9,12 @@ export type CreateSandboxOptions = CreateSandboxRequest;
 export class Sandboxes {
   readonly #http: HttpTransport;
   readonly #WebSocket: WebSocketConstructor | undefined;
+  readonly #templates: Templates;
 
-  constructor(http: HttpTransport, WebSocket?: WebSocketConstructor) {
+  constructor(http: HttpTransport, WebSocket?: WebSocketConstructor, templates: Templates = new Templates(http)) {
     this.#http = http;
     this.#WebSocket = WebSocket;
+    this.#templates = templates;
   }
 
   async create(opts: CreateSandboxOptions = {}): Promise<Sandbox> {
@@ -32,9 +35,9 @@ export class Sandboxes {
     return this.#http.send('DELETE', `/v1/sandboxes/${encodeURIComponent(id)}`);
   }
 
-  async templates(): Promise<TemplateInfo[]> {
-    const r = await this.#http.json<{ templates: TemplateInfo[] }>('GET', '/v1/templates');
-    return r.templates;
+  /** @deprecated Use `client.templates.list()`. */
+  templates(): Promise<TemplateInfo[]> {
+    return this.#templates.list();
   }
 
   #wrap(info: SandboxInfo): Sandbox {

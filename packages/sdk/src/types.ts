@@ -126,3 +126,10 @@ export interface ForkTree {
   sandbox: SandboxInfo;
   children: ForkTree[];
 }
+
+export interface BuildTemplateOptions {
+  /** Each line of build output (setup commands' stdout and stderr, and the build's own steps) as it comes. */
+  onProgress?: (line: string) => void;
+  /** Stops waiting for the build (CANCELLED); the build itself carries on on the server. */
+  abortSignal?: AbortSignal;
+}

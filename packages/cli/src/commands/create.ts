@@ -9,7 +9,7 @@ const USAGE = `Usage: forkd create [options]
 Creates a sandbox and prints its id.
 
 Options:
-  -t, --template NAME   template to start from (default base; see forkd templates)
+  -t, --template NAME   template to start from (default base; see forkd template ls)
   -m, --memory MB       memory limit in MiB (default 512)
       --cpus N          CPU limit, fractions allowed (default 1)
       --pids N          process limit (default 1024)

@@ -14,7 +14,7 @@ import { serveCommand } from './serve.js';
 import { setupCommand } from './setup.js';
 import { shellCommand } from './shell.js';
 import { snapshotCommand, snapshotRmCommand } from './snapshot.js';
-import { templatesCommand } from './templates.js';
+import { templateCommand, templatesCommand } from './template.js';
 import { timelineCommand } from './timeline.js';
 import { treeCommand } from './tree.js';
 
@@ -40,6 +40,7 @@ export const COMMANDS: readonly CliCommand[] = [
   resumeCommand,
   treeCommand,
   snapshotRmCommand,
+  templateCommand,
   templatesCommand,
 ];
 

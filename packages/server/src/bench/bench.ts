@@ -1,4 +1,5 @@
-import { readFile, writeFile, mkdir } from 'node:fs/promises';
+import { mkdir, readFile, statfs, writeFile } from 'node:fs/promises';
+import { exec } from '../shared/exec.js';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../shared/config.js';
 import { createTestNode } from '../testing/test-node.js';
@@ -17,6 +18,13 @@ interface Row {
   unit: string;
   target?: string;
   summary: Summary;
+}
+
+/** Bytes the pool's filesystem has allocated, after its pending writes are committed. */
+async function poolUsed(mount: string): Promise<number> {
+  await exec('btrfs', ['filesystem', 'sync', mount]);
+  const st = await statfs(mount);
+  return (st.blocks - st.bfree) * st.bsize;
 }
 
 /** Host memory that is not page cache: what idle sandboxes really pin. */
@@ -83,6 +91,74 @@ async function main(): Promise<void> {
     rows.push({ name: `idle sandbox host memory (non-cache memory growth / ${idleN})`, unit: 'MB', target: '≤ 5', summary: summarize([(afterMem - before) / idleN / 1024 / 1024]) });
     rows.push({ name: 'idle sandbox cgroup memory', unit: 'MB', summary: summarize(cg) });
     await Promise.all(idle.map((sb) => m.delete(sb.id)));
+
+    // Stateful operations on a sandbox holding ~100 MB of resident, incompressible memory.
+    const big = await m.create({ memoryMb: 1024 });
+    const HOG = "import os,time\nb=bytearray(os.urandom(100*1024*1024))\nopen('/tmp/ready','w').write('1')\nwhile True: time.sleep(1)";
+    (await m.spawn(big.id, { argv: ['python3', '-c', HOG], tag: 'hog' })).process.detach();
+    for (let i = 0; i < 100; i++) {
+      if ((await run(m, big.id, ['test', '-e', '/tmp/ready'])).exitCode === 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const bigRss = (await m.usage(big.id)).memoryBytes;
+    const freeze: number[] = [];
+    const total: number[] = [];
+    const added: number[] = [];
+    const snaps: string[] = [];
+    const M = quick ? 2 : 10;
+    for (let i = 0; i < M; i++) {
+      const used0 = await poolUsed(node.config.pool.mountPoint);
+      const t0 = performance.now();
+      const snap = await m.snapshot(big.id);
+      total.push(performance.now() - t0);
+      freeze.push(snap.frozenMs);
+      snaps.push(snap.id);
+      added.push((await poolUsed(node.config.pool.mountPoint)) - used0);
+    }
+    rows.push({ name: `snapshot freeze time (${Math.round(bigRss / 2 ** 20)} MB sandbox)`, unit: 'ms', target: 'p50 ≤ 100', summary: summarize(freeze) });
+    rows.push({ name: 'snapshot total time', unit: 'ms', summary: summarize(total) });
+    rows.push({ name: 'bytes added per snapshot (first one included)', unit: 'MB', summary: summarize(added.map((b) => b / 2 ** 20)) });
+    rows.push({ name: 'bytes added per further snapshot', unit: 'MB', target: '< 10', summary: summarize(added.slice(1).map((b) => b / 2 ** 20)) });
+
+    const forkMs: number[] = [];
+    for (let i = 0; i < M; i++) {
+      const t0 = performance.now();
+      const [f] = await m.fork(snaps[0]!);
+      forkMs.push(performance.now() - t0);
+      await m.delete(f!.id);
+    }
+    rows.push({ name: 'fork of a snapshot to running (1 way)', unit: 'ms', target: 'p50 ≤ 150', summary: summarize(forkMs) });
+
+    const ten: number[] = [];
+    for (let i = 0; i < (quick ? 1 : 3); i++) {
+      const t0 = performance.now();
+      const fs = await m.fork(snaps[0]!, 10);
+      ten.push(performance.now() - t0);
+      await Promise.all(fs.map((f) => m.delete(f.id)));
+    }
+    rows.push({ name: '10-way fork, total', unit: 'ms', target: '≤ 1000', summary: summarize(ten) });
+
+    const pauseMs: number[] = [];
+    const resumeMs: number[] = [];
+    for (let i = 0; i < M; i++) {
+      let t0 = performance.now();
+      await m.pause(big.id);
+      pauseMs.push(performance.now() - t0);
+      t0 = performance.now();
+      await m.resume(big.id);
+      resumeMs.push(performance.now() - t0);
+    }
+    rows.push({ name: 'pause (snapshot + stop)', unit: 'ms', summary: summarize(pauseMs) });
+    rows.push({ name: 'resume to running', unit: 'ms', target: 'p50 ≤ 150', summary: summarize(resumeMs) });
+
+    const rewindMs: number[] = [];
+    for (let i = 0; i < M; i++) {
+      const t0 = performance.now();
+      await m.rewind(big.id, snaps[i % snaps.length]!);
+      rewindMs.push(performance.now() - t0);
+    }
+    rows.push({ name: 'rewind (snapshot of the state left + restore)', unit: 'ms', target: 'p50 ≤ 200', summary: summarize(rewindMs) });
+    await m.delete(big.id);
   } finally {
     await node.dispose();
   }

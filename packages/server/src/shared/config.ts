@@ -9,6 +9,8 @@ export interface ForkdConfig {
   pool: { mountPoint: string; image?: string | undefined; sizeBytes: number };
   /** Volatile runtime state (runc state); lost on reboot like the processes it describes. */
   runDir: string;
+  /** Memory-backed directory where CRIU dumps before images move to the pool (short freezes). */
+  stagingDir: string;
   cgroupParent: string;
   guestBinary: string;
   host: string;
@@ -52,6 +54,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       ? { mountPoint: existing, sizeBytes: 0 }
       : { mountPoint: join(stateDir, 'pool'), image: join(stateDir, 'pool.img'), sizeBytes: int(env.FORKD_POOL_SIZE_GB, 64, 'FORKD_POOL_SIZE_GB') * 2 ** 30 },
     runDir: env.FORKD_RUN_DIR || '/run/forkd',
+    stagingDir: env.FORKD_STAGING_DIR || '/dev/shm/forkd',
     cgroupParent: env.FORKD_CGROUP_PARENT || 'forkd',
     guestBinary: env.FORKD_GUEST_BINARY || join(REPO_ROOT, 'packages/guest/build/forkd-guest'),
     host: env.FORKD_HOST || '127.0.0.1',

@@ -30,6 +30,7 @@ export function testConfig(dir: string): { config: ForkdConfig; env: NodeJS.Proc
     ...process.env,
     FORKD_STATE_DIR: join(dir, 'state'),
     FORKD_RUN_DIR: join(dir, 'run'),
+    FORKD_STAGING_DIR: join('/dev/shm', `${dir.split('/').pop()}-staging`),
     FORKD_POOL_SIZE_GB: '16',
     FORKD_CGROUP_PARENT: `forkd-test-${randomBytes(4).toString('hex')}`,
     FORKD_WARM_POOL: '0',
@@ -67,6 +68,7 @@ export async function disposeNodeDir(node: Node | undefined, dir: string, config
   }
   await unmountPool(config.pool);
   await removeCgroupParent(config.cgroupParent);
+  await rm(config.stagingDir, { recursive: true, force: true });
   await rm(dir, { recursive: true, force: true });
 }
 

@@ -1,4 +1,5 @@
-import { chmod, copyFile, lstat, mkdir, rename, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { chmod, copyFile, lstat, mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,6 +23,7 @@ import { crashPoint } from '../../shared/crash-point.js';
 import { GuestClient, type GuestProcess, type OutputHandlers, type ProcessExit, type SpawnOptions } from '../guest/guest-client.js';
 import type { ResourceUsage, Runtime } from '../runtime/runtime.js';
 import type { Storage } from '../storage/storage.js';
+import { storeImages } from '../storage/image-store.js';
 import type { TemplateRegistry } from '../templates/template-registry.js';
 import { WarmPool } from './warm-pool.js';
 import { DEFAULT_TIMELINE_POLICY, snapshotDue, snapshotsToThin, type TimelinePolicy } from './timeline-policy.js';
@@ -32,6 +34,8 @@ export interface ManagerDeps {
   runtime: Runtime;
   templates: TemplateRegistry;
   guestBinary: string;
+  /** Memory-backed directory for CRIU dumps (see storeImages). */
+  stagingDir?: string;
   logger: Logger;
   /** Sandboxes per template kept started ahead of demand (0 disables). */
   warmPoolSize?: number;
@@ -406,11 +410,14 @@ export class SandboxManager {
     const tmpKey = `snapshots/.tmp-${snapId}`;
     const tmp = this.#d.storage.path(tmpKey);
     await mkdir(tmp, { recursive: true });
+    // Dump into memory (tmpfs) when it fits comfortably: the freeze then lasts
+    // as long as a RAM copy, and the pool write with page sharing comes after.
+    const staging = (await this.#canStage(r.id)) ? join(this.#d.stagingDir!, snapId) : undefined;
     const release = this.guestClient(r.id).quiesce();
     let stats;
     try {
       stats = await this.#d.runtime.checkpoint(r.id, {
-        imagesDir: join(tmp, 'memory'),
+        imagesDir: staging ?? join(tmp, 'memory'),
         workDir: join(tmp, 'work'),
         leaveRunning: opts.leaveRunning,
         whileFrozen: async () => {
@@ -420,12 +427,24 @@ export class SandboxManager {
       });
     } catch (err) {
       await this.#removeSnapshotFiles(`.tmp-${snapId}`).catch(() => {});
+      if (staging) await rm(staging, { recursive: true, force: true });
       throw err;
     } finally {
       release();
     }
-    const du = await exec('du', ['-sb', join(tmp, 'memory')]);
     const previous = this.#d.store.listSnapshots(r.id).pop()?.id ?? r.forkedFrom;
+    let memoryBytes: number;
+    if (staging) {
+      const prevDir = previous ? join(this.snapshotDir(previous), 'memory') : undefined;
+      const st = await storeImages(staging, join(tmp, 'memory'), prevDir && existsSync(prevDir) ? prevDir : undefined).catch(async (err) => {
+        await this.#removeSnapshotFiles(`.tmp-${snapId}`).catch(() => {});
+        await rm(staging, { recursive: true, force: true });
+        throw err;
+      });
+      memoryBytes = st.bytesWritten;
+    } else {
+      memoryBytes = Number((await exec('du', ['-sb', join(tmp, 'memory')])).stdout.split('\t')[0]) || 0;
+    }
     await rename(tmp, this.snapshotDir(snapId));
     const rec: SnapshotRecord = {
       id: snapId,
@@ -433,7 +452,7 @@ export class SandboxManager {
       ...(opts.name ? { name: opts.name } : {}),
       createdAt: new Date().toISOString(),
       frozenMs: ms(stats.frozenMs),
-      sizeBytes: Number(du.stdout.split('\t')[0]) || 0,
+      sizeBytes: memoryBytes,
       ...(previous ? { parentId: previous } : {}),
       pinned: !!opts.name,
       reason: opts.reason,
@@ -441,6 +460,14 @@ export class SandboxManager {
     this.#d.store.insertSnapshot(rec);
     this.#d.logger.info('snapshot taken', { sandbox: r.id, snapshot: snapId, reason: opts.reason, frozenMs: rec.frozenMs, sizeBytes: rec.sizeBytes });
     return rec;
+  }
+
+  /** Staging in tmpfs only while the sandbox's memory is well below what the host has free. */
+  async #canStage(id: string): Promise<boolean> {
+    if (!this.#d.stagingDir) return false;
+    const used = (await this.#d.runtime.usage(id).catch(() => undefined))?.memoryBytes ?? Number.POSITIVE_INFINITY;
+    const m = /MemAvailable:\s+(\d+) kB/.exec(await readFile('/proc/meminfo', 'utf8').catch(() => ''));
+    return used < (Number(m?.[1] ?? 0) * 1024) / 3;
   }
 
   async #removeSnapshotFiles(dirName: string): Promise<void> {
@@ -701,6 +728,7 @@ export class SandboxManager {
   async buildTemplate(input: BuildTemplateRequest, progress: (line: string) => void = () => {}): Promise<TemplateInfo> {
     const req = BuildTemplateRequest.parse(input);
     if (req.name === req.from) throw new ForkdError('INVALID_ARGUMENT', 'a template cannot be built from itself');
+    if (req.name === 'base') throw new ForkdError('FAILED_PRECONDITION', 'the base template is built by forkd setup and cannot be replaced');
     if (!(await this.#d.templates.has(req.from))) throw new ForkdError('NOT_FOUND', `template ${req.from} not found`);
     const build = await this.create({ template: req.from, memoryMb: 2048, cpus: 2, snapshotIntervalSeconds: 0, idleTimeoutSeconds: 0 });
     try {

@@ -1,0 +1,187 @@
+import { TEMPLATE_NAME_PATTERN } from '@forkd/protocol';
+import type { BuildTemplateRequest, TemplateInfo } from '@forkd/sdk';
+import { expectPositionals, parseOptions } from '../args.js';
+import type { CliCommand } from '../command.js';
+import { connect } from '../connect.js';
+import { formatAge, printJson, table } from '../format.js';
+import { reportError } from '../report-error.js';
+import { styleFor } from '../style.js';
+import { UsageError } from '../usage-error.js';
+
+const USAGE = `Usage: forkd template ls [--json]
+       forkd template build NAME [--from TEMPLATE] [--run CMD]... [--start CMD] [--json]
+       forkd template rm NAME...
+
+Templates are what sandboxes are created from (forkd create --template NAME).
+
+  ls      Lists the templates. A WARM one starts its sandboxes with the
+          processes of its --start command already running.
+  build   Builds template NAME: a sandbox from --from runs each --run command
+          in order (by bash -lc, as root; one failing fails the build), then
+          its files become the template. With --start, that command is left
+          running and its memory kept too: a warm template. The build's output
+          is shown on stderr as it runs; prints NAME when done. Building over
+          an existing name replaces it. Interrupting stops waiting only: the
+          build carries on on the server.
+  rm      Deletes templates (not base). Prints each name deleted; carries on
+          past failures and exits 1 if any failed.
+
+Options:
+      --from TEMPLATE   build: the template to start from (default base)
+      --run CMD         build: a setup command (repeatable, run in order)
+      --start CMD       build: a long-running command left running in the template
+      --json            ls: print the templates as a JSON array;
+                        build: print the template as JSON
+`;
+
+const SUBCOMMANDS = ['ls', 'build', 'rm'] as const;
+
+export type TemplateArgs =
+  | { sub: 'ls'; json: boolean }
+  | { sub: 'build'; request: BuildTemplateRequest; json: boolean }
+  | { sub: 'rm'; names: string[] };
+
+function templateName(what: string, value: string): string {
+  if (!TEMPLATE_NAME_PATTERN.test(value)) {
+    throw new UsageError(`invalid ${what} ${JSON.stringify(value)}: use a lowercase letter, then up to 62 lowercase letters, digits or '-'`);
+  }
+  return value;
+}
+
+export function parseTemplateLsArgs(argv: string[]): { json: boolean } {
+  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' } } });
+  expectPositionals(positionals, []);
+  return { json: !!values.json };
+}
+
+export function parseTemplateArgs(argv: string[]): TemplateArgs {
+  const [sub, ...rest] = argv;
+  if (sub === undefined || sub.startsWith('-')) throw new UsageError(`missing subcommand: ${SUBCOMMANDS.join(', ')}`);
+  switch (sub) {
+    case 'ls':
+      return { sub, ...parseTemplateLsArgs(rest) };
+    case 'build': {
+      const { values, positionals } = parseOptions({
+        args: rest,
+        allowPositionals: true,
+        options: {
+          from: { type: 'string' },
+          run: { type: 'string', multiple: true },
+          start: { type: 'string' },
+          json: { type: 'boolean' },
+        },
+      });
+      const [name] = expectPositionals(positionals, ['NAME']);
+      const request: BuildTemplateRequest = { name: templateName('template name', name!) };
+      if (values.from !== undefined) request.from = templateName('--from', values.from);
+      if (request.name === (request.from ?? 'base')) throw new UsageError(`template ${request.name} cannot be built from itself`);
+      const setup = values.run ?? [];
+      if (setup.some((c) => !c.trim())) throw new UsageError('--run needs a command');
+      if (setup.length) request.setup = setup;
+      if (values.start !== undefined) {
+        if (!values.start.trim()) throw new UsageError('--start needs a command');
+        request.start = values.start;
+      }
+      return { sub, request, json: !!values.json };
+    }
+    case 'rm': {
+      const { positionals } = parseOptions({ args: rest, allowPositionals: true, options: {} });
+      if (!positionals.length) throw new UsageError('missing NAME');
+      return { sub, names: positionals };
+    }
+  }
+  throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: expected ${SUBCOMMANDS.join(', ')}`);
+}
+
+export function templatesTable(templates: readonly TemplateInfo[], now = Date.now()): string {
+  const rows = templates.map((t) => [t.name, t.warm ? 'yes' : 'no', t.from ?? '-', formatAge(t.createdAt, now)]);
+  return table(['NAME', 'WARM', 'FROM', 'CREATED'], rows);
+}
+
+async function listTemplates(json: boolean): Promise<number> {
+  const templates = await connect().templates.list();
+  if (json) printJson(templates);
+  else process.stdout.write(templatesTable(templates));
+  return 0;
+}
+
+/** Progress lines go to stderr, dimmed on a terminal, so stdout carries only the result. */
+function progressPrinter(out: NodeJS.WriteStream = process.stderr): (line: string) => void {
+  const style = styleFor(out);
+  return (line) => {
+    if (!line) return;
+    out.write(
+      line
+        .split('\n')
+        .map((l) => style.dim(l))
+        .join('\n') + '\n',
+    );
+  };
+}
+
+async function buildTemplate(request: BuildTemplateRequest, json: boolean): Promise<number> {
+  // The server does not stop a build whose client went away: say so rather than leave it implied.
+  const onInterrupt = () => {
+    process.stderr.write(`\nstopped waiting: the build of ${request.name} carries on on the server (see forkd template ls)\n`);
+    process.exit(130);
+  };
+  process.once('SIGINT', onInterrupt);
+  try {
+    const template = await connect().templates.build(request, { onProgress: progressPrinter() });
+    if (json) printJson(template);
+    else process.stdout.write(`${template.name}\n`);
+    return 0;
+  } finally {
+    process.off('SIGINT', onInterrupt);
+  }
+}
+
+async function removeTemplates(names: readonly string[]): Promise<number> {
+  const client = connect();
+  let status = 0;
+  for (const name of names) {
+    try {
+      await client.templates.delete(name);
+      process.stdout.write(`${name}\n`);
+    } catch (err) {
+      status = reportError(err);
+    }
+  }
+  return status;
+}
+
+export const templateCommand: CliCommand = {
+  name: 'template',
+  summary: 'list, build and delete templates',
+  usage: USAGE,
+  run(argv) {
+    const args = parseTemplateArgs(argv);
+    switch (args.sub) {
+      case 'ls':
+        return listTemplates(args.json);
+      case 'build':
+        return buildTemplate(args.request, args.json);
+      case 'rm':
+        return removeTemplates(args.names);
+    }
+  },
+};
+
+const LS_USAGE = `Usage: forkd templates [--json]
+
+Lists the templates sandboxes can be created from; the same as
+'forkd template ls' (see forkd template --help).
+
+Options:
+      --json   print the templates as a JSON array
+`;
+
+/** The older name of `template ls`, kept working. */
+export const templatesCommand: CliCommand = {
+  name: 'templates',
+  summary: "list templates (same as 'template ls')",
+  usage: LS_USAGE,
+  async run(argv) {
+    return listTemplates(parseTemplateLsArgs(argv).json);
+  },
+};

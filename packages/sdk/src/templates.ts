@@ -1,0 +1,59 @@
+import { ForkdError, type BuildTemplateRequest, type TemplateInfo } from '@forkd/protocol';
+import type { HttpTransport } from './http-transport.js';
+import { readNdjson } from './ndjson.js';
+import type { BuildTemplateOptions } from './types.js';
+import { wireError } from './wire-error.js';
+
+/** A line of the build stream (`POST /v1/templates`). */
+type BuildEvent =
+  | { type: 'progress'; line: string }
+  | { type: 'done'; template: TemplateInfo }
+  | { type: 'error'; error: { code?: unknown; message?: unknown; details?: unknown } };
+
+/** The templates sandboxes are created from, and building new ones. */
+export class Templates {
+  readonly #http: HttpTransport;
+
+  constructor(http: HttpTransport) {
+    this.#http = http;
+  }
+
+  async list(): Promise<TemplateInfo[]> {
+    const r = await this.#http.json<{ templates: TemplateInfo[] }>('GET', '/v1/templates');
+    return r.templates;
+  }
+
+  /**
+   * Builds a template: a sandbox from `from` (default `base`) runs the `setup`
+   * commands in order (each by `bash -lc`, as root; one failing fails the
+   * build), then its files, and with `start` its running processes, become
+   * the template. Building over an existing name replaces it. Builds take
+   * minutes; their output arrives line by line on `onProgress`.
+   *
+   * Aborting stops waiting only: the build carries on on the server.
+   */
+  async build(req: BuildTemplateRequest, opts: BuildTemplateOptions = {}): Promise<TemplateInfo> {
+    const res = await this.#http.request('POST', '/v1/templates', { json: req, streaming: true, signal: opts.abortSignal });
+    for await (const raw of readNdjson(res.body!)) {
+      const e = raw as BuildEvent | null;
+      switch (e?.type) {
+        case 'progress':
+          if (typeof e.line === 'string') opts.onProgress?.(e.line);
+          break;
+        case 'done':
+          return e.template;
+        case 'error':
+          throw wireError(e.error);
+        // Unknown lines are ignored so newer servers stay compatible.
+      }
+    }
+    throw new ForkdError('UNAVAILABLE', `the build stream of template ${req.name} ended before the build finished; it may still be running on the server`, {
+      name: req.name,
+    });
+  }
+
+  /** Deleting `base` is FAILED_PRECONDITION; an unknown name NOT_FOUND. */
+  delete(name: string): Promise<void> {
+    return this.#http.send('DELETE', `/v1/templates/${encodeURIComponent(name)}`);
+  }
+}
