@@ -33,7 +33,13 @@ export async function openNode(config: ForkdConfig, logger: Logger): Promise<Nod
   const storage = new BtrfsStorage(config.pool.mountPoint);
   const runtime = new RuncRuntime({ stateRoot: join(config.runDir, 'runc'), bundleRoot: join(config.stateDir, 'bundles'), cgroupParent: config.cgroupParent, criu: criuPath(config) });
   const templates = new TemplateRegistry(storage, store);
-  const manager = new SandboxManager({ store, storage, runtime, templates, guestBinary: config.guestBinary,
+  const manager = new SandboxManager({
+    store,
+    storage,
+    runtime,
+    templates,
+    guestBinary: config.guestBinary,
+    stagingDir: config.stagingDir,
     logger,
     warmPoolSize: config.warmPool,
     timeline: { ...DEFAULT_TIMELINE_POLICY, intervalMs: config.snapshotIntervalS * 1000 },

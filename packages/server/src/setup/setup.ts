@@ -103,9 +103,10 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
   return `criu ${got!.join('.')}`;
 }
 
-/** Builds the guest agent when its sources are newer than the binary. */
-export async function buildGuest(): Promise<void> {
+/** Builds the guest agent and the host tools when their sources are newer than the binaries. */
+export async function buildNative(): Promise<void> {
   await exec('make', ['-s', '-C', join(REPO_ROOT, 'packages/guest')], { timeoutMs: 300_000 });
+  await exec('make', ['-s', '-C', join(REPO_ROOT, 'packages/host-tools')], { timeoutMs: 300_000 });
 }
 
 function recipeHash(host: HostInfo): string {
@@ -160,7 +161,7 @@ export async function setupHost(config: ForkdConfig, progress: Progress): Promis
   const host = await hostInfo();
   await step(progress, 'system packages', (d) => aptInstall(PACKAGES, d));
   const criu = await step(progress, 'CRIU ≥ 4.2', (d) => ensureCriu(config, host, d));
-  await step(progress, 'guest agent', () => buildGuest());
+  await step(progress, 'guest agent and host tools', () => buildNative());
   const baseRootfs = await step(progress, 'base root filesystem', (d) => ensureBaseRootfs(config, host, d));
   return { criu, baseRootfs, host };
 }

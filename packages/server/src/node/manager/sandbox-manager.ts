@@ -441,7 +441,7 @@ export class SandboxManager {
         await rm(staging, { recursive: true, force: true });
         throw err;
       });
-      memoryBytes = st.bytesWritten;
+      memoryBytes = st.bytesTotal - st.bytesShared;
     } else {
       memoryBytes = Number((await exec('du', ['-sb', join(tmp, 'memory')])).stdout.split('\t')[0]) || 0;
     }

@@ -1,86 +1,45 @@
-import { constants } from 'node:fs';
 import { copyFile, mkdir, open, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { REPO_ROOT } from '../../shared/config.js';
+import { exec } from '../../shared/exec.js';
 
-const PAGE = 4096;
-const CHUNK = 1024 * 1024;
+export const DEDUPE_TOOL = join(REPO_ROOT, 'packages/host-tools/build/forkd-dedupe');
 
 export interface StoreStats {
   files: number;
-  /** Bytes actually written to the pool (the rest is shared with the previous snapshot). */
-  bytesWritten: number;
   bytesTotal: number;
+  /** Bytes of pages found equal to the previous snapshot's and shared with it. */
+  bytesShared: number;
 }
 
 /**
- * Moves CRIU images from a staging directory into the pool so that
- * consecutive snapshots share unchanged memory: each pages image starts as a
- * reflink of the previous snapshot's image of the same name (sharing every
- * extent) and only the pages that differ are rewritten. This kernel has no
- * soft-dirty tracking, so CRIU's own incremental dumps are not available;
- * comparing against the previous image finds the unchanged pages instead.
- * Deleting either snapshot later never affects the other (extents are
- * reference-counted by Btrfs).
+ * Moves CRIU images from a staging directory into the pool and makes their
+ * pages share storage with the previous snapshot's images. This kernel has no
+ * soft-dirty tracking, so CRIU cannot dump incrementally; instead
+ * `forkd-dedupe` (packages/host-tools) finds equal pages — also ones that
+ * moved — and has Btrfs share them (FIDEDUPERANGE: the kernel verifies the
+ * bytes, contents never change). Deleting either snapshot later never affects
+ * the other: extents are reference-counted.
  */
-export async function storeImages(staging: string, dest: string, previous: string | undefined): Promise<StoreStats> {
+export async function storeImages(staging: string, dest: string, previous: string | undefined, tool = DEDUPE_TOOL): Promise<StoreStats> {
   await mkdir(dest, { recursive: true });
-  const stats: StoreStats = { files: 0, bytesWritten: 0, bytesTotal: 0 };
+  const stats: StoreStats = { files: 0, bytesTotal: 0, bytesShared: 0 };
   for (const name of await readdir(staging)) {
-    const src = join(staging, name);
-    const dst = join(dest, name);
-    const size = (await stat(src)).size;
-    stats.files++;
-    stats.bytesTotal += size;
-    const prev = previous && name.startsWith('pages-') ? join(previous, name) : undefined;
-    if (prev && (await reflink(prev, dst))) {
-      stats.bytesWritten += await patch(src, dst, size);
-    } else {
-      await copyFile(src, dst);
-      stats.bytesWritten += size;
+    const to = join(dest, name);
+    await copyFile(join(staging, name), to);
+    // Dedupe only shares ranges that are on disk: delayed allocation would leave nothing to share yet.
+    if (previous && name.startsWith('pages-')) {
+      const fh = await open(to, 'r');
+      await fh.datasync().finally(() => fh.close());
     }
+    stats.files++;
+    stats.bytesTotal += (await stat(join(staging, name))).size;
   }
   await rm(staging, { recursive: true, force: true });
+  if (previous) {
+    const r = await exec(tool, [previous, dest]);
+    const out = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as { bytesShared?: number };
+    stats.bytesShared = Math.min(out.bytesShared ?? 0, stats.bytesTotal);
+  }
   return stats;
-}
-
-async function reflink(from: string, to: string): Promise<boolean> {
-  try {
-    await copyFile(from, to, constants.COPYFILE_FICLONE_FORCE);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Rewrites in `dst` (a reflinked copy of an older image) the pages where `src` differs; returns bytes written. */
-async function patch(src: string, dst: string, size: number): Promise<number> {
-  const s = await open(src, 'r');
-  const d = await open(dst, 'r+');
-  let written = 0;
-  try {
-    const a = Buffer.allocUnsafe(CHUNK);
-    const b = Buffer.allocUnsafe(CHUNK);
-    for (let off = 0; off < size; off += CHUNK) {
-      const want = Math.min(CHUNK, size - off);
-      const { bytesRead: na } = await s.read(a, 0, want, off);
-      const { bytesRead: nb } = await d.read(b, 0, want, off);
-      // Runs of differing pages are written in one call.
-      let runStart = -1;
-      for (let p = 0; p <= na; p += PAGE) {
-        const end = Math.min(p + PAGE, na);
-        const differs = p < na && (p >= nb || a.compare(b, p, Math.min(end, nb), p, end) !== 0 || end > nb);
-        if (differs && runStart < 0) runStart = p;
-        if (!differs && runStart >= 0) {
-          await d.write(a, runStart, p - runStart, off + runStart);
-          written += p - runStart;
-          runStart = -1;
-        }
-      }
-    }
-    await d.truncate(size);
-  } finally {
-    await s.close();
-    await d.close();
-  }
-  return written;
 }
