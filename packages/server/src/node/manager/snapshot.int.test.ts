@@ -1,4 +1,5 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, statfs } from 'node:fs/promises';
+import { exec } from '../../shared/exec.js';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -97,6 +98,34 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
     await shell.process.write(Buffer.from('echo $((6*7))\n'));
     await waitFor(() => /[\r\n]42\r?\n/.test(screen), 5000, 'the PTY session answers');
     shell.process.detach();
+    await node.manager.delete(id);
+  });
+
+  test('an idle ~100 MB sandbox: each further snapshot adds < 10 MB; deleting one never breaks another', async () => {
+    const id = (await node.manager.create({ memoryMb: 1024 })).id;
+    const HOG = "import os,time\nb=bytearray(os.urandom(100*1024*1024))\nopen('/tmp/ready','w').write('1')\nwhile True: time.sleep(1)";
+    (await node.manager.spawn(id, { argv: ['python3', '-c', HOG], tag: 'hog' })).process.detach();
+    await waitFor(async () => (await run(node.manager, id, ['test', '-e', '/tmp/ready'])).exitCode === 0, 20_000, 'hog ready');
+    assert.ok((await node.manager.usage(id)).memoryBytes > 100 * 2 ** 20, 'about 100 MB resident');
+    const used = async () => {
+      await exec('btrfs', ['filesystem', 'sync', node.config.pool.mountPoint]);
+      const st = await statfs(node.config.pool.mountPoint);
+      return (st.blocks - st.bfree) * st.bsize;
+    };
+    const first = await node.manager.snapshot(id);
+    const snaps = [first.id];
+    for (let i = 0; i < 3; i++) {
+      const before = await used();
+      snaps.push((await node.manager.snapshot(id)).id);
+      const added = (await used()) - before;
+      assert.ok(added < 10 * 2 ** 20, `snapshot ${i + 2} added ${(added / 2 ** 20).toFixed(1)} MB`);
+    }
+    // The snapshots that others share pages with can go: the rest still restore.
+    await node.manager.deleteSnapshot(snaps[0]!);
+    await node.manager.deleteSnapshot(snaps[2]!);
+    const [f] = await node.manager.fork(snaps[3]!);
+    assert.ok((await (await node.manager.guest(f!.id)).listProcesses()).some((p) => p.tag === 'hog' && p.running));
+    await node.manager.delete(f!.id);
     await node.manager.delete(id);
   });
 
