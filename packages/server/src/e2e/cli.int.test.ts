@@ -124,6 +124,60 @@ describe('CLI against a real daemon', { skip: !isRoot && 'needs root' }, () => {
     assert.equal(r.code, 3);
   });
 
+  test('snapshot, timeline, fork, rewind, pause, resume and tree', async () => {
+    const url = daemon!.url;
+    assert.equal((await forkd(url, ['exec', id, '--', 'bash', '-c', 'echo one > /tmp/state'])).code, 0);
+    const snap = await forkd(url, ['snapshot', id, '--name', 'first', '--json']);
+    assert.equal(snap.code, 0, snap.stderr);
+    const snapId = JSON.parse(snap.stdout).id;
+    assert.match(snapId, /^snap-/);
+    assert.equal((await forkd(url, ['exec', id, '--', 'bash', '-c', 'echo two > /tmp/state'])).code, 0);
+    const tl = JSON.parse((await forkd(url, ['timeline', id, '--json'])).stdout);
+    assert.equal(tl[0].id, snapId);
+    assert.equal(tl[0].pinned, true);
+    const human = await forkd(url, ['timeline', id]);
+    assert.match(human.stdout, /first/);
+
+    const fork = await forkd(url, ['fork', snapId, '--count', '2', '--json']);
+    assert.equal(fork.code, 0, fork.stderr);
+    const { ids } = JSON.parse(fork.stdout);
+    assert.equal(ids.length, 2);
+    for (const f of ids) assert.equal((await forkd(url, ['exec', f, '--', 'cat', '/tmp/state'])).stdout, 'one\n');
+    const live = JSON.parse((await forkd(url, ['fork', id, '--json'])).stdout).ids;
+    assert.equal((await forkd(url, ['exec', live[0], '--', 'cat', '/tmp/state'])).stdout, 'two\n');
+
+    assert.equal((await forkd(url, ['rewind', id, snapId])).code, 0);
+    assert.equal((await forkd(url, ['exec', id, '--', 'cat', '/tmp/state'])).stdout, 'one\n');
+    assert.equal((await forkd(url, ['pause', id])).code, 0);
+    const paused = JSON.parse((await forkd(url, ['ls', '--json'])).stdout);
+    assert.equal((Array.isArray(paused) ? paused : paused.sandboxes).find((s: { id: string }) => s.id === id).state, 'paused');
+    assert.equal((await forkd(url, ['resume', id])).code, 0);
+    assert.equal((await forkd(url, ['exec', id, '--', 'cat', '/tmp/state'])).stdout, 'one\n');
+
+    const tree = JSON.parse((await forkd(url, ['tree', id, '--json'])).stdout);
+    assert.equal(tree.sandbox.id, id);
+    assert.deepEqual(tree.children.map((c: { sandbox: { id: string } }) => c.sandbox.id).sort(), [...ids, ...live].sort());
+    const drawn = await forkd(url, ['tree', id]);
+    for (const f of ids) assert.ok(drawn.stdout.includes(f));
+    for (const f of [...ids, ...live]) assert.equal((await forkd(url, ['rm', f])).code, 0);
+  });
+
+  test('template build, ls and rm', async () => {
+    const url = daemon!.url;
+    const b = await forkd(url, ['template', 'build', 'cli-tpl', '--run', 'echo from-template > /etc/motd-forkd', '--json']);
+    assert.equal(b.code, 0, b.stderr);
+    assert.equal(JSON.parse(b.stdout).name, 'cli-tpl');
+    const ls = JSON.parse((await forkd(url, ['template', 'ls', '--json'])).stdout);
+    assert.ok(ls.some((t: { name: string }) => t.name === 'cli-tpl'));
+    const sb = (await forkd(url, ['create', '--template', 'cli-tpl'])).stdout.trim();
+    assert.equal((await forkd(url, ['exec', sb, '--', 'cat', '/etc/motd-forkd'])).stdout, 'from-template\n');
+    assert.equal((await forkd(url, ['rm', sb])).code, 0);
+    assert.equal((await forkd(url, ['template', 'rm', 'cli-tpl'])).code, 0);
+    const bad = await forkd(url, ['template', 'build', 'bad-tpl', '--run', 'exit 9']);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /FAILED_PRECONDITION/);
+  });
+
   test('errors are clear and carry a stable code', async () => {
     const r = await forkd(daemon!.url, ['exec', 'sbx-000000000000', '--', 'true']);
     assert.notEqual(r.code, 0);
