@@ -139,6 +139,12 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
     later.forEach((v, i) => assert.ok(v > counts[i]!, `fork ${i} runs on`));
     const tree = node.manager.tree(a);
     assert.equal(tree.children.length, 10);
+    // Forks of forks: a fork is a sandbox like any other.
+    const [grandchild] = await node.manager.fork(forks[0]!.id);
+    assert.ok(await counterRunning(grandchild!.id));
+    const deep = node.manager.tree(a);
+    assert.equal(deep.children.find((c) => c.sandbox.id === forks[0]!.id)?.children[0]?.sandbox.id, grandchild!.id);
+    await node.manager.delete(grandchild!.id);
     await Promise.all(forks.map((f) => node.manager.delete(f.id)));
   });
 });
