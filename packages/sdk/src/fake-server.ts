@@ -1,3 +1,4 @@
+import type { SandboxInfo } from '@forkd/protocol';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -54,4 +55,19 @@ export async function writeInPieces(res: ServerResponse, text: string, size: num
     res.write(bytes.subarray(i, i + size));
     await new Promise((r) => setTimeout(r, 1));
   }
+}
+
+/** A SandboxInfo for tests: running `base` sandbox with default limits. */
+export function sandboxInfo(id: string, extra: Partial<SandboxInfo> = {}): SandboxInfo {
+  return {
+    id,
+    template: 'base',
+    state: 'running',
+    limits: { memoryMb: 512, cpus: 1, pids: 1024 },
+    env: {},
+    metadata: {},
+    createdAt: '2025-01-01T00:00:00.000Z',
+    hostname: 'sandbox',
+    ...extra,
+  };
 }

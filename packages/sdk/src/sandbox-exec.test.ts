@@ -3,19 +3,10 @@ import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { ForkdError, type SandboxInfo } from '@forkd/protocol';
 import { ForkdClient } from './client.js';
-import { sendJson, startFakeServer, writeInPieces, type FakeRequest } from './fake-server.js';
+import { sandboxInfo, sendJson, startFakeServer, writeInPieces, type FakeRequest } from './fake-server.js';
 
 const ID = 'sbx-aaaaaaaaaaaa';
-const info: SandboxInfo = {
-  id: ID,
-  template: 'base',
-  state: 'running',
-  limits: { memoryMb: 512, cpus: 1, pids: 1024 },
-  env: {},
-  metadata: {},
-  createdAt: '2025-01-01T00:00:00.000Z',
-  hostname: 'sandbox',
-};
+const info: SandboxInfo = sandboxInfo(ID);
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
 const ndjson = (events: object[]) => events.map((e) => JSON.stringify(e) + '\n').join('');

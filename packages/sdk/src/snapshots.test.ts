@@ -2,25 +2,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ForkdError, type SandboxInfo, type SnapshotInfo } from '@forkd/protocol';
 import { ForkdClient } from './client.js';
-import { sendJson, startFakeServer, type FakeRequest } from './fake-server.js';
+import { sandboxInfo, sendJson, startFakeServer, type FakeRequest } from './fake-server.js';
 import type { ForkTree } from './types.js';
 
 const ID = 'sbx-aaaaaaaaaaaa';
 const SNAP = 'snap-bbbbbbbbbbbb';
 
-function sandboxInfo(id: string, extra: Partial<SandboxInfo> = {}): SandboxInfo {
-  return {
-    id,
-    template: 'base',
-    state: 'running',
-    limits: { memoryMb: 512, cpus: 1, pids: 1024 },
-    env: {},
-    metadata: {},
-    createdAt: '2025-01-01T00:00:00.000Z',
-    hostname: 'sandbox',
-    ...extra,
-  };
-}
 
 function snapshotInfo(id: string, extra: Partial<SnapshotInfo> = {}): SnapshotInfo {
   return { id, sandboxId: ID, createdAt: '2025-01-01T00:00:01.000Z', frozenMs: 12.5, sizeBytes: 4096, pinned: false, reason: 'manual', ...extra };
