@@ -26,7 +26,9 @@ import type { Storage } from '../storage/storage.js';
 import { storeImages } from '../storage/image-store.js';
 import type { TemplateRegistry } from '../templates/template-registry.js';
 import { WarmPool } from './warm-pool.js';
-import { DEFAULT_TIMELINE_POLICY, snapshotDue, snapshotsToThin, type TimelinePolicy } from './timeline-policy.js';
+import { DEFAULT_TIMELINE_POLICY, type TimelinePolicy } from './timeline-policy.js';
+import { Reconciler } from './reconciler.js';
+import { buildTemplate } from '../templates/template-builder.js';
 
 export interface ManagerDeps {
   store: Store;
@@ -91,6 +93,7 @@ export class SandboxManager {
   /** Last API use per sandbox (idle hibernation). */
   readonly #activity = new Map<string, number>();
   readonly #pool: WarmPool;
+  readonly #reconciler: Reconciler = new Reconciler(this);
 
   constructor(deps: ManagerDeps) {
     this.#d = deps;
@@ -110,6 +113,10 @@ export class SandboxManager {
   }
 
   /** Starts filling the warm pool (after recovery, so orphans are gone first). */
+  get logger(): Logger {
+    return this.#d.logger;
+  }
+
   startWarmPool(): void {
     this.#pool.fill();
   }
@@ -180,7 +187,7 @@ export class SandboxManager {
         await this.#start(rec.id, rec.template, limits);
       }
       this.#transition(rec, 'running');
-      this.#activity.set(rec.id, Date.now());
+      this.markActive(rec.id);
       this.#d.logger.info('sandbox created', { sandbox: rec.id, template: rec.template, warm: !!warm });
       return toInfo(rec);
     } catch (err) {
@@ -262,7 +269,7 @@ export class SandboxManager {
       r = this.#record(id);
     }
     if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
-    this.#activity.set(id, Date.now());
+    this.markActive(id);
     return this.guestClient(id);
   }
 
@@ -547,7 +554,7 @@ export class SandboxManager {
     await this.#restoreFrom(r, this.#snapshotRecord(r.resumeFrom), { resetRoot: true });
     this.#transition(r, 'running');
     this.#d.store.setResumeFrom(id, undefined);
-    this.#activity.set(id, Date.now());
+    this.markActive(id);
     return toInfo(this.#record(id));
   }
 
@@ -615,7 +622,7 @@ export class SandboxManager {
           await this.#restoreFrom(rec, snap, { resetRoot: false });
           crashPoint('fork:restored');
           this.#transition(rec, 'running');
-          this.#activity.set(rec.id, Date.now());
+          this.markActive(rec.id);
           return toInfo(rec);
         } catch (err) {
           await this.#release(rec.id).catch(() => {});
@@ -644,10 +651,29 @@ export class SandboxManager {
     await this.#removeSnapshotFiles(snapId);
   }
 
-  readonly #cpu = new Map<string, { cpuNanos: number; at: number }>();
-  #ticking = false;
+  /** Activity bookkeeping and the policy hooks the reconciler drives. */
+  markActive(id: string, at = Date.now()): void {
+    this.#activity.set(id, at);
+  }
 
-  #policy(r: SandboxRecord): { timeline: TimelinePolicy; idleMs: number } {
+  lastActive(id: string): number | undefined {
+    return this.#activity.get(id);
+  }
+
+  openConnections(id: string): number {
+    return this.#guests.get(id)?.openConnections ?? 0;
+  }
+
+  records(): SandboxRecord[] {
+    return this.#d.store.listSandboxes();
+  }
+
+  snapshotRecords(id: string): SnapshotRecord[] {
+    return this.#d.store.listSnapshots(id);
+  }
+
+  /** Effective policy: the sandbox's overrides over the server's defaults. */
+  policy(r: SandboxRecord): { timeline: TimelinePolicy; idleMs: number } {
     const base = this.#d.timeline ?? DEFAULT_TIMELINE_POLICY;
     const interval = r.policy?.snapshotIntervalSeconds;
     const idle = r.policy?.idleTimeoutSeconds;
@@ -657,115 +683,21 @@ export class SandboxManager {
     };
   }
 
-  /** Activity = API use, an open stream, or CPU use above 2% of a core since the last tick. */
-  async #lastActivity(r: SandboxRecord, now: number): Promise<number> {
-    const u = await this.#d.runtime.usage(r.id).catch(() => undefined);
-    if (u) {
-      const prev = this.#cpu.get(r.id);
-      this.#cpu.set(r.id, { cpuNanos: u.cpuNanos, at: now });
-      if (prev && now > prev.at && (u.cpuNanos - prev.cpuNanos) / ((now - prev.at) * 1e6) > 0.02) this.#activity.set(r.id, now);
-    }
-    if (this.#guests.get(r.id)?.openConnections) this.#activity.set(r.id, now);
-    let last = this.#activity.get(r.id);
-    if (last === undefined) {
-      last = now;
-      this.#activity.set(r.id, now);
-    }
-    return last;
+  /** A rolling-timeline snapshot (unnamed, thinnable), if the sandbox is still running. */
+  async policySnapshot(id: string): Promise<void> {
+    await this.#exclusive(id, async () => {
+      const cur = this.#record(id);
+      if (cur.state === 'running') await this.#takeSnapshot(cur, { reason: 'policy', leaveRunning: true });
+    });
   }
 
-  /**
-   * The reconciler tick: rolling snapshots of active sandboxes, hibernation of
-   * idle ones, thinning of every timeline. The daemon runs it periodically;
-   * tests call it with a chosen clock.
-   */
-  async tick(now = Date.now()): Promise<void> {
-    if (this.#ticking) return;
-    this.#ticking = true;
-    try {
-      for (const r of this.#d.store.listSandboxes()) {
-        try {
-          await this.#tickOne(r, now);
-        } catch (err) {
-          this.#d.logger.warn('policy tick failed', { sandbox: r.id, error: (err as Error).message });
-        }
-      }
-    } finally {
-      this.#ticking = false;
-    }
+  /** One reconciler pass (see Reconciler); tests call it with a chosen clock. */
+  tick(now = Date.now()): Promise<void> {
+    return this.#reconciler.tick(now);
   }
 
-  async #tickOne(r: SandboxRecord, now: number): Promise<void> {
-    const { timeline, idleMs } = this.#policy(r);
-    if (r.state === 'running') {
-      const last = await this.#lastActivity(r, now);
-      if (idleMs > 0 && now - last >= idleMs) {
-        this.#d.logger.info('hibernating idle sandbox', { sandbox: r.id, idleMs: now - last });
-        await this.pause(r.id);
-      } else {
-        const snaps = this.#d.store.listSnapshots(r.id);
-        const lastSnap = snaps.length ? Date.parse(snaps[snaps.length - 1]!.createdAt) : Date.parse(r.createdAt);
-        if (snapshotDue(timeline, now, lastSnap, last)) {
-          await this.#exclusive(r.id, async () => {
-            const cur = this.#record(r.id);
-            if (cur.state === 'running') await this.#takeSnapshot(cur, { reason: 'policy', leaveRunning: true });
-          });
-        }
-      }
-    }
-    const current = this.#d.store.getSandbox(r.id);
-    if (!current || (current.state !== 'running' && current.state !== 'paused')) return;
-    const entries = this.#d.store.listSnapshots(r.id).map((s) => ({ id: s.id, createdAt: Date.parse(s.createdAt), pinned: s.pinned || s.id === current.resumeFrom }));
-    for (const id of snapshotsToThin(timeline, now, entries)) await this.deleteSnapshot(id);
-  }
-
-  /**
-   * Builds a template from another: runs the setup commands in a build
-   * sandbox, optionally leaves a start command running, and publishes the
-   * root filesystem — with the running processes' memory when there is a
-   * start command (a warm template: sandboxes from it start by restore).
-   */
-  async buildTemplate(input: BuildTemplateRequest, progress: (line: string) => void = () => {}): Promise<TemplateInfo> {
-    const req = BuildTemplateRequest.parse(input);
-    if (req.name === req.from) throw new ForkdError('INVALID_ARGUMENT', 'a template cannot be built from itself');
-    if (req.name === 'base') throw new ForkdError('FAILED_PRECONDITION', 'the base template is built by forkd setup and cannot be replaced');
-    if (!(await this.#d.templates.has(req.from))) throw new ForkdError('NOT_FOUND', `template ${req.from} not found`);
-    const build = await this.create({ template: req.from, memoryMb: 2048, cpus: 2, snapshotIntervalSeconds: 0, idleTimeoutSeconds: 0 });
-    try {
-      for (const cmd of req.setup) {
-        progress(`$ ${cmd}`);
-        const out: Buffer[] = [];
-        const { exit } = await this.spawn(build.id, { argv: ['/bin/bash', '-lc', cmd] }, {
-          onStdout: (d) => {
-            out.push(d);
-            progress(d.toString().trimEnd());
-          },
-          onStderr: (d) => {
-            out.push(d);
-            progress(d.toString().trimEnd());
-          },
-        });
-        const e = await exit;
-        if (!e || e.exitCode !== 0) {
-          throw new ForkdError('FAILED_PRECONDITION', `setup command failed (exit ${e?.exitCode ?? 'none'}): ${cmd}`, { outputTail: Buffer.concat(out).toString().slice(-4000) });
-        }
-      }
-      if (req.start) {
-        progress(`start: ${req.start}`);
-        (await this.spawn(build.id, { argv: ['/bin/bash', '-lc', req.start], tag: 'start' })).process.detach();
-        await this.#settle(build.id);
-      }
-      const r = this.#record(build.id);
-      const snap = await this.#exclusive(build.id, () => this.#takeSnapshot(r, { reason: 'manual', leaveRunning: false }));
-      const dir = this.snapshotDir(snap.id);
-      await this.#d.templates.publish(req.name, `snapshots/${snap.id}/rootfs`, req.start ? join(dir, 'memory') : undefined, req.from);
-      progress(`template ${req.name} built${req.start ? ' (warm)' : ''}`);
-      const info = this.#d.templates.list().find((t) => t.name === req.name);
-      if (!info) throw new ForkdError('INTERNAL', `template ${req.name} vanished after build`);
-      return info;
-    } finally {
-      await this.delete(build.id).catch((err) => this.#d.logger.warn('build sandbox cleanup failed', { sandbox: build.id, error: String(err) }));
-    }
+  buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void = () => {}): Promise<TemplateInfo> {
+    return buildTemplate(this, this.#d.templates, req, progress);
   }
 
   async deleteTemplate(name: string): Promise<void> {
@@ -774,24 +706,7 @@ export class SandboxManager {
     await this.#d.templates.remove(name);
   }
 
-  /** Waits until a sandbox's CPU use settles (its start command finished warming up), at most 60 s. */
-  async #settle(id: string): Promise<void> {
-    const deadline = Date.now() + 60_000;
-    let prev = (await this.#d.runtime.usage(id)).cpuNanos;
-    await sleep(300);
-    while (Date.now() < deadline) {
-      await sleep(200);
-      const cur = (await this.#d.runtime.usage(id)).cpuNanos;
-      if ((cur - prev) / 200e6 < 0.05) return;
-      prev = cur;
-    }
-  }
 
-  /** Volume paths are host paths; exposed for tests and diagnostics only. */
-  async hasRootfs(id: string): Promise<boolean> {
-    return lstat(this.rootfs(id)).then(
-      () => true,
-      () => false,
-    );
-  }
+
+
 }

@@ -1,0 +1,68 @@
+import type { SandboxRecord } from '../../store/store.js';
+import type { SandboxManager } from './sandbox-manager.js';
+import { snapshotDue, snapshotsToThin } from './timeline-policy.js';
+
+/**
+ * The periodic pass over every sandbox: rolling snapshots of active ones,
+ * hibernation of idle ones, thinning of every timeline. Activity = an API
+ * call (recorded by the manager), an open stream, or CPU use above 2% of a
+ * core since the previous pass.
+ */
+export class Reconciler {
+  readonly #m: SandboxManager;
+  readonly #cpu = new Map<string, { cpuNanos: number; at: number }>();
+  #running = false;
+
+  constructor(manager: SandboxManager) {
+    this.#m = manager;
+  }
+
+  async tick(now: number): Promise<void> {
+    if (this.#running) return;
+    this.#running = true;
+    try {
+      for (const r of this.#m.records()) {
+        try {
+          await this.#one(r, now);
+        } catch (err) {
+          this.#m.logger.warn('policy tick failed', { sandbox: r.id, error: (err as Error).message });
+        }
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  async #lastActivity(r: SandboxRecord, now: number): Promise<number> {
+    const u = await this.#m.usage(r.id).catch(() => undefined);
+    if (u) {
+      const prev = this.#cpu.get(r.id);
+      this.#cpu.set(r.id, { cpuNanos: u.cpuNanos, at: now });
+      if (prev && now > prev.at && (u.cpuNanos - prev.cpuNanos) / ((now - prev.at) * 1e6) > 0.02) this.#m.markActive(r.id, now);
+    }
+    if (this.#m.openConnections(r.id) > 0) this.#m.markActive(r.id, now);
+    const last = this.#m.lastActive(r.id);
+    if (last !== undefined) return last;
+    this.#m.markActive(r.id, now);
+    return now;
+  }
+
+  async #one(r: SandboxRecord, now: number): Promise<void> {
+    const { timeline, idleMs } = this.#m.policy(r);
+    if (r.state === 'running') {
+      const last = await this.#lastActivity(r, now);
+      if (idleMs > 0 && now - last >= idleMs) {
+        this.#m.logger.info('hibernating idle sandbox', { sandbox: r.id, idleMs: now - last });
+        await this.#m.pause(r.id);
+      } else {
+        const snaps = this.#m.snapshotRecords(r.id);
+        const lastSnap = snaps.length ? Date.parse(snaps[snaps.length - 1]!.createdAt) : Date.parse(r.createdAt);
+        if (snapshotDue(timeline, now, lastSnap, last)) await this.#m.policySnapshot(r.id);
+      }
+    }
+    const current = this.#m.records().find((x) => x.id === r.id);
+    if (!current || (current.state !== 'running' && current.state !== 'paused')) return;
+    const entries = this.#m.snapshotRecords(r.id).map((s) => ({ id: s.id, createdAt: Date.parse(s.createdAt), pinned: s.pinned || s.id === current.resumeFrom }));
+    for (const id of snapshotsToThin(timeline, now, entries)) await this.#m.deleteSnapshot(id);
+  }
+}

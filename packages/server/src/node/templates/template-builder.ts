@@ -1,0 +1,64 @@
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BuildTemplateRequest, ForkdError, type TemplateInfo } from '@forkd/protocol';
+import type { SandboxManager } from '../manager/sandbox-manager.js';
+import type { TemplateRegistry } from './template-registry.js';
+
+/**
+ * Builds a template from another: runs the setup commands in a build sandbox,
+ * optionally leaves a start command running until its CPU use settles, then
+ * pauses it — which captures memory and files at one instant — and publishes
+ * that snapshot's root filesystem, plus its memory when there is a start
+ * command (a warm template: sandboxes from it start by restore).
+ */
+export async function buildTemplate(m: SandboxManager, templates: TemplateRegistry, input: BuildTemplateRequest, progress: (line: string) => void): Promise<TemplateInfo> {
+  const req = BuildTemplateRequest.parse(input);
+  if (req.name === req.from) throw new ForkdError('INVALID_ARGUMENT', 'a template cannot be built from itself');
+  if (req.name === 'base') throw new ForkdError('FAILED_PRECONDITION', 'the base template is built by forkd setup and cannot be replaced');
+  if (!(await templates.has(req.from))) throw new ForkdError('NOT_FOUND', `template ${req.from} not found`);
+  const build = await m.create({ template: req.from, memoryMb: 2048, cpus: 2, snapshotIntervalSeconds: 0, idleTimeoutSeconds: 0 });
+  try {
+    for (const cmd of req.setup) {
+      progress(`$ ${cmd}`);
+      const out: Buffer[] = [];
+      const collect = (d: Buffer) => {
+        out.push(d);
+        progress(d.toString().trimEnd());
+      };
+      const { exit } = await m.spawn(build.id, { argv: ['/bin/bash', '-lc', cmd] }, { onStdout: collect, onStderr: collect });
+      const e = await exit;
+      if (!e || e.exitCode !== 0) {
+        throw new ForkdError('FAILED_PRECONDITION', `setup command failed (exit ${e?.exitCode ?? 'none'}): ${cmd}`, { outputTail: Buffer.concat(out).toString().slice(-4000) });
+      }
+    }
+    if (req.start) {
+      progress(`start: ${req.start}`);
+      (await m.spawn(build.id, { argv: ['/bin/bash', '-lc', req.start], tag: 'start' })).process.detach();
+      await settle(m, build.id);
+    }
+    await m.pause(build.id);
+    const snap = m.timeline(build.id).at(-1);
+    if (!snap) throw new ForkdError('INTERNAL', 'the build snapshot is missing');
+    const dir = m.snapshotDir(snap.id);
+    await templates.publish(req.name, `snapshots/${snap.id}/rootfs`, req.start ? join(dir, 'memory') : undefined, req.from);
+    progress(`template ${req.name} built${req.start ? ' (warm)' : ''}`);
+    const info = templates.list().find((t) => t.name === req.name);
+    if (!info) throw new ForkdError('INTERNAL', `template ${req.name} vanished after build`);
+    return info;
+  } finally {
+    await m.delete(build.id).catch((err) => m.logger.warn('build sandbox cleanup failed', { sandbox: build.id, error: String(err) }));
+  }
+}
+
+/** Waits until a sandbox's CPU use settles (its start command finished warming up), at most 60 s. */
+async function settle(m: SandboxManager, id: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  let prev = (await m.usage(id)).cpuNanos;
+  await sleep(300);
+  while (Date.now() < deadline) {
+    await sleep(200);
+    const cur = (await m.usage(id)).cpuNanos;
+    if ((cur - prev) / 200e6 < 0.05) return;
+    prev = cur;
+  }
+}
