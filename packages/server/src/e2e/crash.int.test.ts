@@ -69,8 +69,8 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
     if (dir) await disposeNodeDir(undefined, dir, cfg.config);
   });
 
-  test('crash mid-snapshot (sandbox frozen): it runs on, nothing half-made is listed', async () => {
-    const url = await crashDuring('snapshot:frozen', 'POST', `/v1/sandboxes/${id}/snapshots`, {});
+  test('crash mid-snapshot (dumped, sandbox still frozen for a pause): it runs on, nothing half-made is listed', async () => {
+    const url = await crashDuring('snapshot:dumped', 'POST', `/v1/sandboxes/${id}/pause`);
     const s = (await api(url, 'GET', `/v1/sandboxes/${id}`)).json;
     assert.equal(s.state, 'running');
     assert.deepEqual((await api(url, 'GET', `/v1/sandboxes/${id}/snapshots`)).json.snapshots, []);

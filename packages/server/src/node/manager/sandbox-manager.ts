@@ -427,11 +427,9 @@ export class SandboxManager {
         imagesDir: staging ?? join(tmp, 'memory'),
         workDir: join(tmp, 'work'),
         leaveRunning: opts.leaveRunning,
-        whileFrozen: async () => {
-          await this.#d.storage.commit(`${tmpKey}/rootfs`, this.volume(r.id), { keepActive: true });
-          crashPoint('snapshot:frozen');
-        },
+        whileFrozen: await this.#d.storage.commitCommand(`${tmpKey}/rootfs`, this.volume(r.id)),
       });
+      crashPoint('snapshot:dumped');
     } catch (err) {
       await this.#removeSnapshotFiles(`.tmp-${snapId}`).catch(() => {});
       if (staging) await rm(staging, { recursive: true, force: true });

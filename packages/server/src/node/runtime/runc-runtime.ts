@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkdError, type Limits } from '@forkd/protocol';
@@ -59,28 +60,47 @@ export class RuncRuntime implements Runtime {
     return this.#must(['resume', id], 'resume');
   }
 
+  /**
+   * Two paths to one guarantee (memory and files from the same instant):
+   * - leaveRunning: CRIU freezes the tree itself and runs `whileFrozen` from
+   *   its post-dump action script (forkd's criu config names it; the hook file
+   *   in the images dir carries the argv), then thaws. The freeze is only as
+   *   long as CRIU's own dump.
+   * - otherwise: runc pause, dump (CRIU leaves a tree it found frozen frozen),
+   *   `whileFrozen`, and the tree stays frozen for the caller.
+   */
   async checkpoint(id: string, o: CheckpointOptions): Promise<CheckpointStats> {
     await mkdir(o.imagesDir, { recursive: true });
     await mkdir(o.workDir, { recursive: true });
+    const hook = join(o.imagesDir, POST_DUMP_HOOK);
     const t0 = performance.now();
-    await this.freeze(id);
-    let t1 = t0;
+    if (o.leaveRunning && o.whileFrozen) await writeFile(hook, o.whileFrozen.join('\n') + '\n');
+    else await this.freeze(id);
     try {
-      // A dump of a frozen cgroup leaves it frozen (criu restores the freezer state it found).
       const args = ['checkpoint', '--image-path', o.imagesDir, '--work-path', o.workDir, '--leave-running', '--tcp-established', '--file-locks', id];
       const r = await this.#runc(args);
-      t1 = performance.now();
+      const log = await readFile(join(o.workDir, 'dump.log'), 'utf8').catch(() => '');
       if (r.code !== 0) {
-        const log = await readFile(join(o.workDir, 'dump.log'), 'utf8').catch(() => '');
         throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });
       }
-      await o.whileFrozen?.();
+      const dumpMs = performance.now() - t0;
+      if (o.leaveRunning && o.whileFrozen) {
+        if (!existsSync(`${hook}.done`)) throw new ForkdError('INTERNAL', 'the post-dump hook did not run: is forkd setup complete (criu action script)?', { logPath: join(o.workDir, 'dump.log') });
+        return { frozenMs: criuFrozenMs(log) ?? dumpMs, dumpMs };
+      }
+      if (o.whileFrozen) {
+        const [cmd, ...rest] = o.whileFrozen;
+        await exec(cmd!, rest);
+      }
+      if (o.leaveRunning) await this.thaw(id);
+      return { frozenMs: performance.now() - t0, dumpMs };
     } catch (err) {
-      await this.thaw(id).catch(() => {});
+      if (!(o.leaveRunning && o.whileFrozen)) await this.thaw(id).catch(() => {});
       throw err;
+    } finally {
+      await rm(hook, { force: true });
+      await rm(`${hook}.done`, { force: true });
     }
-    if (o.leaveRunning) await this.thaw(id);
-    return { frozenMs: performance.now() - t0, dumpMs: t1 - t0 };
   }
 
   async restore(id: string, spec: RuntimeSpec, o: { imagesDir: string }): Promise<RuntimeState> {
@@ -161,6 +181,20 @@ export class RuncRuntime implements Runtime {
     const parsed = JSON.parse(r.stdout || 'null') as Array<{ id: string }> | null;
     return (parsed ?? []).map((c) => c.id);
   }
+}
+
+/** Name of the hook file the criu action script runs at post-dump (see setup). */
+export const POST_DUMP_HOOK = 'forkd-post-dump';
+
+/** How long CRIU kept the tree frozen, from its own log (freeze → unfreeze). */
+function criuFrozenMs(log: string): number | undefined {
+  const at = (re: RegExp) => {
+    const m = re.exec(log);
+    return m ? Number(m[1]) * 1000 : undefined;
+  };
+  const start = at(/^\(([0-9.]+)\) freezing processes/m);
+  const end = at(/^\(([0-9.]+)\) Unfreezing tasks/m);
+  return start !== undefined && end !== undefined && end >= start ? end - start : undefined;
 }
 
 function criuError(log: string): string {

@@ -23,7 +23,8 @@ export interface CheckpointOptions {
   /** Where CRIU writes its log; kept for diagnostics. */
   workDir: string;
   leaveRunning: boolean;
-  whileFrozen?: () => Promise<void>;
+  /** argv of a command run while the tree is frozen, after the dump (the filesystem snapshot). */
+  whileFrozen?: string[];
 }
 
 export interface CheckpointStats {
@@ -57,11 +58,11 @@ export interface Runtime {
   thaw(id: string): Promise<void>;
   /**
    * Dumps the process tree's memory and state into `imagesDir` (CRIU).
-   * Consistency: the tree is frozen before the dump and stays frozen while
-   * `whileFrozen` runs (the filesystem snapshot goes there), so memory and
-   * files are from the same instant. With leaveRunning it is thawed after;
-   * otherwise it stays frozen, for the caller to record the snapshot before
-   * it destroys the processes (a crash in between loses nothing).
+   * Consistency: `whileFrozen` runs after the dump while the tree is still
+   * frozen, so memory and files are from the same instant. With leaveRunning
+   * it is thawed after; otherwise it stays frozen, for the caller to record
+   * the snapshot before it destroys the processes (a crash in between loses
+   * nothing).
    */
   checkpoint(id: string, opts: CheckpointOptions): Promise<CheckpointStats>;
   /** Starts a sandbox from a checkpoint, with `spec` (its own root, cgroup, limits). */

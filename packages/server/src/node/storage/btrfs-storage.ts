@@ -49,6 +49,12 @@ export class BtrfsStorage implements Storage {
     return p;
   }
 
+  async commitCommand(key: string, source: string): Promise<string[]> {
+    const p = this.path(key);
+    await mkdir(dirname(p), { recursive: true });
+    return ['btrfs', 'subvolume', 'snapshot', '-r', this.path(source), p];
+  }
+
   async rename(from: string, to: string): Promise<void> {
     const dst = this.path(to);
     await mkdir(dirname(dst), { recursive: true });

@@ -17,6 +17,12 @@ export interface Storage {
    * stays usable (rolling snapshots); otherwise it is consumed.
    */
   commit(key: string, source: string, opts?: { keepActive?: boolean }): Promise<string>;
+  /**
+   * The argv of a command that makes the same read-only snapshot as commit
+   * (keepActive), for callers that cannot call back into this process — the
+   * post-dump hook CRIU runs while a sandbox is frozen. Parent dirs are made.
+   */
+  commitCommand(key: string, source: string): Promise<string[]>;
   /** Atomically renames a volume (used to publish a finished template). */
   rename(from: string, to: string): Promise<void>;
   remove(key: string): Promise<void>;
