@@ -446,7 +446,7 @@ export class SandboxManager {
         await rm(staging, { recursive: true, force: true });
         throw err;
       });
-      memoryBytes = st.bytesTotal - st.bytesShared;
+      memoryBytes = st.bytesWritten;
     } else {
       memoryBytes = Number((await exec('du', ['-sb', join(tmp, 'memory')])).stdout.split('\t')[0]) || 0;
     }
