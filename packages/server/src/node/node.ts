@@ -31,7 +31,7 @@ export async function openNode(config: ForkdConfig, logger: Logger): Promise<Nod
   await ensurePool(config.pool, (m) => logger.info(m));
   const store = new SqliteStore(join(config.stateDir, 'forkd.db'));
   const storage = new BtrfsStorage(config.pool.mountPoint);
-  const runtime = new RuncRuntime({ stateRoot: join(config.runDir, 'runc'), bundleRoot: join(config.stateDir, 'bundles'), cgroupParent: config.cgroupParent, criu: criuPath(config) });
+  const runtime = new RuncRuntime({ stateRoot: join(config.runDir, 'runc'), bundleRoot: join(config.stateDir, 'bundles'), cgroupParent: config.cgroupParent, criu: criuPath(config), lazyRestore: config.lazyRestore });
   const templates = new TemplateRegistry(storage, store);
   const manager = new SandboxManager({
     store,

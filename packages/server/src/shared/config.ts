@@ -23,6 +23,8 @@ export interface ForkdConfig {
   idleTimeoutS: number;
   /** How often the timeline/hibernation reconciler runs. */
   policyTickS: number;
+  /** Restore memory lazily (userfaultfd) for faster resume and fork. */
+  lazyRestore: boolean;
 }
 
 /** The repository root (packages/server/dist/shared → ../../../..). */
@@ -63,6 +65,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     snapshotIntervalS: nonNegative(env.FORKD_SNAPSHOT_INTERVAL_S, 300, 'FORKD_SNAPSHOT_INTERVAL_S'),
     idleTimeoutS: nonNegative(env.FORKD_IDLE_TIMEOUT_S, 600, 'FORKD_IDLE_TIMEOUT_S'),
     policyTickS: int(env.FORKD_POLICY_TICK_S, 15, 'FORKD_POLICY_TICK_S'),
+    lazyRestore: env.FORKD_LAZY_RESTORE !== '0',
     ...overrides,
   };
 }

@@ -86,3 +86,14 @@ function lastLine(s: string): string {
   const lines = s.trim().split('\n');
   return (lines[lines.length - 1] ?? '').slice(0, 300);
 }
+
+/**
+ * Starts a helper daemon that must outlive this call (and this process): its
+ * own session, no stdio of ours. Returns its pid; errors come from its logs.
+ */
+export function spawnDaemon(file: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env): number {
+  const child = spawn(file, args, { env, detached: true, stdio: 'ignore' });
+  child.on('error', () => {});
+  child.unref();
+  return child.pid ?? 0;
+}

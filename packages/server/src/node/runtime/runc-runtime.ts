@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkdError, type Limits } from '@forkd/protocol';
-import { exec } from '../../shared/exec.js';
+import { exec, spawnDaemon } from '../../shared/exec.js';
 import { readUsage, swapAccounting } from '../cgroups/cgroups.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import type { CheckpointOptions, CheckpointStats, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
@@ -16,6 +16,12 @@ export interface RuncOptions {
   cgroupParent: string;
   /** CRIU ≥ 4 (a wrapper script on Debian 12 hosts); checkpoint/restore fail without it. */
   criu?: string;
+  /**
+   * Restore lazily: processes resume at once and their memory is served on
+   * demand (userfaultfd) and pushed in the background by a `criu lazy-pages`
+   * daemon per restore, which exits when everything is in.
+   */
+  lazyRestore?: boolean;
   runc?: string;
 }
 
@@ -25,7 +31,7 @@ export class RuncRuntime implements Runtime {
   readonly #swap = swapAccounting();
 
   constructor(opts: RuncOptions) {
-    this.#o = { runc: 'runc', criu: 'criu', ...opts };
+    this.#o = { runc: 'runc', criu: 'criu', lazyRestore: false, ...opts };
   }
 
   cgroupPath(id: string): string {
@@ -109,8 +115,17 @@ export class RuncRuntime implements Runtime {
     await mkdir(workDir, { recursive: true });
     const pidFile = join(bundle, 'init.pid');
     const args = ['restore', '--detach', '--image-path', o.imagesDir, '--work-path', workDir, '--tcp-established', '--file-locks', '--pid-file', pidFile, '--bundle', bundle, id];
+    let lazyPid = 0;
+    if (this.#o.lazyRestore) {
+      const sock = join(workDir, 'lazy-pages.socket');
+      await rm(sock, { force: true });
+      lazyPid = spawnDaemon(this.#o.criu, ['lazy-pages', '--images-dir', o.imagesDir, '--work-dir', workDir, '-o', 'lazy-pages.log']);
+      for (let i = 0; i < 2000 && !existsSync(sock); i++) await new Promise((r) => setTimeout(r, 1));
+      if (existsSync(sock)) args.splice(1, 0, '--lazy-pages');
+    }
     const r = await this.#runc(args);
     if (r.code !== 0) {
+      if (lazyPid) process.kill(lazyPid, 'SIGKILL');
       const log = await readFile(join(workDir, 'restore.log'), 'utf8').catch(() => '');
       await this.destroy(id, { keepBundle: true }).catch(() => {});
       throw new ForkdError('INTERNAL', `criu restore failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(workDir, 'restore.log') });
