@@ -129,6 +129,21 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
     await node.manager.delete(id);
   });
 
+  test('a fork keeps all its memory when its snapshot is deleted at once (lazy restore still serving)', async () => {
+    const id = (await node.manager.create({ memoryMb: 1024 })).id;
+    const HOG = "import os,time,hashlib\nb=bytearray(os.urandom(64*1024*1024))\nopen('/tmp/h0','w').write(hashlib.sha256(b).hexdigest())\nwhile True:\n  time.sleep(0.3)\n  open('/tmp/h1','w').write(hashlib.sha256(b).hexdigest())";
+    (await node.manager.spawn(id, { argv: ['python3', '-c', HOG], tag: 'hog' })).process.detach();
+    await waitFor(async () => (await run(node.manager, id, ['test', '-e', '/tmp/h1'])).exitCode === 0, 20_000, 'hog ready');
+    const snap = await node.manager.snapshot(id);
+    const [f] = await node.manager.fork(snap.id);
+    await node.manager.deleteSnapshot(snap.id);
+    await node.manager.delete(id);
+    await run(node.manager, f!.id, ['rm', '-f', '/tmp/h1']);
+    await waitFor(async () => (await run(node.manager, f!.id, ['test', '-e', '/tmp/h1'])).exitCode === 0, 10_000, 'a fresh hash from the fork');
+    assert.equal((await run(node.manager, f!.id, ['cat', '/tmp/h1'])).stdout, (await run(node.manager, f!.id, ['cat', '/tmp/h0'])).stdout, 'memory intact');
+    await node.manager.delete(f!.id);
+  });
+
   test('10-way fork of one snapshot, all running at once', async () => {
     const forks = await node.manager.fork(a, 10);
     assert.equal(forks.length, 10);
