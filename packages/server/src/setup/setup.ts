@@ -12,7 +12,7 @@ import { POST_DUMP_HOOK } from '../node/runtime/runc-runtime.js';
 export type Progress = (event: { step: string; detail?: string; done?: boolean; ms?: number }) => void;
 
 /** Host packages forkd drives (criu comes from a private root: see ensureCriu). */
-const PACKAGES = ['btrfs-progs', 'debootstrap', 'runc', 'iproute2', 'nftables', 'gcc', 'libc6-dev', 'make', 'util-linux', 'procps'];
+const PACKAGES = ['btrfs-progs', 'debootstrap', 'runc', 'iproute2', 'nftables', 'gcc', 'libc6-dev', 'make', 'util-linux', 'procps', 'e2fsprogs'];
 
 /** Contents of the default template; a change of this list rebuilds it. */
 export const BASE_PACKAGES = ['bash', 'coreutils', 'procps', 'python3', 'git', 'curl', 'ca-certificates', 'ncurses-bin', 'less', 'iproute2'];

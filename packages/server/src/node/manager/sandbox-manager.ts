@@ -211,6 +211,7 @@ export class SandboxManager {
     const t0 = performance.now();
     const rootfs = await this.#d.storage.prepare(this.volume(id), this.#d.templates.volume(template));
     const warm = this.#d.templates.get(template)?.images;
+    await this.#unsealGuestDir(rootfs);
     // A warm template's memory maps the agent binary it was built with: keep that one.
     if (!warm) await this.#installGuest(rootfs);
     const t1 = performance.now();
@@ -230,6 +231,22 @@ export class SandboxManager {
     await chmod(join(dir, 'init'), 0o755);
   }
 
+  /**
+   * The host reaches the agent through `/.forkd` in the sandbox's root, which
+   * the sandbox's root user could otherwise fill with a symlink to a host
+   * socket. Once the agent listens, the directory is made immutable: without
+   * CAP_LINUX_IMMUTABLE nothing inside can add, remove or rename its entries.
+   * Unsealed only while forkd itself writes there (install, CRIU restore).
+   */
+  async #sealGuestDir(rootfs: string): Promise<void> {
+    await exec('chattr', ['+i', join(rootfs, GUEST_DIR)]);
+  }
+
+  async #unsealGuestDir(rootfs: string): Promise<void> {
+    await exec('chattr', ['-i', join(rootfs, GUEST_DIR)], { allowFailure: true });
+  }
+
+  /** Waits for the agent to answer, then seals its directory. */
   async #waitReady(id: string): Promise<void> {
     const guest = this.guestClient(id);
     const deadline = Date.now() + READY_TIMEOUT_MS;
@@ -237,6 +254,7 @@ export class SandboxManager {
     for (;;) {
       try {
         await guest.info();
+        await this.#sealGuestDir(this.rootfs(id));
         return;
       } catch (err) {
         if (Date.now() > deadline) throw new ForkdError('TIMEOUT', `guest agent of ${id} did not become ready`, undefined, { cause: err });
@@ -492,6 +510,7 @@ export class SandboxManager {
       await this.#d.storage.remove(this.volume(r.id));
       await this.#d.storage.prepare(this.volume(r.id), `snapshots/${snap.id}/rootfs`);
     }
+    await this.#unsealGuestDir(this.rootfs(r.id));
     const release = this.guestClient(r.id).quiesce();
     try {
       await this.#d.runtime.restore(r.id, this.#spec(r), { imagesDir: join(dir, 'memory') });

@@ -190,6 +190,14 @@ describe('sandbox (real Btrfs, runc, guest agent)', { skip: !isRoot && 'needs ro
       assert.equal(net.stdout.trim(), 'lo');
     });
 
+    test('the agent socket cannot be swapped for a symlink to a host socket', async () => {
+      const r = await run(node.manager, id, 'rm -f /.forkd/agent.sock; ln -sf /run/host.sock /.forkd/x; mv /.forkd /.forkd-moved; echo done');
+      assert.match(r.stderr, /Operation not permitted/);
+      const still = await run(node.manager, id, ['ls', '-A', '/.forkd']);
+      assert.deepEqual(still.stdout.trim().split('\n').sort(), ['agent.sock', 'init']);
+      assert.equal((await (await node.manager.guest(id)).info()).version, 1);
+    });
+
     test('a memory hog is OOM-killed and reported; the sandbox and its neighbour live on', async () => {
       const other = (await node.manager.create({ template: 'base' })).id;
       const hog = await run(node.manager, id, ['python3', '-c', 'b = bytearray(1 << 30); print(len(b))']);
