@@ -37,6 +37,7 @@ struct client {
   int fd;
   enum cstate state;
   bool dead;
+  int64_t request_deadline; /* HELLO and the request must arrive before this (monotonic ms) */
   struct buf in, out;
 
   /* process stream */

@@ -20,6 +20,7 @@ int g_nclients;
 
 #define IN_KEEP (MAX_DATA * 2 + 64) /* WRITE_FILE keeps its input buffer */
 #define BUF_KEEP 16384
+#define REQUEST_TIMEOUT_MS 10000
 #define IN_AHEAD_MAX (256u * 1024u)
 
 struct client *client_new(int fd) {
@@ -28,6 +29,7 @@ struct client *client_new(int fd) {
   c->fd = fd;
   c->file_fd = -1;
   c->state = CS_HELLO;
+  c->request_deadline = now_ms() + REQUEST_TIMEOUT_MS;
   c->next = g_clients;
   g_clients = c;
   g_nclients++;
@@ -43,6 +45,18 @@ void client_close(struct client *c) {
   if (c->fd >= 0) close(c->fd);
   c->fd = -1;
   g_nclients--;
+}
+
+/* A connection that never completes HELLO and its request would hold one of
+   the MAX_CLIENTS places for ever: give it REQUEST_TIMEOUT_MS. */
+int client_expire(int64_t now) {
+  int64_t next = -1;
+  for (struct client *c = g_clients; c; c = c->next) {
+    if (c->dead || (c->state != CS_HELLO && c->state != CS_REQ)) continue;
+    if (now >= c->request_deadline) client_close(c);
+    else if (next < 0 || c->request_deadline - now < next) next = c->request_deadline - now;
+  }
+  return (int)next;
 }
 
 void client_sweep(void) {

@@ -234,6 +234,8 @@ int main(int argc, char **argv) {
     service(now);
     build_pollset(now);
     int timeout = proc_poll_timeout(now);
+    int expire = client_expire(now);
+    if (expire >= 0 && (timeout < 0 || expire < timeout)) timeout = expire;
     if (now < g_accept_resume) {
       int t = (int)(g_accept_resume - now);
       if (timeout < 0 || t < timeout) timeout = t;

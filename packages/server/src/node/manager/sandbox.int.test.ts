@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { createConnection } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { REPO_ROOT } from '../../shared/config.js';
@@ -196,6 +197,17 @@ describe('sandbox (real Btrfs, runc, guest agent)', { skip: !isRoot && 'needs ro
       const still = await run(node.manager, id, ['ls', '-A', '/.forkd']);
       assert.deepEqual(still.stdout.trim().split('\n').sort(), ['agent.sock', 'init']);
       assert.equal((await (await node.manager.guest(id)).info()).version, 1);
+    });
+
+    test('a connection that never sends its request is closed by the agent', async () => {
+      const sock = createConnection(`${node.manager.rootfs(id)}/.forkd/agent.sock`);
+      const t0 = Date.now();
+      await new Promise<void>((resolve, reject) => {
+        sock.on('close', () => resolve());
+        sock.on('error', reject);
+        setTimeout(() => reject(new Error('still open after 15 s')), 15_000).unref();
+      });
+      assert.ok(Date.now() - t0 >= 9_000, 'not before the timeout');
     });
 
     test('a memory hog is OOM-killed and reported; the sandbox and its neighbour live on', async () => {
