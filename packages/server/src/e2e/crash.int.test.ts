@@ -4,24 +4,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
+import { api, execHttp } from '../testing/http-client.js';
 import { startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
 
 const COUNTER = "import time\ni=0\nwhile True:\n  i+=1\n  open('/tmp/c.tmp','w').write(str(i))\n  __import__('os').rename('/tmp/c.tmp','/tmp/count')\n  time.sleep(0.02)";
-
-async function api(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const r = await fetch(url + path, { method, headers: { 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : null });
-  const text = await r.text();
-  return { status: r.status, json: text ? JSON.parse(text.split('\n')[0]!) : undefined };
-}
-
-async function out(url: string, id: string, cmd: string[]): Promise<{ stdout: string; exit: number }> {
-  const r = await fetch(`${url}/v1/sandboxes/${id}/exec`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ cmd }) });
-  const events = (await r.text()).split('\n').filter(Boolean).map((l) => JSON.parse(l));
-  const stdout = events.filter((e) => e.type === 'stdout').map((e) => Buffer.from(e.data, 'base64').toString()).join('');
-  const exit = events.find((e) => e.type === 'exit')?.exitCode ?? -1;
-  if (r.status !== 200) throw new Error(`exec failed: ${JSON.stringify(events)}`);
-  return { stdout, exit };
-}
 
 /**
  * kill -9 of the daemon in the middle of a snapshot, a pause, a fork and a
@@ -49,7 +35,7 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
     if (c.exitCode === null && c.signalCode === null) await new Promise((r) => c.once('exit', r));
     return restart();
   };
-  const counter = async (url: string) => Number((await out(url, id, ['cat', '/tmp/count'])).stdout);
+  const counter = async (url: string) => Number((await execHttp(url, id, ['cat', '/tmp/count'])).stdout);
   const noTmpSnapshots = async () => {
     const names = await readdir(join(cfg.config.pool.mountPoint, 'snapshots')).catch(() => [] as string[]);
     assert.deepEqual(names.filter((n) => n.startsWith('.tmp-')), [], 'no half-made snapshot left on disk');
@@ -106,12 +92,12 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
   test('crash mid-rewind: the rewind is committed; the sandbox resumes at the target', async () => {
     let url = daemon!.url;
     const target = (await api(url, 'POST', `/v1/sandboxes/${id}/snapshots`, { name: 'target' })).json;
-    await out(url, id, ['bash', '-c', 'echo after > /tmp/after']);
+    await execHttp(url, id, ['bash', '-c', 'echo after > /tmp/after']);
     url = await crashDuring('rewind:paused', 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: target.id });
     const s = (await api(url, 'GET', `/v1/sandboxes/${id}`)).json;
     assert.ok(['paused', 'running'].includes(s.state), s.state);
     // An exec resumes it transparently at the target: the later file is gone.
-    assert.equal((await out(url, id, ['test', '-e', '/tmp/after'])).exit, 1);
+    assert.equal((await execHttp(url, id, ['test', '-e', '/tmp/after'])).exit, 1);
     const snaps = (await api(url, 'GET', `/v1/sandboxes/${id}/snapshots`)).json.snapshots;
     assert.ok(snaps.some((x: { reason: string }) => x.reason === 'rewind'), 'the state left behind is kept');
     await noTmpSnapshots();

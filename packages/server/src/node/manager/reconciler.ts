@@ -60,7 +60,7 @@ export class Reconciler {
         if (snapshotDue(timeline, now, lastSnap, last)) await this.#m.policySnapshot(r.id);
       }
     }
-    const current = this.#m.records().find((x) => x.id === r.id);
+    const current = this.#m.recordOf(r.id);
     if (!current || (current.state !== 'running' && current.state !== 'paused')) return;
     const entries = this.#m.snapshotRecords(r.id).map((s) => ({ id: s.id, createdAt: Date.parse(s.createdAt), pinned: s.pinned || s.id === current.resumeFrom }));
     for (const id of snapshotsToThin(timeline, now, entries)) await this.#m.deleteSnapshot(id);

@@ -3,32 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { api, execHttp } from '../../testing/http-client.js';
 import { startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../../testing/daemon-process.js';
 import { disposeNodeDir, isRoot, testConfig } from '../../testing/test-node.js';
-
-async function api(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any; text: string }> {
-  const r = await fetch(url + path, { method, headers: { 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : null });
-  const text = await r.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: r.status, json, text };
-}
-
-async function execOut(url: string, id: string, cmd: string[]): Promise<string> {
-  const r = await api(url, 'POST', `/v1/sandboxes/${id}/exec`, { cmd });
-  assert.equal(r.status, 200, r.text);
-  return r.text
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l))
-    .filter((e) => e.type === 'stdout')
-    .map((e) => Buffer.from(e.data, 'base64').toString())
-    .join('');
-}
 
 describe('daemon restart', { skip: !isRoot && 'needs root' }, () => {
   let dir = '';
@@ -62,8 +39,8 @@ describe('daemon restart', { skip: !isRoot && 'needs root' }, () => {
       [...ids].sort(),
     );
     assert.ok(list.json.sandboxes.every((s: { state: string }) => s.state === 'running'));
-    for (const id of ids) assert.equal(await execOut(daemon.url, id, ['hostname']), `${id}\n`);
-    assert.equal(await execOut(daemon.url, ids[0]!, ['cat', '/tmp/marker']), 'before\n');
+    for (const id of ids) assert.equal((await execHttp(daemon.url, id, ['hostname'])).stdout, `${id}\n`);
+    assert.equal((await execHttp(daemon.url, ids[0]!, ['cat', '/tmp/marker'])).stdout, 'before\n');
     const procs = await api(daemon.url, 'GET', `/v1/sandboxes/${ids[0]}/processes`);
     assert.ok(procs.json.processes.some((p: { tag?: string; running: boolean }) => p.tag === 'sleeper' && p.running));
     for (const id of ids) assert.equal((await api(daemon.url, 'DELETE', `/v1/sandboxes/${id}`)).status, 204);

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chmod, copyFile, lstat, mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -112,11 +112,11 @@ export class SandboxManager {
     );
   }
 
-  /** Starts filling the warm pool (after recovery, so orphans are gone first). */
   get logger(): Logger {
     return this.#d.logger;
   }
 
+  /** Starts filling the warm pool (after recovery, so orphans are gone first). */
   startWarmPool(): void {
     this.#pool.fill();
   }
@@ -425,10 +425,11 @@ export class SandboxManager {
   }
 
   /**
-   * Memory + filesystem of a running sandbox at one instant: freeze, CRIU dump
-   * (leaving it frozen), read-only Btrfs snapshot of its root, then thaw (or
-   * stop, for pause/rewind). Written under `.tmp-*` and renamed into place, so
-   * a crash never leaves a half-made snapshot that looks whole.
+   * Memory + filesystem of a running sandbox at one instant (CRIU dump and a
+   * read-only Btrfs snapshot of its root while it is frozen; see
+   * Runtime.checkpoint). With leaveRunning it runs on; otherwise it stays
+   * frozen for the caller (pause, rewind). Written under `.tmp-*` and renamed
+   * into place, so a crash never leaves a half-made snapshot that looks whole.
    */
   async #takeSnapshot(r: SandboxRecord, opts: { name?: string | undefined; reason: SnapshotRecord['reason']; leaveRunning: boolean }): Promise<SnapshotRecord> {
     const snapId = newSnapshotId();
@@ -438,35 +439,32 @@ export class SandboxManager {
     // Dump into memory (tmpfs) when it fits comfortably: the freeze then lasts
     // as long as a RAM copy, and the pool write with page sharing comes after.
     const staging = (await this.#canStage(r.id)) ? join(this.#d.stagingDir!, snapId) : undefined;
-    const release = this.guestClient(r.id).quiesce();
+    const previous = this.#d.store.listSnapshots(r.id).pop()?.id ?? r.forkedFrom;
     let stats;
+    let memoryBytes: number;
     try {
-      stats = await this.#d.runtime.checkpoint(r.id, {
-        imagesDir: staging ?? join(tmp, 'memory'),
-        workDir: join(tmp, 'work'),
-        leaveRunning: opts.leaveRunning,
-        whileFrozen: await this.#d.storage.commitCommand(`${tmpKey}/rootfs`, this.volume(r.id)),
-      });
-      crashPoint('snapshot:dumped');
+      const release = this.guestClient(r.id).quiesce();
+      try {
+        stats = await this.#d.runtime.checkpoint(r.id, {
+          imagesDir: staging ?? join(tmp, 'memory'),
+          workDir: join(tmp, 'work'),
+          leaveRunning: opts.leaveRunning,
+          whileFrozen: await this.#d.storage.commitCommand(`${tmpKey}/rootfs`, this.volume(r.id)),
+        });
+        crashPoint('snapshot:dumped');
+      } finally {
+        release();
+      }
+      if (staging) {
+        const prevDir = previous ? join(this.snapshotDir(previous), 'memory') : undefined;
+        memoryBytes = (await storeImages(staging, join(tmp, 'memory'), prevDir && existsSync(prevDir) ? prevDir : undefined)).bytesWritten;
+      } else {
+        memoryBytes = Number((await exec('du', ['-sb', join(tmp, 'memory')])).stdout.split('\t')[0]) || 0;
+      }
     } catch (err) {
       await this.#removeSnapshotFiles(`.tmp-${snapId}`).catch(() => {});
       if (staging) await rm(staging, { recursive: true, force: true });
       throw err;
-    } finally {
-      release();
-    }
-    const previous = this.#d.store.listSnapshots(r.id).pop()?.id ?? r.forkedFrom;
-    let memoryBytes: number;
-    if (staging) {
-      const prevDir = previous ? join(this.snapshotDir(previous), 'memory') : undefined;
-      const st = await storeImages(staging, join(tmp, 'memory'), prevDir && existsSync(prevDir) ? prevDir : undefined).catch(async (err) => {
-        await this.#removeSnapshotFiles(`.tmp-${snapId}`).catch(() => {});
-        await rm(staging, { recursive: true, force: true });
-        throw err;
-      });
-      memoryBytes = st.bytesWritten;
-    } else {
-      memoryBytes = Number((await exec('du', ['-sb', join(tmp, 'memory')])).stdout.split('\t')[0]) || 0;
     }
     await rename(tmp, this.snapshotDir(snapId));
     const rec: SnapshotRecord = {
@@ -685,6 +683,10 @@ export class SandboxManager {
     return this.#d.store.listSandboxes();
   }
 
+  recordOf(id: string): SandboxRecord | undefined {
+    return this.#d.store.getSandbox(id);
+  }
+
   snapshotRecords(id: string): SnapshotRecord[] {
     return this.#d.store.listSnapshots(id);
   }
@@ -722,8 +724,4 @@ export class SandboxManager {
     if (!this.#d.templates.get(name)) throw new ForkdError('NOT_FOUND', `template ${name} not found`);
     await this.#d.templates.remove(name);
   }
-
-
-
-
 }

@@ -38,10 +38,15 @@ export class RuncRuntime implements Runtime {
     return `/${this.#o.cgroupParent}/${id}`;
   }
 
+  /**
+   * Runs runc with forkd's state root and criu. With a log file, runc's errors
+   * go there and no stdio of ours is passed: a detached container's init
+   * inherits runc's stdio.
+   */
   #runc(args: string[], logFile?: string) {
     const base = ['--root', this.#o.stateRoot, '--criu', this.#o.criu];
     if (logFile) base.push('--log', logFile, '--log-format', 'json');
-    return exec(this.#o.runc, [...base, ...args], { allowFailure: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    return exec(this.#o.runc, [...base, ...args], { allowFailure: true, stdio: logFile ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'] });
   }
 
   async #writeBundle(id: string, spec: RuntimeSpec): Promise<string> {
@@ -142,11 +147,7 @@ export class RuncRuntime implements Runtime {
     const log = join(bundle, 'runc.log');
     const pidFile = join(bundle, 'init.pid');
     await writeFile(log, '');
-    // stdio of a detached container is inherited by its init: give it nothing of ours.
-    const r = await exec(this.#o.runc, ['--root', this.#o.stateRoot, '--log', log, '--log-format', 'json', 'run', '--detach', '--no-new-keyring', '--pid-file', pidFile, '--bundle', bundle, id], {
-      allowFailure: true,
-      stdio: ['ignore', 'ignore', 'ignore'],
-    });
+    const r = await this.#runc(['run', '--detach', '--no-new-keyring', '--pid-file', pidFile, '--bundle', bundle, id], log);
     if (r.code !== 0) {
       const tail = await readFile(log, 'utf8').catch(() => '');
       throw new ForkdError('INTERNAL', `runc run failed: ${lastRuncError(tail)}`, { cmd: `runc run ${id}`, exitCode: r.code, stderrTail: tail.slice(-4000) });
@@ -170,9 +171,9 @@ export class RuncRuntime implements Runtime {
   async update(id: string, limits: Limits): Promise<void> {
     const mem = String(limits.memoryMb * 1024 * 1024);
     const args = ['update', '--memory', mem, ...(this.#swap ? ['--memory-swap', mem] : []), '--cpu-period', String(CPU_PERIOD_US), '--cpu-quota', String(cpuQuota(limits.cpus)), '--pids-limit', String(limits.pids), id];
-    const r = await this.#runc(args);
-    if (r.code !== 0) throw new ForkdError('INTERNAL', `runc update failed: ${r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: r.stderr.slice(-4000) });
+    await this.#must(args, 'update');
   }
+
 
   async destroy(id: string, opts: { keepBundle?: boolean } = {}): Promise<void> {
     // delete --force freezes the cgroup and kills every task in it, so a fork bomb cannot outrun it.
