@@ -71,3 +71,14 @@ export function sandboxInfo(id: string, extra: Partial<SandboxInfo> = {}): Sandb
     ...extra,
   };
 }
+
+export const ndjson = (events: object[]): string => events.map((e) => JSON.stringify(e) + '\n').join('');
+
+/** A handler answering with NDJSON events written `pieceSize` bytes at a time, so lines arrive split across chunks. */
+export function streamEvents(events: object[], pieceSize: number) {
+  return async (_req: FakeRequest, res: ServerResponse): Promise<void> => {
+    res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+    await writeInPieces(res, ndjson(events), pieceSize);
+    res.end();
+  };
+}

@@ -3,13 +3,12 @@ import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { ForkdError, type SandboxInfo } from '@forkd/protocol';
 import { ForkdClient } from './client.js';
-import { sandboxInfo, sendJson, startFakeServer, writeInPieces, type FakeRequest } from './fake-server.js';
+import { sandboxInfo, sendJson, startFakeServer, streamEvents, type FakeRequest } from './fake-server.js';
 
 const ID = 'sbx-aaaaaaaaaaaa';
 const info: SandboxInfo = sandboxInfo(ID);
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
-const ndjson = (events: object[]) => events.map((e) => JSON.stringify(e) + '\n').join('');
 
 /** A server that answers GET sandbox with `info` and exec with the scripted NDJSON, written 7 bytes at a time. */
 async function withServer(execBody: (req: FakeRequest, res: ServerResponse) => Promise<void>, fn: (client: ForkdClient, requests: FakeRequest[]) => Promise<void>) {
@@ -25,13 +24,6 @@ async function withServer(execBody: (req: FakeRequest, res: ServerResponse) => P
   }
 }
 
-function streamEvents(events: object[]) {
-  return async (_req: FakeRequest, res: ServerResponse) => {
-    res.writeHead(200, { 'content-type': 'application/x-ndjson' });
-    await writeInPieces(res, ndjson(events), 7);
-    res.end();
-  };
-}
 
 test('exec assembles stdout/stderr, streams chunks to callbacks, and reports the exit', async () => {
   // "é" is split across two stdout events: the result must still decode it.
@@ -44,7 +36,7 @@ test('exec assembles stdout/stderr, streams chunks to callbacks, and reports the
     { type: 'stdout', data: b64(Buffer.concat([e.subarray(1), Buffer.from('\n')])) },
     { type: 'exit', exitCode: 3, signal: 0, oomKilled: false },
   ];
-  await withServer(streamEvents(events), async (client, requests) => {
+  await withServer(streamEvents(events, 7), async (client, requests) => {
     const sb = await client.sandboxes.get(ID);
     const chunks: Uint8Array[] = [];
     let started = 0;
@@ -63,7 +55,7 @@ test('exec with a string runs it as `command`; utf8 callbacks get text; capture:
     { type: 'stdout', data: b64('a\nb\n') },
     { type: 'exit', exitCode: 0, signal: 9, oomKilled: true },
   ];
-  await withServer(streamEvents(events), async (client, requests) => {
+  await withServer(streamEvents(events, 7), async (client, requests) => {
     const sb = await client.sandboxes.get(ID);
     let text = '';
     const r = await sb.exec('echo a; echo b', { encoding: 'utf8', onStdout: (s) => (text += s), capture: false, timeoutMs: 1000 });
@@ -74,7 +66,7 @@ test('exec with a string runs it as `command`; utf8 callbacks get text; capture:
 });
 
 test('an exec stream that ends without exit rejects with a clear UNAVAILABLE error', async () => {
-  await withServer(streamEvents([{ type: 'started', pid: 5, pty: false }, { type: 'stdout', data: b64('x') }]), async (client) => {
+  await withServer(streamEvents([{ type: 'started', pid: 5, pty: false }, { type: 'stdout', data: b64('x') }], 7), async (client) => {
     const sb = await client.sandboxes.get(ID);
     await assert.rejects(sb.exec(['sleep', '100']), (err: unknown) => {
       assert.ok(err instanceof ForkdError);
@@ -87,7 +79,7 @@ test('an exec stream that ends without exit rejects with a clear UNAVAILABLE err
 });
 
 test('an error event rejects with its code', async () => {
-  await withServer(streamEvents([{ type: 'started', pid: 5, pty: false }, { type: 'error', error: { code: 'TIMEOUT', message: 'guest gone' } }]), async (client) => {
+  await withServer(streamEvents([{ type: 'started', pid: 5, pty: false }, { type: 'error', error: { code: 'TIMEOUT', message: 'guest gone' } }], 7), async (client) => {
     const sb = await client.sandboxes.get(ID);
     await assert.rejects(sb.exec(['x']), { name: 'ForkdError', code: 'TIMEOUT', message: 'guest gone' });
   });

@@ -3,12 +3,11 @@ import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { ForkdError, type TemplateInfo } from '@forkd/protocol';
 import { ForkdClient } from './client.js';
-import { sendJson, startFakeServer, writeInPieces, type FakeRequest } from './fake-server.js';
+import { ndjson, sendJson, startFakeServer, streamEvents, type FakeRequest } from './fake-server.js';
 
 const BASE: TemplateInfo = { name: 'base', createdAt: '2025-01-01T00:00:00.000Z', warm: false };
 const PY: TemplateInfo = { name: 'py', createdAt: '2025-01-02T00:00:00.000Z', warm: true, from: 'base' };
 
-const ndjson = (events: object[]) => events.map((e) => JSON.stringify(e) + '\n').join('');
 
 /**
  * A scripted server for the template routes, shaped like the real one: `build`
@@ -21,7 +20,7 @@ async function withServer(fn: (client: ForkdClient, requests: FakeRequest[]) => 
       case 'GET /v1/templates':
         return sendJson(res, 200, { templates: [BASE, PY] });
       case 'POST /v1/templates':
-        return (build ?? streamEvents([{ type: 'done', template: PY }]))(req, res);
+        return (build ?? streamEvents([{ type: 'done', template: PY }], 5))(req, res);
       case 'DELETE /v1/templates/py':
         res.writeHead(204).end();
         return;
@@ -37,14 +36,6 @@ async function withServer(fn: (client: ForkdClient, requests: FakeRequest[]) => 
   }
 }
 
-/** Writes the events 5 bytes at a time, so lines arrive split across chunks. */
-function streamEvents(events: object[]) {
-  return async (_req: FakeRequest, res: ServerResponse) => {
-    res.writeHead(200, { 'content-type': 'application/x-ndjson' });
-    await writeInPieces(res, ndjson(events), 5);
-    res.end();
-  };
-}
 
 test('list, and sandboxes.templates() still answers the same', async () => {
   await withServer(async (client, requests) => {
@@ -78,7 +69,7 @@ test('build sends the request as given, reports progress lines in order and reso
       assert.deepEqual(await client.templates.build({ name: 'py' }), PY);
       assert.deepEqual(JSON.parse(requests.at(-1)!.body.toString()), { name: 'py' });
     },
-    streamEvents(events),
+    streamEvents(events, 5),
   );
 });
 
@@ -99,7 +90,7 @@ test('an error line rejects with its code, message and details, after the progre
       });
       assert.deepEqual(lines, ['$ false']);
     },
-    streamEvents(events),
+    streamEvents(events, 5),
   );
 });
 
@@ -113,7 +104,7 @@ test('a build stream that ends without done or error is UNAVAILABLE', async () =
         return true;
       });
     },
-    streamEvents([{ type: 'progress', line: '$ make' }]),
+    streamEvents([{ type: 'progress', line: '$ make' }], 5),
   );
 });
 
