@@ -86,6 +86,15 @@ void files_cleanup(struct client *c) {
   c->ndirs = 0;
 }
 
+/* fstat of a just-opened fd; on failure (of either) the error is answered and fd closed. */
+static bool opened(struct client *c, int fd, const char *path, struct stat *st) {
+  if (fd >= 0 && fstat(fd, st) == 0) return true;
+  int e = errno;
+  if (fd >= 0) close(fd);
+  client_error(c, e, "open '%s': %s", path, strerror(e));
+  return false;
+}
+
 /* ---- READ_FILE ---- */
 
 void files_handle_read(struct client *c, const struct req *r) {
@@ -93,12 +102,7 @@ void files_handle_read(struct client *c, const struct req *r) {
   if (!path) return;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) < 0) {
-    int e = errno;
-    if (fd >= 0) close(fd);
-    client_error(c, e, "open '%s': %s", path, strerror(e));
-    return;
-  }
+  if (!opened(c, fd, path, &st)) return;
   if (S_ISDIR(st.st_mode)) {
     close(fd);
     client_error(c, EISDIR, "'%s' is a directory", path);
@@ -177,12 +181,7 @@ void files_handle_write(struct client *c, const struct req *r) {
     else if (errno == EEXIST) fd = open(path, flags | O_CREAT, mode); /* raced, or a dangling symlink */
   }
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) < 0) {
-    int e = errno;
-    if (fd >= 0) close(fd);
-    client_error(c, e, "open '%s': %s", path, strerror(e));
-    return;
-  }
+  if (!opened(c, fd, path, &st)) return;
   int e = 0;
   if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) e = EINVAL;
   else if (S_ISCHR(st.st_mode)) fcntl(fd, F_SETFL, O_WRONLY | (flags & O_APPEND));
