@@ -7,10 +7,12 @@ import type { Store } from '../store/store.js';
 import { SandboxManager } from './manager/sandbox-manager.js';
 import { DEFAULT_TIMELINE_POLICY } from './manager/timeline-policy.js';
 import { RuncRuntime } from './runtime/runc-runtime.js';
+import { NetnsNetwork } from './network/netns-network.js';
 import { BtrfsStorage } from './storage/btrfs-storage.js';
 import { ensurePool } from './storage/btrfs-pool.js';
 import { TemplateRegistry } from './templates/template-registry.js';
 import { criuPath } from '../setup/setup.js';
+import { refreshCriuKdat } from '../setup/criu-kdat.js';
 
 export interface Node {
   config: ForkdConfig;
@@ -29,9 +31,11 @@ export interface Node {
 export async function openNode(config: ForkdConfig, logger: Logger): Promise<Node> {
   await mkdir(config.stateDir, { recursive: true, mode: 0o700 });
   await ensurePool(config.pool, (m) => logger.info(m));
+  if (!(await refreshCriuKdat(criuPath(config), config.cacheDir))) logger.warn('criu kernel probe not cached: every checkpoint and restore will probe again');
   const store = new SqliteStore(join(config.stateDir, 'forkd.db'));
   const storage = new BtrfsStorage(config.pool.mountPoint);
-  const runtime = new RuncRuntime({ stateRoot: join(config.runDir, 'runc'), bundleRoot: join(config.stateDir, 'bundles'), cgroupParent: config.cgroupParent, criu: criuPath(config), lazyRestore: config.lazyRestore });
+  const network = new NetnsNetwork(join(config.runDir, 'netns'));
+  const runtime = new RuncRuntime({ network, stateRoot: join(config.runDir, 'runc'), bundleRoot: join(config.stateDir, 'bundles'), cgroupParent: config.cgroupParent, criu: criuPath(config), lazyRestore: config.lazyRestore });
   const templates = new TemplateRegistry(storage, store);
   const manager = new SandboxManager({
     store,

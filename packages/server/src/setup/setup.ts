@@ -7,7 +7,7 @@ import type { ForkdConfig } from '../shared/config.js';
 import { REPO_ROOT } from '../shared/config.js';
 import { exec } from '../shared/exec.js';
 import { hostInfo, type HostInfo } from './host-info.js';
-import { POST_DUMP_HOOK } from '../node/runtime/runc-runtime.js';
+import { cgroupVersion } from '../node/cgroups/cgroups.js';
 
 export type Progress = (event: { step: string; detail?: string; done?: boolean; ms?: number }) => void;
 
@@ -52,17 +52,6 @@ export async function criuVersion(criu: string): Promise<number[] | null> {
   return m ? [Number(m[1]), Number(m[2])] : null;
 }
 
-/** criu action script: runs the argv (one per line) of the images dir's post-dump hook, then marks it done. */
-const ACTION_SCRIPT = `#!/bin/sh
-[ "$CRTOOLS_SCRIPT_ACTION" = post-dump ] || exit 0
-hook="$CRTOOLS_IMAGE_DIR/${POST_DUMP_HOOK}"
-[ -f "$hook" ] || exit 0
-set --
-while IFS= read -r arg; do set -- "$@" "$arg"; done < "$hook"
-"$@" >/dev/null || exit 1
-: > "$hook.done"
-`;
-
 /** The Debian suite CRIU comes from; its loader and libraries stay in their own root. */
 const CRIU_SUITE = process.env.FORKD_CRIU_SUITE || 'forky';
 /** 4.2 is the first CRIU that can dump sockets on Linux ≥ 6.16 (SO_PASSCRED is unix-only there). */
@@ -85,15 +74,13 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
   // $HOME/.criu/default.conf: the wrapper points HOME at forkd's own.
   const home = join(config.cacheDir, 'criu-home');
   await mkdir(join(home, '.criu'), { recursive: true });
-  // The action script runs a hook forkd leaves in the images dir at post-dump,
-  // while the tree is still frozen: that is where the filesystem snapshot is
-  // taken (RuncRuntime.checkpoint). No iptables on these hosts, and sandboxes
-  // have no external network to lock yet.
-  const action = join(config.cacheDir, 'bin', 'criu-action');
-  await mkdir(join(config.cacheDir, 'bin'), { recursive: true });
-  await writeFile(`${action}.tmp`, ACTION_SCRIPT, { mode: 0o755 });
-  await rename(`${action}.tmp`, action);
-  await writeFile(join(home, '.criu', 'default.conf'), `network-lock skip\naction-script ${action}\n`);
+  // No iptables on these hosts, and sandboxes have no external network to
+  // lock. The runtime puts restored tasks into their cgroup itself, so CRIU
+  // neither records nor restores cgroups; on v1 it also need not mount every
+  // hierarchy again (~15 ms per dump) when pointed at the host's.
+  const conf = ['network-lock skip', 'manage-cgroups ignore', ...(cgroupVersion() === 1 ? ['cgroup-yard /sys/fs/cgroup'] : [])];
+  await writeFile(join(home, '.criu', 'default.conf'), conf.join('\n') + '\n');
+  await rm(join(config.cacheDir, 'bin', 'criu-action'), { force: true });
   await mkdir(join(config.cacheDir, 'bin'), { recursive: true });
   const root = join(config.cacheDir, `criu-${CRIU_SUITE}`);
   if (!existsSync(join(root, 'usr/sbin/criu'))) {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, rmdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { NetnsNetwork } from '../node/network/netns-network.js';
 import { join } from 'node:path';
 import { loadConfig, type ForkdConfig } from '../shared/config.js';
 import { silentLogger, createLogger } from '../shared/logger.js';
@@ -66,6 +67,8 @@ export async function disposeNodeDir(node: Node | undefined, dir: string, config
     const r = await exec('runc', ['--root', root, 'list', '-q'], { allowFailure: true });
     for (const id of r.stdout.split('\n').filter(Boolean)) await exec('runc', ['--root', root, 'delete', '--force', id], { allowFailure: true });
   }
+  const netns = new NetnsNetwork(join(config.runDir, 'netns'));
+  for (const id of await netns.list()) await netns.release(id);
   await unmountPool(config.pool);
   await removeCgroupParent(config.cgroupParent);
   await rm(config.stagingDir, { recursive: true, force: true });

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import { ForkdError } from '@forkd/protocol';
 import { join } from 'node:path';
 import type { ResourceUsage } from '../runtime/runtime.js';
 
@@ -60,4 +61,28 @@ export async function readUsage(path: string): Promise<ResourceUsage> {
     readKey(join(d.pids, 'pids.events'), 'max'),
   ]);
   return { memoryBytes, memoryLimitBytes, cpuNanos, pids, oomKills, pidsLimitHits };
+}
+
+/**
+ * Freezes or thaws every task of a cgroup and waits until the kernel reports
+ * it done. Polled every millisecond: CRIU's own v1 freezer check sleeps
+ * 100 ms when the first read says FREEZING, which it nearly always does.
+ */
+export async function setFrozen(path: string, frozen: boolean, timeoutMs = 5000): Promise<void> {
+  const d = cgroupDirs(path).freezer;
+  const v2 = cgroupVersion() === 2;
+  const file = join(d, v2 ? 'cgroup.freeze' : 'freezer.state');
+  const want = v2 ? (frozen ? '1' : '0') : frozen ? 'FROZEN' : 'THAWED';
+  const done = async () => (v2 ? (await readKey(join(d, 'cgroup.events'), 'frozen')) === (frozen ? 1 : 0) : (await readFile(file, 'utf8')).trim() === want);
+  const deadline = Date.now() + timeoutMs;
+  await writeFile(file, want);
+  for (let i = 0; !(await done()); i++) {
+    if (Date.now() > deadline) {
+      if (frozen) await writeFile(file, v2 ? '0' : 'THAWED').catch(() => {});
+      throw new ForkdError('TIMEOUT', `cgroup ${path} did not ${frozen ? 'freeze' : 'thaw'} within ${timeoutMs} ms`);
+    }
+    // A v1 freeze can stall on a task that was busy when the write landed; writing again retries it.
+    if (!v2 && i % 50 === 49) await writeFile(file, want);
+    await new Promise((r) => (i < 20 ? setImmediate(r) : setTimeout(r, 1)));
+  }
 }

@@ -42,6 +42,11 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
     assert.ok(first >= atSnap && first < atSnap + 200, `fork continues from ${atSnap}, not from 0: ${first}`);
     await waitFor(async () => (await count(b.id)) > first + 10, 5000, 'fork counter to diverge');
     assert.equal((await run(node.manager, b.id, ['test', '-e', '/tmp/after.txt'])).exitCode, 1, 'file written after the snapshot is absent in the fork');
+    // Its own cgroup (limits apply) and its own network namespace, loopback up.
+    assert.ok((await node.manager.usage(b.id)).pids >= 2, 'the fork\'s processes are in its own cgroup');
+    const ns = async (id: string) => (await run(node.manager, id, ['readlink', '/proc/1/ns/net'])).stdout;
+    assert.notEqual(await ns(b.id), await ns(a));
+    assert.match((await run(node.manager, b.id, ['ip', '-br', 'addr', 'show', 'lo'])).stdout, /127\.0\.0\.1/);
 
     const before = await count(a);
     await node.manager.rewind(a, s1.id);
@@ -131,7 +136,7 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
 
   test('a fork keeps all its memory when its snapshot is deleted at once (lazy restore still serving)', async () => {
     const id = (await node.manager.create({ memoryMb: 1024 })).id;
-    const HOG = "import os,time,hashlib\nb=bytearray(os.urandom(64*1024*1024))\nopen('/tmp/h0','w').write(hashlib.sha256(b).hexdigest())\nwhile True:\n  time.sleep(0.3)\n  open('/tmp/h1','w').write(hashlib.sha256(b).hexdigest())";
+    const HOG = "import os,time,hashlib\nb=bytearray(os.urandom(64*1024*1024))\nopen('/tmp/h0','w').write(hashlib.sha256(b).hexdigest())\nwhile True:\n  time.sleep(0.3)\n  open('/tmp/h1.tmp','w').write(hashlib.sha256(b).hexdigest())\n  os.rename('/tmp/h1.tmp','/tmp/h1')";
     (await node.manager.spawn(id, { argv: ['python3', '-c', HOG], tag: 'hog' })).process.detach();
     await waitFor(async () => (await run(node.manager, id, ['test', '-e', '/tmp/h1'])).exitCode === 0, 20_000, 'hog ready');
     const snap = await node.manager.snapshot(id);

@@ -17,6 +17,9 @@ test('isolation: namespaces, limits, capabilities, seccomp', () => {
   const denied = c.linux.seccomp.syscalls[0].names as string[];
   for (const s of ['mount', 'kexec_load', 'bpf', 'unshare', 'setns']) assert.ok(denied.includes(s), s);
   assert.ok(!c.mounts.some((m: { type: string }) => m.type === 'bind'), 'no host path is bind-mounted');
+  assert.equal(c.linux.namespaces.find((n: { type: string }) => n.type === 'network').path, undefined);
+  const joined = buildOciSpec(spec, { cgroupsPath: '/forkd/sbx-1', swapLimit: true, netns: '/run/forkd/netns/sbx-1' }) as any;
+  assert.equal(joined.linux.namespaces.find((n: { type: string }) => n.type === 'network').path, '/run/forkd/netns/sbx-1', 'joins the host-made namespace');
 });
 
 test('no swap limit where the host has no swap accounting', () => {

@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkdError, type Limits } from '@forkd/protocol';
 import { exec, spawnDaemon } from '../../shared/exec.js';
-import { readUsage, swapAccounting } from '../cgroups/cgroups.js';
+import { readUsage, setFrozen, swapAccounting } from '../cgroups/cgroups.js';
+import type { Network } from '../network/network.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import type { CheckpointOptions, CheckpointStats, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
 
@@ -23,6 +24,8 @@ export interface RuncOptions {
    */
   lazyRestore?: boolean;
   runc?: string;
+  /** Owner of each sandbox's network namespace. */
+  network: Network;
 }
 
 /** Runtime backed by runc: one OCI container per sandbox, the guest agent as its init. */
@@ -49,11 +52,11 @@ export class RuncRuntime implements Runtime {
     return exec(this.#o.runc, [...base, ...args], { allowFailure: true, stdio: logFile ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'] });
   }
 
-  async #writeBundle(id: string, spec: RuntimeSpec): Promise<string> {
+  async #writeBundle(id: string, spec: RuntimeSpec, netns: string | undefined): Promise<string> {
     const bundle = join(this.#o.bundleRoot, id);
     await mkdir(bundle, { recursive: true });
     await mkdir(this.#o.stateRoot, { recursive: true });
-    const config = buildOciSpec(spec, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap });
+    const config = buildOciSpec(spec, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns });
     await writeFile(join(bundle, 'config.json'), JSON.stringify(config));
     return bundle;
   }
@@ -64,58 +67,46 @@ export class RuncRuntime implements Runtime {
   }
 
   freeze(id: string): Promise<void> {
-    return this.#must(['pause', id], 'pause');
+    return setFrozen(this.cgroupPath(id), true);
   }
 
   thaw(id: string): Promise<void> {
-    return this.#must(['resume', id], 'resume');
+    return setFrozen(this.cgroupPath(id), false);
   }
 
   /**
-   * Two paths to one guarantee (memory and files from the same instant):
-   * - leaveRunning: CRIU freezes the tree itself and runs `whileFrozen` from
-   *   its post-dump action script (forkd's criu config names it; the hook file
-   *   in the images dir carries the argv), then thaws. The freeze is only as
-   *   long as CRIU's own dump.
-   * - otherwise: runc pause, dump (CRIU leaves a tree it found frozen frozen),
-   *   `whileFrozen`, and the tree stays frozen for the caller.
+   * Memory and files from one instant: forkd freezes the cgroup itself (CRIU's
+   * v1 freezer wait costs 100 ms), then CRIU dumps the frozen tree (and leaves
+   * it frozen) while `whileFrozen` takes the filesystem snapshot alongside;
+   * frozen tasks change neither. Then the tree is thawed (leaveRunning) or
+   * left frozen for the caller. Any failure thaws.
    */
   async checkpoint(id: string, o: CheckpointOptions): Promise<CheckpointStats> {
     await mkdir(o.imagesDir, { recursive: true });
     await mkdir(o.workDir, { recursive: true });
-    const hook = join(o.imagesDir, POST_DUMP_HOOK);
     const t0 = performance.now();
-    if (o.leaveRunning && o.whileFrozen) await writeFile(hook, o.whileFrozen.join('\n') + '\n');
-    else await this.freeze(id);
+    await this.freeze(id);
     try {
       const args = ['checkpoint', '--image-path', o.imagesDir, '--work-path', o.workDir, '--leave-running', '--tcp-established', '--file-locks', id];
-      const r = await this.#runc(args);
-      const log = await readFile(join(o.workDir, 'dump.log'), 'utf8').catch(() => '');
-      if (r.code !== 0) {
-        throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });
+      const [dump, fs] = await Promise.allSettled([this.#runc(args), o.whileFrozen ? exec(o.whileFrozen[0]!, o.whileFrozen.slice(1)) : undefined]);
+      if (dump.status === 'rejected') throw dump.reason;
+      if (dump.value.code !== 0) {
+        const log = await readFile(join(o.workDir, 'dump.log'), 'utf8').catch(() => '');
+        throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || dump.value.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: dump.value.code, stderrTail: (log || dump.value.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });
       }
+      if (fs.status === 'rejected') throw fs.reason;
       const dumpMs = performance.now() - t0;
-      if (o.leaveRunning && o.whileFrozen) {
-        if (!existsSync(`${hook}.done`)) throw new ForkdError('INTERNAL', 'the post-dump hook did not run: is forkd setup complete (criu action script)?', { logPath: join(o.workDir, 'dump.log') });
-        return { frozenMs: criuFrozenMs(log) ?? dumpMs, dumpMs };
-      }
-      if (o.whileFrozen) {
-        const [cmd, ...rest] = o.whileFrozen;
-        await exec(cmd!, rest);
-      }
       if (o.leaveRunning) await this.thaw(id);
       return { frozenMs: performance.now() - t0, dumpMs };
     } catch (err) {
-      if (!(o.leaveRunning && o.whileFrozen)) await this.thaw(id).catch(() => {});
+      await this.thaw(id).catch(() => {});
       throw err;
-    } finally {
-      await rm(hook, { force: true });
-      await rm(`${hook}.done`, { force: true });
     }
   }
 
   async restore(id: string, spec: RuntimeSpec, o: { imagesDir: string }): Promise<RuntimeState> {
-    const bundle = await this.#writeBundle(id, spec);
+    const ownNetns = await carriesOwnNetns(o.imagesDir);
+    const bundle = await this.#writeBundle(id, spec, ownNetns ? undefined : await this.#o.network.prepare(id));
     const workDir = join(bundle, 'criu');
     await mkdir(workDir, { recursive: true });
     const pidFile = join(bundle, 'init.pid');
@@ -130,20 +121,19 @@ export class RuncRuntime implements Runtime {
     }
     const r = await this.#runc(args);
     if (r.code !== 0) {
-      if (lazyPid) process.kill(lazyPid, 'SIGKILL');
+      if (lazyPid) killQuietly(lazyPid);
       const log = await readFile(join(workDir, 'restore.log'), 'utf8').catch(() => '');
       await this.destroy(id, { keepBundle: true }).catch(() => {});
       throw new ForkdError('INTERNAL', `criu restore failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(workDir, 'restore.log') });
     }
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
-    // runc restores into a fresh network namespace whose loopback is down (CRIU
-    // treats the namespace as runc's); servers listening on lo need it back up.
-    await exec('nsenter', ['-t', String(pid), '-n', 'ip', 'link', 'set', 'lo', 'up']);
+    // runc restores such an old checkpoint into a fresh namespace whose loopback is down.
+    if (ownNetns) await exec('nsenter', ['-t', String(pid), '-n', 'ip', 'link', 'set', 'lo', 'up']);
     return { status: 'running', pid };
   }
 
   async start(id: string, spec: RuntimeSpec): Promise<RuntimeState> {
-    const bundle = await this.#writeBundle(id, spec);
+    const bundle = await this.#writeBundle(id, spec, await this.#o.network.prepare(id));
     const log = join(bundle, 'runc.log');
     const pidFile = join(bundle, 'init.pid');
     await writeFile(log, '');
@@ -184,7 +174,10 @@ export class RuncRuntime implements Runtime {
         throw new ForkdError('INTERNAL', `runc delete failed: ${again.stderr.trim().slice(-300)}`, { cmd: `runc delete --force ${id}`, exitCode: again.code, stderrTail: again.stderr.slice(-4000) });
       }
     }
-    if (!opts.keepBundle) await rm(join(this.#o.bundleRoot, id), { recursive: true, force: true });
+    if (!opts.keepBundle) {
+      await this.#o.network.release(id);
+      await rm(join(this.#o.bundleRoot, id), { recursive: true, force: true });
+    }
   }
 
   usage(id: string): Promise<ResourceUsage> {
@@ -193,24 +186,11 @@ export class RuncRuntime implements Runtime {
 
   async list(): Promise<string[]> {
     const r = await this.#runc(['list', '--format', 'json']);
-    if (r.code !== 0) return [];
-    const parsed = JSON.parse(r.stdout || 'null') as Array<{ id: string }> | null;
-    return (parsed ?? []).map((c) => c.id);
+    const parsed = r.code === 0 ? (JSON.parse(r.stdout || 'null') as Array<{ id: string }> | null) : null;
+    // A crash between making a namespace and starting runc leaves only the namespace.
+    return [...new Set([...(parsed ?? []).map((c) => c.id), ...(await this.#o.network.list())])];
   }
-}
 
-/** Name of the hook file the criu action script runs at post-dump (see setup). */
-export const POST_DUMP_HOOK = 'forkd-post-dump';
-
-/** How long CRIU kept the tree frozen, from its own log (freeze → unfreeze). */
-function criuFrozenMs(log: string): number | undefined {
-  const at = (re: RegExp) => {
-    const m = re.exec(log);
-    return m ? Number(m[1]) * 1000 : undefined;
-  };
-  const start = at(/^\(([0-9.]+)\) freezing processes/m);
-  const end = at(/^\(([0-9.]+)\) Unfreezing tasks/m);
-  return start !== undefined && end !== undefined && end >= start ? end - start : undefined;
 }
 
 function criuError(log: string): string {
@@ -229,4 +209,23 @@ function lastRuncError(log: string): string {
     }
   }
   return (lines[0] ?? 'unknown error').slice(0, 500);
+}
+
+/** The lazy-pages daemon exits by itself once the restore fails; it may already be gone. */
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    /* already exited */
+  }
+}
+
+/**
+ * Checkpoints taken before forkd owned network namespaces carry their own;
+ * newer ones name the host's namespace by runc's external key instead.
+ */
+async function carriesOwnNetns(imagesDir: string): Promise<boolean> {
+  const img = (await readdir(imagesDir).catch(() => [] as string[])).find((f) => /^netns-\d+\.img$/.test(f));
+  if (!img) return false;
+  return !(await readFile(join(imagesDir, img))).includes('extRootNetNS');
 }

@@ -23,7 +23,7 @@ export interface CheckpointOptions {
   /** Where CRIU writes its log; kept for diagnostics. */
   workDir: string;
   leaveRunning: boolean;
-  /** argv of a command run while the tree is frozen, after the dump (the filesystem snapshot). */
+  /** argv of a command run while the tree is frozen (the filesystem snapshot). */
   whileFrozen?: string[];
 }
 
@@ -58,8 +58,8 @@ export interface Runtime {
   thaw(id: string): Promise<void>;
   /**
    * Dumps the process tree's memory and state into `imagesDir` (CRIU).
-   * Consistency: `whileFrozen` runs after the dump while the tree is still
-   * frozen, so memory and files are from the same instant. With leaveRunning
+   * Consistency: `whileFrozen` runs while the tree is frozen (alongside the
+   * dump), so memory and files are from the same instant. With leaveRunning
    * it is thawed after; otherwise it stays frozen, for the caller to record
    * the snapshot before it destroys the processes (a crash in between loses
    * nothing).

@@ -1,0 +1,47 @@
+import { mkdir, readdir, rm, statfs, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { exec } from '../../shared/exec.js';
+import type { Network } from './network.js';
+
+const NSFS_MAGIC = 0x6e736673;
+
+/**
+ * One persistent network namespace per sandbox, bind-mounted at
+ * `<dir>/<id>`, with loopback up and no other interface: sandboxes have no
+ * external network yet.
+ */
+export class NetnsNetwork implements Network {
+  readonly #dir: string;
+
+  constructor(dir: string) {
+    this.#dir = dir;
+  }
+
+  path(id: string): string {
+    return join(this.#dir, id);
+  }
+
+  async prepare(id: string): Promise<string> {
+    const p = this.path(id);
+    // After a host reboot the file is still there but no longer a namespace.
+    if (await isNamespace(p)) return p;
+    await mkdir(this.#dir, { recursive: true });
+    await writeFile(p, '');
+    await exec('unshare', [`--net=${p}`, 'ip', 'link', 'set', 'lo', 'up']);
+    return p;
+  }
+
+  async release(id: string): Promise<void> {
+    const p = this.path(id);
+    if (await isNamespace(p)) await exec('umount', [p], { allowFailure: true });
+    await rm(p, { force: true });
+  }
+
+  async list(): Promise<string[]> {
+    return (await readdir(this.#dir).catch(() => [])).filter((n) => /^[a-z0-9-]+$/.test(n));
+  }
+}
+
+async function isNamespace(p: string): Promise<boolean> {
+  return (await statfs(p).catch(() => undefined))?.type === NSFS_MAGIC;
+}

@@ -1,0 +1,14 @@
+/**
+ * A sandbox's network identity, owned by the host rather than by the OCI
+ * runtime: it outlives restores (CRIU treats it as external, so a checkpoint
+ * carries no network configuration and a restore joins a ready namespace),
+ * and it is where egress policy will be enforced.
+ */
+export interface Network {
+  /** Creates (or finds) the sandbox's network namespace; returns its path. Idempotent. */
+  prepare(id: string): Promise<string>;
+  /** Releases it. Idempotent. */
+  release(id: string): Promise<void>;
+  /** Ids that hold a namespace (orphan sweep after a crash). */
+  list(): Promise<string[]>;
+}
