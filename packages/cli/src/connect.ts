@@ -1,8 +1,22 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ForkdClient, ForkdError, type Sandbox } from '@forkd/sdk';
 
-/** The client for remote commands; FORKD_URL and FORKD_API_KEY select the server (read by the SDK). */
+/**
+ * The client for remote commands: FORKD_URL selects the server, FORKD_API_KEY
+ * the key; without one, root on the server's own machine uses the admin key
+ * `forkd setup` left in the state dir.
+ */
 export function connect(): ForkdClient {
-  return new ForkdClient();
+  return new ForkdClient({ apiKey: process.env.FORKD_API_KEY || localAdminKey() });
+}
+
+function localAdminKey(): string | undefined {
+  try {
+    return readFileSync(join(process.env.FORKD_STATE_DIR || '/var/lib/forkd', 'admin.key'), 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function openSandbox(id: string): Promise<Sandbox> {

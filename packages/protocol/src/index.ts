@@ -5,3 +5,4 @@ export * from './sandbox.js';
 export * from './exec.js';
 export * from './files.js';
 export * from './snapshot.js';
+export * from './auth.js';

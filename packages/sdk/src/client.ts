@@ -2,12 +2,14 @@ import { HttpTransport } from './http-transport.js';
 import { Sandboxes } from './sandboxes.js';
 import { Snapshots } from './snapshots.js';
 import { Templates } from './templates.js';
+import { Keys } from './keys.js';
+import { Audit } from './audit.js';
 import type { WebSocketConstructor } from './websocket.js';
 
 export interface ForkdClientOptions {
   /** Default: env FORKD_URL, else http://127.0.0.1:8080. */
   url?: string;
-  /** Sent as `Authorization: Bearer`. Default: env FORKD_API_KEY. */
+  /** Sent as `Authorization: Bearer`. Default: env FORKD_API_KEY. Every call but health needs one. */
   apiKey?: string;
   /** A fetch to use instead of the global one. */
   fetch?: typeof globalThis.fetch;
@@ -27,6 +29,8 @@ export class ForkdClient {
   readonly sandboxes: Sandboxes;
   readonly snapshots: Snapshots;
   readonly templates: Templates;
+  readonly keys: Keys;
+  readonly audit: Audit;
   readonly #http: HttpTransport;
 
   constructor(opts: ForkdClientOptions = {}) {
@@ -35,6 +39,8 @@ export class ForkdClient {
     this.templates = new Templates(this.#http);
     this.sandboxes = new Sandboxes(this.#http, opts.WebSocket, this.templates);
     this.snapshots = new Snapshots(this.#http, opts.WebSocket);
+    this.keys = new Keys(this.#http);
+    this.audit = new Audit(this.#http);
   }
 
   health(): Promise<{ ok: boolean }> {

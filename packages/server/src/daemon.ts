@@ -2,9 +2,10 @@ import type { ForkdConfig } from './shared/config.js';
 import type { Logger } from './shared/logger.js';
 import { listen, type RunningServer } from './control-plane/http/server.js';
 import { openNode, type Node } from './node/node.js';
+import { openControlPlane, type ControlPlane } from './control-plane/control-plane.js';
 import { setupHost, type Progress } from './setup/setup.js';
 
-/** Host set-up plus the pool and the `base` template in it. Idempotent; seconds when done. */
+/** Host set-up plus the pool, the `base` template in it and the admin key. Idempotent; seconds when done. */
 export async function setup(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Node> {
   const host = await setupHost(config, progress);
   progress({ step: 'storage pool' });
@@ -17,11 +18,13 @@ export async function setup(config: ForkdConfig, logger: Logger, progress: Progr
     await node.templates.importDir('base', host.baseRootfs);
     progress({ step: 'template base', done: true, ms: Date.now() - t1 });
   }
+  (await openControlPlane(config)).close();
   return node;
 }
 
 export interface Daemon {
   node: Node;
+  control: ControlPlane;
   server: RunningServer;
   close(): Promise<void>;
 }
@@ -32,17 +35,20 @@ export interface Daemon {
  */
 export async function startDaemon(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Daemon> {
   const node = await setup(config, logger, progress);
-  const server = await listen(node.manager, logger, config.host, config.port);
+  const control = await openControlPlane(config);
+  const server = await listen({ svc: node.manager, control, logger }, config.host, config.port);
   node.manager.startWarmPool();
   const ticker = setInterval(() => void node.manager.tick().catch((err) => logger.error('policy tick failed', { error: String(err) })), config.policyTickS * 1000);
   ticker.unref();
   return {
     node,
+    control,
     server,
     async close() {
       clearInterval(ticker);
       await server.close();
       await node.close();
+      control.close();
     },
   };
 }

@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { UsageError } from '../usage-error.js';
+import { parseAuditArgs } from './audit.js';
 import { parseCpArgs } from './cp.js';
+import { parseKeysArgs } from './keys.js';
 import { parseCreateArgs } from './create.js';
 import { parseKillArgs, parseSignal } from './kill.js';
 import { parseRmArgs } from './rm.js';
@@ -58,4 +60,16 @@ test('serve: --port and --host override the environment', () => {
   assert.deepEqual(parseServeArgs(['--port', '9000', '--host', '0.0.0.0']), { port: 9000, host: '0.0.0.0' });
   assert.throws(() => parseServeArgs(['--port', '70000']), UsageError);
   assert.throws(() => parseServeArgs(['--port', 'http']), UsageError);
+});
+
+test('keys and audit', () => {
+  assert.deepEqual(parseKeysArgs(['create', '--tenant', 'acme', '--format', 'e2b', '--json']), { sub: 'create', request: { tenant: 'acme', format: 'e2b' }, json: true });
+  assert.deepEqual(parseKeysArgs(['list']), { sub: 'list', json: false });
+  assert.deepEqual(parseKeysArgs(['revoke', 'key-a', 'key-b']), { sub: 'revoke', ids: ['key-a', 'key-b'] });
+  assert.throws(() => parseKeysArgs(['create', '--tenant', 'Not Ok']), UsageError);
+  assert.throws(() => parseKeysArgs(['create', '--format', 'aws']), UsageError);
+  assert.throws(() => parseKeysArgs(['revoke']), UsageError);
+  assert.throws(() => parseKeysArgs([]), UsageError);
+  assert.deepEqual(parseAuditArgs(['--sandbox', 'sbx-abcdefghijkl', '--limit', '5', '--json']), { filter: { sandbox: 'sbx-abcdefghijkl', limit: 5 }, json: true });
+  assert.throws(() => parseAuditArgs(['--limit', 'x']), UsageError);
 });

@@ -1,5 +1,7 @@
 import type { CliCommand } from '../command.js';
 import { attachCommand } from './attach.js';
+import { auditCommand } from './audit.js';
+import { keysCommand } from './keys.js';
 import { cpCommand } from './cp.js';
 import { createCommand } from './create.js';
 import { execCommand } from './exec.js';
@@ -42,6 +44,8 @@ export const COMMANDS: readonly CliCommand[] = [
   snapshotRmCommand,
   templateCommand,
   templatesCommand,
+  keysCommand,
+  auditCommand,
 ];
 
 export function findCommand(name: string): CliCommand | undefined {

@@ -17,7 +17,7 @@ describe('SDK against a real daemon', { skip: !isRoot && 'needs root' }, () => {
     dir = await mkdtemp(join(tmpdir(), 'forkd-sdk-'));
     cfg = testConfig(dir);
     daemon = await startDaemonProcess({ ...cfg.env, FORKD_WARM_POOL: '1' });
-    forkd = new ForkdClient({ url: daemon.url });
+    forkd = new ForkdClient({ url: daemon.url, apiKey: daemon.apiKey });
   });
   after(async () => {
     await stopDaemonProcess(daemon);

@@ -14,10 +14,13 @@ interface CliResult {
   stderr: string;
 }
 
+/** The test daemon's env (its state dir): the CLI finds the machine's admin key there, as on a real host. */
+let cliEnv: NodeJS.ProcessEnv = {};
+
 /** Runs the real `forkd` CLI binary against the test daemon. */
-function forkd(url: string, args: string[], input?: string | Buffer | 'devnull'): Promise<CliResult> {
+function forkd(url: string, args: string[], input?: string | Buffer | 'devnull', env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], { env: { ...process.env, FORKD_URL: url }, stdio: [input === 'devnull' ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], { env: { ...process.env, ...cliEnv, FORKD_API_KEY: '', FORKD_URL: url, ...env }, stdio: [input === 'devnull' ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout!.on('data', (d: Buffer) => out.push(d));
@@ -37,6 +40,7 @@ describe('CLI against a real daemon', { skip: !isRoot && 'needs root' }, () => {
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'forkd-cli-'));
     cfg = testConfig(dir);
+    cliEnv = cfg.env;
     daemon = await startDaemonProcess(cfg.env);
   });
   after(async () => {
@@ -111,7 +115,7 @@ describe('CLI against a real daemon', { skip: !isRoot && 'needs root' }, () => {
     // `script` gives the CLI a real terminal on its stdin/stdout.
     const cmd = `${process.execPath} ${NODE_FLAGS.join(' ')} ${CLI} shell ${id}`;
     const r = await new Promise<CliResult>((resolve) => {
-      const child = spawn('script', ['-qec', cmd, '/dev/null'], { env: { ...process.env, FORKD_URL: daemon!.url, TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
+      const child = spawn('script', ['-qec', cmd, '/dev/null'], { env: { ...process.env, ...cliEnv, FORKD_URL: daemon!.url, TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
       let out = '';
       child.stdout.on('data', (d: Buffer) => {
         out += d.toString();
@@ -172,10 +176,40 @@ describe('CLI against a real daemon', { skip: !isRoot && 'needs root' }, () => {
     const sb = (await forkd(url, ['create', '--template', 'cli-tpl'])).stdout.trim();
     assert.equal((await forkd(url, ['exec', sb, '--', 'cat', '/etc/motd-forkd'])).stdout, 'from-template\n');
     assert.equal((await forkd(url, ['rm', sb])).code, 0);
-    assert.equal((await forkd(url, ['template', 'rm', 'cli-tpl'])).code, 0);
+    const rm = await forkd(url, ['template', 'rm', 'cli-tpl']);
+    assert.equal(rm.code, 0, rm.stderr);
     const bad = await forkd(url, ['template', 'build', 'bad-tpl', '--run', 'exit 9']);
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /FAILED_PRECONDITION/);
+  });
+
+  test('keys: another tenant\'s key sees none of our sandboxes; the audit log shows who did what', async () => {
+    const url = daemon!.url;
+    const ours = JSON.parse((await forkd(url, ['create', '--json'])).stdout).id as string;
+    const k = await forkd(url, ['keys', 'create', '--tenant', 'other', '--format', 'e2b', '--name', 'ci', '--json']);
+    assert.equal(k.code, 0, k.stderr);
+    const { key, info } = JSON.parse(k.stdout);
+    assert.match(key, /^e2b_[0-9a-f]{40}$/);
+    const other = { FORKD_API_KEY: key };
+    assert.ok(!JSON.parse((await forkd(url, ['ls', '--json'], undefined, other)).stdout).some((s: { id: string }) => s.id === ours));
+    const denied = await forkd(url, ['exec', ours, '--', 'true'], undefined, other);
+    assert.notEqual(denied.code, 0);
+    assert.match(denied.stderr, /NOT_FOUND/);
+    const theirs = JSON.parse((await forkd(url, ['create', '--json'], undefined, other)).stdout).id as string;
+    assert.ok(!JSON.parse((await forkd(url, ['ls', '--json'])).stdout).some((s: { id: string }) => s.id === theirs), 'tenants are isolated both ways');
+    assert.equal((await forkd(url, ['keys', 'create'], undefined, other)).code, 1, 'only admin keys mint keys');
+    const keys = JSON.parse((await forkd(url, ['keys', 'list', '--json'])).stdout);
+    assert.ok(keys.some((x: { id: string; tenant: string }) => x.id === info.id && x.tenant === 'other'));
+    assert.match((await forkd(url, ['keys', 'list'])).stdout, /TENANT/);
+    const trail = JSON.parse((await forkd(url, ['audit', '--json', '--sandbox', ours])).stdout);
+    assert.ok(trail.some((r: { tenant: string; code: string }) => r.tenant === 'other' && r.code === 'NOT_FOUND'), 'the refused call is on record');
+    const theirTrail = JSON.parse((await forkd(url, ['audit', '--json'], undefined, other)).stdout);
+    assert.ok(theirTrail.length > 0 && theirTrail.every((r: { tenant: string }) => r.tenant === 'other'));
+    assert.match((await forkd(url, ['audit', '--limit', '5'])).stdout, /OPERATION/);
+    assert.equal((await forkd(url, ['rm', theirs], undefined, other)).code, 0);
+    assert.equal((await forkd(url, ['keys', 'revoke', info.id])).code, 0);
+    assert.match((await forkd(url, ['ls'], undefined, other)).stderr, /UNAUTHENTICATED/);
+    assert.equal((await forkd(url, ['rm', ours])).code, 0);
   });
 
   test('errors are clear and carry a stable code', async () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
-import { api, execHttp } from '../testing/http-client.js';
+import { api, execHttp, type ApiTarget } from '../testing/http-client.js';
 import { startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
 
 const COUNTER = "import time\ni=0\nwhile True:\n  i+=1\n  open('/tmp/c.tmp','w').write(str(i))\n  __import__('os').rename('/tmp/c.tmp','/tmp/count')\n  time.sleep(0.02)";
@@ -23,11 +23,11 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
   const restart = async (crashAt?: string) => {
     await stopDaemonProcess(daemon);
     daemon = await startDaemonProcess({ ...cfg.env, ...(crashAt ? { FORKD_CRASH_AT: crashAt } : {}) });
-    return daemon.url;
+    return daemon;
   };
   const crashDuring = async (crashAt: string, method: string, path: string, body?: unknown) => {
-    const url = await restart(crashAt);
-    await fetch(url + path, { method, headers: { 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : null }).then(
+    const d = await restart(crashAt);
+    await fetch(d.url + path, { method, headers: { 'content-type': 'application/json', authorization: `Bearer ${d.apiKey}` }, body: body ? JSON.stringify(body) : null }).then(
       (r) => assert.fail(`expected the daemon to die, got ${r.status}`),
       () => {},
     );
@@ -35,7 +35,7 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
     if (c.exitCode === null && c.signalCode === null) await new Promise((r) => c.once('exit', r));
     return restart();
   };
-  const counter = async (url: string) => Number((await execHttp(url, id, ['cat', '/tmp/count'])).stdout);
+  const counter = async (url: ApiTarget) => Number((await execHttp(url, id, ['cat', '/tmp/count'])).stdout);
   const noTmpSnapshots = async () => {
     const names = await readdir(join(cfg.config.pool.mountPoint, 'snapshots')).catch(() => [] as string[]);
     assert.deepEqual(names.filter((n) => n.startsWith('.tmp-')), [], 'no half-made snapshot left on disk');
@@ -90,7 +90,7 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
   });
 
   test('crash mid-rewind: the rewind is committed; the sandbox resumes at the target', async () => {
-    let url = daemon!.url;
+    let url: ApiTarget = daemon!;
     const target = (await api(url, 'POST', `/v1/sandboxes/${id}/snapshots`, { name: 'target' })).json;
     await execHttp(url, id, ['bash', '-c', 'echo after > /tmp/after']);
     url = await crashDuring('rewind:paused', 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: target.id });

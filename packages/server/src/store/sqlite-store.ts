@@ -1,4 +1,5 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from './sqlite-open.js';
 import type { SandboxRecord, SnapshotRecord, Store, TemplateRecord } from './store.js';
 
 const MIGRATIONS = [
@@ -109,17 +110,7 @@ export class SqliteStore implements Store {
   readonly #db: Database.Database;
 
   constructor(file: string) {
-    this.#db = new Database(file);
-    this.#db.pragma('journal_mode = WAL');
-    this.#db.pragma('synchronous = NORMAL');
-    this.#db.pragma('busy_timeout = 5000');
-    const version = this.#db.pragma('user_version', { simple: true }) as number;
-    for (let v = version; v < MIGRATIONS.length; v++) {
-      this.#db.transaction(() => {
-        this.#db.exec(MIGRATIONS[v]!);
-        this.#db.pragma(`user_version = ${v + 1}`);
-      })();
-    }
+    this.#db = openSqlite(file, MIGRATIONS);
   }
 
   insertSandbox(rec: SandboxRecord): void {
@@ -159,6 +150,11 @@ export class SqliteStore implements Store {
   getSnapshot(id: string): SnapshotRecord | undefined {
     const r = this.#db.prepare('SELECT * FROM snapshots WHERE id = ?').get(id) as SnapshotRow | undefined;
     return r ? toSnapshot(r) : undefined;
+  }
+
+  snapshotTotals(): { count: number; bytes: number } {
+    const r = this.#db.prepare('SELECT COUNT(*) AS count, COALESCE(SUM(size_bytes), 0) AS bytes FROM snapshots').get() as { count: number; bytes: number };
+    return { count: r.count, bytes: r.bytes };
   }
 
   listSnapshots(sandboxId: string): SnapshotRecord[] {

@@ -62,6 +62,8 @@ export interface Store {
   getSnapshot(id: string): SnapshotRecord | undefined;
   /** A sandbox's snapshots, oldest first. */
   listSnapshots(sandboxId: string): SnapshotRecord[];
+  /** Count and memory-image bytes of every snapshot on the node (metrics). */
+  snapshotTotals(): { count: number; bytes: number };
   deleteSnapshot(id: string): void;
   /** Sandboxes forked from a snapshot. */
   listForks(snapshotId: string): SandboxRecord[];

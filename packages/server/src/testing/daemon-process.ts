@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../shared/config.js';
 
@@ -8,6 +9,8 @@ export const NODE_FLAGS = ['--experimental-websocket', '--no-warnings'];
 export interface DaemonProcess {
   child: ChildProcess;
   url: string;
+  /** The admin key `forkd serve` made in its state dir. */
+  apiKey: string;
   log(): string;
 }
 
@@ -22,7 +25,7 @@ export function startDaemonProcess(env: NodeJS.ProcessEnv): Promise<DaemonProces
     const onData = (d: Buffer) => {
       log += d.toString();
       const m = /"msg":"listening","url":"([^"]+)"/.exec(log);
-      if (m) resolve({ child, url: m[1]!, log: () => log });
+      if (m) resolve({ child, url: m[1]!, apiKey: readFileSync(join(env.FORKD_STATE_DIR ?? '/var/lib/forkd', 'admin.key'), 'utf8').trim(), log: () => log });
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);

@@ -1,6 +1,12 @@
 /** Minimal HTTP calls against a real daemon for end-to-end tests (no SDK: the server never imports it). */
-export async function api(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any; text: string }> {
-  const r = await fetch(url + path, { method, headers: { 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : null });
+/** A running API and the key to call it with. */
+export interface ApiTarget {
+  url: string;
+  apiKey: string;
+}
+
+export async function api(t: ApiTarget, method: string, path: string, body?: unknown): Promise<{ status: number; json: any; text: string }> {
+  const r = await fetch(t.url + path, { method, headers: { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}` }, body: body ? JSON.stringify(body) : null });
   const text = await r.text();
   let json: unknown;
   try {
@@ -12,8 +18,8 @@ export async function api(url: string, method: string, path: string, body?: unkn
 }
 
 /** Runs a command through the NDJSON exec route; throws unless the route answered 200. */
-export async function execHttp(url: string, id: string, cmd: string[]): Promise<{ stdout: string; exit: number }> {
-  const r = await api(url, 'POST', `/v1/sandboxes/${id}/exec`, { cmd });
+export async function execHttp(t: ApiTarget, id: string, cmd: string[]): Promise<{ stdout: string; exit: number }> {
+  const r = await api(t, 'POST', `/v1/sandboxes/${id}/exec`, { cmd });
   if (r.status !== 200) throw new Error(`exec failed (HTTP ${r.status}): ${r.text}`);
   const events = r.text
     .split('\n')

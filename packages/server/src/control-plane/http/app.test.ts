@@ -2,6 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ForkdError, type SandboxInfo } from '@forkd/protocol';
 import { silentLogger } from '../../shared/logger.js';
+import { ApiKeys } from '../auth/api-keys.js';
+import { SqliteControlStore } from '../../store/sqlite-control-store.js';
 import { createApp } from './app.js';
 import type { SandboxService } from './sandbox-service.js';
 
@@ -18,20 +20,24 @@ const info: SandboxInfo = {
 
 function fakeService(): SandboxService & { created: unknown[] } {
   const created: unknown[] = [];
+  const boxes = new Map([[info.id, info]]);
   const missing = (id: string) => new ForkdError('NOT_FOUND', `sandbox ${id} not found`);
   return {
     created,
     async create(req) {
       created.push(req);
-      return info;
+      const s = { ...info, id: `sbx-${String(created.length).padStart(12, 'b')}` };
+      boxes.set(s.id, s);
+      return s;
     },
     get(id) {
-      if (id !== info.id) throw missing(id);
-      return info;
+      const s = boxes.get(id);
+      if (!s) throw missing(id);
+      return s;
     },
-    list: () => [info],
+    list: () => [...boxes.values()],
     async delete(id) {
-      if (id !== info.id) throw missing(id);
+      if (!boxes.delete(id)) throw missing(id);
     },
     async guest(id) {
       throw missing(id);
@@ -63,55 +69,138 @@ function fakeService(): SandboxService & { created: unknown[] } {
     },
     buildTemplate: async () => Promise.reject(new ForkdError('NOT_FOUND', 'template base not found')),
     deleteTemplate: async (name) => Promise.reject(new ForkdError('NOT_FOUND', `template ${name} not found`)),
+    stats: async () => ({ snapshots: 3, snapshotBytes: 4096, poolUsedBytes: 1 << 20, poolSizeBytes: 1 << 30, warmPoolHeld: 2 }),
   };
 }
 
-async function call(app: ReturnType<typeof createApp>, method: string, path: string, body?: string) {
-  const r = await app.request(path, { method, body: body ?? null, headers: { 'content-type': 'application/json' } });
-  return { status: r.status, json: (await r.json().catch(() => null)) as any };
+/** An app over the fake service with a fresh control plane; `call` uses the admin key of tenant `default`. */
+function testApp(svc: SandboxService = fakeService()) {
+  const store = new SqliteControlStore(':memory:');
+  const control = { store, keys: new ApiKeys(store), close: () => store.close() };
+  const app = createApp({ svc, control, logger: silentLogger });
+  const admin = control.keys.create({ format: 'forkd', admin: true }, undefined).key;
+  const call = async (method: string, path: string, body?: string, key: string | null = admin) => {
+    const headers: Record<string, string> = { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) };
+    const r = await app.request(path, { method, body: body ?? null, headers });
+    return { status: r.status, json: (await r.json().catch(() => null)) as any };
+  };
+  return { app, control, admin, call };
 }
 
 test('create validates with the protocol schema and applies defaults', async () => {
   const svc = fakeService();
-  const app = createApp(svc, silentLogger);
-  const ok = await call(app, 'POST', '/v1/sandboxes', JSON.stringify({ memoryMb: 256 }));
+  const { call } = testApp(svc);
+  const ok = await call('POST', '/v1/sandboxes', JSON.stringify({ memoryMb: 256 }));
   assert.equal(ok.status, 201);
   assert.deepEqual(svc.created[0], { template: 'base', memoryMb: 256 });
 });
 
 test('bad input is INVALID_ARGUMENT with a stable shape, never a 500', async () => {
-  const app = createApp(fakeService(), silentLogger);
+  const { call } = testApp();
   for (const body of ['{nope', JSON.stringify({ memoryMb: -1 }), JSON.stringify({ template: '../etc' }), JSON.stringify({ bogus: 1 }), JSON.stringify({ cpus: 'many' })]) {
-    const r = await call(app, 'POST', '/v1/sandboxes', body);
+    const r = await call('POST', '/v1/sandboxes', body);
     assert.equal(r.status, 400, body);
     assert.equal(r.json.error.code, 'INVALID_ARGUMENT');
     assert.equal(typeof r.json.error.message, 'string');
   }
-  const exec = await call(app, 'POST', `/v1/sandboxes/${info.id}/exec`, JSON.stringify({ cmd: ['a'], command: 'b' }));
+  const exec = await call('POST', `/v1/sandboxes/${info.id}/exec`, JSON.stringify({ cmd: ['a'], command: 'b' }));
   assert.equal(exec.json.error.code, 'INVALID_ARGUMENT');
-  const noCmd = await call(app, 'POST', `/v1/sandboxes/${info.id}/exec`, JSON.stringify({}));
+  const noCmd = await call('POST', `/v1/sandboxes/${info.id}/exec`, JSON.stringify({}));
   assert.equal(noCmd.json.error.code, 'INVALID_ARGUMENT');
-  const sel = await call(app, 'POST', `/v1/sandboxes/${info.id}/processes/abc/signal`, '{}');
+  const sel = await call('POST', `/v1/sandboxes/${info.id}/processes/abc/signal`, '{}');
   assert.equal(sel.json.error.code, 'INVALID_ARGUMENT');
-  const nopath = await call(app, 'GET', `/v1/sandboxes/${info.id}/files`);
+  const nopath = await call('GET', `/v1/sandboxes/${info.id}/files`);
   assert.equal(nopath.json.error.code, 'INVALID_ARGUMENT');
-  const badRewind = await call(app, 'POST', `/v1/sandboxes/${info.id}/rewind`, JSON.stringify({ snapshot: 'nope' }));
+  const badRewind = await call('POST', `/v1/sandboxes/${info.id}/rewind`, JSON.stringify({ snapshot: 'nope' }));
   assert.equal(badRewind.json.error.code, 'INVALID_ARGUMENT');
-  const badFork = await call(app, 'POST', `/v1/sandboxes/${info.id}/fork`, JSON.stringify({ count: 1000 }));
+  const badFork = await call('POST', `/v1/sandboxes/${info.id}/fork`, JSON.stringify({ count: 1000 }));
   assert.equal(badFork.json.error.code, 'INVALID_ARGUMENT');
-  const badName = await call(app, 'POST', `/v1/sandboxes/${info.id}/snapshots`, JSON.stringify({ name: 'a b/c' }));
+  const badName = await call('POST', `/v1/sandboxes/${info.id}/snapshots`, JSON.stringify({ name: 'a b/c' }));
   assert.equal(badName.json.error.code, 'INVALID_ARGUMENT');
 });
 
 test('unknown sandboxes and routes are NOT_FOUND', async () => {
-  const app = createApp(fakeService(), silentLogger);
-  assert.equal((await call(app, 'GET', '/v1/sandboxes/sbx-zzzzzzzzzzzz')).json.error.code, 'NOT_FOUND');
-  assert.equal((await call(app, 'DELETE', '/v1/sandboxes/sbx-zzzzzzzzzzzz')).status, 404);
-  assert.equal((await call(app, 'GET', '/v1/nope')).json.error.code, 'NOT_FOUND');
+  const { call } = testApp();
+  assert.equal((await call('GET', '/v1/sandboxes/sbx-zzzzzzzzzzzz')).json.error.code, 'NOT_FOUND');
+  assert.equal((await call('DELETE', '/v1/sandboxes/sbx-zzzzzzzzzzzz')).status, 404);
+  assert.equal((await call('GET', '/v1/nope')).json.error.code, 'NOT_FOUND');
 });
 
 test('oversized bodies are refused', async () => {
-  const app = createApp(fakeService(), silentLogger);
-  const r = await app.request('/v1/sandboxes', { method: 'POST', body: 'x'.repeat(10), headers: { 'content-length': String(100 * 1024 * 1024) } });
+  const { app, admin } = testApp();
+  const r = await app.request('/v1/sandboxes', { method: 'POST', body: 'x'.repeat(10), headers: { 'content-length': String(100 * 1024 * 1024), authorization: `Bearer ${admin}` } });
   assert.equal(r.status, 413);
+});
+
+test('no key, a wrong key or a revoked key is UNAUTHENTICATED; health needs none', async () => {
+  const { call, control } = testApp();
+  assert.equal((await call('GET', '/v1/health', undefined, null)).status, 200);
+  const none = await call('GET', '/v1/sandboxes', undefined, null);
+  assert.equal(none.status, 401);
+  assert.equal(none.json.error.code, 'UNAUTHENTICATED');
+  assert.equal((await call('GET', '/v1/sandboxes', undefined, 'forkd_0000')).json.error.code, 'UNAUTHENTICATED');
+  const k = control.keys.create({ format: 'e2b', admin: false }, undefined);
+  assert.match(k.key, /^e2b_[0-9a-f]{40}$/);
+  assert.equal((await call('GET', '/v1/sandboxes', undefined, k.key)).status, 200);
+  control.keys.revoke(k.info.id, { keyId: 'x', tenant: 'default', admin: true });
+  assert.equal((await call('GET', '/v1/sandboxes', undefined, k.key)).status, 401);
+});
+
+test('tenants see only their own sandboxes; other ids answer NOT_FOUND', async () => {
+  const { call } = testApp();
+  const a = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json.key as string;
+  const b = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'beta' }))).json.key as string;
+  const mine = (await call('POST', '/v1/sandboxes', '{}', a)).json;
+  assert.equal((await call('GET', `/v1/sandboxes/${mine.id}`, undefined, a)).status, 200);
+  for (const [m, path] of [['GET', `/v1/sandboxes/${mine.id}`], ['DELETE', `/v1/sandboxes/${mine.id}`], ['POST', `/v1/sandboxes/${mine.id}/exec`], ['GET', `/v1/sandboxes/${mine.id}/files?path=/etc/passwd`], ['POST', `/v1/sandboxes/${mine.id}/pause`]] as const) {
+    const r = await call(m, path, m === 'POST' ? JSON.stringify({ cmd: ['id'] }) : undefined, b);
+    assert.equal(r.json.error.code, 'NOT_FOUND', `${m} ${path}`);
+  }
+  assert.deepEqual((await call('GET', '/v1/sandboxes', undefined, b)).json.sandboxes, []);
+  assert.deepEqual((await call('GET', '/v1/sandboxes', undefined, a)).json.sandboxes.map((s: { id: string }) => s.id), [mine.id]);
+  // Sandboxes from before tenancy belong to the default tenant (the admin key's).
+  assert.ok((await call('GET', '/v1/sandboxes')).json.sandboxes.some((s: { id: string }) => s.id === info.id));
+  // Only admins mint keys.
+  assert.equal((await call('POST', '/v1/keys', '{}', a)).json.error.code, 'PERMISSION_DENIED');
+  assert.equal((await call('POST', '/v1/keys', JSON.stringify({ tenant: 'Bad Name' }))).json.error.code, 'INVALID_ARGUMENT');
+});
+
+test('every call lands in the audit log with key, tenant, sandbox, operation, target, code and duration', async () => {
+  const { call } = testApp();
+  const a = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json.key as string;
+  const s = (await call('POST', '/v1/sandboxes', '{}', a)).json;
+  await call('GET', `/v1/sandboxes/${s.id}/files?path=/etc/hostname`, undefined, a);
+  await call('GET', '/v1/sandboxes/sbx-zzzzzzzzzzzz', undefined, a);
+  await call('GET', '/v1/sandboxes', undefined, 'forkd_wrong');
+  const mine = (await call('GET', '/v1/audit', undefined, a)).json.records as any[];
+  assert.ok(mine.every((r) => r.tenant === 'acme'), 'a tenant sees only its own records');
+  const create = mine.find((r) => r.operation === 'POST /v1/sandboxes');
+  assert.ok(create && create.code === 'OK' && create.status === 201 && typeof create.durationMs === 'number' && create.keyId);
+  const read = mine.find((r) => r.operation === 'GET /v1/sandboxes/:id/files');
+  assert.equal(read.sandboxId, s.id);
+  assert.equal(read.target, '/etc/hostname');
+  assert.ok(mine.some((r) => r.code === 'NOT_FOUND' && r.status === 404));
+  const all = (await call('GET', '/v1/audit?limit=1000')).json.records as any[];
+  assert.ok(all.some((r) => r.code === 'UNAUTHENTICATED' && r.keyId === undefined), 'refused calls are audited too');
+  assert.ok(all.some((r) => r.operation === 'POST /v1/keys'));
+  const filtered = (await call('GET', `/v1/audit?sandbox=${s.id}`)).json.records as any[];
+  assert.ok(filtered.length >= 2 && filtered.every((r) => r.sandboxId === s.id));
+  assert.equal((await call('GET', '/v1/audit?tenant=beta', undefined, a)).json.error.code, 'PERMISSION_DENIED');
+  assert.equal((await call('GET', '/v1/audit?limit=0')).json.error.code, 'INVALID_ARGUMENT');
+});
+
+test('/metrics: Prometheus text for admin keys only', async () => {
+  const { app, admin, call } = testApp();
+  await call('GET', '/v1/sandboxes');
+  const r = await app.request('/metrics', { headers: { authorization: `Bearer ${admin}` } });
+  assert.equal(r.status, 200);
+  const text = await r.text();
+  assert.match(text, /^forkd_sandboxes\{state="running"\} 1$/m);
+  assert.match(text, /^forkd_snapshot_bytes 4096$/m);
+  assert.match(text, /^forkd_pool_used_bytes 1048576$/m);
+  assert.match(text, /^forkd_api_request_duration_seconds_count\{operation="GET \/v1\/sandboxes",code="OK"\} 1$/m);
+  assert.match(text, /^forkd_api_request_duration_seconds_bucket\{operation="GET \/v1\/sandboxes",code="OK",le="\+Inf"\} 1$/m);
+  const user = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json.key as string;
+  assert.equal((await app.request('/metrics', { headers: { authorization: `Bearer ${user}` } })).status, 403);
+  assert.equal((await app.request('/metrics')).status, 401);
 });

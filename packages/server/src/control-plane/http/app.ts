@@ -19,6 +19,7 @@ import {
   StdinRequest,
   toForkdError,
   WriteQuery,
+  type AuditRecord,
   type ExecEvent,
   type SpawnRequest,
 } from '@forkd/protocol';
@@ -26,10 +27,15 @@ import type { Logger } from '../../shared/logger.js';
 import type { SpawnOptions } from '../../node/guest/guest-client.js';
 import type { ExecExit } from '../../node/manager/sandbox-manager.js';
 import { ndjsonStream } from './ndjson.js';
+import { presentedKey, type Principal } from '../auth/api-keys.js';
+import type { ControlPlane } from '../control-plane.js';
+import { mountAdminRoutes } from './admin-routes.js';
+import { TenantView } from './tenant-view.js';
+import { Metrics } from './metrics.js';
 import type { SandboxService } from './sandbox-service.js';
 import { validate } from './validate.js';
+import { jsonBody } from './json-body.js';
 
-const MAX_JSON_BODY = 24 * 1024 * 1024;
 
 /** argv of a spawn request: `cmd` as given, or `command` through a login bash. */
 export function spawnOptions(r: SpawnRequest): SpawnOptions {
@@ -49,19 +55,6 @@ export function signalNumber(s: number | string): number {
   const n = (osConstants.signals as Record<string, number>)[s];
   if (!n) throw new ForkdError('INVALID_ARGUMENT', `unknown signal ${s}`);
   return n;
-}
-
-async function jsonBody(c: Context): Promise<unknown> {
-  const len = Number(c.req.header('content-length') ?? '0');
-  if (len > MAX_JSON_BODY) throw new ForkdError('PAYLOAD_TOO_LARGE', `request body larger than ${MAX_JSON_BODY} bytes`);
-  const text = await c.req.text();
-  if (text.length > MAX_JSON_BODY) throw new ForkdError('PAYLOAD_TOO_LARGE', `request body larger than ${MAX_JSON_BODY} bytes`);
-  if (!text.trim()) return {};
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new ForkdError('INVALID_ARGUMENT', 'request body is not valid JSON');
-  }
 }
 
 function selector(c: Context): { pid: number } | { tag: string } {
@@ -106,9 +99,38 @@ function processStream(
   });
 }
 
+export interface AppDeps {
+  svc: SandboxService;
+  control: ControlPlane;
+  logger: Logger;
+}
+
+export type AppEnv = { Variables: { who: Principal; view: SandboxService; target: string | undefined; sandbox: string | undefined } };
+
+/** The caller's tenant-scoped view of the service (set by the auth middleware). */
+const v = (c: Context<AppEnv>): SandboxService => c.get('view');
+
+/** One audit record: the route pattern as the operation, the command or path as the target. */
+function auditRecord(c: Context<AppEnv>, who: Principal | undefined, code: string, status: number, t0: number): Omit<AuditRecord, 'id'> {
+  const route = c.req.routePath && c.req.routePath !== '/v1/*' ? c.req.routePath : c.req.path.slice(0, 200);
+  const sandboxId = c.get('sandbox') ?? /^\/v1\/sandboxes\/(sbx-[a-z0-9]{12})/.exec(c.req.path)?.[1];
+  const target = c.get('target') ?? c.req.query('path') ?? /^\/v1\/(?:snapshots|keys|templates)\/([^/]+)/.exec(c.req.path)?.[1];
+  return {
+    at: new Date().toISOString(),
+    ...(who ? { keyId: who.keyId, tenant: who.tenant } : {}),
+    ...(sandboxId ? { sandboxId } : {}),
+    operation: `${c.req.method} ${route}`,
+    ...(target ? { target: target.slice(0, 1000) } : {}),
+    code,
+    status,
+    durationMs: Math.round((performance.now() - t0) * 10) / 10,
+  };
+}
+
 /** The REST API (`/v1`). Every request is validated by the protocol's zod schemas. */
-export function createApp(svc: SandboxService, logger: Logger): Hono {
-  const app = new Hono();
+export function createApp({ svc, control, logger }: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const metrics = new Metrics();
 
   app.onError((err, c) => {
     const fe = toForkdError(err);
@@ -119,12 +141,42 @@ export function createApp(svc: SandboxService, logger: Logger): Hono {
 
   app.get('/v1/health', (c) => c.json({ ok: true }));
 
-  app.get('/v1/templates', (c) => c.json({ templates: svc.templates() }));
+  // Every other call: who is calling (the key's tenant scopes all it sees), then one audit record.
+  app.use('/v1/*', async (c, next) => {
+    if (c.req.path === '/v1/health') return next();
+    const t0 = performance.now();
+    let who: Principal;
+    try {
+      who = control.keys.authenticate(presentedKey((n) => c.req.header(n), new URL(c.req.url).searchParams));
+    } catch (err) {
+      const fe = toForkdError(err);
+      control.store.appendAudit(auditRecord(c, undefined, fe.code, fe.status, t0));
+      throw err;
+    }
+    c.set('who', who);
+    c.set('view', new TenantView(svc, control.store, who.tenant));
+    await next();
+    const code = c.error ? toForkdError(c.error).code : c.res.status === 404 ? 'NOT_FOUND' : 'OK';
+    const rec = auditRecord(c, who, code, c.res.status, t0);
+    control.store.appendAudit(rec);
+    metrics.observe(rec.operation, code, rec.durationMs);
+  });
+
+  // Prometheus scrapes with an admin key (`authorization: Bearer`): the numbers span every tenant.
+  app.get('/metrics', async (c) => {
+    const who = control.keys.authenticate(presentedKey((n) => c.req.header(n), new URL(c.req.url).searchParams));
+    if (!who.admin) throw new ForkdError('PERMISSION_DENIED', 'metrics need an admin key');
+    return c.text(metrics.render(svc.list(), await svc.stats()), 200, { 'content-type': 'text/plain; version=0.0.4' });
+  });
+
+  mountAdminRoutes(app, control);
+
+  app.get('/v1/templates', (c) => c.json({ templates: v(c).templates() }));
   // Builds take minutes: progress lines stream as NDJSON, then `done` or `error`.
   app.post('/v1/templates', async (c) => {
     const req = validate(BuildTemplateRequest, await jsonBody(c));
     const out = ndjsonStream(() => {});
-    void svc
+    void v(c)
       .buildTemplate(req, (line) => void out.write({ type: 'progress', line }))
       .then(
         (template) => out.write({ type: 'done', template }),
@@ -137,93 +189,96 @@ export function createApp(svc: SandboxService, logger: Logger): Hono {
     return c.body(out.stream, 200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
   });
   app.delete('/v1/templates/:name', async (c) => {
-    await svc.deleteTemplate(c.req.param('name'));
+    await v(c).deleteTemplate(c.req.param('name'));
     return c.body(null, 204);
   });
 
   app.post('/v1/sandboxes', async (c) => {
     const req = validate(CreateSandboxRequest, await jsonBody(c));
-    return c.json(await svc.create(req), 201);
+    const created = await v(c).create(req);
+    c.set('sandbox', created.id);
+    return c.json(created, 201);
   });
-  app.get('/v1/sandboxes', (c) => c.json({ sandboxes: svc.list() }));
-  app.get('/v1/sandboxes/:id', (c) => c.json(svc.get(c.req.param('id'))));
+  app.get('/v1/sandboxes', (c) => c.json({ sandboxes: v(c).list() }));
+  app.get('/v1/sandboxes/:id', (c) => c.json(v(c).get(c.req.param('id'))));
   app.delete('/v1/sandboxes/:id', async (c) => {
-    await svc.delete(c.req.param('id'));
+    await v(c).delete(c.req.param('id'));
     return c.body(null, 204);
   });
-  app.get('/v1/sandboxes/:id/metrics', async (c) => c.json(await svc.usage(c.req.param('id'))));
+  app.get('/v1/sandboxes/:id/metrics', async (c) => c.json(await v(c).usage(c.req.param('id'))));
 
   app.post('/v1/sandboxes/:id/snapshots', async (c) => {
     const r = validate(CreateSnapshotRequest, await jsonBody(c));
-    return c.json(await svc.snapshot(c.req.param('id'), r), 201);
+    return c.json(await v(c).snapshot(c.req.param('id'), r), 201);
   });
-  app.get('/v1/sandboxes/:id/snapshots', (c) => c.json({ snapshots: svc.timeline(c.req.param('id')) }));
-  app.get('/v1/snapshots/:snap', (c) => c.json(svc.getSnapshot(c.req.param('snap'))));
+  app.get('/v1/sandboxes/:id/snapshots', (c) => c.json({ snapshots: v(c).timeline(c.req.param('id')) }));
+  app.get('/v1/snapshots/:snap', (c) => c.json(v(c).getSnapshot(c.req.param('snap'))));
   app.delete('/v1/snapshots/:snap', async (c) => {
-    await svc.deleteSnapshot(c.req.param('snap'));
+    await v(c).deleteSnapshot(c.req.param('snap'));
     return c.body(null, 204);
   });
-  app.post('/v1/sandboxes/:id/pause', async (c) => c.json(await svc.pause(c.req.param('id'))));
-  app.post('/v1/sandboxes/:id/resume', async (c) => c.json(await svc.resume(c.req.param('id'))));
+  app.post('/v1/sandboxes/:id/pause', async (c) => c.json(await v(c).pause(c.req.param('id'))));
+  app.post('/v1/sandboxes/:id/resume', async (c) => c.json(await v(c).resume(c.req.param('id'))));
   app.post('/v1/sandboxes/:id/rewind', async (c) => {
     const r = validate(RewindRequest, await jsonBody(c));
-    return c.json(await svc.rewind(c.req.param('id'), r.snapshot));
+    return c.json(await v(c).rewind(c.req.param('id'), r.snapshot));
   });
   // A sandbox id forks it live (implicit snapshot); a snapshot id forks that snapshot.
   app.post('/v1/sandboxes/:id/fork', async (c) => {
     const r = validate(ForkRequest, await jsonBody(c));
-    return c.json({ sandboxes: await svc.fork(c.req.param('id'), r.count) }, 201);
+    return c.json({ sandboxes: await v(c).fork(c.req.param('id'), r.count) }, 201);
   });
   app.post('/v1/snapshots/:snap/fork', async (c) => {
     const r = validate(ForkRequest, await jsonBody(c));
-    return c.json({ sandboxes: await svc.fork(c.req.param('snap'), r.count) }, 201);
+    return c.json({ sandboxes: await v(c).fork(c.req.param('snap'), r.count) }, 201);
   });
-  app.get('/v1/sandboxes/:id/tree', (c) => c.json(svc.tree(c.req.param('id'))));
+  app.get('/v1/sandboxes/:id/tree', (c) => c.json(v(c).tree(c.req.param('id'))));
 
   app.post('/v1/sandboxes/:id/exec', async (c) => {
     const id = c.req.param('id');
     const req = validate(ExecRequest, await jsonBody(c));
     const opts = spawnOptions({ ...req, stdin: req.stdin || req.stdinData !== undefined });
+    c.set('target', opts.argv.join(' '));
     if (req.background) {
-      const { process } = await svc.spawn(id, opts);
+      const { process } = await v(c).spawn(id, opts);
       process.detach();
       return c.json({ pid: process.pid, ...(process.tag ? { tag: process.tag } : {}) }, 201);
     }
     return processStream(
       c,
-      (h) => svc.spawn(id, opts, h),
+      (h) => v(c).spawn(id, opts, h),
       async (p) => {
-        if (req.stdinData !== undefined) await (await svc.guest(id)).writeStdin({ pid: p.pid }, Buffer.from(req.stdinData, 'base64'), true);
+        if (req.stdinData !== undefined) await (await v(c).guest(id)).writeStdin({ pid: p.pid }, Buffer.from(req.stdinData, 'base64'), true);
         if (req.timeoutMs) {
-          const t = setTimeout(() => void svc.guest(id).then((g) => g.kill({ pid: p.pid }, osConstants.signals.SIGKILL)).catch(() => {}), req.timeoutMs);
+          const t = setTimeout(() => void v(c).guest(id).then((g) => g.kill({ pid: p.pid }, osConstants.signals.SIGKILL)).catch(() => {}), req.timeoutMs);
           t.unref();
         }
       },
     );
   });
 
-  app.get('/v1/sandboxes/:id/processes', async (c) => c.json({ processes: await (await svc.guest(c.req.param('id'))).listProcesses() }));
+  app.get('/v1/sandboxes/:id/processes', async (c) => c.json({ processes: await (await v(c).guest(c.req.param('id'))).listProcesses() }));
   app.get('/v1/sandboxes/:id/processes/:sel/output', (c) => {
     const id = c.req.param('id');
     const sel = selector(c);
-    return processStream(c, (h) => svc.attach(id, sel, h));
+    return processStream(c, (h) => v(c).attach(id, sel, h));
   });
   app.post('/v1/sandboxes/:id/processes/:sel/signal', async (c) => {
     const sel = selector(c);
     const { signal } = validate(SignalRequest, await jsonBody(c));
-    await (await svc.guest(c.req.param('id'))).kill(sel, signalNumber(signal));
+    await (await v(c).guest(c.req.param('id'))).kill(sel, signalNumber(signal));
     return c.body(null, 204);
   });
   app.post('/v1/sandboxes/:id/processes/:sel/stdin', async (c) => {
  const sel = selector(c);
     const r = validate(StdinRequest, await jsonBody(c));
-    await (await svc.guest(c.req.param('id'))).writeStdin(sel, r.data !== undefined ? Buffer.from(r.data, 'base64') : undefined, r.eof ?? false);
+    await (await v(c).guest(c.req.param('id'))).writeStdin(sel, r.data !== undefined ? Buffer.from(r.data, 'base64') : undefined, r.eof ?? false);
     return c.body(null, 204);
   });
 
   app.get('/v1/sandboxes/:id/files', async (c) => {
     const { path } = validate(PathQuery, c.req.query());
-    const f = await (await svc.guest(c.req.param('id'))).readFile(path);
+    const f = await (await v(c).guest(c.req.param('id'))).readFile(path);
     const body = Readable.toWeb(Readable.from(f.chunks)) as ReadableStream<Uint8Array>;
     return c.body(body, 200, { 'content-type': 'application/octet-stream', 'content-length': String(f.size) });
   });
@@ -231,7 +286,7 @@ export function createApp(svc: SandboxService, logger: Logger): Hono {
     const q = validate(WriteQuery, c.req.query());
     const body = c.req.raw.body;
     const source: AsyncIterable<Uint8Array> | Uint8Array = body ? (body as unknown as AsyncIterable<Uint8Array>) : new Uint8Array(0);
-    const size = await (await svc.guest(c.req.param('id'))).writeFile(q.path, source, {
+    const size = await (await v(c).guest(c.req.param('id'))).writeFile(q.path, source, {
       mode: q.mode,
       append: q.append === 'true' || q.append === '1',
       user: q.user,
@@ -240,32 +295,34 @@ export function createApp(svc: SandboxService, logger: Logger): Hono {
   });
   app.delete('/v1/sandboxes/:id/files', async (c) => {
     const q = validate(RemoveQuery, c.req.query());
-    await (await svc.guest(c.req.param('id'))).remove(q.path, q.recursive === 'true' || q.recursive === '1');
+    await (await v(c).guest(c.req.param('id'))).remove(q.path, q.recursive === 'true' || q.recursive === '1');
     return c.body(null, 204);
   });
   app.get('/v1/sandboxes/:id/files/list', async (c) => {
     const q = validate(ListQuery, c.req.query());
-    return c.json({ entries: await (await svc.guest(c.req.param('id'))).listDir(q.path, q.depth) });
+    return c.json({ entries: await (await v(c).guest(c.req.param('id'))).listDir(q.path, q.depth) });
   });
   app.get('/v1/sandboxes/:id/files/stat', async (c) => {
     const { path } = validate(PathQuery, c.req.query());
-    return c.json(await (await svc.guest(c.req.param('id'))).stat(path));
+    return c.json(await (await v(c).guest(c.req.param('id'))).stat(path));
   });
   app.post('/v1/sandboxes/:id/files/mkdir', async (c) => {
     const r = validate(MkdirRequest, await jsonBody(c));
-    await (await svc.guest(c.req.param('id'))).mkdir(r.path, r.user);
+    c.set('target', r.path);
+    await (await v(c).guest(c.req.param('id'))).mkdir(r.path, r.user);
     return c.body(null, 204);
   });
   app.post('/v1/sandboxes/:id/files/move', async (c) => {
     const r = validate(MoveRequest, await jsonBody(c));
-    await (await svc.guest(c.req.param('id'))).move(r.from, r.to);
+    c.set('target', `${r.from} -> ${r.to}`);
+    await (await v(c).guest(c.req.param('id'))).move(r.from, r.to);
     return c.body(null, 204);
   });
   app.get('/v1/sandboxes/:id/files/watch', async (c) => {
     const q = validate(RemoveQuery, c.req.query());
     let w: { close(): void } | undefined;
     const out = ndjsonStream(() => w?.close());
-    w = await (await svc.guest(c.req.param('id'))).watch(q.path, q.recursive === 'true' || q.recursive === '1', (e) => void out.write(e));
+    w = await (await v(c).guest(c.req.param('id'))).watch(q.path, q.recursive === 'true' || q.recursive === '1', (e) => void out.write(e));
     return c.body(out.stream, 200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
   });
 

@@ -1,6 +1,6 @@
 import type { BuildTemplateRequest, CreateSandboxRequest, SandboxInfo, SnapshotInfo, TemplateInfo } from '@forkd/protocol';
 import type { GuestClient, GuestProcess, OutputHandlers, SpawnOptions } from '../../node/guest/guest-client.js';
-import type { ExecExit, ForkTree } from '../../node/manager/sandbox-manager.js';
+import type { ExecExit, ForkTree, NodeStats } from '../../node/manager/sandbox-manager.js';
 import type { ResourceUsage } from '../../node/runtime/runtime.js';
 
 /**
@@ -29,4 +29,7 @@ export interface SandboxService {
   tree(id: string): ForkTree;
   buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void): Promise<TemplateInfo>;
   deleteTemplate(name: string): Promise<void>;
+  /** Node-wide numbers for the metrics endpoint (not tenant-scoped: admin only). */
+  stats(): Promise<NodeStats>;
 }
+

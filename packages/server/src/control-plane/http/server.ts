@@ -2,8 +2,7 @@ import { createAdaptorServer } from '@hono/node-server';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../../shared/logger.js';
-import { createApp } from './app.js';
-import type { SandboxService } from './sandbox-service.js';
+import { createApp, type AppDeps } from './app.js';
 import { attachStreamSocket } from './stream-socket.js';
 
 export interface RunningServer {
@@ -13,10 +12,11 @@ export interface RunningServer {
 }
 
 /** Serves the API over HTTP/1.1 with WebSocket upgrades for interactive streams. */
-export async function listen(svc: SandboxService, logger: Logger, host: string, port: number): Promise<RunningServer> {
-  const app = createApp(svc, logger);
+export async function listen(deps: AppDeps, host: string, port: number): Promise<RunningServer> {
+  const { logger } = deps;
+  const app = createApp(deps);
   const server = createAdaptorServer({ fetch: app.fetch }) as Server;
-  const upgrade = attachStreamSocket(svc, logger);
+  const upgrade = attachStreamSocket(deps);
   server.on('upgrade', (req, socket, head) => {
     if (!upgrade(req, socket, head)) socket.destroy();
   });

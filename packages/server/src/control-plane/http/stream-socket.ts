@@ -3,9 +3,9 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket, type RawData } from 'ws';
 import { z } from 'zod';
 import { ForkdError, SpawnRequest, TAG_PATTERN, toForkdError } from '@forkd/protocol';
-import type { Logger } from '../../shared/logger.js';
-import { signalNumber, spawnOptions } from './app.js';
-import type { SandboxService } from './sandbox-service.js';
+import { presentedKey, type Principal } from '../auth/api-keys.js';
+import { signalNumber, spawnOptions, type AppDeps } from './app.js';
+import { TenantView } from './tenant-view.js';
 import { validate } from './validate.js';
 
 const PATH = /^\/v1\/sandboxes\/(sbx-[a-z0-9]{12})\/stream$/;
@@ -28,9 +28,9 @@ export const STREAM_STDERR = 2;
  * sessions and execs with live stdin. Binary frames carry data (server→client
  * prefixed by a stream byte), text frames carry JSON control messages.
  */
-export function attachStreamSocket(svc: SandboxService, logger: Logger): (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean {
+export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
-  wss.on('connection', (ws: WebSocket, id: string) => handle(ws, id));
+  wss.on('connection', (ws: WebSocket, id: string, who: Principal) => handle(ws, id, who));
 
   function sendError(ws: WebSocket, err: unknown) {
     const fe = toForkdError(err);
@@ -38,7 +38,8 @@ export function attachStreamSocket(svc: SandboxService, logger: Logger): (req: I
     ws.close(1011);
   }
 
-  function handle(ws: WebSocket, id: string) {
+  function handle(ws: WebSocket, id: string, who: Principal) {
+    const view = new TenantView(svc, control.store, who.tenant);
     // Messages that arrive while the process is still being started are kept, not lost.
     let onMessage: ((data: RawData, binary: boolean) => void) | undefined;
     const early: Array<[RawData, boolean]> = [];
@@ -53,6 +54,14 @@ export function attachStreamSocket(svc: SandboxService, logger: Logger): (req: I
     });
 
     async function open(raw: RawData, isBinary: boolean) {
+      const t0 = performance.now();
+      let target: string | undefined;
+      let audited = false;
+      const audit = (err?: unknown) => {
+        audited = true;
+        const fe = err === undefined ? undefined : toForkdError(err);
+        control.store.appendAudit({ at: new Date().toISOString(), keyId: who.keyId, tenant: who.tenant, sandboxId: id, operation: 'WS /v1/sandboxes/:id/stream', ...(target ? { target } : {}), code: fe?.code ?? 'OK', status: fe?.status ?? 101, durationMs: Math.round(performance.now() - t0) });
+      };
       try {
         if (isBinary) throw new ForkdError('INVALID_ARGUMENT', 'first message must be a JSON open request');
         let parsed: unknown;
@@ -62,6 +71,7 @@ export function attachStreamSocket(svc: SandboxService, logger: Logger): (req: I
           throw new ForkdError('INVALID_ARGUMENT', 'open request is not valid JSON');
         }
         const req = validate(Open, parsed);
+        target = req.op === 'spawn' ? (req.spawn.cmd?.join(' ') ?? req.spawn.command) : `attach ${req.pid ?? `tag:${req.tag}`}`;
         const send = (stream: number) => (d: Buffer) => {
           ws.send(Buffer.concat([Buffer.from([stream]), d]));
           // Back-pressure: wait while the socket's buffer is large.
@@ -70,12 +80,13 @@ export function attachStreamSocket(svc: SandboxService, logger: Logger): (req: I
         const handlers = { onStdout: send(STREAM_STDOUT), onStderr: send(STREAM_STDERR), onDropped: (n: number) => ws.send(JSON.stringify({ type: 'dropped', bytes: n })) };
         let started;
         if (req.op === 'spawn') {
-          started = await svc.spawn(id, spawnOptions({ ...req.spawn, stdin: true }), handlers);
+          started = await view.spawn(id, spawnOptions({ ...req.spawn, stdin: true }), handlers);
         } else {
           if ((req.pid === undefined) === (req.tag === undefined)) throw new ForkdError('INVALID_ARGUMENT', 'attach needs exactly one of pid or tag');
-          started = await svc.attach(id, req.pid !== undefined ? { pid: req.pid } : { tag: req.tag! }, handlers);
+          started = await view.attach(id, req.pid !== undefined ? { pid: req.pid } : { tag: req.tag! }, handlers);
         }
         const { process, exit } = started;
+        audit();
         if (ws.readyState !== ws.OPEN) {
           process.detach();
           return;
@@ -104,6 +115,7 @@ export function attachStreamSocket(svc: SandboxService, logger: Logger): (req: I
         ws.close(1000);
       } catch (err) {
         if (toForkdError(err).code === 'INTERNAL') logger.error('stream failed', { sandbox: id, error: String(err) });
+        if (!audited) audit(err);
         sendError(ws, err);
       }
     }
@@ -113,7 +125,20 @@ export function attachStreamSocket(svc: SandboxService, logger: Logger): (req: I
     const url = new URL(req.url ?? '/', 'http://localhost');
     const m = PATH.exec(url.pathname);
     if (!m) return false;
-    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, m[1]));
+    let who: Principal;
+    try {
+      who = control.keys.authenticate(presentedKey((n) => headerValue(req.headers[n]), url.searchParams));
+    } catch (err) {
+      const fe = toForkdError(err);
+      const body = JSON.stringify(fe.toJSON());
+      socket.end(`HTTP/1.1 ${fe.status} Unauthorized\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      return true;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, m[1], who));
     return true;
   };
+}
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
 }

@@ -23,26 +23,26 @@ describe('daemon restart', { skip: !isRoot && 'needs root' }, () => {
     daemon = await startDaemonProcess(env);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const r = await api(daemon.url, 'POST', '/v1/sandboxes', { memoryMb: 128 });
+      const r = await api(daemon, 'POST', '/v1/sandboxes', { memoryMb: 128 });
       assert.equal(r.status, 201, r.text);
       ids.push(r.json.id);
     }
-    const bg = await api(daemon.url, 'POST', `/v1/sandboxes/${ids[0]}/exec`, { command: 'echo before > /tmp/marker; sleep 10000', background: true, tag: 'sleeper' });
+    const bg = await api(daemon, 'POST', `/v1/sandboxes/${ids[0]}/exec`, { command: 'echo before > /tmp/marker; sleep 10000', background: true, tag: 'sleeper' });
     assert.equal(bg.status, 201, bg.text);
 
     await stopDaemonProcess(daemon, 'SIGKILL');
     daemon = await startDaemonProcess(env);
 
-    const list = await api(daemon.url, 'GET', '/v1/sandboxes');
+    const list = await api(daemon, 'GET', '/v1/sandboxes');
     assert.deepEqual(
       list.json.sandboxes.map((s: { id: string }) => s.id).sort(),
       [...ids].sort(),
     );
     assert.ok(list.json.sandboxes.every((s: { state: string }) => s.state === 'running'));
-    for (const id of ids) assert.equal((await execHttp(daemon.url, id, ['hostname'])).stdout, `${id}\n`);
-    assert.equal((await execHttp(daemon.url, ids[0]!, ['cat', '/tmp/marker'])).stdout, 'before\n');
-    const procs = await api(daemon.url, 'GET', `/v1/sandboxes/${ids[0]}/processes`);
+    for (const id of ids) assert.equal((await execHttp(daemon, id, ['hostname'])).stdout, `${id}\n`);
+    assert.equal((await execHttp(daemon, ids[0]!, ['cat', '/tmp/marker'])).stdout, 'before\n');
+    const procs = await api(daemon, 'GET', `/v1/sandboxes/${ids[0]}/processes`);
     assert.ok(procs.json.processes.some((p: { tag?: string; running: boolean }) => p.tag === 'sleeper' && p.running));
-    for (const id of ids) assert.equal((await api(daemon.url, 'DELETE', `/v1/sandboxes/${id}`)).status, 204);
+    for (const id of ids) assert.equal((await api(daemon, 'DELETE', `/v1/sandboxes/${id}`)).status, 204);
   });
 });

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chmod, copyFile, mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readFile, rename, rm, statfs } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -45,6 +45,14 @@ export interface ManagerDeps {
   timeline?: TimelinePolicy;
   /** Default idle time before hibernation, ms (0 = never). */
   idleTimeoutMs?: number;
+}
+
+export interface NodeStats {
+  snapshots: number;
+  snapshotBytes: number;
+  poolUsedBytes: number;
+  poolSizeBytes: number;
+  warmPoolHeld: number;
 }
 
 export interface ForkTree {
@@ -322,6 +330,18 @@ export class SandboxManager {
 
   templates(): TemplateInfo[] {
     return this.#d.templates.list();
+  }
+
+  async stats(): Promise<NodeStats> {
+    const fs = await statfs(this.#d.storage.path('.'));
+    const totals = this.#d.store.snapshotTotals();
+    return {
+      snapshots: totals.count,
+      snapshotBytes: totals.bytes,
+      poolUsedBytes: (fs.blocks - fs.bfree) * fs.bsize,
+      poolSizeBytes: fs.blocks * fs.bsize,
+      warmPoolHeld: this.#pool.held().size,
+    };
   }
 
   async usage(id: string): Promise<ResourceUsage> {

@@ -1,0 +1,100 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { chmod, readFile, rename, writeFile } from 'node:fs/promises';
+import { ForkdError, type CreatedKey, type KeyInfo } from '@forkd/protocol';
+import type { ControlStore, KeyRecord } from '../../store/control-store.js';
+
+/** Who is calling: resolved from the API key of every request. */
+export interface Principal {
+  keyId: string;
+  tenant: string;
+  /** May manage keys and read every tenant's audit records. */
+  admin: boolean;
+}
+
+export const DEFAULT_TENANT = 'default';
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+/** 160 random bits; `e2b_` + 40 hex digits is the shape the official e2b SDKs check for. */
+function mintKey(format: 'forkd' | 'e2b'): string {
+  return `${format === 'e2b' ? 'e2b_' : 'forkd_'}${randomBytes(20).toString('hex')}`;
+}
+
+export function keyInfo(k: KeyRecord): KeyInfo {
+  return { id: k.id, tenant: k.tenant, prefix: k.prefix, ...(k.name ? { name: k.name } : {}), admin: k.admin, createdAt: k.createdAt, ...(k.revokedAt ? { revokedAt: k.revokedAt } : {}) };
+}
+
+/** API keys, stored only as hashes; each is bound to one tenant. */
+export class ApiKeys {
+  readonly #store: ControlStore;
+
+  constructor(store: ControlStore) {
+    this.#store = store;
+  }
+
+  /** Resolves a presented key; unknown and revoked keys are UNAUTHENTICATED alike. */
+  authenticate(key: string | undefined): Principal {
+    if (!key) throw new ForkdError('UNAUTHENTICATED', 'an API key is required (Authorization: Bearer KEY or X-API-Key: KEY)');
+    const k = key.length <= 200 ? this.#store.keyByHash(hashKey(key)) : undefined;
+    if (!k || k.revokedAt) throw new ForkdError('UNAUTHENTICATED', 'invalid or revoked API key');
+    return { keyId: k.id, tenant: k.tenant, admin: k.admin };
+  }
+
+  /** Only admin keys mint keys; a key for another tenant than the caller's needs admin too. */
+  create(req: { tenant?: string | undefined; format: 'forkd' | 'e2b'; name?: string | undefined; admin: boolean }, by: Principal | undefined): CreatedKey {
+    if (by && !by.admin) throw new ForkdError('PERMISSION_DENIED', 'only an admin key can create keys');
+    const key = mintKey(req.format);
+    const rec: KeyRecord = {
+      id: `key-${randomBytes(6).toString('hex')}`,
+      tenant: req.tenant ?? by?.tenant ?? DEFAULT_TENANT,
+      hash: hashKey(key),
+      prefix: key.slice(0, key.indexOf('_') + 5),
+      ...(req.name ? { name: req.name } : {}),
+      admin: req.admin,
+      createdAt: new Date().toISOString(),
+    };
+    this.#store.insertKey(rec);
+    return { key, info: keyInfo(rec) };
+  }
+
+  list(by: Principal): KeyInfo[] {
+    return this.#store.listKeys(by.admin ? undefined : by.tenant).map(keyInfo);
+  }
+
+  /** Admins revoke any key; others only keys of their own tenant. Unknown ids are NOT_FOUND. */
+  revoke(id: string, by: Principal): void {
+    if (!this.#store.revokeKey(id, new Date().toISOString(), by.admin ? undefined : by.tenant)) throw new ForkdError('NOT_FOUND', `no active key ${id}`);
+  }
+
+  /**
+   * The machine's admin key, kept in a root-only file so the CLI on the same
+   * host works without configuration. Made once; made again only if its file
+   * is gone or the key was revoked.
+   */
+  async ensureAdminKey(file: string): Promise<string> {
+    const existing = (await readFile(file, 'utf8').catch(() => '')).trim();
+    if (existing) {
+      const k = this.#store.keyByHash(hashKey(existing));
+      if (k && !k.revokedAt && k.admin) return existing;
+    }
+    const { key } = this.create({ format: 'forkd', name: 'admin (forkd setup)', admin: true }, undefined);
+    await writeFile(`${file}.tmp`, `${key}\n`, { mode: 0o600 });
+    await chmod(`${file}.tmp`, 0o600);
+    await rename(`${file}.tmp`, file);
+    return key;
+  }
+}
+
+
+/**
+ * The key a request presents: `Authorization: Bearer KEY` (forkd's SDK),
+ * `X-API-Key: KEY` (e2b's SDKs), or `?api_key=` for browser WebSockets, which
+ * cannot set headers.
+ */
+export function presentedKey(header: (name: string) => string | undefined, query: URLSearchParams): string | undefined {
+  const auth = header('authorization');
+  const bearer = auth && /^Bearer\s+(\S+)$/i.exec(auth)?.[1];
+  return bearer || header('x-api-key') || query.get('api_key') || undefined;
+}

@@ -1,0 +1,24 @@
+import { join } from 'node:path';
+import type { ForkdConfig } from '../shared/config.js';
+import type { ControlStore } from '../store/control-store.js';
+import { SqliteControlStore } from '../store/sqlite-control-store.js';
+import { ApiKeys } from './auth/api-keys.js';
+
+export interface ControlPlane {
+  store: ControlStore;
+  keys: ApiKeys;
+  close(): void;
+}
+
+/** Where `forkd setup` leaves the machine's admin key (root only). */
+export function adminKeyFile(config: ForkdConfig): string {
+  return join(config.stateDir, 'admin.key');
+}
+
+/** Keys, ownership and audit: the control plane's own database, next to the node's. */
+export async function openControlPlane(config: ForkdConfig): Promise<ControlPlane> {
+  const store = new SqliteControlStore(join(config.stateDir, 'control.db'));
+  const keys = new ApiKeys(store);
+  await keys.ensureAdminKey(adminKeyFile(config));
+  return { store, keys, close: () => store.close() };
+}

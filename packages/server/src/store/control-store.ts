@@ -1,0 +1,31 @@
+import type { AuditQuery, AuditRecord } from '@forkd/protocol';
+
+export interface KeyRecord {
+  id: string;
+  tenant: string;
+  /** SHA-256 of the key: keys are 160+ random bits, so a fast hash cannot be brute-forced. */
+  hash: string;
+  prefix: string;
+  name?: string | undefined;
+  admin: boolean;
+  createdAt: string;
+  revokedAt?: string | undefined;
+}
+
+/** What the control plane owns beside the nodes: who may call, what each tenant owns, what was done. */
+export interface ControlStore {
+  insertKey(rec: KeyRecord): void;
+  keyByHash(hash: string): KeyRecord | undefined;
+  listKeys(tenant?: string): KeyRecord[];
+  /** Returns false when no such key is active (in that tenant, when given). */
+  revokeKey(id: string, at: string, tenant?: string): boolean;
+  setOwner(kind: OwnedKind, id: string, tenant: string): void;
+  owner(kind: OwnedKind, id: string): string | undefined;
+  /** Every id of a kind a tenant owns. */
+  owned(kind: OwnedKind, tenant: string): Set<string>;
+  appendAudit(rec: Omit<AuditRecord, 'id'>): void;
+  queryAudit(q: AuditQuery & { tenant?: string | undefined }): AuditRecord[];
+  close(): void;
+}
+
+export type OwnedKind = 'sandbox' | 'template';

@@ -1,0 +1,152 @@
+import type Database from 'better-sqlite3';
+import type { AuditQuery, AuditRecord } from '@forkd/protocol';
+import type { ControlStore, KeyRecord, OwnedKind } from './control-store.js';
+import { openSqlite } from './sqlite-open.js';
+
+const MIGRATIONS = [
+  `CREATE TABLE api_keys (
+     id TEXT PRIMARY KEY,
+     tenant TEXT NOT NULL,
+     hash TEXT NOT NULL UNIQUE,
+     prefix TEXT NOT NULL,
+     name TEXT,
+     admin INTEGER NOT NULL,
+     created_at TEXT NOT NULL,
+     revoked_at TEXT
+   );
+   CREATE TABLE owners (
+     kind TEXT NOT NULL,
+     id TEXT NOT NULL,
+     tenant TEXT NOT NULL,
+     PRIMARY KEY (kind, id)
+   );
+   CREATE INDEX owners_by_tenant ON owners (tenant, kind);
+   CREATE TABLE audit (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     at TEXT NOT NULL,
+     key_id TEXT,
+     tenant TEXT,
+     sandbox_id TEXT,
+     operation TEXT NOT NULL,
+     target TEXT,
+     code TEXT NOT NULL,
+     status INTEGER NOT NULL,
+     duration_ms REAL NOT NULL
+   );
+   CREATE INDEX audit_by_tenant ON audit (tenant, id);`,
+];
+
+interface KeyRow {
+  id: string;
+  tenant: string;
+  hash: string;
+  prefix: string;
+  name: string | null;
+  admin: number;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+function toKey(r: KeyRow): KeyRecord {
+  return { id: r.id, tenant: r.tenant, hash: r.hash, prefix: r.prefix, ...(r.name ? { name: r.name } : {}), admin: r.admin === 1, createdAt: r.created_at, ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}) };
+}
+
+interface AuditRow {
+  id: number;
+  at: string;
+  key_id: string | null;
+  tenant: string | null;
+  sandbox_id: string | null;
+  operation: string;
+  target: string | null;
+  code: string;
+  status: number;
+  duration_ms: number;
+}
+
+function toAudit(r: AuditRow): AuditRecord {
+  return {
+    id: r.id,
+    at: r.at,
+    ...(r.key_id ? { keyId: r.key_id } : {}),
+    ...(r.tenant ? { tenant: r.tenant } : {}),
+    ...(r.sandbox_id ? { sandboxId: r.sandbox_id } : {}),
+    operation: r.operation,
+    ...(r.target ? { target: r.target } : {}),
+    code: r.code,
+    status: r.status,
+    durationMs: r.duration_ms,
+  };
+}
+
+/** The default ControlStore: its own SQLite file next to the node's (PostgreSQL when the control plane scales out). */
+export class SqliteControlStore implements ControlStore {
+  readonly #db: Database.Database;
+
+  constructor(file: string) {
+    this.#db = openSqlite(file, MIGRATIONS);
+  }
+
+  insertKey(k: KeyRecord): void {
+    this.#db
+      .prepare('INSERT INTO api_keys (id, tenant, hash, prefix, name, admin, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(k.id, k.tenant, k.hash, k.prefix, k.name ?? null, k.admin ? 1 : 0, k.createdAt, k.revokedAt ?? null);
+  }
+
+  keyByHash(hash: string): KeyRecord | undefined {
+    const r = this.#db.prepare('SELECT * FROM api_keys WHERE hash = ?').get(hash) as KeyRow | undefined;
+    return r && toKey(r);
+  }
+
+  listKeys(tenant?: string): KeyRecord[] {
+    const rows = tenant === undefined ? this.#db.prepare('SELECT * FROM api_keys ORDER BY created_at').all() : this.#db.prepare('SELECT * FROM api_keys WHERE tenant = ? ORDER BY created_at').all(tenant);
+    return (rows as KeyRow[]).map(toKey);
+  }
+
+  revokeKey(id: string, at: string, tenant?: string): boolean {
+    const r = tenant === undefined
+      ? this.#db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, id)
+      : this.#db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND tenant = ? AND revoked_at IS NULL').run(at, id, tenant);
+    return r.changes === 1;
+  }
+
+  setOwner(kind: OwnedKind, id: string, tenant: string): void {
+    this.#db.prepare('INSERT OR REPLACE INTO owners (kind, id, tenant) VALUES (?, ?, ?)').run(kind, id, tenant);
+  }
+
+  owner(kind: OwnedKind, id: string): string | undefined {
+    return (this.#db.prepare('SELECT tenant FROM owners WHERE kind = ? AND id = ?').get(kind, id) as { tenant: string } | undefined)?.tenant;
+  }
+
+  owned(kind: OwnedKind, tenant: string): Set<string> {
+    return new Set((this.#db.prepare('SELECT id FROM owners WHERE kind = ? AND tenant = ?').all(kind, tenant) as { id: string }[]).map((r) => r.id));
+  }
+
+  appendAudit(a: Omit<AuditRecord, 'id'>): void {
+    this.#db
+      .prepare('INSERT INTO audit (at, key_id, tenant, sandbox_id, operation, target, code, status, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(a.at, a.keyId ?? null, a.tenant ?? null, a.sandboxId ?? null, a.operation, a.target ?? null, a.code, a.status, a.durationMs);
+  }
+
+  queryAudit(q: AuditQuery & { tenant?: string | undefined }): AuditRecord[] {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    const add = (sql: string, v: unknown) => {
+      if (v === undefined) return;
+      where.push(sql);
+      args.push(v);
+    };
+    add('tenant = ?', q.tenant);
+    add('sandbox_id = ?', q.sandbox);
+    add('operation = ?', q.operation);
+    add('code = ?', q.code);
+    add('at >= ?', q.since && new Date(q.since).toISOString());
+    add('id < ?', q.before);
+    const sql = `SELECT * FROM audit ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
+    return (this.#db.prepare(sql).all(...args, q.limit) as AuditRow[]).map(toAudit);
+  }
+
+  close(): void {
+    this.#db.close();
+  }
+}
