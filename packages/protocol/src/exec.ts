@@ -38,12 +38,14 @@ export const ExecRequest = z.intersection(
 export type ExecRequest = z.infer<typeof ExecRequest>;
 
 /** One line of an NDJSON exec/attach stream. Output is base64 so any bytes survive. */
-export type ExecEvent =
-  | { type: 'started'; pid: number; tag?: string | undefined; pty: boolean }
-  | { type: 'stdout' | 'stderr'; data: string }
-  | { type: 'dropped'; bytes: number }
-  | { type: 'exit'; exitCode: number; signal: number; oomKilled: boolean }
-  | { type: 'error'; error: { code: string; message: string } };
+export const ExecEvent = z.union([
+  z.object({ type: z.literal('started'), pid: z.number(), tag: z.string().optional(), pty: z.boolean() }),
+  z.object({ type: z.enum(['stdout', 'stderr']), data: z.string() }),
+  z.object({ type: z.literal('dropped'), bytes: z.number() }),
+  z.object({ type: z.literal('exit'), exitCode: z.number(), signal: z.number(), oomKilled: z.boolean() }),
+  z.object({ type: z.literal('error'), error: z.object({ code: z.string(), message: z.string() }) }),
+]);
+export type ExecEvent = z.infer<typeof ExecEvent>;
 
 export interface ExecResult {
   exitCode: number;

@@ -31,4 +31,5 @@ export const WriteQuery = z.object({
 export const MoveRequest = z.strictObject({ from: SandboxPath, to: SandboxPath });
 export const MkdirRequest = z.strictObject({ path: SandboxPath, user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/).optional() });
 
-export type WatchEvent = { type: 'create' | 'write' | 'remove' | 'rename' | 'chmod'; name: string };
+export const WatchEvent = z.object({ type: z.enum(['create', 'write', 'remove', 'rename', 'chmod']), name: z.string() });
+export type WatchEvent = z.infer<typeof WatchEvent>;

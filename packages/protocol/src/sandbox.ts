@@ -63,3 +63,14 @@ export const BuildTemplateRequest = z.strictObject({
 });
 export type BuildTemplateRequest = z.input<typeof BuildTemplateRequest>;
 export type TemplateInfo = z.infer<typeof TemplateInfo>;
+
+export const SandboxMetrics = z.object({
+  memoryBytes: z.number(),
+  memoryLimitBytes: z.number(),
+  cpuNanos: z.number(),
+  pids: z.number(),
+  oomKills: z.number(),
+  /** Forks refused by the pids limit. */
+  pidsLimitHits: z.number(),
+});
+export type SandboxMetrics = z.infer<typeof SandboxMetrics>;

@@ -204,3 +204,19 @@ test('/metrics: Prometheus text for admin keys only', async () => {
   assert.equal((await app.request('/metrics', { headers: { authorization: `Bearer ${user}` } })).status, 403);
   assert.equal((await app.request('/metrics')).status, 401);
 });
+
+test('/openapi.json is generated from the zod schemas and covers every route the app serves', async () => {
+  const { app } = testApp();
+  const r = await app.request('/openapi.json');
+  assert.equal(r.status, 200);
+  const doc = (await r.json()) as any;
+  assert.equal(doc.openapi, '3.1.0');
+  const documented = new Set(Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops as object).map((m) => `${m.toUpperCase()} ${p}`)));
+  const served = app.routes.filter((x) => x.method !== 'ALL' && x.path.startsWith('/v1/')).map((x) => `${x.method} ${x.path.replace(/:([a-z]+)/g, '{$1}')}`);
+  for (const s of served) assert.ok(documented.has(s), `undocumented route ${s}`);
+  for (const d of documented) assert.ok(served.includes(d), `documented route not served: ${d}`);
+  const create = doc.paths['/v1/sandboxes'].post.requestBody.content['application/json'].schema;
+  assert.equal(create.properties.memoryMb.maximum, 262144, 'limits come from the protocol schema');
+  assert.equal(create.additionalProperties, false);
+  assert.ok(doc.paths['/v1/audit'].get.parameters.some((p: { name: string }) => p.name === 'limit'));
+});

@@ -32,6 +32,8 @@ import type { ControlPlane } from '../control-plane.js';
 import { mountAdminRoutes } from './admin-routes.js';
 import { TenantView } from './tenant-view.js';
 import { Metrics } from './metrics.js';
+import { openApiDocument } from './openapi.js';
+import { SERVER_VERSION } from '../../shared/version.js';
 import type { SandboxService } from './sandbox-service.js';
 import { validate } from './validate.js';
 import { jsonBody } from './json-body.js';
@@ -140,6 +142,8 @@ export function createApp({ svc, control, logger }: AppDeps): Hono<AppEnv> {
   app.notFound((c) => c.json(new ForkdError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`).toJSON(), 404));
 
   app.get('/v1/health', (c) => c.json({ ok: true }));
+  const openapi = openApiDocument(SERVER_VERSION);
+  app.get('/openapi.json', (c) => c.json(openapi));
 
   // Every other call: who is calling (the key's tenant scopes all it sees), then one audit record.
   app.use('/v1/*', async (c, next) => {
