@@ -64,3 +64,15 @@ export function expectPositionals(positionals: readonly string[], names: readonl
   if (positionals.length > names.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[names.length])}`);
   return [...positionals];
 }
+
+/** `K=V` labels (metadata): both sides taken as they are, the key non-empty. */
+export function parseLabelPairs(flag: string, pairs: readonly string[] | undefined): Record<string, string> | undefined {
+  if (!pairs?.length) return undefined;
+  const out: Record<string, string> = {};
+  for (const p of pairs) {
+    const eq = p.indexOf('=');
+    if (eq <= 0) throw new UsageError(`${flag} ${JSON.stringify(p)}: expected KEY=VALUE`);
+    out[p.slice(0, eq)] = p.slice(eq + 1);
+  }
+  return out;
+}

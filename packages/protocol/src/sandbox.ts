@@ -15,6 +15,12 @@ export type Limits = z.infer<typeof Limits>;
 
 const EnvMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'invalid env var name').max(256), z.string().max(65536));
 
+const LifetimeSeconds = z.number().int().min(0).max(30 * 86400);
+const OnTimeout = z.enum(['pause', 'kill']);
+
+/** Extends (or shortens) a sandbox's lifetime: it times out this long from now (0 = never). */
+export const SetTimeoutRequest = z.strictObject({ timeoutSeconds: LifetimeSeconds });
+
 export const CreateSandboxRequest = z.strictObject({
   template: z.string().regex(TEMPLATE_NAME_PATTERN, 'invalid template name').default('base'),
   memoryMb: MemoryMb.optional(),
@@ -26,6 +32,10 @@ export const CreateSandboxRequest = z.strictObject({
   snapshotIntervalSeconds: z.number().int().min(0).max(7 * 86400).optional(),
   /** Hibernate (pause to disk) after this long without activity (0 = never). Default: the server's (600). */
   idleTimeoutSeconds: z.number().int().min(0).max(30 * 86400).optional(),
+  /** Lifetime: this long after creation (and after each resume from a timeout) the sandbox times out. Default: none. */
+  timeoutSeconds: LifetimeSeconds.optional(),
+  /** What a timeout does: pause (keeps everything, default) or kill (deletes the sandbox). */
+  onTimeout: OnTimeout.optional(),
 });
 export type CreateSandboxRequest = z.input<typeof CreateSandboxRequest>;
 
@@ -41,6 +51,9 @@ export const SandboxInfo = z.object({
   error: z.string().optional(),
   /** The snapshot this sandbox was forked from. */
   forkedFrom: z.string().optional(),
+  /** When it times out (see onTimeout); absent: no lifetime. */
+  expiresAt: z.string().optional(),
+  onTimeout: OnTimeout.optional(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfo>;
 

@@ -94,6 +94,11 @@ export class Sandbox {
     return this.#update('POST', `${this.#base}/resume`);
   }
 
+  /** Extends (or shortens) the lifetime: the sandbox times out `seconds` from now (0: never). */
+  setTimeout(seconds: number): Promise<SandboxInfo> {
+    return this.#update('POST', `${this.#base}/timeout`, { timeoutSeconds: seconds });
+  }
+
   /**
    * Puts the sandbox back to one of its own snapshots (memory and files). The
    * state it leaves is snapshotted first (reason `rewind`), so nothing is lost.

@@ -62,6 +62,15 @@ test('serve: --port and --host override the environment', () => {
   assert.throws(() => parseServeArgs(['--port', 'http']), UsageError);
 });
 
+test('create: lifetime and metadata; timeout', async () => {
+  assert.deepEqual(parseCreateArgs(['--timeout', '600', '--on-timeout', 'kill', '--metadata', 'owner=ci', '--metadata', 'run=a=b']).request, { timeoutSeconds: 600, onTimeout: 'kill', metadata: { owner: 'ci', run: 'a=b' } });
+  assert.throws(() => parseCreateArgs(['--on-timeout', 'explode']), UsageError);
+  assert.throws(() => parseCreateArgs(['--metadata', 'novalue']), UsageError);
+  const { parseTimeoutArgs } = await import('./lifecycle.js');
+  assert.deepEqual(parseTimeoutArgs(['sbx-abcdefghijkl', '0']), { id: 'sbx-abcdefghijkl', seconds: 0 });
+  assert.throws(() => parseTimeoutArgs(['sbx-abcdefghijkl', '-5']), UsageError);
+});
+
 test('keys and audit', () => {
   assert.deepEqual(parseKeysArgs(['create', '--tenant', 'acme', '--format', 'e2b', '--json']), { sub: 'create', request: { tenant: 'acme', format: 'e2b' }, json: true });
   assert.deepEqual(parseKeysArgs(['list']), { sub: 'list', json: false });

@@ -1,8 +1,9 @@
 import type { CreateSandboxOptions } from '@forkd/sdk';
-import { expectPositionals, parseEnvPairs, parseOptions, parsePositiveInt, parsePositiveNumber } from '../args.js';
+import { expectPositionals, parseEnvPairs, parseLabelPairs, parseOptions, parsePositiveInt, parsePositiveNumber } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';
 import { printJson } from '../format.js';
+import { UsageError } from '../usage-error.js';
 
 const USAGE = `Usage: forkd create [options]
 
@@ -14,6 +15,9 @@ Options:
       --cpus N          CPU limit, fractions allowed (default 1)
       --pids N          process limit (default 1024)
   -e, --env K=V         environment of every process in it (repeatable)
+      --metadata K=V    a label kept with the sandbox (repeatable; forkd ls --metadata filters)
+      --timeout S       lifetime: time out S seconds after creation (default: none)
+      --on-timeout WHAT pause (default: keeps everything) or kill (deletes it)
       --json            print {"id": ...}
 `;
 
@@ -32,6 +36,9 @@ export function parseCreateArgs(argv: string[]): CreateArgs {
       cpus: { type: 'string' },
       pids: { type: 'string' },
       env: { type: 'string', short: 'e', multiple: true },
+      metadata: { type: 'string', multiple: true },
+      timeout: { type: 'string' },
+      'on-timeout': { type: 'string' },
       json: { type: 'boolean' },
     },
   });
@@ -46,6 +53,15 @@ export function parseCreateArgs(argv: string[]): CreateArgs {
   if (pids !== undefined) request.pids = pids;
   const env = parseEnvPairs(values.env);
   if (env) request.env = env;
+  const metadata = parseLabelPairs('--metadata', values.metadata);
+  if (metadata) request.metadata = metadata;
+  const timeout = parsePositiveInt('--timeout', values.timeout);
+  if (timeout !== undefined) request.timeoutSeconds = timeout;
+  const on = values['on-timeout'];
+  if (on !== undefined) {
+    if (on !== 'pause' && on !== 'kill') throw new UsageError('--on-timeout must be pause or kill');
+    request.onTimeout = on;
+  }
   return { request, json: !!values.json };
 }
 

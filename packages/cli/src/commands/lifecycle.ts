@@ -2,6 +2,7 @@ import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { openSandbox } from '../connect.js';
 import { expectSnapshotId } from './snapshot.js';
+import { UsageError } from '../usage-error.js';
 
 const PAUSE_USAGE = `Usage: forkd pause ID
 
@@ -13,6 +14,32 @@ const RESUME_USAGE = `Usage: forkd resume ID
 
 Brings a paused sandbox back, its processes where they were.
 `;
+
+const TIMEOUT_USAGE = `Usage: forkd timeout ID SECONDS
+
+Sets a sandbox's lifetime: it times out SECONDS from now (0: never), which
+pauses it or deletes it as its --on-timeout says (forkd create). Prints the
+time it now times out.
+`;
+
+export function parseTimeoutArgs(argv: string[]): { id: string; seconds: number } {
+  const { positionals } = parseOptions({ args: argv, allowPositionals: true, options: {} });
+  const [id, seconds] = expectPositionals(positionals, ['ID', 'SECONDS']);
+  if (!/^\d+$/.test(seconds!)) throw new UsageError(`SECONDS must be a whole number, got ${JSON.stringify(seconds)}`);
+  return { id: id!, seconds: Number(seconds) };
+}
+
+export const timeoutCommand: CliCommand = {
+  name: 'timeout',
+  summary: "set a sandbox's lifetime",
+  usage: TIMEOUT_USAGE,
+  async run(argv) {
+    const { id, seconds } = parseTimeoutArgs(argv);
+    const info = await (await openSandbox(id)).setTimeout(seconds);
+    process.stdout.write(`${info.expiresAt ? `${info.expiresAt} (${info.onTimeout})` : 'no lifetime'}\n`);
+    return 0;
+  },
+};
 
 const REWIND_USAGE = `Usage: forkd rewind ID SNAPSHOT
 

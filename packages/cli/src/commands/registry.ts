@@ -7,7 +7,7 @@ import { createCommand } from './create.js';
 import { execCommand } from './exec.js';
 import { forkCommand } from './fork.js';
 import { killCommand } from './kill.js';
-import { pauseCommand, resumeCommand, rewindCommand } from './lifecycle.js';
+import { pauseCommand, resumeCommand, rewindCommand, timeoutCommand } from './lifecycle.js';
 import { lsCommand } from './ls.js';
 import { metricsCommand } from './metrics.js';
 import { psCommand } from './ps.js';
@@ -40,6 +40,7 @@ export const COMMANDS: readonly CliCommand[] = [
   rewindCommand,
   pauseCommand,
   resumeCommand,
+  timeoutCommand,
   treeCommand,
   snapshotRmCommand,
   templateCommand,

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { openSqlite } from './sqlite-open.js';
-import type { SandboxRecord, SnapshotRecord, Store, TemplateRecord } from './store.js';
+import type { SandboxPolicy, SandboxRecord, SnapshotRecord, Store, TemplateRecord } from './store.js';
 
 const MIGRATIONS = [
   `CREATE TABLE sandboxes (
@@ -135,6 +135,10 @@ export class SqliteStore implements Store {
 
   deleteSandbox(id: string): void {
     this.#db.prepare('DELETE FROM sandboxes WHERE id = ?').run(id);
+  }
+
+  setPolicy(id: string, policy: SandboxPolicy | undefined): void {
+    this.#db.prepare('UPDATE sandboxes SET policy = ? WHERE id = ?').run(policy ? JSON.stringify(policy) : null, id);
   }
 
   setResumeFrom(id: string, snapshotId: string | undefined): void {

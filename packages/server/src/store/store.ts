@@ -20,6 +20,11 @@ export interface SandboxRecord {
 export interface SandboxPolicy {
   snapshotIntervalSeconds?: number | undefined;
   idleTimeoutSeconds?: number | undefined;
+  /** Lifetime given at create; a resume after a timeout starts a new one. */
+  timeoutSeconds?: number | undefined;
+  onTimeout?: 'pause' | 'kill' | undefined;
+  /** ISO time the current lifetime ends; cleared when it has acted. */
+  expiresAt?: string | undefined;
 }
 
 export interface SnapshotRecord {
@@ -58,6 +63,7 @@ export interface Store {
   listSandboxes(): SandboxRecord[];
   deleteSandbox(id: string): void;
   setResumeFrom(id: string, snapshotId: string | undefined): void;
+  setPolicy(id: string, policy: SandboxPolicy | undefined): void;
   insertSnapshot(rec: SnapshotRecord): void;
   getSnapshot(id: string): SnapshotRecord | undefined;
   /** A sandbox's snapshots, oldest first. */

@@ -61,6 +61,7 @@ function fakeService(): SandboxService & { created: unknown[] } {
     },
     deleteSnapshot: async (id) => Promise.reject(missing(id)),
     pause: async (id) => Promise.reject(missing(id)),
+    setTimeout: async (id) => Promise.reject(missing(id)),
     resume: async (id) => Promise.reject(missing(id)),
     rewind: async (id) => Promise.reject(missing(id)),
     fork: async (id) => Promise.reject(missing(id)),

@@ -8,6 +8,7 @@ import {
   ExecRequest,
   ForkRequest,
   RewindRequest,
+  SetTimeoutRequest,
   ForkdError,
   ListQuery,
   MkdirRequest,
@@ -223,6 +224,10 @@ export function createApp({ svc, control, logger }: AppDeps): Hono<AppEnv> {
   });
   app.post('/v1/sandboxes/:id/pause', async (c) => c.json(await v(c).pause(c.req.param('id'))));
   app.post('/v1/sandboxes/:id/resume', async (c) => c.json(await v(c).resume(c.req.param('id'))));
+  app.post('/v1/sandboxes/:id/timeout', async (c) => {
+    const r = validate(SetTimeoutRequest, await jsonBody(c));
+    return c.json(await v(c).setTimeout(c.req.param('id'), r.timeoutSeconds));
+  });
   app.post('/v1/sandboxes/:id/rewind', async (c) => {
     const r = validate(RewindRequest, await jsonBody(c));
     return c.json(await v(c).rewind(c.req.param('id'), r.snapshot));

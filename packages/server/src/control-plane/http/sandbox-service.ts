@@ -23,6 +23,8 @@ export interface SandboxService {
   getSnapshot(snapId: string): SnapshotInfo;
   deleteSnapshot(snapId: string): Promise<void>;
   pause(id: string): Promise<SandboxInfo>;
+  /** Lifetime: times out `seconds` from now (0: never). */
+  setTimeout(id: string, seconds: number): Promise<SandboxInfo>;
   resume(id: string): Promise<SandboxInfo>;
   rewind(id: string, snapId: string): Promise<SandboxInfo>;
   fork(source: string, count: number): Promise<SandboxInfo[]>;

@@ -108,6 +108,10 @@ export class TenantView implements SandboxService {
     return this.#svc.pause(this.#sandbox(id));
   }
 
+  setTimeout(id: string, seconds: number): Promise<SandboxInfo> {
+    return this.#svc.setTimeout(this.#sandbox(id), seconds);
+  }
+
   resume(id: string): Promise<SandboxInfo> {
     return this.#svc.resume(this.#sandbox(id));
   }

@@ -3,8 +3,8 @@ import type { SandboxManager } from './sandbox-manager.js';
 import { snapshotDue, snapshotsToThin } from './timeline-policy.js';
 
 /**
- * The periodic pass over every sandbox: rolling snapshots of active ones,
- * hibernation of idle ones, thinning of every timeline. Activity = an API
+ * The periodic pass over every sandbox: lifetimes that ran out, rolling
+ * snapshots of active ones, hibernation of idle ones, thinning of every timeline. Activity = an API
  * call (recorded by the manager), an open stream, or CPU use above 2% of a
  * core since the previous pass.
  */
@@ -48,6 +48,8 @@ export class Reconciler {
   }
 
   async #one(r: SandboxRecord, now: number): Promise<void> {
+    const expires = r.policy?.expiresAt ? Date.parse(r.policy.expiresAt) : Number.NaN;
+    if ((r.state === 'running' || r.state === 'paused') && now >= expires) return this.#m.timeOut(r.id);
     const { timeline, idleMs } = this.#m.policy(r);
     if (r.state === 'running') {
       const last = await this.#lastActivity(r, now);

@@ -17,7 +17,7 @@ import {
   type TemplateInfo,
 } from '@forkd/protocol';
 import type { Logger } from '../../shared/logger.js';
-import type { SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
+import type { SandboxPolicy, SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
 import { exec } from '../../shared/exec.js';
 import { crashPoint } from '../../shared/crash-point.js';
 import { GuestClient, type GuestProcess, type OutputHandlers, type ProcessExit, type SpawnOptions } from '../guest/guest-client.js';
@@ -83,7 +83,14 @@ function toInfo(r: SandboxRecord): SandboxInfo {
     hostname: r.id,
     ...(r.error ? { error: r.error } : {}),
     ...(r.forkedFrom ? { forkedFrom: r.forkedFrom } : {}),
+    ...(r.policy?.expiresAt ? { expiresAt: r.policy.expiresAt, onTimeout: r.policy.onTimeout ?? 'pause' } : {}),
   };
+}
+
+/** A policy whose lifetime (if it has one) starts now. */
+function freshLifetime(p: SandboxPolicy | undefined, now = Date.now()): SandboxPolicy | undefined {
+  if (!p?.timeoutSeconds) return p && { ...p, expiresAt: undefined };
+  return { ...p, expiresAt: new Date(now + p.timeoutSeconds * 1000).toISOString() };
 }
 
 function toSnapshotInfo(r: SnapshotRecord): SnapshotInfo {
@@ -183,8 +190,8 @@ export class SandboxManager {
       env: req.env ?? {},
       metadata: req.metadata ?? {},
       createdAt: new Date().toISOString(),
-      ...(req.snapshotIntervalSeconds !== undefined || req.idleTimeoutSeconds !== undefined
-        ? { policy: { snapshotIntervalSeconds: req.snapshotIntervalSeconds, idleTimeoutSeconds: req.idleTimeoutSeconds } }
+      ...(req.snapshotIntervalSeconds !== undefined || req.idleTimeoutSeconds !== undefined || req.timeoutSeconds || req.onTimeout
+        ? { policy: freshLifetime({ snapshotIntervalSeconds: req.snapshotIntervalSeconds, idleTimeoutSeconds: req.idleTimeoutSeconds, timeoutSeconds: req.timeoutSeconds || undefined, onTimeout: req.onTimeout }) }
         : {}),
     };
     this.#d.store.insertSandbox(rec);
@@ -589,6 +596,8 @@ export class SandboxManager {
     await this.#restoreFrom(r, this.#snapshotRecord(r.resumeFrom), { resetRoot: true });
     this.#transition(r, 'running');
     this.#d.store.setResumeFrom(id, undefined);
+    // A lifetime that ran out starts anew; a hibernated sandbox keeps the one it had.
+    if (r.policy?.timeoutSeconds && !r.policy.expiresAt) this.#d.store.setPolicy(id, freshLifetime(r.policy));
     this.markActive(id);
     return toInfo(this.#record(id));
   }
@@ -649,7 +658,7 @@ export class SandboxManager {
           metadata: parent?.metadata ?? {},
           createdAt: new Date().toISOString(),
           forkedFrom: snap.id,
-          policy: parent?.policy,
+          policy: freshLifetime(parent?.policy),
         };
         this.#d.store.insertSandbox(rec);
         try {
@@ -709,6 +718,27 @@ export class SandboxManager {
 
   snapshotRecords(id: string): SnapshotRecord[] {
     return this.#d.store.listSnapshots(id);
+  }
+
+  /** Sets the sandbox's lifetime to end `seconds` from now (0: no lifetime). Returns the updated sandbox. */
+  async setTimeout(id: string, seconds: number): Promise<SandboxInfo> {
+    return this.#exclusive(id, async () => {
+      const r = this.#record(id);
+      if (r.state !== 'running' && r.state !== 'paused') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
+      const policy: SandboxPolicy = { ...r.policy, timeoutSeconds: seconds || undefined, expiresAt: seconds ? new Date(Date.now() + seconds * 1000).toISOString() : undefined };
+      this.#d.store.setPolicy(id, policy);
+      return toInfo(this.#record(id));
+    });
+  }
+
+  /** The lifetime ran out: pause (the lifetime is spent until a resume) or delete. */
+  async timeOut(id: string): Promise<void> {
+    const r = this.#record(id);
+    this.#d.logger.info('sandbox timed out', { sandbox: id, onTimeout: r.policy?.onTimeout ?? 'pause' });
+    if (r.policy?.onTimeout === 'kill') return this.delete(id);
+    if (r.state === 'running') await this.pause(id);
+    const now = this.#d.store.getSandbox(id);
+    if (now?.policy) this.#d.store.setPolicy(id, { ...now.policy, expiresAt: undefined });
   }
 
   /** Effective policy: the sandbox's overrides over the server's defaults. */

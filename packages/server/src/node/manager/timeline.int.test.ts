@@ -45,4 +45,33 @@ describe('rolling timeline and idle hibernation', { skip: !isRoot && 'needs root
     assert.deepEqual(left, [named.id]);
     assert.equal(node.manager.get(s.id).state, 'running', 'idle timeout 0 never hibernates');
   });
+
+  test('lifetimes: a timeout pauses (or kills); resume starts a new lifetime; it can be extended or removed', async () => {
+    const s = await node.manager.create({ timeoutSeconds: 60, idleTimeoutSeconds: 0, snapshotIntervalSeconds: 0 });
+    const exp = Date.parse(s.expiresAt!);
+    assert.ok(Math.abs(exp - (Date.now() + 60_000)) < 5000, s.expiresAt);
+    assert.equal(s.onTimeout, 'pause');
+    await run(node.manager, s.id, 'echo kept > /tmp/k');
+    await node.manager.tick(exp - 1000);
+    assert.equal(node.manager.get(s.id).state, 'running', 'not before its time');
+    await node.manager.tick(exp + 1000);
+    const paused = node.manager.get(s.id);
+    assert.equal(paused.state, 'paused');
+    assert.equal(paused.expiresAt, undefined, 'the lifetime is spent');
+    await node.manager.tick(exp + 2000);
+    assert.equal(node.manager.get(s.id).state, 'paused', 'a spent lifetime does nothing more');
+    const resumed = await node.manager.resume(s.id);
+    assert.ok(Date.parse(resumed.expiresAt!) > Date.now() + 50_000, 'resume starts a new lifetime');
+    assert.equal((await run(node.manager, s.id, ['cat', '/tmp/k'])).stdout, 'kept\n');
+    const extended = await node.manager.setTimeout(s.id, 3600);
+    assert.ok(Date.parse(extended.expiresAt!) > Date.now() + 3500_000);
+    assert.equal((await node.manager.setTimeout(s.id, 0)).expiresAt, undefined);
+    await node.manager.tick(Date.now() + 8 * DAY);
+    assert.equal(node.manager.get(s.id).state, 'running', 'no lifetime, no timeout');
+    await node.manager.delete(s.id);
+
+    const k = await node.manager.create({ timeoutSeconds: 30, onTimeout: 'kill', idleTimeoutSeconds: 0, snapshotIntervalSeconds: 0 });
+    await node.manager.tick(Date.now() + 31_000);
+    assert.throws(() => node.manager.get(k.id), /not found/);
+  });
 });
