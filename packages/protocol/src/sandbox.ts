@@ -57,6 +57,23 @@ export const SandboxInfo = z.object({
 });
 export type SandboxInfo = z.infer<typeof SandboxInfo>;
 
+/**
+ * Listing filters and paging. `metadata` is URL-encoded `k=v&k2=v2` (every
+ * pair must match, as in e2b); `state` a comma-separated list; `cursor` the
+ * `nextCursor` of the previous page (sandboxes come oldest first).
+ */
+export const ListSandboxesQuery = z.strictObject({
+  state: z
+    .string()
+    .max(200)
+    .refine((v) => v.split(',').every((s) => (SANDBOX_STATES as readonly string[]).includes(s)), `state: a comma-separated list of ${SANDBOX_STATES.join(', ')}`)
+    .optional(),
+  metadata: z.string().max(4096).optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(1000),
+  cursor: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/, 'cursor: the nextCursor of the previous page').optional(),
+});
+export type ListSandboxesQuery = z.infer<typeof ListSandboxesQuery>;
+
 export const TemplateInfo = z.object({
   name: z.string(),
   createdAt: z.string(),

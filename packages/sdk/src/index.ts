@@ -1,5 +1,5 @@
 export { ForkdClient, DEFAULT_URL, type ForkdClientOptions } from './client.js';
-export { Sandboxes, type CreateSandboxOptions } from './sandboxes.js';
+export { Sandboxes, type CreateSandboxOptions, type ListSandboxesFilter } from './sandboxes.js';
 export { Sandbox, normaliseSignal } from './sandbox.js';
 export { Snapshots } from './snapshots.js';
 export { Templates } from './templates.js';

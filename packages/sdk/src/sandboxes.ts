@@ -1,10 +1,16 @@
-import type { CreateSandboxRequest, SandboxInfo, TemplateInfo } from '@forkd/protocol';
+import type { CreateSandboxRequest, SandboxInfo, SandboxState, TemplateInfo } from '@forkd/protocol';
 import type { HttpTransport } from './http-transport.js';
 import { Sandbox } from './sandbox.js';
 import { Templates } from './templates.js';
 import type { WebSocketConstructor } from './websocket.js';
 
 export type CreateSandboxOptions = CreateSandboxRequest;
+
+export interface ListSandboxesFilter {
+  state?: SandboxState[];
+  /** Every pair must match. */
+  metadata?: Record<string, string>;
+}
 
 export class Sandboxes {
   readonly #http: HttpTransport;
@@ -25,9 +31,28 @@ export class Sandboxes {
     return this.#wrap(await this.#http.json<SandboxInfo>('GET', `/v1/sandboxes/${encodeURIComponent(id)}`));
   }
 
-  async list(): Promise<Sandbox[]> {
-    const r = await this.#http.json<{ sandboxes: SandboxInfo[] }>('GET', '/v1/sandboxes');
-    return r.sandboxes.map((info) => this.#wrap(info));
+  /** Every sandbox matching the filter (all pages), oldest first. */
+  async list(filter: ListSandboxesFilter = {}): Promise<Sandbox[]> {
+    const out: Sandbox[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.listPage({ ...filter, cursor });
+      out.push(...page.sandboxes);
+      cursor = page.nextCursor;
+    } while (cursor);
+    return out;
+  }
+
+  /** One page; pass its `nextCursor` back for the next. */
+  async listPage(filter: ListSandboxesFilter & { limit?: number; cursor?: string | undefined } = {}): Promise<{ sandboxes: Sandbox[]; nextCursor?: string }> {
+    const query = {
+      state: filter.state?.join(','),
+      metadata: filter.metadata ? new URLSearchParams(filter.metadata).toString() : undefined,
+      limit: filter.limit,
+      cursor: filter.cursor,
+    };
+    const r = await this.#http.json<{ sandboxes: SandboxInfo[]; nextCursor?: string }>('GET', '/v1/sandboxes', { query });
+    return { sandboxes: r.sandboxes.map((info) => this.#wrap(info)), ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}) };
   }
 
   /** Deletes by id, without fetching it first. */

@@ -4,6 +4,7 @@ import { UsageError } from '../usage-error.js';
 import { parseAuditArgs } from './audit.js';
 import { parseCpArgs } from './cp.js';
 import { parseKeysArgs } from './keys.js';
+import { parseLsArgs } from './ls.js';
 import { parseCreateArgs } from './create.js';
 import { parseKillArgs, parseSignal } from './kill.js';
 import { parseRmArgs } from './rm.js';
@@ -81,4 +82,9 @@ test('keys and audit', () => {
   assert.throws(() => parseKeysArgs([]), UsageError);
   assert.deepEqual(parseAuditArgs(['--sandbox', 'sbx-abcdefghijkl', '--limit', '5', '--json']), { filter: { sandbox: 'sbx-abcdefghijkl', limit: 5 }, json: true });
   assert.throws(() => parseAuditArgs(['--limit', 'x']), UsageError);
+});
+
+test('ls filters', () => {
+  assert.deepEqual(parseLsArgs(['--state', 'running,paused', '--metadata', 'owner=ci', '--json']), { filter: { state: ['running', 'paused'], metadata: { owner: 'ci' } }, json: true });
+  assert.throws(() => parseLsArgs(['--state', 'sleepy']), UsageError);
 });

@@ -1,25 +1,44 @@
-import { expectPositionals, parseOptions } from '../args.js';
+import { SANDBOX_STATES, type SandboxState } from '@forkd/protocol';
+import type { ListSandboxesFilter } from '@forkd/sdk';
+import { expectPositionals, parseLabelPairs, parseOptions } from '../args.js';
+import { UsageError } from '../usage-error.js';
 import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';
 import { formatAge, printJson, table } from '../format.js';
 
-const USAGE = `Usage: forkd ls [--json]
+const USAGE = `Usage: forkd ls [--state S[,S...]] [--metadata K=V]... [--json]
 
-Lists sandboxes.
+Lists sandboxes, oldest first.
 
 Options:
-      --json   print the sandboxes as a JSON array
+      --state S        only sandboxes in these states (running, paused, failed, ...)
+      --metadata K=V   only sandboxes with this metadata (repeatable: all must match)
+      --json           print the sandboxes as a JSON array
 `;
+
+export function parseLsArgs(argv: string[]): { filter: ListSandboxesFilter; json: boolean } {
+  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' }, state: { type: 'string' }, metadata: { type: 'string', multiple: true } } });
+  expectPositionals(positionals, []);
+  const filter: ListSandboxesFilter = {};
+  if (values.state !== undefined) {
+    const states = values.state.split(',');
+    const bad = states.find((s) => !(SANDBOX_STATES as readonly string[]).includes(s));
+    if (bad !== undefined) throw new UsageError(`--state ${JSON.stringify(bad)}: expected ${SANDBOX_STATES.join(', ')}`);
+    filter.state = states as SandboxState[];
+  }
+  const metadata = parseLabelPairs('--metadata', values.metadata);
+  if (metadata) filter.metadata = metadata;
+  return { filter, json: !!values.json };
+}
 
 export const lsCommand: CliCommand = {
   name: 'ls',
   summary: 'list sandboxes',
   usage: USAGE,
   async run(argv) {
-    const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' } } });
-    expectPositionals(positionals, []);
-    const infos = (await connect().sandboxes.list()).map((s) => s.info);
-    if (values.json) {
+    const { filter, json } = parseLsArgs(argv);
+    const infos = (await connect().sandboxes.list(filter)).map((s) => s.info);
+    if (json) {
       printJson(infos);
       return 0;
     }

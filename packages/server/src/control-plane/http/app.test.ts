@@ -26,7 +26,7 @@ function fakeService(): SandboxService & { created: unknown[] } {
     created,
     async create(req) {
       created.push(req);
-      const s = { ...info, id: `sbx-${String(created.length).padStart(12, 'b')}` };
+      const s = { ...info, id: `sbx-${String(created.length).padStart(12, 'b')}`, metadata: (req as { metadata?: Record<string, string> }).metadata ?? {}, createdAt: new Date(created.length * 1000).toISOString() };
       boxes.set(s.id, s);
       return s;
     },
@@ -188,6 +188,28 @@ test('every call lands in the audit log with key, tenant, sandbox, operation, ta
   assert.ok(filtered.length >= 2 && filtered.every((r) => r.sandboxId === s.id));
   assert.equal((await call('GET', '/v1/audit?tenant=beta', undefined, a)).json.error.code, 'PERMISSION_DENIED');
   assert.equal((await call('GET', '/v1/audit?limit=0')).json.error.code, 'INVALID_ARGUMENT');
+});
+
+test('list: filters by state and metadata, pages with a cursor', async () => {
+  const svc = fakeService();
+  const { call } = testApp(svc);
+  for (let i = 0; i < 5; i++) await call('POST', '/v1/sandboxes', JSON.stringify({ metadata: { n: String(i % 2) } }));
+  const all = (await call('GET', '/v1/sandboxes')).json;
+  assert.equal(all.sandboxes.length, 6);
+  assert.equal(all.nextCursor, undefined);
+  const page1 = (await call('GET', '/v1/sandboxes?limit=4')).json;
+  assert.equal(page1.sandboxes.length, 4);
+  const page2 = (await call('GET', `/v1/sandboxes?limit=4&cursor=${page1.nextCursor}`)).json;
+  assert.equal(page2.sandboxes.length, 2);
+  assert.equal(page2.nextCursor, undefined);
+  assert.equal(new Set([...page1.sandboxes, ...page2.sandboxes].map((s: { id: string }) => s.id)).size, 6, 'pages do not overlap');
+  const tagged = (await call('GET', `/v1/sandboxes?metadata=${encodeURIComponent('n=1')}`)).json.sandboxes;
+  assert.equal(tagged.length, 2);
+  assert.equal((await call('GET', '/v1/sandboxes?state=paused')).json.sandboxes.length, 0);
+  assert.equal((await call('GET', '/v1/sandboxes?state=running,paused')).json.sandboxes.length, 6);
+  assert.equal((await call('GET', '/v1/sandboxes?state=sleepy')).json.error.code, 'INVALID_ARGUMENT');
+  assert.equal((await call('GET', '/v1/sandboxes?limit=0')).json.error.code, 'INVALID_ARGUMENT');
+  assert.equal((await call('GET', '/v1/sandboxes?cursor=!!')).json.error.code, 'INVALID_ARGUMENT');
 });
 
 test('/metrics: Prometheus text for admin keys only', async () => {

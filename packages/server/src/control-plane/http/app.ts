@@ -11,6 +11,7 @@ import {
   SetTimeoutRequest,
   ForkdError,
   ListQuery,
+  ListSandboxesQuery,
   MkdirRequest,
   MoveRequest,
   parseProcessSelector,
@@ -33,6 +34,7 @@ import type { ControlPlane } from '../control-plane.js';
 import { mountAdminRoutes } from './admin-routes.js';
 import { TenantView } from './tenant-view.js';
 import { Metrics } from './metrics.js';
+import { listPage } from './list-sandboxes.js';
 import { openApiDocument } from './openapi.js';
 import { SERVER_VERSION } from '../../shared/version.js';
 import type { SandboxService } from './sandbox-service.js';
@@ -204,7 +206,7 @@ export function createApp({ svc, control, logger }: AppDeps): Hono<AppEnv> {
     c.set('sandbox', created.id);
     return c.json(created, 201);
   });
-  app.get('/v1/sandboxes', (c) => c.json({ sandboxes: v(c).list() }));
+  app.get('/v1/sandboxes', (c) => c.json(listPage(v(c).list(), validate(ListSandboxesQuery, c.req.query()))));
   app.get('/v1/sandboxes/:id', (c) => c.json(v(c).get(c.req.param('id'))));
   app.delete('/v1/sandboxes/:id', async (c) => {
     await v(c).delete(c.req.param('id'));
