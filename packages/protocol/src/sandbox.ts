@@ -51,6 +51,11 @@ export const SandboxInfo = z.object({
   error: z.string().optional(),
   /** The snapshot this sandbox was forked from. */
   forkedFrom: z.string().optional(),
+  /**
+   * Opens the port proxy to this sandbox (header X-Forkd-Token or ?forkd_token=).
+   * Minted per sandbox, forks included; shown to its own tenant only.
+   */
+  proxyToken: z.string().optional(),
   /** When it times out (see onTimeout); absent: no lifetime. */
   expiresAt: z.string().optional(),
   onTimeout: OnTimeout.optional(),

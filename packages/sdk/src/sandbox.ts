@@ -94,6 +94,17 @@ export class Sandbox {
     return this.#update('POST', `${this.#base}/resume`);
   }
 
+  /**
+   * URL of a server listening on `port` inside the sandbox, through forkd's
+   * port proxy, carrying the sandbox's own token (share it, not your API key).
+   * A paused sandbox is resumed by the first request.
+   */
+  portUrl(port: number, path = '/'): string {
+    const u = new URL(`${this.#http.baseUrl}/sandboxes/${encodeURIComponent(this.id)}/ports/${port}${path.startsWith('/') ? path : `/${path}`}`);
+    if (this.#info.proxyToken) u.searchParams.set('forkd_token', this.#info.proxyToken);
+    return u.toString();
+  }
+
   /** Extends (or shortens) the lifetime: the sandbox times out `seconds` from now (0: never). */
   setTimeout(seconds: number): Promise<SandboxInfo> {
     return this.#update('POST', `${this.#base}/timeout`, { timeoutSeconds: seconds });

@@ -36,7 +36,7 @@ export interface Daemon {
 export async function startDaemon(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Daemon> {
   const node = await setup(config, logger, progress);
   const control = await openControlPlane(config);
-  const server = await listen({ svc: node.manager, control, logger }, config.host, config.port);
+  const server = await listen({ svc: node.manager, control, logger, proxyDomain: config.proxyDomain }, config.host, config.port);
   node.manager.startWarmPool();
   const ticker = setInterval(() => void node.manager.tick().catch((err) => logger.error('policy tick failed', { error: String(err) })), config.policyTickS * 1000);
   ticker.unref();

@@ -79,4 +79,45 @@ describe('SDK against a real daemon', { skip: !isRoot && 'needs root' }, () => {
     assert.deepEqual(list.map((e) => e.path).sort(), ['/data/hello.txt', '/data/x']);
     await assert.rejects(sbx.files.read('/data/missing'), (e: unknown) => e instanceof ForkdError && e.code === 'NOT_FOUND');
   });
+
+  test('snapshot, fork, rewind, pause/resume with two tenants, and a server restart in the middle', async () => {
+    const aliceKey = (await forkd.keys.create({ tenant: 'alice' })).key;
+    const alice = new ForkdClient({ url: daemon!.url, apiKey: aliceKey });
+    const bobKey = (await forkd.keys.create({ tenant: 'bob', format: 'e2b' })).key;
+    const bob = new ForkdClient({ url: daemon!.url, apiKey: bobKey });
+    const a = await alice.sandboxes.create({ metadata: { owner: 'alice' } });
+    await a.exec(['bash', '-c', 'echo one > /tmp/f']);
+    const snap = await a.snapshot({ name: 'one' });
+    await a.exec(['bash', '-c', 'echo two > /tmp/f']);
+    const [child] = await a.fork();
+    assert.equal((await child!.exec(['cat', '/tmp/f'])).stdout, 'two\n');
+    await a.rewind(snap);
+    assert.equal((await a.exec(['cat', '/tmp/f'])).stdout, 'one\n');
+    // Bob sees nothing of Alice's, whatever the route.
+    assert.deepEqual(await bob.sandboxes.list(), []);
+    await assert.rejects(bob.sandboxes.get(a.id), (e: unknown) => e instanceof ForkdError && e.code === 'NOT_FOUND');
+    await assert.rejects(bob.snapshots.get(snap.id), (e: unknown) => e instanceof ForkdError && e.code === 'NOT_FOUND');
+    await assert.rejects(bob.snapshots.fork(snap.id), (e: unknown) => e instanceof ForkdError && e.code === 'NOT_FOUND');
+    await assert.rejects(bob.keys.create({}), (e: unknown) => e instanceof ForkdError && e.code === 'PERMISSION_DENIED');
+    // Forks carry their parent's metadata.
+    assert.deepEqual((await alice.sandboxes.list({ metadata: { owner: 'alice' } })).map((s) => s.id).sort(), [a.id, child!.id].sort());
+    assert.deepEqual(await alice.sandboxes.list({ metadata: { owner: 'bob' } }), []);
+    await a.pause();
+    const auditBefore = (await alice.audit.list({ sandbox: a.id })).length;
+    assert.ok(auditBefore >= 6);
+
+    // Restart: nothing the tenants had is lost, keys and audit records included.
+    await stopDaemonProcess(daemon, 'SIGTERM');
+    daemon = await startDaemonProcess({ ...cfg.env, FORKD_WARM_POOL: '1' });
+    forkd = new ForkdClient({ url: daemon.url, apiKey: daemon.apiKey });
+    const aliceAgain = new ForkdClient({ url: daemon.url, apiKey: aliceKey });
+    const b = await aliceAgain.sandboxes.get(a.id);
+    assert.equal(b.info.state, 'paused');
+    await b.resume();
+    assert.equal((await b.exec(['cat', '/tmp/f'])).stdout, 'one\n');
+    assert.ok((await aliceAgain.audit.list({ sandbox: a.id })).length > auditBefore, 'audit records survive the restart');
+    assert.deepEqual(await new ForkdClient({ url: daemon.url, apiKey: bobKey }).sandboxes.list(), [], 'keys survive too');
+    await b.delete();
+    await (await aliceAgain.sandboxes.get(child!.id)).delete();
+  });
 });

@@ -41,6 +41,7 @@ export async function openNode(config: ForkdConfig, logger: Logger): Promise<Nod
     store,
     storage,
     runtime,
+    network,
     templates,
     guestBinary: config.guestBinary,
     stagingDir: config.stagingDir,

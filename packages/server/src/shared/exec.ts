@@ -1,4 +1,5 @@
 import { spawn, type StdioOptions } from 'node:child_process';
+import { Duplex } from 'node:stream';
 import { ForkdError } from '@forkd/protocol';
 
 export interface ExecOptions {
@@ -96,4 +97,22 @@ export function spawnDaemon(file: string, args: readonly string[], env: NodeJS.P
   child.on('error', () => {});
   child.unref();
   return child.pid ?? 0;
+}
+
+/**
+ * A helper whose stdin and stdout are a byte stream (a relayed connection).
+ * Resolves `exit` with its code and stderr tail once it ends.
+ */
+export function spawnStream(file: string, args: readonly string[]): { stream: Duplex; exit: Promise<{ code: number; stderr: string }>; kill(): void } {
+  const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    stderr = (stderr + d).slice(-TAIL);
+  });
+  child.stdin!.on('error', () => {});
+  const exit = new Promise<{ code: number; stderr: string }>((resolve) => {
+    child.on('error', (err) => resolve({ code: 127, stderr: err.message }));
+    child.on('close', (code) => resolve({ code: code ?? 1, stderr }));
+  });
+  return { stream: Duplex.from({ readable: child.stdout!, writable: child.stdin! }), exit, kill: () => child.kill('SIGKILL') };
 }

@@ -23,6 +23,9 @@ export interface ControlStore {
   owner(kind: OwnedKind, id: string): string | undefined;
   /** Every id of a kind a tenant owns. */
   owned(kind: OwnedKind, tenant: string): Set<string>;
+  /** A sandbox's port-proxy token: minted by the control plane, never stored in the sandbox. */
+  setToken(id: string, token: string): void;
+  token(id: string): string | undefined;
   appendAudit(rec: Omit<AuditRecord, 'id'>): void;
   queryAudit(q: AuditQuery & { tenant?: string | undefined }): AuditRecord[];
   close(): void;

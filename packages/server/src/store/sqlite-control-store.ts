@@ -34,6 +34,10 @@ const MIGRATIONS = [
      duration_ms REAL NOT NULL
    );
    CREATE INDEX audit_by_tenant ON audit (tenant, id);`,
+  `CREATE TABLE sandbox_tokens (
+     id TEXT PRIMARY KEY,
+     token TEXT NOT NULL
+   );`,
 ];
 
 interface KeyRow {
@@ -120,6 +124,14 @@ export class SqliteControlStore implements ControlStore {
 
   owned(kind: OwnedKind, tenant: string): Set<string> {
     return new Set((this.#db.prepare('SELECT id FROM owners WHERE kind = ? AND tenant = ?').all(kind, tenant) as { id: string }[]).map((r) => r.id));
+  }
+
+  setToken(id: string, token: string): void {
+    this.#db.prepare('INSERT OR REPLACE INTO sandbox_tokens (id, token) VALUES (?, ?)').run(id, token);
+  }
+
+  token(id: string): string | undefined {
+    return (this.#db.prepare('SELECT token FROM sandbox_tokens WHERE id = ?').get(id) as { token: string } | undefined)?.token;
   }
 
   appendAudit(a: Omit<AuditRecord, 'id'>): void {

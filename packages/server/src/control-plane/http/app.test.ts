@@ -48,6 +48,9 @@ function fakeService(): SandboxService & { created: unknown[] } {
     async attach(id) {
       throw missing(id);
     },
+    async connectPort(id) {
+      throw missing(id);
+    },
     async usage(id) {
       throw missing(id);
     },

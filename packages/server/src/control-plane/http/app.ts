@@ -34,6 +34,8 @@ import type { ControlPlane } from '../control-plane.js';
 import { mountAdminRoutes } from './admin-routes.js';
 import { TenantView } from './tenant-view.js';
 import { Metrics } from './metrics.js';
+import { proxyHttp, proxyTarget } from './port-proxy.js';
+import type { IncomingMessage } from 'node:http';
 import { listPage } from './list-sandboxes.js';
 import { openApiDocument } from './openapi.js';
 import { SERVER_VERSION } from '../../shared/version.js';
@@ -108,6 +110,8 @@ export interface AppDeps {
   svc: SandboxService;
   control: ControlPlane;
   logger: Logger;
+  /** Host-based port proxy domain (`{port}-{id}.{domain}`). */
+  proxyDomain?: string | undefined;
 }
 
 export type AppEnv = { Variables: { who: Principal; view: SandboxService; target: string | undefined; sandbox: string | undefined } };
@@ -133,7 +137,7 @@ function auditRecord(c: Context<AppEnv>, who: Principal | undefined, code: strin
 }
 
 /** The REST API (`/v1`). Every request is validated by the protocol's zod schemas. */
-export function createApp({ svc, control, logger }: AppDeps): Hono<AppEnv> {
+export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const metrics = new Metrics();
 
@@ -143,6 +147,16 @@ export function createApp({ svc, control, logger }: AppDeps): Hono<AppEnv> {
     return c.json(fe.toJSON(), fe.status as 400);
   });
   app.notFound((c) => c.json(new ForkdError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`).toJSON(), 404));
+
+  // The port proxy comes first: on a sandbox's own host name every path is the sandbox's.
+  app.use('*', async (c, next) => {
+    const url = new URL(c.req.url);
+    const t = proxyTarget(c.req.header('host'), url.pathname + url.search, proxyDomain);
+    if (!t) return next();
+    const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+    if (!incoming) throw new ForkdError('NOT_IMPLEMENTED', 'the port proxy runs only in the Node server');
+    return proxyHttp(svc, control, t, incoming);
+  });
 
   app.get('/v1/health', (c) => c.json({ ok: true }));
   const openapi = openApiDocument(SERVER_VERSION);

@@ -2,6 +2,7 @@ import type { BuildTemplateRequest, CreateSandboxRequest, SandboxInfo, SnapshotI
 import type { GuestClient, GuestProcess, OutputHandlers, SpawnOptions } from '../../node/guest/guest-client.js';
 import type { ExecExit, ForkTree, NodeStats } from '../../node/manager/sandbox-manager.js';
 import type { ResourceUsage } from '../../node/runtime/runtime.js';
+import type { PortConnection } from '../../node/network/network.js';
 
 /**
  * What the HTTP API needs from a node. Today the in-process SandboxManager;
@@ -17,6 +18,8 @@ export interface SandboxService {
   spawn(id: string, opts: SpawnOptions, handlers?: OutputHandlers): Promise<{ process: GuestProcess; exit: Promise<ExecExit | null> }>;
   attach(id: string, sel: { pid: number } | { tag: string }, handlers?: OutputHandlers): Promise<{ process: GuestProcess; exit: Promise<ExecExit | null> }>;
   usage(id: string): Promise<ResourceUsage>;
+  /** A connection to a port inside the sandbox (resumed first if hibernated). */
+  connectPort(id: string, port: number): Promise<PortConnection>;
   templates(): TemplateInfo[];
   snapshot(id: string, opts: { name?: string | undefined }): Promise<SnapshotInfo>;
   timeline(id: string): SnapshotInfo[];

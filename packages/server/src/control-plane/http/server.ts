@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from '../../shared/logger.js';
 import { createApp, type AppDeps } from './app.js';
 import { attachStreamSocket } from './stream-socket.js';
+import { proxyTarget, proxyUpgrade } from './port-proxy.js';
 
 export interface RunningServer {
   url: string;
@@ -18,7 +19,15 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
   const server = createAdaptorServer({ fetch: app.fetch }) as Server;
   const upgrade = attachStreamSocket(deps);
   server.on('upgrade', (req, socket, head) => {
-    if (!upgrade(req, socket, head)) socket.destroy();
+    let t;
+    try {
+      t = proxyTarget(req.headers.host, req.url ?? '/', deps.proxyDomain);
+    } catch {
+      socket.destroy();
+      return;
+    }
+    if (t) void proxyUpgrade(deps.svc, deps.control, t, req, socket, head);
+    else if (!upgrade(req, socket, head)) socket.destroy();
   });
   // Uploads of large files stream for minutes; the defaults would cut them.
   server.requestTimeout = 0;

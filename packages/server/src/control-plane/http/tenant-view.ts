@@ -4,6 +4,7 @@ import type { ForkTree } from '../../node/manager/sandbox-manager.js';
 import type { ControlStore } from '../../store/control-store.js';
 import { DEFAULT_TENANT } from '../auth/api-keys.js';
 import type { SandboxService } from './sandbox-service.js';
+import { newProxyToken } from './port-proxy.js';
 
 /**
  * The SandboxService as one tenant sees it: only its own sandboxes, their
@@ -44,9 +45,23 @@ export class TenantView implements SandboxService {
     return o === undefined || o === this.#tenant;
   }
 
+  /** New sandboxes (forks too) get their owner and a fresh proxy token: nothing is inherited from a parent. */
   #adopt(sandboxes: SandboxInfo[]): SandboxInfo[] {
-    for (const s of sandboxes) this.#control.setOwner('sandbox', s.id, this.#tenant);
-    return sandboxes;
+    for (const s of sandboxes) {
+      this.#control.setOwner('sandbox', s.id, this.#tenant);
+      this.#control.setToken(s.id, newProxyToken());
+    }
+    return sandboxes.map((s) => this.#shown(s));
+  }
+
+  /** What the owner sees: the sandbox and its proxy token (minted now for sandboxes older than tokens). */
+  #shown(s: SandboxInfo): SandboxInfo {
+    let token = this.#control.token(s.id);
+    if (!token) {
+      token = newProxyToken();
+      this.#control.setToken(s.id, token);
+    }
+    return { ...s, proxyToken: token };
   }
 
   async create(req: CreateSandboxRequest): Promise<SandboxInfo> {
@@ -56,12 +71,15 @@ export class TenantView implements SandboxService {
   }
 
   get(id: string): SandboxInfo {
-    return this.#svc.get(this.#sandbox(id));
+    return this.#shown(this.#svc.get(this.#sandbox(id)));
   }
 
   list(): SandboxInfo[] {
     const mine = this.#control.owned('sandbox', this.#tenant);
-    return this.#svc.list().filter((s) => mine.has(s.id) || (this.#tenant === DEFAULT_TENANT && this.#control.owner('sandbox', s.id) === undefined));
+    return this.#svc
+      .list()
+      .filter((s) => mine.has(s.id) || (this.#tenant === DEFAULT_TENANT && this.#control.owner('sandbox', s.id) === undefined))
+      .map((s) => this.#shown(s));
   }
 
   delete(id: string): Promise<void> {
@@ -82,6 +100,10 @@ export class TenantView implements SandboxService {
 
   usage(id: string): ReturnType<SandboxService['usage']> {
     return this.#svc.usage(this.#sandbox(id));
+  }
+
+  connectPort(id: string, port: number): ReturnType<SandboxService['connectPort']> {
+    return this.#svc.connectPort(this.#sandbox(id), port);
   }
 
   templates(): TemplateInfo[] {
@@ -105,20 +127,20 @@ export class TenantView implements SandboxService {
   }
 
   pause(id: string): Promise<SandboxInfo> {
-    return this.#svc.pause(this.#sandbox(id));
+    return this.#svc.pause(this.#sandbox(id)).then((s) => this.#shown(s));
   }
 
   setTimeout(id: string, seconds: number): Promise<SandboxInfo> {
-    return this.#svc.setTimeout(this.#sandbox(id), seconds);
+    return this.#svc.setTimeout(this.#sandbox(id), seconds).then((s) => this.#shown(s));
   }
 
   resume(id: string): Promise<SandboxInfo> {
-    return this.#svc.resume(this.#sandbox(id));
+    return this.#svc.resume(this.#sandbox(id)).then((s) => this.#shown(s));
   }
 
   rewind(id: string, snapId: string): Promise<SandboxInfo> {
     this.#snapshot(snapId);
-    return this.#svc.rewind(this.#sandbox(id), snapId);
+    return this.#svc.rewind(this.#sandbox(id), snapId).then((s) => this.#shown(s));
   }
 
   /** Forks belong to the tenant of their source, never to anyone else. */

@@ -21,6 +21,7 @@ import type { SandboxPolicy, SandboxRecord, SnapshotRecord, Store } from '../../
 import { exec } from '../../shared/exec.js';
 import { crashPoint } from '../../shared/crash-point.js';
 import { GuestClient, type GuestProcess, type OutputHandlers, type ProcessExit, type SpawnOptions } from '../guest/guest-client.js';
+import type { Network, PortConnection } from '../network/network.js';
 import type { ResourceUsage, Runtime } from '../runtime/runtime.js';
 import type { Storage } from '../storage/storage.js';
 import { storeImages } from '../storage/image-store.js';
@@ -34,6 +35,7 @@ export interface ManagerDeps {
   store: Store;
   storage: Storage;
   runtime: Runtime;
+  network: Network;
   templates: TemplateRegistry;
   guestBinary: string;
   /** Memory-backed directory for CRIU dumps (see storeImages). */
@@ -304,6 +306,15 @@ export class SandboxManager {
     if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
     this.markActive(id);
     return this.guestClient(id);
+  }
+
+  /** A connection to a port inside the sandbox; a hibernated one is resumed first, and traffic counts as activity. */
+  async connectPort(id: string, port: number): Promise<PortConnection> {
+    await this.guest(id);
+    const c = this.#d.network.connect(id, port);
+    const tick = setInterval(() => this.markActive(id), 10_000);
+    void c.done.finally(() => clearInterval(tick));
+    return c;
   }
 
   /**

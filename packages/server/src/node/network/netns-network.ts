@@ -1,7 +1,10 @@
 import { mkdir, readdir, rm, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { exec } from '../../shared/exec.js';
-import type { Network } from './network.js';
+import { exec, spawnStream } from '../../shared/exec.js';
+import { REPO_ROOT } from '../../shared/config.js';
+import type { Network, PortConnection } from './network.js';
+
+const NETNS_CONNECT = join(REPO_ROOT, 'packages/host-tools/build/forkd-netns-connect');
 
 const NSFS_MAGIC = 0x6e736673;
 
@@ -35,6 +38,13 @@ export class NetnsNetwork implements Network {
     const p = this.path(id);
     if (await isNamespace(p)) await exec('umount', [p], { allowFailure: true });
     await rm(p, { force: true });
+  }
+
+  /** One relay process per connection: it enters the namespace, connects, and pipes bytes. */
+  connect(id: string, port: number): PortConnection {
+    const h = spawnStream(NETNS_CONNECT, [this.path(id), String(port)]);
+    const done = h.exit.then(({ code, stderr }) => ({ refused: code === 2, ...(code !== 0 ? { error: stderr.trim() || `exit ${code}` } : {}) }));
+    return { stream: h.stream, done, close: h.kill };
   }
 
   async list(): Promise<string[]> {

@@ -1,3 +1,5 @@
+import type { Duplex } from 'node:stream';
+
 /**
  * A sandbox's network identity, owned by the host rather than by the OCI
  * runtime: it outlives restores (CRIU treats it as external, so a checkpoint
@@ -11,4 +13,13 @@ export interface Network {
   release(id: string): Promise<void>;
   /** Ids that hold a namespace (orphan sweep after a crash). */
   list(): Promise<string[]>;
+  /** A TCP connection to `port` on the sandbox's loopback (the port proxy). */
+  connect(id: string, port: number): PortConnection;
+}
+
+export interface PortConnection {
+  stream: Duplex;
+  /** Settles when the connection is over; `refused` when nothing listened. */
+  done: Promise<{ refused: boolean; error?: string | undefined }>;
+  close(): void;
 }

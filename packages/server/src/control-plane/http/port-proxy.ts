@@ -1,0 +1,158 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import http, { type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import { Readable, type Duplex } from 'node:stream';
+import { ForkdError, toForkdError } from '@forkd/protocol';
+import type { PortConnection } from '../../node/network/network.js';
+import { DEFAULT_TENANT, presentedKey } from '../auth/api-keys.js';
+import type { ControlPlane } from '../control-plane.js';
+import type { SandboxService } from './sandbox-service.js';
+
+/** 192 random bits, URL-safe: it travels in headers, query strings and cookies. */
+export function newProxyToken(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+export interface ProxyTarget {
+  id: string;
+  port: number;
+  /** Path and query as the server inside the sandbox sees them. */
+  path: string;
+}
+
+const PATH = /^\/sandboxes\/(sbx-[a-z0-9]{12})\/ports\/(\d{1,5})(\/[^?]*)?(\?.*)?$/;
+const TOKEN_HEADER = 'x-forkd-token';
+const TOKEN_PARAM = 'forkd_token';
+/** Hop-by-hop headers (RFC 9110 §7.6.1) and forkd's own credentials never cross the proxy. */
+const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate', TOKEN_HEADER]);
+
+function escapeRe(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * `/sandboxes/{id}/ports/{port}/...` on any host, or every path on
+ * `{port}-{id}.{domain}` when a proxy domain is configured.
+ */
+export function proxyTarget(host: string | undefined, url: string, domain: string | undefined): ProxyTarget | undefined {
+  let t: ProxyTarget | undefined;
+  const byHost = domain && host ? new RegExp(`^(\\d{1,5})-(sbx-[a-z0-9]{12})\\.${escapeRe(domain)}(?::\\d+)?$`, 'i').exec(host) : null;
+  if (byHost) t = { port: Number(byHost[1]), id: byHost[2]!.toLowerCase(), path: url || '/' };
+  else {
+    const m = PATH.exec(url);
+    if (!m) return undefined;
+    t = { id: m[1]!, port: Number(m[2]), path: `${m[3] ?? '/'}${m[4] ?? ''}` };
+  }
+  if (t.port < 1 || t.port > 65535) throw new ForkdError('INVALID_ARGUMENT', `port ${t.port} is out of range (1-65535)`);
+  return t;
+}
+
+/** Drops forkd's token from the query the sandbox sees. */
+function stripTokenParam(path: string): string {
+  const q = path.indexOf('?');
+  if (q < 0) return path;
+  const params = new URLSearchParams(path.slice(q + 1));
+  if (!params.has(TOKEN_PARAM)) return path;
+  params.delete(TOKEN_PARAM);
+  const rest = params.toString();
+  return path.slice(0, q) + (rest ? `?${rest}` : '');
+}
+
+function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/**
+ * The sandbox's own proxy token, or an API key of the tenant that owns it.
+ * Returns whether the Authorization header was forkd's (then it is not
+ * forwarded: an API key must never reach the sandbox).
+ */
+export function authorizeProxy(control: ControlPlane, t: ProxyTarget, header: (name: string) => string | undefined): { authWasKey: boolean } {
+  const q = t.path.includes('?') ? new URLSearchParams(t.path.slice(t.path.indexOf('?') + 1)) : new URLSearchParams();
+  const token = header(TOKEN_HEADER) ?? q.get(TOKEN_PARAM) ?? undefined;
+  if (token) {
+    const expected = control.store.token(t.id);
+    if (!expected || !sameSecret(token, expected)) throw new ForkdError('UNAUTHENTICATED', `invalid proxy token for sandbox ${t.id}`);
+    return { authWasKey: false };
+  }
+  const key = presentedKey(header, new URLSearchParams());
+  if (!key) throw new ForkdError('UNAUTHENTICATED', `the port proxy needs the sandbox's token (${TOKEN_HEADER} header or ?${TOKEN_PARAM}=) or an API key`);
+  const who = control.keys.authenticate(key);
+  if ((control.store.owner('sandbox', t.id) ?? DEFAULT_TENANT) !== who.tenant) throw new ForkdError('NOT_FOUND', `sandbox ${t.id} not found`);
+  return { authWasKey: true };
+}
+
+function forwardHeaders(raw: readonly string[], authWasKey: boolean, extra: Record<string, string>): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const k = raw[i]!.toLowerCase();
+    if (HOP.has(k) || (authWasKey && (k === 'authorization' || k === 'x-api-key'))) continue;
+    out.push([raw[i]!, raw[i + 1]!]);
+  }
+  for (const [k, v] of Object.entries(extra)) out.push([k, v]);
+  return out;
+}
+
+async function failure(conn: PortConnection, t: ProxyTarget, err: unknown): Promise<ForkdError> {
+  const d = await Promise.race([conn.done, new Promise<undefined>((r) => setTimeout(() => r(undefined), 2000))]);
+  if (d?.refused) return new ForkdError('UNAVAILABLE', `nothing listens on port ${t.port} in sandbox ${t.id}`);
+  return new ForkdError('UNAVAILABLE', `proxy connection to port ${t.port} of ${t.id} failed: ${d?.error ?? (err as Error).message}`);
+}
+
+/** One HTTP request through the proxy; the answer streams back as it comes. */
+export async function proxyHttp(svc: SandboxService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage): Promise<Response> {
+  const { authWasKey } = authorizeProxy(control, t, (n) => headerOf(req, n));
+  const conn = await svc.connectPort(t.id, t.port);
+  const headers = forwardHeaders(req.rawHeaders, authWasKey, { 'x-forwarded-for': req.socket.remoteAddress ?? '', 'x-forwarded-host': req.headers.host ?? '' });
+  return new Promise<Response>((resolve, reject) => {
+    // No agent: createConnection is only used then. One connection per request.
+    const out = http.request({ method: req.method, path: stripTokenParam(t.path), headers: [...headers, ['connection', 'close']].flat(), createConnection: () => conn.stream as unknown as Socket }, (res) => {
+      res.on('close', () => conn.close());
+      const h = new Headers();
+      for (const [k, v] of forwardHeaders(res.rawHeaders, false, {})) h.append(k, v);
+      const empty = req.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304;
+      resolve(new Response(empty ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status: res.statusCode ?? 502, headers: h }));
+    });
+    out.on('error', (err) => {
+      conn.close();
+      void failure(conn, t, err).then(reject);
+    });
+    req.pipe(out);
+  });
+}
+
+function headerOf(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function refuse(socket: Duplex, err: unknown): void {
+  const fe = toForkdError(err);
+  const body = JSON.stringify(fe.toJSON());
+  socket.end(`HTTP/1.1 ${fe.status} ${http.STATUS_CODES[fe.status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+}
+
+/** WebSocket (any upgrade) through the proxy: the request head is replayed, then bytes flow both ways. */
+export async function proxyUpgrade(svc: SandboxService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  let conn: PortConnection;
+  let authWasKey: boolean;
+  try {
+    ({ authWasKey } = authorizeProxy(control, t, (n) => headerOf(req, n)));
+    conn = await svc.connectPort(t.id, t.port);
+  } catch (err) {
+    refuse(socket, err);
+    return;
+  }
+  const lines = [`${req.method} ${stripTokenParam(t.path)} HTTP/1.1`];
+  // Upgrade and Connection are hop-by-hop but are the point here.
+  for (const [k, v] of forwardHeaders(req.rawHeaders, authWasKey, { connection: 'Upgrade', upgrade: headerOf(req, 'upgrade') ?? 'websocket' })) lines.push(`${k}: ${v}`);
+  conn.stream.write(`${lines.join('\r\n')}\r\n\r\n`);
+  if (head.length) conn.stream.write(head);
+  socket.pipe(conn.stream).on('error', () => {});
+  conn.stream.pipe(socket).on('error', () => {});
+  socket.on('error', () => conn.close());
+  socket.on('close', () => conn.close());
+  void conn.done.then(() => socket.destroy());
+}

@@ -1,0 +1,118 @@
+import { mkdtemp } from 'node:fs/promises';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { api, execHttp } from '../testing/http-client.js';
+import { startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
+import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
+import { waitFor } from '../testing/helpers.js';
+
+/** A WebSocket echo server in plain Python (the base template has no websocket library). */
+const WS_ECHO = `
+import socket,hashlib,base64,threading
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1); s.bind(('127.0.0.1',8001)); s.listen()
+def serve(c):
+  d=b''
+  while b'\\r\\n\\r\\n' not in d: d+=c.recv(4096)
+  k=[l.split(b':',1)[1].strip() for l in d.split(b'\\r\\n') if l.lower().startswith(b'sec-websocket-key')][0]
+  a=base64.b64encode(hashlib.sha1(k+b'258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest())
+  c.sendall(b'HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: '+a+b'\\r\\n\\r\\n')
+  while True:
+    h=c.recv(2)
+    if len(h)<2: return
+    n=h[1]&127
+    m=c.recv(4); p=b''
+    while len(p)<n: p+=c.recv(n-len(p))
+    p=bytes(b^m[i%4] for i,b in enumerate(p))
+    if h[0]&15==8: return
+    c.sendall(bytes([0x81,len(p)])+p)
+while True:
+  c,_=s.accept(); threading.Thread(target=serve,args=(c,),daemon=True).start()
+`;
+
+/** A GET with any Host header (fetch refuses to set one). */
+function get(url: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    http
+      .get({ host: u.hostname, port: u.port, path, headers }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (d: string) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      })
+      .on('error', reject);
+  });
+}
+
+describe('port proxy (real daemon)', { skip: !isRoot && 'needs root' }, () => {
+  let dir = '';
+  let cfg: ReturnType<typeof testConfig>;
+  let daemon: DaemonProcess;
+  let id = '';
+  let token = '';
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'forkd-proxy-'));
+    cfg = testConfig(dir);
+    daemon = await startDaemonProcess({ ...cfg.env, FORKD_PROXY_DOMAIN: 'sbx.test' });
+    const s = (await api(daemon, 'POST', '/v1/sandboxes', {})).json;
+    id = s.id;
+    token = s.proxyToken;
+    assert.match(token, /^[A-Za-z0-9_-]{32}$/);
+    await execHttp(daemon, id, ['bash', '-c', 'mkdir -p /srv && echo hello-from-sandbox > /srv/hello.txt && head -c 1048576 /dev/urandom | base64 -w0 > /srv/big.txt']);
+    assert.equal((await api(daemon, 'POST', `/v1/sandboxes/${id}/exec`, { command: 'cd /srv && exec python3 -m http.server 8000 --bind 127.0.0.1', background: true, tag: 'web' })).status, 201);
+    assert.equal((await api(daemon, 'POST', `/v1/sandboxes/${id}/exec`, { cmd: ['python3', '-c', WS_ECHO], background: true, tag: 'ws' })).status, 201);
+    await waitFor(async () => (await get(daemon.url, `/sandboxes/${id}/ports/8000/hello.txt`, { 'x-forkd-token': token })).status === 200, 10_000, 'web server up');
+  });
+  after(async () => {
+    await stopDaemonProcess(daemon);
+    if (dir) await disposeNodeDir(undefined, dir, cfg.config);
+  });
+
+  test('HTTP by path and by host name, with the sandbox token or an API key of its tenant', async () => {
+    const byHeader = await get(daemon.url, `/sandboxes/${id}/ports/8000/hello.txt`, { 'x-forkd-token': token });
+    assert.deepEqual(byHeader, { status: 200, body: 'hello-from-sandbox\n' });
+    assert.equal((await get(daemon.url, `/sandboxes/${id}/ports/8000/hello.txt?forkd_token=${token}`)).body, 'hello-from-sandbox\n');
+    assert.equal((await get(daemon.url, '/hello.txt', { host: `8000-${id}.sbx.test`, 'x-forkd-token': token })).body, 'hello-from-sandbox\n');
+    assert.equal((await get(daemon.url, `/sandboxes/${id}/ports/8000/hello.txt`, { authorization: `Bearer ${daemon.apiKey}` })).status, 200);
+    const big = await get(daemon.url, `/sandboxes/${id}/ports/8000/big.txt`, { 'x-forkd-token': token });
+    assert.equal(big.body.length, Math.ceil(1048576 / 3) * 4, 'a 1 MB answer streams through whole');
+  });
+
+  test('refusals: no or wrong token, another tenant, a closed port, a bad port', async () => {
+    assert.equal((await get(daemon.url, `/sandboxes/${id}/ports/8000/hello.txt`)).status, 401);
+    assert.equal((await get(daemon.url, `/sandboxes/${id}/ports/8000/hello.txt`, { 'x-forkd-token': 'x'.repeat(32) })).status, 401);
+    const other = (await api(daemon, 'POST', '/v1/keys', { tenant: 'other' })).json.key as string;
+    const cross = await get(daemon.url, `/sandboxes/${id}/ports/8000/hello.txt`, { authorization: `Bearer ${other}` });
+    assert.equal(cross.status, 404);
+    assert.equal(JSON.parse(cross.body).error.code, 'NOT_FOUND');
+    const closed = await get(daemon.url, `/sandboxes/${id}/ports/9/`, { 'x-forkd-token': token });
+    assert.equal(closed.status, 503);
+    assert.match(JSON.parse(closed.body).error.message, /nothing listens on port 9/);
+    assert.equal((await get(daemon.url, `/sandboxes/${id}/ports/70000/`, { 'x-forkd-token': token })).status, 400);
+  });
+
+  test('WebSocket through the proxy', async () => {
+    const ws = new WebSocket(`${daemon.url.replace('http', 'ws')}/sandboxes/${id}/ports/8001/?forkd_token=${token}`);
+    const echoed = await new Promise<string>((resolve, reject) => {
+      ws.onopen = () => ws.send('ping through the proxy');
+      ws.onmessage = (e) => resolve(String(e.data));
+      ws.onerror = () => reject(new Error('websocket failed'));
+    });
+    ws.close();
+    assert.equal(echoed, 'ping through the proxy');
+  });
+
+  test('a paused sandbox is resumed by incoming traffic; a fork has its own token', async () => {
+    assert.equal((await api(daemon, 'POST', `/v1/sandboxes/${id}/pause`)).json.state, 'paused');
+    assert.equal((await get(daemon.url, `/sandboxes/${id}/ports/8000/hello.txt`, { 'x-forkd-token': token })).body, 'hello-from-sandbox\n');
+    assert.equal((await api(daemon, 'GET', `/v1/sandboxes/${id}`)).json.state, 'running');
+    const [fork] = (await api(daemon, 'POST', `/v1/sandboxes/${id}/fork`, {})).json.sandboxes;
+    assert.ok(fork.proxyToken && fork.proxyToken !== token, 'forks do not inherit the parent token');
+    assert.equal((await get(daemon.url, `/sandboxes/${fork.id}/ports/8000/hello.txt`, { 'x-forkd-token': token })).status, 401);
+    assert.equal((await get(daemon.url, `/sandboxes/${fork.id}/ports/8000/hello.txt`, { 'x-forkd-token': fork.proxyToken })).body, 'hello-from-sandbox\n');
+    await api(daemon, 'DELETE', `/v1/sandboxes/${fork.id}`);
+  });
+});
