@@ -60,6 +60,8 @@ export const AuditQuery = z.strictObject({
   since: z.iso.datetime({ offset: true }).optional(),
   /** Records with a smaller id (paging backwards from the newest). */
   before: intParam(1, Number.MAX_SAFE_INTEGER).optional(),
+  /** Records with a larger id, oldest first (following the log). */
+  after: intParam(0, Number.MAX_SAFE_INTEGER).optional(),
   limit: intParam(1, 1000).default(100),
 });
 export type AuditQuery = z.infer<typeof AuditQuery>;

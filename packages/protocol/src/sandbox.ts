@@ -107,5 +107,9 @@ export const SandboxMetrics = z.object({
   oomKills: z.number(),
   /** Forks refused by the pids limit. */
   pidsLimitHits: z.number(),
+  /** Bytes in the sandbox's root filesystem. */
+  diskBytes: z.number(),
+  /** Of those, bytes no other volume shares (template, snapshots): roughly what it wrote since its latest snapshot. */
+  diskWrittenBytes: z.number(),
 });
 export type SandboxMetrics = z.infer<typeof SandboxMetrics>;

@@ -20,6 +20,8 @@ export const CreateSnapshotRequest = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'invalid snapshot name').optional(),
 });
 
+export const PinRequest = z.strictObject({ pinned: z.boolean() });
+
 export const ForkRequest = z.strictObject({
   count: z.number().int().min(1).max(64).default(1),
 });

@@ -9,6 +9,8 @@ export interface AuditFilter {
   since?: string;
   /** Records older than this id (paging back from the newest). */
   before?: number;
+  /** Records newer than this id, oldest first (following the log). */
+  after?: number;
   limit?: number;
   /** Admin keys only. */
   tenant?: string;

@@ -19,6 +19,11 @@ export class Snapshots {
   }
 
   /** Fails with FAILED_PRECONDITION while the snapshot holds a paused sandbox's state. */
+  /** Pinned snapshots are never thinned by the timeline policy. */
+  pin(id: string, pinned = true): Promise<SnapshotInfo> {
+    return this.#http.json('POST', `/v1/snapshots/${encodeURIComponent(id)}/pin`, { json: { pinned } });
+  }
+
   delete(id: string): Promise<void> {
     return this.#http.send('DELETE', snapshotPath(id));
   }

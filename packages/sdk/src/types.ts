@@ -1,4 +1,4 @@
-import type { SandboxInfo } from '@forkd/protocol';
+import type { SandboxInfo, SandboxMetrics } from '@forkd/protocol';
 
 /** Options shared by everything that starts a process. */
 export interface SpawnOptions {
@@ -92,13 +92,8 @@ export interface PtyOptions extends SpawnOptions {
   cmd?: Command;
 }
 
-export interface Metrics {
-  memoryBytes: number;
-  memoryLimitBytes: number;
-  cpuNanos: number;
-  pids: number;
-  oomKills: number;
-}
+/** A sandbox's resource usage (memory, CPU, processes, disk). */
+export type Metrics = SandboxMetrics;
 
 export interface WriteFileOptions {
   /** Permission bits, e.g. 0o755. */

@@ -5,7 +5,7 @@ import { formatBytes, printJson } from '../format.js';
 
 const USAGE = `Usage: forkd metrics ID [--json]
 
-Shows a sandbox's resource usage: memory, CPU time, processes, OOM kills.
+Shows a sandbox's resource usage: memory, CPU time, processes, OOM kills, disk.
 
 Options:
       --json   print the raw numbers as JSON
@@ -30,6 +30,7 @@ export const metricsCommand: CliCommand = {
         `cpu        ${(m.cpuNanos / 1e9).toFixed(2)}s`,
         `processes  ${m.pids}`,
         `oom kills  ${m.oomKills}`,
+        `disk       ${formatBytes(m.diskBytes)} (${formatBytes(m.diskWrittenBytes)} not shared with its template or snapshots)`,
       ].join('\n') + '\n',
     );
     return 0;

@@ -2,6 +2,7 @@ import type { CliCommand } from '../command.js';
 import { attachCommand } from './attach.js';
 import { auditCommand } from './audit.js';
 import { keysCommand } from './keys.js';
+import { logsCommand } from './logs.js';
 import { cpCommand } from './cp.js';
 import { createCommand } from './create.js';
 import { execCommand } from './exec.js';
@@ -15,7 +16,7 @@ import { rmCommand } from './rm.js';
 import { serveCommand } from './serve.js';
 import { setupCommand } from './setup.js';
 import { shellCommand } from './shell.js';
-import { snapshotCommand, snapshotRmCommand } from './snapshot.js';
+import { pinCommand, snapshotCommand, snapshotRmCommand } from './snapshot.js';
 import { templateCommand, templatesCommand } from './template.js';
 import { timelineCommand } from './timeline.js';
 import { treeCommand } from './tree.js';
@@ -34,6 +35,7 @@ export const COMMANDS: readonly CliCommand[] = [
   attachCommand,
   killCommand,
   metricsCommand,
+  logsCommand,
   snapshotCommand,
   timelineCommand,
   forkCommand,
@@ -43,6 +45,7 @@ export const COMMANDS: readonly CliCommand[] = [
   timeoutCommand,
   treeCommand,
   snapshotRmCommand,
+  pinCommand,
   templateCommand,
   templatesCommand,
   keysCommand,

@@ -78,3 +78,27 @@ export const snapshotRmCommand: CliCommand = {
     return status;
   },
 };
+
+const PIN_USAGE = `Usage: forkd pin SNAP [--off]
+
+Pins a snapshot so the rolling timeline never thins it away (named snapshots
+start pinned); --off unpins it.
+`;
+
+export function parsePinArgs(argv: string[]): { id: string; pinned: boolean } {
+  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { off: { type: 'boolean' } } });
+  const [id] = expectPositionals(positionals, ['SNAP']);
+  return { id: expectSnapshotId(id!), pinned: !values.off };
+}
+
+export const pinCommand: CliCommand = {
+  name: 'pin',
+  summary: 'pin or unpin a snapshot',
+  usage: PIN_USAGE,
+  async run(argv) {
+    const { id, pinned } = parsePinArgs(argv);
+    const s = await connect().snapshots.pin(id, pinned);
+    process.stdout.write(`${s.id} ${s.pinned ? 'pinned' : 'unpinned'}\n`);
+    return 0;
+  },
+};

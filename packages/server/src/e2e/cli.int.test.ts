@@ -212,6 +212,26 @@ describe('CLI against a real daemon', { skip: !isRoot && 'needs root' }, () => {
     assert.equal((await forkd(url, ['rm', ours])).code, 0);
   });
 
+  test('logs, pin, timeout, metrics, ls filters', async () => {
+    const url = daemon!.url;
+    const sb = JSON.parse((await forkd(url, ['create', '--json', '--metadata', 'team=cli', '--timeout', '3600'])).stdout).id as string;
+    assert.equal((await forkd(url, ['exec', sb, '--', 'echo', 'hi'])).stdout, 'hi\n');
+    const snap = JSON.parse((await forkd(url, ['snapshot', sb, '--json'])).stdout).id as string;
+    assert.match((await forkd(url, ['pin', snap])).stdout, /pinned/);
+    assert.equal(JSON.parse((await forkd(url, ['timeline', sb, '--json'])).stdout)[0].pinned, true);
+    assert.match((await forkd(url, ['pin', snap, '--off'])).stdout, /unpinned/);
+    const logs = (await forkd(url, ['logs', sb])).stdout;
+    assert.match(logs, /POST \/v1\/sandboxes -> OK/);
+    assert.match(logs, / echo hi -> OK/);
+    assert.match(logs, /POST \/v1\/snapshots\/:snap\/pin snap-\w+ -> OK/);
+    assert.match(logs, /POST \/v1\/sandboxes\/:id\/snapshots -> OK/);
+    assert.deepEqual(JSON.parse((await forkd(url, ['ls', '--metadata', 'team=cli', '--json'])).stdout).map((s: { id: string }) => s.id), [sb]);
+    assert.match((await forkd(url, ['timeout', sb, '60'])).stdout, /T.*Z \(pause\)/);
+    assert.equal((await forkd(url, ['timeout', sb, '0'])).stdout, 'no lifetime\n');
+    assert.match((await forkd(url, ['metrics', sb])).stdout, /disk /);
+    assert.equal((await forkd(url, ['rm', sb])).code, 0);
+  });
+
   test('errors are clear and carry a stable code', async () => {
     const r = await forkd(daemon!.url, ['exec', 'sbx-000000000000', '--', 'true']);
     assert.notEqual(r.code, 0);

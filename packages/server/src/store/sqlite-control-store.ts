@@ -154,7 +154,9 @@ export class SqliteControlStore implements ControlStore {
     add('code = ?', q.code);
     add('at >= ?', q.since && new Date(q.since).toISOString());
     add('id < ?', q.before);
-    const sql = `SELECT * FROM audit ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
+    add('id > ?', q.after);
+    // Following the log (after) reads forward; everything else is newest first.
+    const sql = `SELECT * FROM audit ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id ${q.after !== undefined ? 'ASC' : 'DESC'} LIMIT ?`;
     return (this.#db.prepare(sql).all(...args, q.limit) as AuditRow[]).map(toAudit);
   }
 

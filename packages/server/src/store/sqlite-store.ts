@@ -156,6 +156,10 @@ export class SqliteStore implements Store {
     return r ? toSnapshot(r) : undefined;
   }
 
+  setPinned(id: string, pinned: boolean): void {
+    this.#db.prepare('UPDATE snapshots SET pinned = ? WHERE id = ?').run(pinned ? 1 : 0, id);
+  }
+
   snapshotTotals(): { count: number; bytes: number } {
     const r = this.#db.prepare('SELECT COUNT(*) AS count, COALESCE(SUM(size_bytes), 0) AS bytes FROM snapshots').get() as { count: number; bytes: number };
     return { count: r.count, bytes: r.bytes };

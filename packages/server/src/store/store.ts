@@ -71,6 +71,7 @@ export interface Store {
   /** Count and memory-image bytes of every snapshot on the node (metrics). */
   snapshotTotals(): { count: number; bytes: number };
   deleteSnapshot(id: string): void;
+  setPinned(id: string, pinned: boolean): void;
   /** Sandboxes forked from a snapshot. */
   listForks(snapshotId: string): SandboxRecord[];
   upsertTemplate(rec: TemplateRecord): void;

@@ -1,10 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ForkdError, type SandboxInfo } from '@forkd/protocol';
+import { ERROR_CODES, ForkdError, type SandboxInfo } from '@forkd/protocol';
 import { silentLogger } from '../../shared/logger.js';
 import { ApiKeys } from '../auth/api-keys.js';
 import { SqliteControlStore } from '../../store/sqlite-control-store.js';
 import { createApp } from './app.js';
+import { OPERATIONS } from './openapi.js';
 import type { SandboxService } from './sandbox-service.js';
 
 const info: SandboxInfo = {
@@ -51,7 +52,7 @@ function fakeService(): SandboxService & { created: unknown[] } {
     async connectPort(id) {
       throw missing(id);
     },
-    async usage(id) {
+    async metrics(id) {
       throw missing(id);
     },
     templates: () => [{ name: 'base', createdAt: info.createdAt }],
@@ -63,6 +64,9 @@ function fakeService(): SandboxService & { created: unknown[] } {
       throw missing(id);
     },
     deleteSnapshot: async (id) => Promise.reject(missing(id)),
+    pinSnapshot: (id) => {
+      throw missing(id);
+    },
     pause: async (id) => Promise.reject(missing(id)),
     setTimeout: async (id) => Promise.reject(missing(id)),
     resume: async (id) => Promise.reject(missing(id)),
@@ -245,4 +249,20 @@ test('/openapi.json is generated from the zod schemas and covers every route the
   assert.equal(create.properties.memoryMb.maximum, 262144, 'limits come from the protocol schema');
   assert.equal(create.additionalProperties, false);
   assert.ok(doc.paths['/v1/audit'].get.parameters.some((p: { name: string }) => p.name === 'limit'));
+});
+
+test('every route: no key is UNAUTHENTICATED; unknown ids and bad input get a coded error, never a 500', async () => {
+  const { call } = testApp();
+  for (const op of OPERATIONS) {
+    const path = op.path.replace(':id', 'sbx-zzzzzzzzzzzz').replace(':snap', 'snap-zzzzzzzzzzzz').replace(':sel', 'tag:nope').replace(':name', 'nope').replace(/:[a-z]+/, 'x');
+    const method = op.method.toUpperCase();
+    const anon = await call(method, path, op.body ? '{}' : undefined, null);
+    if (op.public) assert.equal(anon.status, 200, path);
+    else assert.equal(anon.json?.error?.code, 'UNAUTHENTICATED', `${method} ${path}`);
+    for (const body of op.body ? ['{}', '[]', '{"x":'] : [undefined]) {
+      const r = await call(method, `${path}${op.query ? '?path=/x' : ''}`, body);
+      assert.ok(r.status < 500, `${method} ${path} ${body}: ${r.status}`);
+      if (r.status >= 400) assert.ok(r.json?.error?.code in ERROR_CODES, `${method} ${path}: ${JSON.stringify(r.json)}`);
+    }
+  }
 });

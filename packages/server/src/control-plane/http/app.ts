@@ -16,6 +16,7 @@ import {
   MoveRequest,
   parseProcessSelector,
   PathQuery,
+  PinRequest,
   RemoveQuery,
   SignalRequest,
   StdinRequest,
@@ -176,6 +177,15 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
     }
     c.set('who', who);
     c.set('view', new TenantView(svc, control.store, who.tenant));
+    // Snapshot routes are filed under their sandbox (looked up first: a delete removes the record).
+    const snap = /^\/v1\/snapshots\/(snap-[a-z0-9]{12})/.exec(c.req.path)?.[1];
+    if (snap) {
+      try {
+        c.set('sandbox', c.get('view').getSnapshot(snap).sandboxId);
+      } catch {
+        /* unknown or not the caller's: the call itself answers NOT_FOUND */
+      }
+    }
     await next();
     const code = c.error ? toForkdError(c.error).code : c.res.status === 404 ? 'NOT_FOUND' : 'OK';
     const rec = auditRecord(c, who, code, c.res.status, t0);
@@ -226,7 +236,7 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
     await v(c).delete(c.req.param('id'));
     return c.body(null, 204);
   });
-  app.get('/v1/sandboxes/:id/metrics', async (c) => c.json(await v(c).usage(c.req.param('id'))));
+  app.get('/v1/sandboxes/:id/metrics', async (c) => c.json(await v(c).metrics(c.req.param('id'))));
 
   app.post('/v1/sandboxes/:id/snapshots', async (c) => {
     const r = validate(CreateSnapshotRequest, await jsonBody(c));
@@ -234,6 +244,10 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
   });
   app.get('/v1/sandboxes/:id/snapshots', (c) => c.json({ snapshots: v(c).timeline(c.req.param('id')) }));
   app.get('/v1/snapshots/:snap', (c) => c.json(v(c).getSnapshot(c.req.param('snap'))));
+  app.post('/v1/snapshots/:snap/pin', async (c) => {
+    const r = validate(PinRequest, await jsonBody(c));
+    return c.json(v(c).pinSnapshot(c.req.param('snap'), r.pinned));
+  });
   app.delete('/v1/snapshots/:snap', async (c) => {
     await v(c).deleteSnapshot(c.req.param('snap'));
     return c.body(null, 204);

@@ -1,7 +1,6 @@
-import type { BuildTemplateRequest, CreateSandboxRequest, SandboxInfo, SnapshotInfo, TemplateInfo } from '@forkd/protocol';
+import type { BuildTemplateRequest, CreateSandboxRequest, SandboxInfo, SandboxMetrics, SnapshotInfo, TemplateInfo } from '@forkd/protocol';
 import type { GuestClient, GuestProcess, OutputHandlers, SpawnOptions } from '../../node/guest/guest-client.js';
 import type { ExecExit, ForkTree, NodeStats } from '../../node/manager/sandbox-manager.js';
-import type { ResourceUsage } from '../../node/runtime/runtime.js';
 import type { PortConnection } from '../../node/network/network.js';
 
 /**
@@ -17,7 +16,8 @@ export interface SandboxService {
   guest(id: string): Promise<GuestClient>;
   spawn(id: string, opts: SpawnOptions, handlers?: OutputHandlers): Promise<{ process: GuestProcess; exit: Promise<ExecExit | null> }>;
   attach(id: string, sel: { pid: number } | { tag: string }, handlers?: OutputHandlers): Promise<{ process: GuestProcess; exit: Promise<ExecExit | null> }>;
-  usage(id: string): Promise<ResourceUsage>;
+  /** Memory, CPU, processes and disk. */
+  metrics(id: string): Promise<SandboxMetrics>;
   /** A connection to a port inside the sandbox (resumed first if hibernated). */
   connectPort(id: string, port: number): Promise<PortConnection>;
   templates(): TemplateInfo[];
@@ -25,6 +25,7 @@ export interface SandboxService {
   timeline(id: string): SnapshotInfo[];
   getSnapshot(snapId: string): SnapshotInfo;
   deleteSnapshot(snapId: string): Promise<void>;
+  pinSnapshot(snapId: string, pinned: boolean): SnapshotInfo;
   pause(id: string): Promise<SandboxInfo>;
   /** Lifetime: times out `seconds` from now (0: never). */
   setTimeout(id: string, seconds: number): Promise<SandboxInfo>;

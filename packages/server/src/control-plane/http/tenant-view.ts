@@ -98,8 +98,8 @@ export class TenantView implements SandboxService {
     return this.#svc.attach(this.#sandbox(id), ...rest);
   }
 
-  usage(id: string): ReturnType<SandboxService['usage']> {
-    return this.#svc.usage(this.#sandbox(id));
+  metrics(id: string): ReturnType<SandboxService['metrics']> {
+    return this.#svc.metrics(this.#sandbox(id));
   }
 
   connectPort(id: string, port: number): ReturnType<SandboxService['connectPort']> {
@@ -120,6 +120,10 @@ export class TenantView implements SandboxService {
 
   getSnapshot(snapId: string): SnapshotInfo {
     return this.#snapshot(snapId);
+  }
+
+  pinSnapshot(snapId: string, pinned: boolean): SnapshotInfo {
+    return this.#svc.pinSnapshot(this.#snapshot(snapId).id, pinned);
   }
 
   deleteSnapshot(snapId: string): Promise<void> {

@@ -210,6 +210,17 @@ describe('sandbox (real Btrfs, runc, guest agent)', { skip: !isRoot && 'needs ro
       assert.ok(Date.now() - t0 >= 9_000, 'not before the timeout');
     });
 
+    test('metrics report disk: the root filesystem and what the sandbox wrote itself', async () => {
+      const before = await node.manager.metrics(id);
+      assert.ok(before.diskBytes > 50 * 2 ** 20, `the base root is counted: ${before.diskBytes}`);
+      const other = (await node.manager.create({ template: 'base' })).id;
+      await run(node.manager, other, 'head -c 8M /dev/urandom > /root/blob && sync');
+      const m = await node.manager.metrics(other);
+      assert.ok(m.diskWrittenBytes >= 8 * 2 ** 20 && m.diskWrittenBytes < 64 * 2 ** 20, `written ${m.diskWrittenBytes}`);
+      assert.ok(m.memoryBytes > 0 && m.pids >= 1);
+      await node.manager.delete(other);
+    });
+
     test('a memory hog is OOM-killed and reported; the sandbox and its neighbour live on', async () => {
       const other = (await node.manager.create({ template: 'base' })).id;
       const hog = await run(node.manager, id, ['python3', '-c', 'b = bytearray(1 << 30); print(len(b))']);

@@ -72,6 +72,13 @@ export class BtrfsStorage implements Storage {
     }
   }
 
+  async diskUsage(key: string): Promise<{ totalBytes: number; exclusiveBytes: number }> {
+    const r = await exec('btrfs', ['filesystem', 'du', '-s', '--raw', this.path(key)]);
+    const m = /^\s*(\d+)\s+(\d+)\s+/m.exec(r.stdout.split('\n').slice(1).join('\n'));
+    if (!m) throw new ForkdError('INTERNAL', `unexpected btrfs filesystem du output: ${r.stdout.slice(0, 200)}`);
+    return { totalBytes: Number(m[1]), exclusiveBytes: Number(m[2]) };
+  }
+
   async list(prefix: string): Promise<string[]> {
     assertKey(prefix);
     const names = await readdir(join(this.#root, prefix)).catch(() => [] as string[]);

@@ -28,6 +28,8 @@ export interface Storage {
   remove(key: string): Promise<void>;
   /** Keys of the volumes directly under a prefix, e.g. `sandboxes`. */
   list(prefix: string): Promise<string[]>;
+  /** Bytes a volume holds, and of those the ones no other volume shares (what it wrote itself). */
+  diskUsage(key: string): Promise<{ totalBytes: number; exclusiveBytes: number }>;
 }
 
 const KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(\/[A-Za-z0-9.][A-Za-z0-9._-]{0,127}){0,4}$/;
