@@ -68,7 +68,7 @@ test('create: lifetime and metadata; timeout', async () => {
   assert.throws(() => parseCreateArgs(['--on-timeout', 'explode']), UsageError);
   assert.throws(() => parseCreateArgs(['--metadata', 'novalue']), UsageError);
   const { parseTimeoutArgs } = await import('./lifecycle.js');
-  assert.deepEqual(parseTimeoutArgs(['sbx-abcdefghijkl', '0']), { id: 'sbx-abcdefghijkl', seconds: 0 });
+  assert.deepEqual(parseTimeoutArgs(['sbx-abcdefghijkl', '0', '--json']), { id: 'sbx-abcdefghijkl', seconds: 0, json: true });
   assert.throws(() => parseTimeoutArgs(['sbx-abcdefghijkl', '-5']), UsageError);
 });
 

@@ -1,32 +1,34 @@
+import type { SandboxInfo } from '@forkd/sdk';
 import { expectPositionals, parseOptions } from '../args.js';
+import { printJson } from '../format.js';
 import type { CliCommand } from '../command.js';
 import { openSandbox } from '../connect.js';
 import { expectSnapshotId } from './snapshot.js';
 import { UsageError } from '../usage-error.js';
 
-const PAUSE_USAGE = `Usage: forkd pause ID
+const PAUSE_USAGE = `Usage: forkd pause ID [--json]
 
 Snapshots a sandbox and stops it, releasing its memory. forkd resume brings
 it back as it was; exec, cp and other calls on it resume it by themselves.
 `;
 
-const RESUME_USAGE = `Usage: forkd resume ID
+const RESUME_USAGE = `Usage: forkd resume ID [--json]
 
 Brings a paused sandbox back, its processes where they were.
 `;
 
-const TIMEOUT_USAGE = `Usage: forkd timeout ID SECONDS
+const TIMEOUT_USAGE = `Usage: forkd timeout ID SECONDS [--json]
 
 Sets a sandbox's lifetime: it times out SECONDS from now (0: never), which
 pauses it or deletes it as its --on-timeout says (forkd create). Prints the
 time it now times out.
 `;
 
-export function parseTimeoutArgs(argv: string[]): { id: string; seconds: number } {
-  const { positionals } = parseOptions({ args: argv, allowPositionals: true, options: {} });
+export function parseTimeoutArgs(argv: string[]): { id: string; seconds: number; json: boolean } {
+  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' } } });
   const [id, seconds] = expectPositionals(positionals, ['ID', 'SECONDS']);
   if (!/^\d+$/.test(seconds!)) throw new UsageError(`SECONDS must be a whole number, got ${JSON.stringify(seconds)}`);
-  return { id: id!, seconds: Number(seconds) };
+  return { id: id!, seconds: Number(seconds), json: !!values.json };
 }
 
 export const timeoutCommand: CliCommand = {
@@ -34,30 +36,37 @@ export const timeoutCommand: CliCommand = {
   summary: "set a sandbox's lifetime",
   usage: TIMEOUT_USAGE,
   async run(argv) {
-    const { id, seconds } = parseTimeoutArgs(argv);
+    const { id, seconds, json } = parseTimeoutArgs(argv);
     const info = await (await openSandbox(id)).setTimeout(seconds);
+    if (json) return printInfo(info, true);
     process.stdout.write(`${info.expiresAt ? `${info.expiresAt} (${info.onTimeout})` : 'no lifetime'}\n`);
     return 0;
   },
 };
 
-const REWIND_USAGE = `Usage: forkd rewind ID SNAPSHOT
+const REWIND_USAGE = `Usage: forkd rewind ID SNAPSHOT [--json]
 
 Puts a sandbox back to one of its own snapshots (see forkd timeline):
 memory, processes and files. The state it leaves is snapshotted first
 (reason rewind), so you can rewind forward again.
 `;
 
-export function parseIdArg(argv: string[]): { id: string } {
-  const { positionals } = parseOptions({ args: argv, allowPositionals: true, options: {} });
+export function parseIdArg(argv: string[]): { id: string; json: boolean } {
+  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' } } });
   const [id] = expectPositionals(positionals, ['ID']);
-  return { id: id! };
+  return { id: id!, json: !!values.json };
 }
 
-export function parseRewindArgs(argv: string[]): { id: string; snapshot: string } {
-  const { positionals } = parseOptions({ args: argv, allowPositionals: true, options: {} });
+export function parseRewindArgs(argv: string[]): { id: string; snapshot: string; json: boolean } {
+  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' } } });
   const [id, snapshot] = expectPositionals(positionals, ['ID', 'SNAPSHOT']);
-  return { id: id!, snapshot: expectSnapshotId(snapshot!) };
+  return { id: id!, snapshot: expectSnapshotId(snapshot!), json: !!values.json };
+}
+
+/** With --json the sandbox as it is now; otherwise nothing (the exit status says it worked). */
+function printInfo(info: SandboxInfo, json: boolean): number {
+  if (json) printJson(info);
+  return 0;
 }
 
 export const pauseCommand: CliCommand = {
@@ -65,9 +74,8 @@ export const pauseCommand: CliCommand = {
   summary: 'snapshot a sandbox and stop it',
   usage: PAUSE_USAGE,
   async run(argv) {
-    const { id } = parseIdArg(argv);
-    await (await openSandbox(id)).pause();
-    return 0;
+    const { id, json } = parseIdArg(argv);
+    return printInfo(await (await openSandbox(id)).pause(), json);
   },
 };
 
@@ -76,9 +84,8 @@ export const resumeCommand: CliCommand = {
   summary: 'resume a paused sandbox',
   usage: RESUME_USAGE,
   async run(argv) {
-    const { id } = parseIdArg(argv);
-    await (await openSandbox(id)).resume();
-    return 0;
+    const { id, json } = parseIdArg(argv);
+    return printInfo(await (await openSandbox(id)).resume(), json);
   },
 };
 
@@ -88,7 +95,6 @@ export const rewindCommand: CliCommand = {
   usage: REWIND_USAGE,
   async run(argv) {
     const args = parseRewindArgs(argv);
-    await (await openSandbox(args.id)).rewind(args.snapshot);
-    return 0;
+    return printInfo(await (await openSandbox(args.id)).rewind(args.snapshot), args.json);
   },
 };

@@ -79,16 +79,16 @@ export const snapshotRmCommand: CliCommand = {
   },
 };
 
-const PIN_USAGE = `Usage: forkd pin SNAP [--off]
+const PIN_USAGE = `Usage: forkd pin SNAP [--off] [--json]
 
 Pins a snapshot so the rolling timeline never thins it away (named snapshots
 start pinned); --off unpins it.
 `;
 
-export function parsePinArgs(argv: string[]): { id: string; pinned: boolean } {
-  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { off: { type: 'boolean' } } });
+export function parsePinArgs(argv: string[]): { id: string; pinned: boolean; json: boolean } {
+  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { off: { type: 'boolean' }, json: { type: 'boolean' } } });
   const [id] = expectPositionals(positionals, ['SNAP']);
-  return { id: expectSnapshotId(id!), pinned: !values.off };
+  return { id: expectSnapshotId(id!), pinned: !values.off, json: !!values.json };
 }
 
 export const pinCommand: CliCommand = {
@@ -96,9 +96,10 @@ export const pinCommand: CliCommand = {
   summary: 'pin or unpin a snapshot',
   usage: PIN_USAGE,
   async run(argv) {
-    const { id, pinned } = parsePinArgs(argv);
+    const { id, pinned, json } = parsePinArgs(argv);
     const s = await connect().snapshots.pin(id, pinned);
-    process.stdout.write(`${s.id} ${s.pinned ? 'pinned' : 'unpinned'}\n`);
+    if (json) printJson(s);
+    else process.stdout.write(`${s.id} ${s.pinned ? 'pinned' : 'unpinned'}\n`);
     return 0;
   },
 };

@@ -46,13 +46,14 @@ test('fork ID|SNAPSHOT [--count N] [--json]: the prefix picks the source', () =>
 });
 
 test('rewind ID SNAPSHOT, pause ID, resume ID', () => {
-  assert.deepEqual(parseRewindArgs([SBX, SNAP]), { id: SBX, snapshot: SNAP });
+  assert.deepEqual(parseRewindArgs([SBX, SNAP]), { id: SBX, snapshot: SNAP, json: false });
   assert.throws(() => parseRewindArgs([SBX]), /missing SNAPSHOT/);
   assert.throws(() => parseRewindArgs([SNAP, SBX]), /expected a snapshot id/);
-  assert.deepEqual(parseIdArg([SBX]), { id: SBX });
+  assert.deepEqual(parseIdArg([SBX]), { id: SBX, json: false });
+  assert.deepEqual(parseIdArg([SBX, '--json']), { id: SBX, json: true });
   assert.throws(() => parseIdArg([]), /missing ID/);
   assert.throws(() => parseIdArg([SBX, SBX]), /unexpected argument/);
-  assert.throws(() => parseIdArg([SBX, '--json']), /unknown option/);
+  assert.throws(() => parseIdArg([SBX, '--yaml']), /unknown option/);
 });
 
 test('tree ID [--json]', () => {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -99,9 +99,9 @@ describe('CLI against a real daemon', { skip: !isRoot && 'needs root' }, () => {
     assert.equal((await forkd(daemon!.url, ['kill', id, 'tag:bg'])).code, 0);
   });
 
-  test('cp uploads and downloads byte-identical', async () => {
+  test('cp uploads and downloads 100 MB byte-identical', async () => {
     const local = join(dir, 'up.bin');
-    const data = randomBytes(5 * 1024 * 1024);
+    const data = randomBytes(100 * 1024 * 1024);
     await writeFile(local, data);
     const up = await forkd(daemon!.url, ['cp', local, `${id}:/tmp/up.bin`]);
     assert.equal(up.code, 0, up.stderr);
@@ -109,6 +109,8 @@ describe('CLI against a real daemon', { skip: !isRoot && 'needs root' }, () => {
     const down = await forkd(daemon!.url, ['cp', `${id}:/tmp/up.bin`, back]);
     assert.equal(down.code, 0, down.stderr);
     assert.ok((await readFile(back)).equals(data));
+    await rm(local);
+    await rm(back);
   });
 
   test('shell runs an interactive PTY', async () => {

@@ -134,10 +134,11 @@ test('unknown sandboxes and routes are NOT_FOUND', async () => {
   assert.equal((await call('GET', '/v1/nope')).json.error.code, 'NOT_FOUND');
 });
 
-test('oversized bodies are refused', async () => {
+test('oversized bodies are INVALID_ARGUMENT, like any other bad input', async () => {
   const { app, admin } = testApp();
   const r = await app.request('/v1/sandboxes', { method: 'POST', body: 'x'.repeat(10), headers: { 'content-length': String(100 * 1024 * 1024), authorization: `Bearer ${admin}` } });
-  assert.equal(r.status, 413);
+  assert.equal(r.status, 400);
+  assert.equal(((await r.json()) as any).error.code, 'INVALID_ARGUMENT');
 });
 
 test('no key, a wrong key or a revoked key is UNAUTHENTICATED; health needs none', async () => {

@@ -257,7 +257,7 @@ export class GuestClient {
   }
 
   async writeStdin(sel: ProcessSelector, data: Buffer | undefined, eof: boolean): Promise<void> {
-    if (data && data.length > 1024 * 1024 - 256) throw new ForkdError('PAYLOAD_TOO_LARGE', 'stdin chunk larger than 1 MiB');
+    if (data && data.length > 1024 * 1024 - 256) throw new ForkdError('INVALID_ARGUMENT', 'stdin chunk larger than 1 MiB', { limitBytes: 1024 * 1024 - 256 });
     await this.#simple(T.WRITE_STDIN, [...selectorFields(sel), [K.DATA, data], [K.EOF, eof]]);
   }
 
