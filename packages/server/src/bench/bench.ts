@@ -1,14 +1,21 @@
-import { mkdir, readFile, statfs, writeFile } from 'node:fs/promises';
-import { exec } from '../shared/exec.js';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../shared/config.js';
+import { loadConfig, REPO_ROOT } from '../shared/config.js';
+import { baseRootfsDir, criuPath, installPackages } from '../setup/setup.js';
+import { compareWithPodman, type Comparison } from './compare.js';
+import { Podman } from './podman.js';
+import { describeMachine, ratio, renderCharts, renderMarkdown } from './report.js';
 import { createTestNode } from '../testing/test-node.js';
 import { run } from '../testing/helpers.js';
 import { summarize, type Summary } from './stats.js';
+import { pinnedMemory, poolUsed } from './host-measures.js';
 
 /**
- * `npm run bench`: speed and memory of the sandbox core on this machine,
- * medians and p95. `--quick` only checks that every measurement runs.
+ * `npm run bench`: speed and memory of the sandbox core on this machine, then
+ * the same operations side by side with Podman + CRIU (BENCHMARKS.md, SVG
+ * charts in docs/bench), medians and p95. `--quick` only checks that every
+ * measurement runs and writes its report under bench-results/.
  */
 const quick = process.argv.includes('--quick');
 const N = quick ? 3 : 40;
@@ -20,21 +27,7 @@ interface Row {
   summary: Summary;
 }
 
-/** Bytes the pool's filesystem has allocated, after its pending writes are committed. */
-async function poolUsed(mount: string): Promise<number> {
-  await exec('btrfs', ['filesystem', 'sync', mount]);
-  const st = await statfs(mount);
-  return (st.blocks - st.bfree) * st.bsize;
-}
-
-/** Host memory that is not page cache: what idle sandboxes really pin. */
-async function pinnedMemory(): Promise<number> {
-  const info = await readFile('/proc/meminfo', 'utf8');
-  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(info)?.[1] ?? 0);
-  return (kb('AnonPages') + kb('KernelStack') + kb('PageTables') + kb('SUnreclaim') + kb('Shmem')) * 1024;
-}
-
-async function main(): Promise<void> {
+async function coreBench(): Promise<Row[]> {
   const node = await createTestNode({ warmPool: 2 });
   const rows: Row[] = [];
   const m = node.manager;
@@ -162,14 +155,47 @@ async function main(): Promise<void> {
   } finally {
     await node.dispose();
   }
+  return rows;
+}
 
+/** The same operations on Podman + CRIU, in the same run, on the same base root filesystem. */
+async function podmanBench(): Promise<{ rows: Comparison[]; podmanVersion: string }> {
+  const config = loadConfig();
+  await installPackages(['podman'], (d) => console.error(d));
+  const tmp = await mkdtemp(join(tmpdir(), 'forkd-bench-'));
+  const podman = await Podman.withCriu(criuPath(config), join(tmp, 'bin'));
+  await podman.importRootfs(baseRootfsDir(config));
+  const node = await createTestNode({ warmPool: 2 });
+  try {
+    return { rows: await compareWithPodman(node, podman, { quick, tmp }), podmanVersion: await podman.version() };
+  } finally {
+    await node.dispose();
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const date = new Date().toISOString();
+  const rows = await coreBench();
   const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : '-');
   const lines = ['| measurement | unit | n | p50 | p95 | min | max | target |', '|---|---|---|---|---|---|---|---|'];
   for (const r of rows) lines.push(`| ${r.name} | ${r.unit} | ${r.summary.n} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${fmt(r.summary.min)} | ${fmt(r.summary.max)} | ${r.target ?? ''} |`);
   console.log(lines.join('\n'));
   const outDir = join(REPO_ROOT, 'bench-results');
   await mkdir(outDir, { recursive: true });
-  await writeFile(join(outDir, 'core.json'), JSON.stringify({ date: new Date().toISOString(), quick, rows }, null, 2));
+  await writeFile(join(outDir, 'core.json'), JSON.stringify({ date, quick, rows }, null, 2));
+
+  const { rows: compared, podmanVersion } = await podmanBench();
+  const machine = await describeMachine(criuPath(loadConfig()), podmanVersion);
+  await writeFile(join(outDir, 'compare.json'), JSON.stringify({ date, quick, machine, rows: compared }, null, 2));
+  // A quick run only checks that everything runs: it never replaces the published results.
+  const chartDir = quick ? outDir : join(REPO_ROOT, 'docs/bench');
+  await mkdir(chartDir, { recursive: true });
+  const charts = renderCharts(compared);
+  for (const c of charts) await writeFile(join(chartDir, c.file), c.svg);
+  const md = renderMarkdown(machine, compared, rows, charts.map((c) => c.file), date);
+  await writeFile(quick ? join(outDir, 'BENCHMARKS.quick.md') : join(REPO_ROOT, 'BENCHMARKS.md'), md);
+  for (const r of compared) console.log(`${r.name}: forkd p50 ${fmt(summarize(r.forkd).p50)} ${r.unit}${r.podman ? `, Podman p50 ${fmt(summarize(r.podman).p50)} (${ratio(r).toFixed(1)}×)` : ''}`);
 }
 
 main().catch((err) => {

@@ -8,6 +8,7 @@ import { REPO_ROOT } from '../shared/config.js';
 import { exec } from '../shared/exec.js';
 import { hostInfo, type HostInfo } from './host-info.js';
 import { cgroupVersion } from '../node/cgroups/cgroups.js';
+import { CHECKPOINT_HOOK } from '../node/runtime/runc-runtime.js';
 
 export type Progress = (event: { step: string; detail?: string; done?: boolean; ms?: number }) => void;
 
@@ -30,13 +31,21 @@ async function step<T>(progress: Progress, name: string, fn: (detail: (d: string
   return out;
 }
 
-async function aptInstall(pkgs: string[], detail: (d: string) => void): Promise<void> {
+/** Packages an install must never upgrade as a side effect (a Debian 13 suite next to 12 would). */
+const PROTECTED = ['libc6', 'libc-bin', 'systemd', 'libsystemd0'];
+
+/** Installs missing Debian packages, refusing any plan that would upgrade libc or systemd. */
+export async function installPackages(pkgs: string[], detail: (d: string) => void): Promise<void> {
   const missing: string[] = [];
   for (const p of pkgs) if (!(await dpkgInstalled(p))) missing.push(p);
   if (!missing.length) return;
   detail(`installing ${missing.join(' ')}`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   await exec('apt-get', ['update', '-q'], { env, timeoutMs: 600_000 });
+  const plan = await exec('apt-get', ['install', '-s', '-q', '--no-install-recommends', ...missing], { env, timeoutMs: 600_000 });
+  const upgraded = plan.stdout.split('\n').filter((l) => /^Inst \S+ \[/.test(l)).map((l) => l.split(' ')[1]!);
+  const bad = upgraded.filter((p) => PROTECTED.includes(p.replace(/:.*/, '')));
+  if (bad.length) throw new ForkdError('FAILED_PRECONDITION', `installing ${missing.join(' ')} would upgrade ${bad.join(', ')}; refusing (check the apt sources)`, { plan: plan.stdout.slice(-4000) });
   // --no-install-recommends: runc recommends Debian 12's criu 3.17, which fails on current kernels.
   await exec('apt-get', ['install', '-y', '-q', '--no-install-recommends', ...missing], { env, timeoutMs: 1_200_000, onStdout: (l) => detail(l.trim().split('\n').pop() ?? '') });
 }
@@ -51,6 +60,56 @@ export async function criuVersion(criu: string): Promise<number[] | null> {
   const m = r && /Version:\s*(\d+)\.(\d+)/.exec(r.stdout);
   return m ? [Number(m[1]), Number(m[2])] : null;
 }
+
+/**
+ * CRIU's action script. forkd leaves a hook file in the images dir (see
+ * RuncRuntime.checkpoint): the cgroup freezer's control file, the value that
+ * freezes it, the file and pattern that say it is frozen, then the argv of the
+ * filesystem snapshot. At pre-dump, before CRIU freezes anything, the script
+ * freezes the cgroup and polls until it is frozen, so CRIU finds it frozen (no
+ * 100 ms sleep), records the instant, and starts the filesystem snapshot
+ * alongside the dump; at post-dump it waits for that snapshot, so a dump that
+ * succeeds has both. Thawing is forkd's, after runc returns: CRIU puts back
+ * the freezer state it found (frozen) as its last step.
+ */
+const ACTION_SCRIPT = `#!/bin/sh
+hook="$CRTOOLS_IMAGE_DIR/${CHECKPOINT_HOOK}"
+[ -f "$hook" ] || exit 0
+{ read -r file; read -r freeze; read -r check; read -r pattern; } < "$hook"
+case "$CRTOOLS_SCRIPT_ACTION" in
+pre-dump)
+  date +%s%N > "$hook.frozen-at"
+  printf %s "$freeze" > "$file" || exit 1
+  i=0
+  until grep -q "$pattern" "$check"; do
+    i=$((i + 1))
+    [ $i -lt 20000 ] || exit 1
+    [ $((i % 200)) -ne 0 ] || printf %s "$freeze" > "$file"
+  done
+  # Frozen: the filesystem snapshot runs alongside CRIU's dump.
+  set --
+  n=0
+  while IFS= read -r arg; do
+    n=$((n + 1))
+    [ $n -le 4 ] || set -- "$@" "$arg"
+  done < "$hook"
+  if [ $# -gt 0 ]; then
+    ( "$@" > /dev/null 2>&1; echo $? > "$hook.snap-rc.tmp"; mv "$hook.snap-rc.tmp" "$hook.snap-rc" ) < /dev/null &
+  else
+    echo 0 > "$hook.snap-rc"
+  fi
+  ;;
+post-dump)
+  i=0
+  until [ -f "$hook.snap-rc" ]; do
+    i=$((i + 1))
+    [ $i -lt 600000 ] || exit 1
+  done
+  [ "$(cat "$hook.snap-rc")" = 0 ] || exit 1
+  ;;
+esac
+exit 0
+`;
 
 /** The Debian suite CRIU comes from; its loader and libraries stay in their own root. */
 const CRIU_SUITE = process.env.FORKD_CRIU_SUITE || 'forky';
@@ -77,10 +136,14 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
   // No iptables on these hosts, and sandboxes have no external network to
   // lock. The runtime puts restored tasks into their cgroup itself, so CRIU
   // neither records nor restores cgroups; on v1 it also need not mount every
-  // hierarchy again (~15 ms per dump) when pointed at the host's.
-  const conf = ['network-lock skip', 'manage-cgroups ignore', ...(cgroupVersion() === 1 ? ['cgroup-yard /sys/fs/cgroup'] : [])];
+  // hierarchy again (~15 ms per dump) when pointed at the host's. The action
+  // script is how forkd freezes the sandbox for CRIU's dump (RuncRuntime.checkpoint).
+  const action = join(config.cacheDir, 'bin', 'criu-action');
+  await mkdir(join(config.cacheDir, 'bin'), { recursive: true });
+  await writeFile(`${action}.tmp`, ACTION_SCRIPT, { mode: 0o755 });
+  await rename(`${action}.tmp`, action);
+  const conf = ['network-lock skip', 'manage-cgroups ignore', ...(cgroupVersion() === 1 ? ['cgroup-yard /sys/fs/cgroup'] : []), `action-script ${action}`];
   await writeFile(join(home, '.criu', 'default.conf'), conf.join('\n') + '\n');
-  await rm(join(config.cacheDir, 'bin', 'criu-action'), { force: true });
   await mkdir(join(config.cacheDir, 'bin'), { recursive: true });
   const root = join(config.cacheDir, `criu-${CRIU_SUITE}`);
   if (!existsSync(join(root, 'usr/sbin/criu'))) {
@@ -165,7 +228,7 @@ export interface SetupResult {
 export async function setupHost(config: ForkdConfig, progress: Progress): Promise<SetupResult> {
   if (process.getuid?.() !== 0) throw new ForkdError('PERMISSION_DENIED', 'forkd setup must run as root');
   const host = await hostInfo();
-  await step(progress, 'system packages', (d) => aptInstall(PACKAGES, d));
+  await step(progress, 'system packages', (d) => installPackages(PACKAGES, d));
   const criu = await step(progress, 'CRIU ≥ 4.2', (d) => ensureCriu(config, host, d));
   await step(progress, 'guest agent and host tools', () => buildNative());
   const baseRootfs = await step(progress, 'base root filesystem', (d) => ensureBaseRootfs(config, host, d));

@@ -63,26 +63,32 @@ export async function readUsage(path: string): Promise<ResourceUsage> {
   return { memoryBytes, memoryLimitBytes, cpuNanos, pids, oomKills, pidsLimitHits };
 }
 
+/** How a cgroup is frozen and thawed, and how to tell it is frozen (v1 freezer.state, v2 cgroup.freeze). */
+export function freezerControl(path: string): { file: string; freeze: string; thaw: string; checkFile: string; frozenPattern: string; thawedPattern: string } {
+  const d = cgroupDirs(path).freezer;
+  return cgroupVersion() === 2
+    ? { file: join(d, 'cgroup.freeze'), freeze: '1', thaw: '0', checkFile: join(d, 'cgroup.events'), frozenPattern: '^frozen 1', thawedPattern: '^frozen 0' }
+    : { file: join(d, 'freezer.state'), freeze: 'FROZEN', thaw: 'THAWED', checkFile: join(d, 'freezer.state'), frozenPattern: '^FROZEN', thawedPattern: '^THAWED' };
+}
+
 /**
  * Freezes or thaws every task of a cgroup and waits until the kernel reports
  * it done. Polled every millisecond: CRIU's own v1 freezer check sleeps
  * 100 ms when the first read says FREEZING, which it nearly always does.
  */
 export async function setFrozen(path: string, frozen: boolean, timeoutMs = 5000): Promise<void> {
-  const d = cgroupDirs(path).freezer;
-  const v2 = cgroupVersion() === 2;
-  const file = join(d, v2 ? 'cgroup.freeze' : 'freezer.state');
-  const want = v2 ? (frozen ? '1' : '0') : frozen ? 'FROZEN' : 'THAWED';
-  const done = async () => (v2 ? (await readKey(join(d, 'cgroup.events'), 'frozen')) === (frozen ? 1 : 0) : (await readFile(file, 'utf8')).trim() === want);
+  const c = freezerControl(path);
+  const want = frozen ? c.freeze : c.thaw;
+  const done = async () => new RegExp(frozen ? c.frozenPattern : c.thawedPattern, 'm').test(await readFile(c.checkFile, 'utf8'));
   const deadline = Date.now() + timeoutMs;
-  await writeFile(file, want);
+  await writeFile(c.file, want);
   for (let i = 0; !(await done()); i++) {
     if (Date.now() > deadline) {
-      if (frozen) await writeFile(file, v2 ? '0' : 'THAWED').catch(() => {});
+      if (frozen) await writeFile(c.file, c.thaw).catch(() => {});
       throw new ForkdError('TIMEOUT', `cgroup ${path} did not ${frozen ? 'freeze' : 'thaw'} within ${timeoutMs} ms`);
     }
     // A v1 freeze can stall on a task that was busy when the write landed; writing again retries it.
-    if (!v2 && i % 50 === 49) await writeFile(file, want);
+    if (i % 50 === 49) await writeFile(c.file, want);
     await new Promise((r) => (i < 20 ? setImmediate(r) : setTimeout(r, 1)));
   }
 }

@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkdError, type Limits } from '@forkd/protocol';
 import { exec, spawnDaemon } from '../../shared/exec.js';
-import { readUsage, setFrozen, swapAccounting } from '../cgroups/cgroups.js';
+import { freezerControl, readUsage, setFrozen, swapAccounting } from '../cgroups/cgroups.js';
 import type { Network } from '../network/network.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import type { CheckpointOptions, CheckpointStats, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
@@ -75,32 +75,39 @@ export class RuncRuntime implements Runtime {
   }
 
   /**
-   * Memory and files from one instant: forkd freezes the cgroup itself (CRIU's
-   * v1 freezer wait costs 100 ms), then CRIU dumps the frozen tree (and leaves
-   * it frozen) while `whileFrozen` takes the filesystem snapshot alongside;
-   * frozen tasks change neither. Then the tree is thawed (leaveRunning) or
-   * left frozen for the caller. Any failure thaws.
+   * Memory and files from one instant, with the shortest freeze: forkd's CRIU
+   * action script (see setup) freezes the cgroup at pre-dump, after runc's and
+   * CRIU's start-up (CRIU then finds it frozen and skips its 100 ms freezer
+   * sleep) and starts the filesystem snapshot (`whileFrozen`) alongside the
+   * dump; at post-dump it waits for that snapshot. CRIU leaves the tree as it
+   * found it, frozen: forkd thaws it when runc returns (leaveRunning) or
+   * leaves it frozen for the caller. The hook file in the images dir tells
+   * the script what to do. Any failure thaws.
    */
   async checkpoint(id: string, o: CheckpointOptions): Promise<CheckpointStats> {
     await mkdir(o.imagesDir, { recursive: true });
     await mkdir(o.workDir, { recursive: true });
+    const hook = join(o.imagesDir, CHECKPOINT_HOOK);
+    const f = freezerControl(this.cgroupPath(id));
+    await writeFile(hook, [f.file, f.freeze, f.checkFile, f.frozenPattern, ...(o.whileFrozen ?? [])].join('\n') + '\n');
     const t0 = performance.now();
-    await this.freeze(id);
     try {
       const args = ['checkpoint', '--image-path', o.imagesDir, '--work-path', o.workDir, '--leave-running', '--tcp-established', '--file-locks', id];
-      const [dump, fs] = await Promise.allSettled([this.#runc(args), o.whileFrozen ? exec(o.whileFrozen[0]!, o.whileFrozen.slice(1)) : undefined]);
-      if (dump.status === 'rejected') throw dump.reason;
-      if (dump.value.code !== 0) {
+      const r = await this.#runc(args);
+      if (r.code !== 0) {
         const log = await readFile(join(o.workDir, 'dump.log'), 'utf8').catch(() => '');
-        throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || dump.value.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: dump.value.code, stderrTail: (log || dump.value.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });
+        throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });
       }
-      if (fs.status === 'rejected') throw fs.reason;
       const dumpMs = performance.now() - t0;
+      const frozenAt = await readNs(`${hook}.frozen-at`);
+      if (frozenAt === undefined) throw new ForkdError('INTERNAL', 'the criu action script did not run: run forkd setup again', { logPath: join(o.workDir, 'dump.log') });
       if (o.leaveRunning) await this.thaw(id);
-      return { frozenMs: performance.now() - t0, dumpMs };
+      return { frozenMs: Number(BigInt(Date.now()) * 1_000_000n - frozenAt) / 1e6, dumpMs };
     } catch (err) {
       await this.thaw(id).catch(() => {});
       throw err;
+    } finally {
+      for (const suffix of ['', '.frozen-at', '.snap-rc', '.snap-rc.tmp']) await rm(`${hook}${suffix}`, { force: true });
     }
   }
 
@@ -228,4 +235,13 @@ async function carriesOwnNetns(imagesDir: string): Promise<boolean> {
   const img = (await readdir(imagesDir).catch(() => [] as string[])).find((f) => /^netns-\d+\.img$/.test(f));
   if (!img) return false;
   return !(await readFile(join(imagesDir, img))).includes('extRootNetNS');
+}
+
+/** Name of the hook file forkd's CRIU action script follows (see setup). */
+export const CHECKPOINT_HOOK = 'forkd-hook';
+
+/** A wall-clock instant in ns written by the action script (`date +%s%N`). */
+async function readNs(file: string): Promise<bigint | undefined> {
+  const s = (await readFile(file, 'utf8').catch(() => '')).trim();
+  return /^\d+$/.test(s) ? BigInt(s) : undefined;
 }
