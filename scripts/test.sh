@@ -21,5 +21,9 @@ if [ "$unit_only" = 1 ]; then
   mapfile -t files < <(printf '%s\n' "${files[@]}" | grep -v '\.int\.test\.js$')
 fi
 # Integration tests share the machine's two cores and cgroups: run files one at a time.
-exec node --experimental-websocket --no-warnings=ExperimentalWarning --enable-source-maps \
+node --experimental-websocket --no-warnings=ExperimentalWarning --enable-source-maps \
   --test --test-concurrency=1 --test-timeout=900000 --test-reporter=spec "${files[@]}"
+if [ "$unit_only" = 0 ]; then
+  # The benchmark's quick mode: every measurement, forkd's and Podman's, runs once.
+  node --enable-source-maps packages/server/dist/bench/bench.js --quick
+fi

@@ -44,6 +44,7 @@ export function ratio(c: Comparison): number {
   if (!c.podman?.length) return Number.NaN;
   const f = summarize(c.forkd).p50;
   const p = summarize(c.podman).p50;
+  if (!(f > 0) || !(p > 0)) return Number.NaN;
   return c.lowerIsBetter === false ? f / p : p / f;
 }
 
@@ -53,13 +54,13 @@ export function ratio(c: Comparison): number {
  */
 const WHY: Record<string, string> = {
   snapshot:
-    'Both sides freeze the tree and let the same CRIU 4.2 copy the pages, so the freeze is bounded by the same page copy (~0.6 ms per MB here, from a memory-backed staging directory for forkd) plus CRIU fixed costs: ~18 ms of conntrack-table walks (`nf_conntrack_buckets`), ~4 ms per tmpfs mount it tars, runc start-up. forkd freezes with a 1 ms freezer poll where CRIU would sleep 100 ms, takes the Btrfs snapshot in parallel with the dump and skips the network namespace state; its *total* time wins by not exporting a tarball.',
+    "Both sides let the same CRIU 4.2 copy the pages while the tree is frozen, so the freeze is bounded by the same page copy (~0.6 ms per MB here) plus CRIU's fixed costs: ~18 ms of conntrack-table walks (set by the host's `nf_conntrack_buckets`) and ~4 ms of tar per tmpfs mount. Podman's figure is CRIU's own frozen_time (its freeze to its unfreeze); forkd's runs from its freeze to its thaw after runc returns, so it also counts CRIU's and runc's teardown (~10-20 ms) and includes the Btrfs snapshot of the files taken in the same freeze. forkd avoids CRIU's 100 ms freezer sleep and dumps into memory; its total time wins by not exporting a tarball.",
   'snapshot-bytes':
     'The first snapshot of a sandbox costs its full memory on both sides; the numbers are dominated by it for few repetitions. Further snapshots of an idle sandbox cost forkd ~0.2 MB (pages shared with the previous image by reflink and dedupe) against a full copy for Podman.',
   files:
     'Small files: Podman cp pays a process start and a tar stream; large files are bound by copying bytes on both sides (forkd streams through its guest agent socket).',
   restore:
-    'Both restore through runc and CRIU; forkd restores lazily (userfaultfd: processes resume before their pages are in), joins a pre-made network namespace and skips the tar import Podman does, but runc and CRIU start-up (~60 ms) are common to both.',
+    "Both restore through runc and CRIU, whose start-up (~60 ms of processes, kernel probing and image reading) is common to both; forkd restores lazily (userfaultfd: processes resume before their pages are in), joins a network namespace made in advance and reads images from its pool instead of unpacking an exported tarball, which is where its margin comes from. A fork of ten restores ten trees on two cores. Rewind: forkd first snapshots the state being left (freeze, dump, store; non-destructive, so one can rewind forward again), then restores the target, so it costs about a pause plus a resume; Podman's nearest equivalent (remove the container, restore an exported checkpoint under its name) throws the current state away.",
   density: 'Idle memory is dominated by the processes inside; forkd adds one small agent, Podman a conmon per container.',
 };
 
