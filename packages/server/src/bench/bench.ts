@@ -1,11 +1,11 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, REPO_ROOT } from '../shared/config.js';
 import { baseRootfsDir, criuPath, installPackages } from '../setup/setup.js';
 import { compareWithPodman, type Comparison } from './compare.js';
 import { Podman } from './podman.js';
-import { describeMachine, ratio, renderCharts, renderMarkdown } from './report.js';
+import { describeMachine, ratio, renderCharts, renderMarkdown, type Machine } from './report.js';
 import { createTestNode } from '../testing/test-node.js';
 import { run } from '../testing/helpers.js';
 import { summarize, type Summary } from './stats.js';
@@ -174,7 +174,27 @@ async function podmanBench(): Promise<{ rows: Comparison[]; podmanVersion: strin
   }
 }
 
+/** `--report`: renders BENCHMARKS.md and the charts again from the last run's results. */
+async function reportOnly(): Promise<void> {
+  const outDir = join(REPO_ROOT, 'bench-results');
+  const core = JSON.parse(await readFile(join(outDir, 'core.json'), 'utf8')) as { rows: Row[] };
+  const cmp = JSON.parse(await readFile(join(outDir, 'compare.json'), 'utf8')) as { date: string; quick: boolean; machine: Machine; rows: Comparison[] };
+  await writeReport(cmp.machine, cmp.rows, core.rows, cmp.date, cmp.quick);
+}
+
+async function writeReport(machine: Machine, compared: Comparison[], rows: Row[], date: string, isQuick: boolean): Promise<void> {
+  const outDir = join(REPO_ROOT, 'bench-results');
+  // A quick run only checks that everything runs: it never replaces the published results.
+  const chartDir = isQuick ? outDir : join(REPO_ROOT, 'docs/bench');
+  await mkdir(chartDir, { recursive: true });
+  const charts = renderCharts(compared);
+  for (const c of charts) await writeFile(join(chartDir, c.file), c.svg);
+  const md = renderMarkdown(machine, compared, rows, charts.map((c) => c.file), date);
+  await writeFile(isQuick ? join(outDir, 'BENCHMARKS.quick.md') : join(REPO_ROOT, 'BENCHMARKS.md'), md);
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--report')) return reportOnly();
   const date = new Date().toISOString();
   const rows = await coreBench();
   const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : '-');
@@ -188,13 +208,7 @@ async function main(): Promise<void> {
   const { rows: compared, podmanVersion } = await podmanBench();
   const machine = await describeMachine(criuPath(loadConfig()), podmanVersion);
   await writeFile(join(outDir, 'compare.json'), JSON.stringify({ date, quick, machine, rows: compared }, null, 2));
-  // A quick run only checks that everything runs: it never replaces the published results.
-  const chartDir = quick ? outDir : join(REPO_ROOT, 'docs/bench');
-  await mkdir(chartDir, { recursive: true });
-  const charts = renderCharts(compared);
-  for (const c of charts) await writeFile(join(chartDir, c.file), c.svg);
-  const md = renderMarkdown(machine, compared, rows, charts.map((c) => c.file), date);
-  await writeFile(quick ? join(outDir, 'BENCHMARKS.quick.md') : join(REPO_ROOT, 'BENCHMARKS.md'), md);
+  await writeReport(machine, compared, rows, date, quick);
   for (const r of compared) console.log(`${r.name}: forkd p50 ${fmt(summarize(r.forkd).p50)} ${r.unit}${r.podman ? `, Podman p50 ${fmt(summarize(r.podman).p50)} (${ratio(r).toFixed(1)}×)` : ''}`);
 }
 

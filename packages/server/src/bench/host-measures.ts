@@ -14,9 +14,3 @@ export async function pinnedMemory(): Promise<number> {
   const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(info)?.[1] ?? 0);
   return (kb('AnonPages') + kb('KernelStack') + kb('PageTables') + kb('SUnreclaim') + kb('Shmem')) * 1024;
 }
-
-/** Bytes allocated on the filesystem holding `path` (any filesystem). */
-export async function fsUsed(path: string): Promise<number> {
-  const st = await statfs(path);
-  return (st.blocks - st.bfree) * st.bsize;
-}

@@ -67,6 +67,14 @@ export class Podman {
     return this.run(['container', 'restore', '--import', archive, '--name', name]);
   }
 
+  /** Bytes of the checkpoint Podman keeps for a stopped, checkpointed container. */
+  async checkpointBytes(name: string): Promise<number> {
+    const id = await this.run(['inspect', '-f', '{{.Id}}', name]);
+    const dir = `/var/lib/containers/storage/overlay-containers/${id}/userdata/checkpoint`;
+    const r = await exec('du', ['-sb', dir], { allowFailure: true });
+    return Number(r.stdout.split('\t')[0]) || 0;
+  }
+
   version(): Promise<string> {
     return this.run(['--version']);
   }

@@ -54,13 +54,15 @@ export function ratio(c: Comparison): number {
  */
 const WHY: Record<string, string> = {
   snapshot:
-    "Both sides let the same CRIU 4.2 copy the pages while the tree is frozen, so the freeze is bounded by the same page copy (~0.6 ms per MB here) plus CRIU's fixed costs: ~18 ms of conntrack-table walks (set by the host's `nf_conntrack_buckets`) and ~4 ms of tar per tmpfs mount. Podman's figure is CRIU's own frozen_time (its freeze to its unfreeze); forkd's runs from its freeze to its thaw after runc returns, so it also counts CRIU's and runc's teardown (~10-20 ms) and includes the Btrfs snapshot of the files taken in the same freeze. forkd avoids CRIU's 100 ms freezer sleep and dumps into memory; its total time wins by not exporting a tarball.",
+    "Both sides let the same CRIU 4.2 copy the pages while the tree is frozen, so the freeze is bounded by the same page copy (~0.6 ms per MB here) plus CRIU's fixed costs: ~18 ms of conntrack-table walks (set by the host's `nf_conntrack_buckets`) and ~4 ms of tar per tmpfs mount. Podman's figure is CRIU's own frozen_time (its freeze to its unfreeze); forkd's runs from its freeze to its thaw after runc returns, so it also counts CRIU's and runc's teardown (~10-20 ms) and includes the Btrfs snapshot of the files taken in the same freeze. forkd dumps into memory and writes only the pages that changed since the previous snapshot; its total time wins by not exporting a tarball.",
   'snapshot-bytes':
     'The first snapshot of a sandbox costs its full memory on both sides; the numbers are dominated by it for few repetitions. Further snapshots of an idle sandbox cost forkd ~0.2 MB (pages shared with the previous image by reflink and dedupe) against a full copy for Podman.',
   files:
     'Small files: Podman cp pays a process start and a tar stream; large files are bound by copying bytes on both sides (forkd streams through its guest agent socket).',
   restore:
     "Both restore through runc and CRIU, whose start-up (~60 ms of processes, kernel probing and image reading) is common to both; forkd restores lazily (userfaultfd: processes resume before their pages are in), joins a network namespace made in advance and reads images from its pool instead of unpacking an exported tarball, which is where its margin comes from. A fork of ten restores ten trees on two cores. Rewind: forkd first snapshots the state being left (freeze, dump, store; non-destructive, so one can rewind forward again), then restores the target, so it costs about a pause plus a resume; Podman's nearest equivalent (remove the container, restore an exported checkpoint under its name) throws the current state away.",
+  concurrency:
+    'Twenty creates at once on two cores: the warm pool holds two sandboxes, so eighteen are cold creates (Btrfs snapshot, runc run, guest agent start; ~60-70 ms of mostly CPU each) that queue for the same two cores; Podman queues the same way with more work per create.',
   density: 'Idle memory is dominated by the processes inside; forkd adds one small agent, Podman a conmon per container.',
 };
 
@@ -92,9 +94,15 @@ export function renderMarkdown(m: Machine, rows: readonly Comparison[], core: Re
     const p = r.podman ? summarize(r.podman) : undefined;
     out.push(`| ${r.name} | ${r.unit} | ${fmt(f.p50)} | ${fmt(f.p95)} | ${f.n} | ${p ? fmt(p.p50) : '-'} | ${p ? fmt(p.p95) : '-'} | ${p?.n ?? '-'} | ${Number.isFinite(ratio(r)) ? `${ratio(r).toFixed(1)}×` : '-'} | ${r.podmanOp ?? ''} |`);
   }
-  out.push('', '## Latency distributions', '');
+  out.push(
+    '',
+    'Density: host memory is the growth of non-cache memory (anonymous, kernel stacks, page tables, unreclaimable slab, shmem) over 20 idle sandboxes divided by 20; the counts that fit are extrapolated from it (running: available memory; hibernated: free disk under each side\'s storage), not filled up for real, and no other limit (pids, file descriptors) is counted.',
+    '',
+    '## Latency distributions',
+    '',
+  );
   for (const c of charts) out.push(`![${c}](docs/bench/${c})`, '');
-  const slow = rows.filter((r) => ['create', 'snapshot', 'restore'].includes(r.group) && Number.isFinite(ratio(r)) && ratio(r) < 3);
+  const slow = rows.filter((r) => ['create', 'snapshot', 'restore', 'concurrency'].includes(r.group) && Number.isFinite(ratio(r)) && ratio(r) < 3);
   out.push('## Where forkd is not 3× faster', '');
   if (!slow.length) out.push('Every create+exec, snapshot and restore/fork row is at least 3× faster than Podman in this run.', '');
   else {
