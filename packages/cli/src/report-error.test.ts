@@ -33,3 +33,10 @@ test('local errors map errno to codes', () => {
   assert.match(report(enoent).out, /^error: NOT_FOUND: ENOENT/);
   assert.match(report(new Error('boom')).out, /^error: INTERNAL: boom/);
 });
+
+test('an UNAUTHENTICATED error says where keys come from', () => {
+  let out = '';
+  assert.equal(reportError(new ForkdError('UNAUTHENTICATED', 'an API key is required'), { write: (s) => void (out += s), env: {} }), 1);
+  assert.match(out, /FORKD_API_KEY/);
+  assert.match(out, /admin\.key/);
+});

@@ -34,6 +34,7 @@ export function reportError(err: unknown, opts: { command?: string | undefined; 
   }
   const fe = toCliError(err);
   write(`error: ${fe.code}: ${fe.message}\n`);
+  if (fe.code === 'UNAUTHENTICATED') write('hint: set FORKD_API_KEY (an admin makes one with forkd keys create), or run as root on the server, whose admin key forkd setup left in /var/lib/forkd/admin.key\n');
   if (debug) {
     const tail = fe.details?.stderrTail;
     if (typeof tail === 'string' && tail.trim()) write(`--- stderr tail ---\n${tail.replace(/\n?$/, '\n')}`);
