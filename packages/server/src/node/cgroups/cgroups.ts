@@ -63,7 +63,7 @@ export async function readUsage(path: string): Promise<ResourceUsage> {
   return { memoryBytes, memoryLimitBytes, cpuNanos, pids, oomKills, pidsLimitHits };
 }
 
-/** How a cgroup is frozen and thawed, and how to tell it is frozen (v1 freezer.state, v2 cgroup.freeze). */
+/** How a cgroup is frozen and thawed, and how to tell which it is (v1 freezer.state, v2 cgroup.freeze). */
 export function freezerControl(path: string): { file: string; freeze: string; thaw: string; checkFile: string; frozenPattern: string; thawedPattern: string } {
   const d = cgroupDirs(path).freezer;
   return cgroupVersion() === 2
@@ -72,23 +72,16 @@ export function freezerControl(path: string): { file: string; freeze: string; th
 }
 
 /**
- * Freezes or thaws every task of a cgroup and waits until the kernel reports
- * it done. Polled every millisecond: CRIU's own v1 freezer check sleeps
- * 100 ms when the first read says FREEZING, which it nearly always does.
+ * Thaws every task of a cgroup and waits until the kernel reports it done.
+ * (Freezing happens in CRIU's action script, where the dump needs it.)
  */
-export async function setFrozen(path: string, frozen: boolean, timeoutMs = 5000): Promise<void> {
+export async function thawCgroup(path: string, timeoutMs = 5000): Promise<void> {
   const c = freezerControl(path);
-  const want = frozen ? c.freeze : c.thaw;
-  const done = async () => new RegExp(frozen ? c.frozenPattern : c.thawedPattern, 'm').test(await readFile(c.checkFile, 'utf8'));
+  const thawed = new RegExp(c.thawedPattern, 'm');
   const deadline = Date.now() + timeoutMs;
-  await writeFile(c.file, want);
-  for (let i = 0; !(await done()); i++) {
-    if (Date.now() > deadline) {
-      if (frozen) await writeFile(c.file, c.thaw).catch(() => {});
-      throw new ForkdError('TIMEOUT', `cgroup ${path} did not ${frozen ? 'freeze' : 'thaw'} within ${timeoutMs} ms`);
-    }
-    // A v1 freeze can stall on a task that was busy when the write landed; writing again retries it.
-    if (i % 50 === 49) await writeFile(c.file, want);
+  await writeFile(c.file, c.thaw);
+  for (let i = 0; !thawed.test(await readFile(c.checkFile, 'utf8')); i++) {
+    if (Date.now() > deadline) throw new ForkdError('TIMEOUT', `cgroup ${path} did not thaw within ${timeoutMs} ms`);
     await new Promise((r) => (i < 20 ? setImmediate(r) : setTimeout(r, 1)));
   }
 }

@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkdError, type Limits } from '@forkd/protocol';
 import { exec, spawnDaemon } from '../../shared/exec.js';
-import { freezerControl, readUsage, setFrozen, swapAccounting } from '../cgroups/cgroups.js';
+import { freezerControl, readUsage, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
 import type { Network } from '../network/network.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import type { CheckpointOptions, CheckpointStats, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
@@ -66,12 +66,8 @@ export class RuncRuntime implements Runtime {
     if (r.code !== 0) throw new ForkdError('INTERNAL', `runc ${what} failed: ${r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: r.stderr.slice(-4000) });
   }
 
-  freeze(id: string): Promise<void> {
-    return setFrozen(this.cgroupPath(id), true);
-  }
-
   thaw(id: string): Promise<void> {
-    return setFrozen(this.cgroupPath(id), false);
+    return thawCgroup(this.cgroupPath(id));
   }
 
   /**

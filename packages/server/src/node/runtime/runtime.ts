@@ -53,8 +53,7 @@ export interface Runtime {
   state(id: string): Promise<RuntimeState>;
   /** Changes the cgroup limits of a running sandbox. */
   update(id: string, limits: Limits): Promise<void>;
-  /** Freezes every process of the sandbox (cgroup freezer); memory stays resident. */
-  freeze(id: string): Promise<void>;
+  /** Thaws a sandbox left frozen (by a checkpoint without leaveRunning, or a crash in one). */
   thaw(id: string): Promise<void>;
   /**
    * Dumps the process tree's memory and state into `imagesDir` (CRIU).
