@@ -141,6 +141,7 @@ function auditRecord(c: Context<AppEnv>, who: Principal | undefined, code: strin
 export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const metrics = new Metrics();
+  const caller = (c: Context<AppEnv>) => control.keys.authenticate(presentedKey((n) => c.req.header(n), new URL(c.req.url).searchParams));
 
   app.onError((err, c) => {
     const fe = toForkdError(err);
@@ -169,7 +170,7 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
     const t0 = performance.now();
     let who: Principal;
     try {
-      who = control.keys.authenticate(presentedKey((n) => c.req.header(n), new URL(c.req.url).searchParams));
+      who = caller(c);
     } catch (err) {
       const fe = toForkdError(err);
       control.store.appendAudit(auditRecord(c, undefined, fe.code, fe.status, t0));
@@ -195,7 +196,7 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
 
   // Prometheus scrapes with an admin key (`authorization: Bearer`): the numbers span every tenant.
   app.get('/metrics', async (c) => {
-    const who = control.keys.authenticate(presentedKey((n) => c.req.header(n), new URL(c.req.url).searchParams));
+    const who = caller(c);
     if (!who.admin) throw new ForkdError('PERMISSION_DENIED', 'metrics need an admin key');
     return c.text(metrics.render(svc.list(), await svc.stats()), 200, { 'content-type': 'text/plain; version=0.0.4' });
   });

@@ -2,10 +2,11 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import http, { type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable, type Duplex } from 'node:stream';
-import { ForkdError, toForkdError } from '@forkd/protocol';
+import { ForkdError } from '@forkd/protocol';
 import type { PortConnection } from '../../node/network/network.js';
 import { DEFAULT_TENANT, presentedKey } from '../auth/api-keys.js';
 import type { ControlPlane } from '../control-plane.js';
+import { headerOf, refuseUpgrade } from './raw-http.js';
 import type { SandboxService } from './sandbox-service.js';
 
 /** 192 random bits, URL-safe: it travels in headers, query strings and cookies. */
@@ -123,17 +124,6 @@ export async function proxyHttp(svc: SandboxService, control: ControlPlane, t: P
   });
 }
 
-function headerOf(req: IncomingMessage, name: string): string | undefined {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-function refuse(socket: Duplex, err: unknown): void {
-  const fe = toForkdError(err);
-  const body = JSON.stringify(fe.toJSON());
-  socket.end(`HTTP/1.1 ${fe.status} ${http.STATUS_CODES[fe.status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
-}
-
 /** WebSocket (any upgrade) through the proxy: the request head is replayed, then bytes flow both ways. */
 export async function proxyUpgrade(svc: SandboxService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
   let conn: PortConnection;
@@ -142,7 +132,7 @@ export async function proxyUpgrade(svc: SandboxService, control: ControlPlane, t
     ({ authWasKey } = authorizeProxy(control, t, (n) => headerOf(req, n)));
     conn = await svc.connectPort(t.id, t.port);
   } catch (err) {
-    refuse(socket, err);
+    refuseUpgrade(socket, err);
     return;
   }
   const lines = [`${req.method} ${stripTokenParam(t.path)} HTTP/1.1`];

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { ForkdError, SpawnRequest, TAG_PATTERN, toForkdError } from '@forkd/protocol';
 import { presentedKey, type Principal } from '../auth/api-keys.js';
 import { signalNumber, spawnOptions, type AppDeps } from './app.js';
+import { headerOf, refuseUpgrade } from './raw-http.js';
 import { TenantView } from './tenant-view.js';
 import { validate } from './validate.js';
 
@@ -127,18 +128,12 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
     if (!m) return false;
     let who: Principal;
     try {
-      who = control.keys.authenticate(presentedKey((n) => headerValue(req.headers[n]), url.searchParams));
+      who = control.keys.authenticate(presentedKey((n) => headerOf(req, n), url.searchParams));
     } catch (err) {
-      const fe = toForkdError(err);
-      const body = JSON.stringify(fe.toJSON());
-      socket.end(`HTTP/1.1 ${fe.status} Unauthorized\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      refuseUpgrade(socket, err);
       return true;
     }
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, m[1], who));
     return true;
   };
-}
-
-function headerValue(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
 }
