@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ForkTree, SandboxInfo, SnapshotInfo } from '@forkd/sdk';
+import type { ForkTree, SnapshotInfo } from '@forkd/sdk';
+import { sandboxInfo } from '@forkd/sdk/testing';
 import { UsageError } from '../usage-error.js';
 import { parseForkArgs, parseForkSource } from './fork.js';
 import { parseIdArg, parseRewindArgs } from './lifecycle.js';
@@ -81,24 +82,13 @@ test('timeline table: the issue columns, oldest first as given', () => {
   assert.match(lines[2]!, /^snap-cccccccccccc +- +5m ago +3\.0 MiB +7 +yes +pause$/);
 });
 
-const sbx = (id: string, extra: Partial<SandboxInfo> = {}): SandboxInfo => ({
-  id,
-  template: 'base',
-  state: 'running',
-  limits: { memoryMb: 512, cpus: 1, pids: 1024 },
-  env: {},
-  metadata: {},
-  createdAt: '2025-01-01T00:00:00.000Z',
-  hostname: 'sandbox',
-  ...extra,
-});
 
 test('tree rendering: forks indented under the sandbox whose snapshot they came from', () => {
   const tree: ForkTree = {
-    sandbox: sbx(SBX, { state: 'paused' }),
+    sandbox: sandboxInfo(SBX, { state: 'paused' }),
     children: [
-      { sandbox: sbx('sbx-child0000001', { forkedFrom: SNAP }), children: [{ sandbox: sbx('sbx-grandchild01', { forkedFrom: 'snap-dddddddddddd' }), children: [] }] },
-      { sandbox: sbx('sbx-child0000002', { forkedFrom: SNAP, state: 'failed', error: 'restore failed' }), children: [] },
+      { sandbox: sandboxInfo('sbx-child0000001', { forkedFrom: SNAP }), children: [{ sandbox: sandboxInfo('sbx-grandchild01', { forkedFrom: 'snap-dddddddddddd' }), children: [] }] },
+      { sandbox: sandboxInfo('sbx-child0000002', { forkedFrom: SNAP, state: 'failed', error: 'restore failed' }), children: [] },
     ],
   };
   assert.equal(
@@ -111,5 +101,5 @@ test('tree rendering: forks indented under the sandbox whose snapshot they came 
       '',
     ].join('\n'),
   );
-  assert.equal(renderTree({ sandbox: sbx(SBX), children: [] }), 'sbx-aaaaaaaaaaaa  running\n');
+  assert.equal(renderTree({ sandbox: sandboxInfo(SBX), children: [] }), 'sbx-aaaaaaaaaaaa  running\n');
 });

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, rm, statfs, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { TestNode } from '../testing/test-node.js';
-import { run } from '../testing/helpers.js';
+import { run, waitFor } from '../testing/helpers.js';
 import { pinnedMemory } from './host-measures.js';
 import { Podman } from './podman.js';
 
@@ -51,20 +51,8 @@ export async function compareWithPodman(node: TestNode, podman: Podman, opts: { 
     containers.add(n);
     return n;
   };
-  const waitReady = async (id: string) => {
-    for (let i = 0; i < 600; i++) {
-      if ((await run(m, id, ['test', '-e', '/tmp/ready'])).exitCode === 0) return;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error('hog not ready');
-  };
-  const podmanReady = async (c: string) => {
-    for (let i = 0; i < 600; i++) {
-      if ((await podman.run(['exec', c, 'cat', '/tmp/ready']).catch(() => '')) === '1') return;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error('podman hog not ready');
-  };
+  const waitReady = (id: string) => waitFor(async () => (await run(m, id, ['test', '-e', '/tmp/ready'])).exitCode === 0, 60_000, 'the memory hog');
+  const podmanReady = (c: string) => waitFor(async () => (await podman.run(['exec', c, 'cat', '/tmp/ready']).catch(() => '')) === '1', 60_000, 'the Podman memory hog');
 
   try {
     // Create → first exec.
@@ -81,7 +69,7 @@ export async function compareWithPodman(node: TestNode, podman: Podman, opts: { 
     });
     const podRun = await repeat(q ? 2 : 20, async () => {
       const n = name('run');
-      const [ms] = await timed(() => podman.run(['run', '--rm', '--name', n, ...Podman.LIMITS, podman.image, 'true']));
+      const [ms] = await timed(() => podman.run(['run', '--rm', '--name', n, ...Podman.RUN_FLAGS, podman.image, 'true']));
       containers.delete(n);
       return ms;
     });
@@ -98,7 +86,7 @@ export async function compareWithPodman(node: TestNode, podman: Podman, opts: { 
       cold.push(ms);
       await m.delete(s.id);
       const n = name('start');
-      await podman.run(['create', '--name', n, ...Podman.LIMITS, podman.image, 'sleep', 'infinity']);
+      await podman.run(['create', '--name', n, ...Podman.RUN_FLAGS, podman.image, 'sleep', 'infinity']);
       const [pms] = await timed(async () => {
         await podman.run(['start', n]);
         await podman.run(['exec', n, 'true']);
@@ -170,7 +158,7 @@ export async function compareWithPodman(node: TestNode, podman: Podman, opts: { 
         added.push(snap.sizeBytes / MB);
       }
       const c = name(`hog${mb}`);
-      await podman.run(['run', '-d', '--name', c, ...Podman.LIMITS, '--memory', `${mb + 512}m`, podman.image, 'python3', '-c', hog(mb)]);
+      await podman.run(['run', '-d', '--name', c, ...Podman.RUN_FLAGS, '--memory', `${mb + 512}m`, podman.image, 'python3', '-c', hog(mb)]);
       await podmanReady(c);
       const pFrozen: number[] = [];
       const pTotal: number[] = [];
@@ -304,7 +292,7 @@ export async function compareWithPodman(node: TestNode, podman: Podman, opts: { 
     const pConc = await Promise.all(
       Array.from({ length: c20 }, async () => {
         const c = name('conc');
-        const [ms] = await timed(() => podman.run(['run', '--rm', '--name', c, ...Podman.LIMITS, podman.image, 'true']));
+        const [ms] = await timed(() => podman.run(['run', '--rm', '--name', c, ...Podman.RUN_FLAGS, podman.image, 'true']));
         containers.delete(c);
         return ms;
       }),

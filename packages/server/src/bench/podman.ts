@@ -11,10 +11,11 @@ export class Podman {
   readonly image = 'localhost/forkd-base:bench';
   readonly #env: NodeJS.ProcessEnv;
   /**
-   * No CAP_SYS_RESOURCE on these hosts: podman's default rlimits (raised to
-   * the maximum for root) fail, so lower ones are given explicitly.
+   * Flags of every container: loopback only, like a forkd sandbox; and lower
+   * rlimits, since these hosts lack CAP_SYS_RESOURCE and podman's defaults
+   * (raised to the maximum for root) fail.
    */
-  static readonly LIMITS = ['--ulimit', 'nofile=1024:4096', '--ulimit', 'nproc=4096:4096', '--network', 'none'];
+  static readonly RUN_FLAGS = ['--network', 'none', '--ulimit', 'nofile=1024:4096', '--ulimit', 'nproc=4096:4096'];
 
   constructor(criuDir: string) {
     this.#env = { ...process.env, PATH: `${criuDir}:${process.env.PATH ?? ''}` };
@@ -41,7 +42,7 @@ export class Podman {
 
   /** `podman run -d`: the container's PID 1 is `cmd`. */
   start(name: string, cmd: string[]): Promise<string> {
-    return this.run(['run', '-d', '--name', name, ...Podman.LIMITS, this.image, ...cmd]);
+    return this.run(['run', '-d', '--name', name, ...Podman.RUN_FLAGS, this.image, ...cmd]);
   }
 
   async remove(names: string[]): Promise<void> {
