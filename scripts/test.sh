@@ -14,7 +14,7 @@ if [ "$unit_only" = 0 ]; then
   ./forkd setup
 else
   [ -f node_modules/.package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error
-  npx tsc -b
+  npx tsc -b && make -s -C packages/host-tools
 fi
 mapfile -t files < <(find packages/*/dist -name '*.test.js' | sort)
 if [ "$unit_only" = 1 ]; then

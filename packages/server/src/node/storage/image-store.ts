@@ -1,13 +1,13 @@
 import { constants } from 'node:fs';
 import { copyFile, mkdir, open, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ForkdError } from '@forkd/protocol';
 import { REPO_ROOT } from '../../shared/config.js';
 import { exec } from '../../shared/exec.js';
 
 export const DEDUPE_TOOL = join(REPO_ROOT, 'packages/host-tools/build/forkd-dedupe');
+export const PATCH_TOOL = join(REPO_ROOT, 'packages/host-tools/build/forkd-patch');
 
-const PAGE = 4096;
-const CHUNK = 1024 * 1024;
 /** Above this share of rewritten bytes the layout moved: copy, then let forkd-dedupe match pages. */
 const PATCH_LIMIT = 0.25;
 
@@ -18,55 +18,89 @@ export interface StoreStats {
   bytesWritten: number;
 }
 
+export interface ImageTools {
+  dedupe: string;
+  patch: string;
+}
+
 /**
  * Moves CRIU images from a staging directory into the pool so that their
  * pages share storage with the previous snapshot's images. This kernel has no
  * soft-dirty tracking, so CRIU cannot dump incrementally; instead:
  * - fast path: a pages image starts as a reflink of the previous image of the
- *   same name and only the pages that differ are rewritten (an idle process
- *   keeps its layout, so this writes almost nothing);
+ *   same name and `forkd-patch` (packages/host-tools) rewrites only the pages
+ *   that differ (an idle process keeps its layout, so this writes almost
+ *   nothing; one process for every image, comparing in the page cache);
  * - when the layout moved (many pages differ at their offsets), the image is
- *   copied and `forkd-dedupe` (packages/host-tools) shares the pages that
- *   moved too (Btrfs FIDEDUPERANGE: the kernel verifies the bytes).
+ *   copied and `forkd-dedupe` shares the pages that moved too (Btrfs
+ *   FIDEDUPERANGE: the kernel verifies the bytes).
  * Deleting either snapshot later never affects the other: extents are
  * reference-counted.
  */
-export async function storeImages(staging: string, dest: string, previous: string | undefined, tool = DEDUPE_TOOL): Promise<StoreStats> {
+export async function storeImages(staging: string, dest: string, previous: string | undefined, tools: Partial<ImageTools> = {}): Promise<StoreStats> {
+  const tool = { dedupe: DEDUPE_TOOL, patch: PATCH_TOOL, ...tools };
   await mkdir(dest, { recursive: true });
   const stats: StoreStats = { files: 0, bytesTotal: 0, bytesWritten: 0 };
-  let needDedupe = false;
+  const copies: string[] = [];
+  const reflinked: string[] = [];
   for (const name of await readdir(staging)) {
-    const src = join(staging, name);
-    const dst = join(dest, name);
-    const size = (await stat(src)).size;
+    const size = (await stat(join(staging, name))).size;
     stats.files++;
     stats.bytesTotal += size;
     const prev = previous && name.startsWith('pages-') ? join(previous, name) : undefined;
-    if (prev && (await reflink(prev, dst))) {
-      const written = await patch(src, dst, size);
-      if (written <= size * PATCH_LIMIT) {
-        stats.bytesWritten += written;
-        continue;
-      }
-      needDedupe = true;
-    }
-    await copyFile(src, dst);
-    if (prev) {
+    if (prev && (await reflink(prev, join(dest, name)))) reflinked.push(name);
+    else copies.push(name);
+  }
+  const patched = await patchImages(
+    reflinked.map((n) => [join(staging, n), join(previous!, n), join(dest, n)]),
+    PATCH_LIMIT,
+    tool.patch,
+  );
+  let needDedupe = false;
+  for (const [i, name] of reflinked.entries()) {
+    const r = patched[i]!;
+    if (r.moved) copies.push(name);
+    else stats.bytesWritten += r.written;
+  }
+  for (const name of copies) {
+    const dst = join(dest, name);
+    await copyFile(join(staging, name), dst);
+    stats.bytesWritten += (await stat(dst)).size;
+    if (previous && name.startsWith('pages-')) {
       // Dedupe only shares ranges that are on disk: delayed allocation would leave nothing to share yet.
       const fh = await open(dst, 'r');
       await fh.datasync().finally(() => fh.close());
       needDedupe = true;
     }
-    stats.bytesWritten += size;
   }
-  await rm(staging, { recursive: true, force: true });
+  // Freeing 100 MB of tmpfs takes ~15 ms that no caller needs to wait for (the name is never reused).
+  void rm(staging, { recursive: true, force: true }).catch(() => {});
   if (needDedupe && previous) {
-    const r = await exec(tool, [previous, dest]);
+    const r = await exec(tool.dedupe, [previous, dest]);
     const line = r.stdout.trim().split('\n').pop();
     const shared = line ? Number((JSON.parse(line) as { bytesShared?: number }).bytesShared ?? 0) : 0;
     stats.bytesWritten = Math.max(0, stats.bytesWritten - shared);
   }
   return stats;
+}
+
+export interface PatchResult {
+  written: number;
+  /** More than the limit differed: the destination is partly patched and must be replaced. */
+  moved: boolean;
+}
+
+/** Runs forkd-patch over [src, base, dst] triples (one process; dst holds base's content); its output is checked, not trusted. */
+export async function patchImages(pairs: Array<[string, string, string]>, limit: number, tool = PATCH_TOOL): Promise<PatchResult[]> {
+  if (pairs.length === 0) return [];
+  const r = await exec(tool, [String(limit), ...pairs.flat()]);
+  const lines = r.stdout.trim().split('\n');
+  if (lines.length !== pairs.length) throw new ForkdError('INTERNAL', `forkd-patch printed ${lines.length} results for ${pairs.length} images`, { cmd: tool, stderrTail: r.stderr.slice(-4000) });
+  return lines.map((l) => {
+    const j = JSON.parse(l) as { written?: unknown; moved?: unknown };
+    if (typeof j.written !== 'number' || typeof j.moved !== 'boolean') throw new ForkdError('INTERNAL', `unexpected forkd-patch output: ${l.slice(0, 200)}`);
+    return { written: j.written, moved: j.moved };
+  });
 }
 
 async function reflink(from: string, to: string): Promise<boolean> {
@@ -76,41 +110,4 @@ async function reflink(from: string, to: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-/**
- * Makes `dst` (a reflinked copy of an older image) equal to `src`, writing
- * only the runs of pages that differ; returns the bytes written. Stops early
- * (returning more than the limit) once the layout has clearly moved.
- */
-async function patch(src: string, dst: string, size: number): Promise<number> {
-  const s = await open(src, 'r');
-  const d = await open(dst, 'r+');
-  let written = 0;
-  try {
-    const a = Buffer.allocUnsafe(CHUNK);
-    const b = Buffer.allocUnsafe(CHUNK);
-    for (let off = 0; off < size; off += CHUNK) {
-      const want = Math.min(CHUNK, size - off);
-      const { bytesRead: na } = await s.read(a, 0, want, off);
-      const { bytesRead: nb } = await d.read(b, 0, want, off);
-      let runStart = -1;
-      for (let p = 0; p <= na; p += PAGE) {
-        const end = Math.min(p + PAGE, na);
-        const differs = p < na && (end > nb || a.compare(b, p, end, p, end) !== 0);
-        if (differs && runStart < 0) runStart = p;
-        if (!differs && runStart >= 0) {
-          await d.write(a, runStart, p - runStart, off + runStart);
-          written += p - runStart;
-          runStart = -1;
-        }
-      }
-      if (written > size * PATCH_LIMIT) return written;
-    }
-    await d.truncate(size);
-  } finally {
-    await s.close();
-    await d.close();
-  }
-  return written;
 }

@@ -1,0 +1,150 @@
+/* forkd-patch LIMIT SRC BASE DST [SRC BASE DST ...]: make each DST, a
+ * reflinked copy of BASE (an older CRIU pages image), equal to SRC by
+ * rewriting only the 4 KiB pages that differ, so the rest stays shared with
+ * BASE. See README.md. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PAGE 4096
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: forkd-patch LIMIT SRC BASE DST [SRC BASE DST ...]\n"
+            "  DST must have BASE's content (a reflink of it: what is not rewritten stays\n"
+            "  shared). Compares SRC with BASE in 4 KiB pages, writes the runs that differ\n"
+            "  into DST (pwrite), then truncates DST to SRC's size. BASE, not DST, is\n"
+            "  read: a reflink shares extents but not the page cache, and BASE's pages\n"
+            "  are usually cached.\n"
+            "  LIMIT (0..1): give up on a pair once more than this share of SRC differs\n"
+            "  (its layout moved; the caller copies it whole instead). DST is then\n"
+            "  partly patched and must be replaced.\n"
+            "  prints one line per pair: {\"bytes\": N, \"written\": N, \"moved\": true|false}\n"
+            "  exit: 0 ok, 1 I/O error (message on stderr), 2 usage\n");
+}
+
+static int write_all(int fd, const unsigned char *buf, size_t len, off_t off)
+{
+    while (len > 0) {
+        ssize_t n = pwrite(fd, buf, len, off);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        buf += n;
+        len -= (size_t)n;
+        off += n;
+    }
+    return 0;
+}
+
+/* Both files are mapped and populated in one go: comparing in the page cache
+ * costs no copy and no fault per page (measured: 40 ms for 100 MiB against
+ * 60 ms through read buffers or lazily faulted maps). */
+static int patch_one(const char *src, const char *base, const char *dst, double limit, uint64_t *written, int *moved)
+{
+    int ret = -1;
+    int sfd = open(src, O_RDONLY | O_CLOEXEC);
+    int bfd = open(base, O_RDONLY | O_CLOEXEC);
+    int dfd = open(dst, O_WRONLY | O_CLOEXEC);
+    struct stat ss, ds;
+    const unsigned char *a = MAP_FAILED, *b = MAP_FAILED;
+
+    *written = 0;
+    *moved = 0;
+    if (sfd < 0 || bfd < 0 || dfd < 0 || fstat(sfd, &ss) < 0 || fstat(bfd, &ds) < 0) {
+        fprintf(stderr, "forkd-patch: %s: %s\n", sfd < 0 ? src : bfd < 0 ? base : dst, strerror(errno));
+        goto out;
+    }
+    size_t sl = (size_t)ss.st_size, dl = (size_t)ds.st_size;
+    if (sl > 0 && (a = mmap(NULL, sl, PROT_READ, MAP_SHARED | MAP_POPULATE, sfd, 0)) == MAP_FAILED) {
+        fprintf(stderr, "forkd-patch: mmap %s: %s\n", src, strerror(errno));
+        goto out;
+    }
+    if (dl > 0 && (b = mmap(NULL, dl, PROT_READ, MAP_SHARED | MAP_POPULATE, bfd, 0)) == MAP_FAILED) {
+        fprintf(stderr, "forkd-patch: mmap %s: %s\n", base, strerror(errno));
+        goto out;
+    }
+    if (a != MAP_FAILED)
+        madvise((void *)a, sl, MADV_SEQUENTIAL);
+    if (b != MAP_FAILED)
+        madvise((void *)b, dl, MADV_SEQUENTIAL);
+
+    uint64_t give_up = (uint64_t)((double)sl * limit);
+    size_t run = SIZE_MAX;
+    /* One pass past the end (p == sl rounded up) flushes the last run. */
+    for (size_t p = 0;; p += PAGE) {
+        size_t end = p + PAGE < sl ? p + PAGE : sl;
+        int differs = p < sl && (end > dl || memcmp(a + p, b + p, end - p) != 0);
+        if (differs && run == SIZE_MAX)
+            run = p;
+        if (differs && *written + (end - run) > give_up) {
+            *moved = 1;
+            ret = 0;
+            goto out;
+        }
+        if (!differs && run != SIZE_MAX) {
+            size_t stop = p < sl ? p : sl;
+            if (write_all(dfd, a + run, stop - run, (off_t)run) < 0) {
+                fprintf(stderr, "forkd-patch: write %s: %s\n", dst, strerror(errno));
+                goto out;
+            }
+            *written += stop - run;
+            run = SIZE_MAX;
+        }
+        if (p >= sl)
+            break;
+    }
+    if (ftruncate(dfd, (off_t)sl) < 0) {
+        fprintf(stderr, "forkd-patch: truncate %s: %s\n", dst, strerror(errno));
+        goto out;
+    }
+    ret = 0;
+out:
+    if (a != MAP_FAILED)
+        munmap((void *)a, ss.st_size);
+    if (b != MAP_FAILED)
+        munmap((void *)b, ds.st_size);
+    if (sfd >= 0)
+        close(sfd);
+    if (bfd >= 0)
+        close(bfd);
+    if (dfd >= 0)
+        close(dfd);
+    return ret;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 5 || (argc - 2) % 3 != 0) {
+        usage(stderr);
+        return 2;
+    }
+    char *end;
+    double limit = strtod(argv[1], &end);
+    if (*end || limit < 0 || limit > 1) {
+        usage(stderr);
+        return 2;
+    }
+    int status = 0;
+    for (int i = 2; i + 2 < argc; i += 3) {
+        uint64_t written;
+        int moved;
+        struct stat st;
+        if (patch_one(argv[i], argv[i + 1], argv[i + 2], limit, &written, &moved) < 0) {
+            status = 1;
+            continue;
+        }
+        printf("{\"bytes\": %" PRIu64 ", \"written\": %" PRIu64 ", \"moved\": %s}\n",
+               stat(argv[i], &st) == 0 ? (uint64_t)st.st_size : 0, written, moved ? "true" : "false");
+    }
+    return status;
+}
