@@ -89,17 +89,51 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
     assert.ok((await counter(url)) > 0);
   });
 
-  test('crash mid-rewind: the rewind is committed; the sandbox resumes at the target', async () => {
+  const instances = async () => (await readdir(join(cfg.config.pool.mountPoint, 'sandboxes'))).filter((n) => n.startsWith(id));
+  const rewindSnapshots = async (url: ApiTarget) =>
+    (await api(url, 'GET', `/v1/sandboxes/${id}/snapshots`)).json.snapshots.filter((x: { reason: string }) => x.reason === 'rewind').length;
+
+  test('crash mid-rewind, target restored but not switched to: the sandbox runs on where it was', async () => {
     let url: ApiTarget = daemon!;
-    const target = (await api(url, 'POST', `/v1/sandboxes/${id}/snapshots`, { name: 'target' })).json;
+    const target = (await api(url, 'POST', `/v1/sandboxes/${id}/snapshots`, { name: 'before-restored' })).json;
     await execHttp(url, id, ['bash', '-c', 'echo after > /tmp/after']);
-    url = await crashDuring('rewind:paused', 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: target.id });
-    const s = (await api(url, 'GET', `/v1/sandboxes/${id}`)).json;
-    assert.ok(['paused', 'running'].includes(s.state), s.state);
+    const kept = await rewindSnapshots(url);
+    url = await crashDuring('rewind:restored', 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: target.id });
+    assert.equal((await api(url, 'GET', `/v1/sandboxes/${id}`)).json.state, 'running');
+    assert.equal((await execHttp(url, id, ['test', '-e', '/tmp/after'])).exit, 0, 'still at the state it was left in');
+    const c1 = await counter(url);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok((await counter(url)) > c1, 'thawed: the counter runs');
+    assert.equal(await rewindSnapshots(url), kept + 1, 'the state dumped on the way is a whole, listed snapshot');
+    assert.equal((await instances()).length, 1, 'the restored target instance was removed');
+    await noTmpSnapshots();
+  });
+
+  test('crash mid-rewind, just switched: the sandbox runs at the target, the state left is kept', async () => {
+    let url: ApiTarget = daemon!;
+    const target = (await api(url, 'POST', `/v1/sandboxes/${id}/snapshots`, { name: 'before-switched' })).json;
+    await execHttp(url, id, ['bash', '-c', 'echo after2 > /tmp/after2']);
+    const kept = await rewindSnapshots(url);
+    url = await crashDuring('rewind:switched', 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: target.id });
+    assert.equal((await api(url, 'GET', `/v1/sandboxes/${id}`)).json.state, 'running');
+    assert.equal((await execHttp(url, id, ['test', '-e', '/tmp/after2'])).exit, 1, 'at the target: the later file is gone');
+    const c1 = await counter(url);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok((await counter(url)) > c1, 'the counter runs');
+    assert.equal(await rewindSnapshots(url), kept + 1, 'the state left behind is kept');
+    assert.equal((await instances()).length, 1, 'the instance left was removed');
+    await noTmpSnapshots();
+  });
+
+  test('crash mid-rewind of a paused sandbox: the rewind is committed; it resumes at the target', async () => {
+    let url: ApiTarget = daemon!;
+    const target = (await api(url, 'POST', `/v1/sandboxes/${id}/snapshots`, { name: 'before-paused' })).json;
+    await execHttp(url, id, ['bash', '-c', 'echo after3 > /tmp/after3']);
+    assert.equal((await api(url, 'POST', `/v1/sandboxes/${id}/pause`)).json.state, 'paused');
+    url = await crashDuring('rewind:recorded', 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: target.id });
+    assert.ok(['paused', 'running'].includes((await api(url, 'GET', `/v1/sandboxes/${id}`)).json.state));
     // An exec resumes it transparently at the target: the later file is gone.
-    assert.equal((await execHttp(url, id, ['test', '-e', '/tmp/after'])).exit, 1);
-    const snaps = (await api(url, 'GET', `/v1/sandboxes/${id}/snapshots`)).json.snapshots;
-    assert.ok(snaps.some((x: { reason: string }) => x.reason === 'rewind'), 'the state left behind is kept');
+    assert.equal((await execHttp(url, id, ['test', '-e', '/tmp/after3'])).exit, 1);
     await noTmpSnapshots();
   });
 });

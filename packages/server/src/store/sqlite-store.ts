@@ -35,6 +35,7 @@ const MIGRATIONS = [
   `ALTER TABLE sandboxes ADD COLUMN policy TEXT;`,
   `ALTER TABLE templates ADD COLUMN images TEXT;
    ALTER TABLE templates ADD COLUMN from_template TEXT;`,
+  `ALTER TABLE sandboxes ADD COLUMN instance TEXT;`,
 ];
 
 interface TemplateRow {
@@ -87,6 +88,7 @@ interface SandboxRow {
   forked_from: string | null;
   resume_from: string | null;
   policy: string | null;
+  instance: string | null;
 }
 
 function toRecord(r: SandboxRow): SandboxRecord {
@@ -102,6 +104,7 @@ function toRecord(r: SandboxRow): SandboxRecord {
     ...(r.forked_from ? { forkedFrom: r.forked_from } : {}),
     ...(r.resume_from ? { resumeFrom: r.resume_from } : {}),
     ...(r.policy ? { policy: JSON.parse(r.policy) } : {}),
+    ...(r.instance ? { instance: r.instance } : {}),
   };
 }
 
@@ -115,8 +118,8 @@ export class SqliteStore implements Store {
 
   insertSandbox(rec: SandboxRecord): void {
     this.#db
-      .prepare('INSERT INTO sandboxes (id, template, state, limits, env, metadata, created_at, error, forked_from, resume_from, policy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(rec.id, rec.template, rec.state, JSON.stringify(rec.limits), JSON.stringify(rec.env), JSON.stringify(rec.metadata), rec.createdAt, rec.error ?? null, rec.forkedFrom ?? null, rec.resumeFrom ?? null, rec.policy ? JSON.stringify(rec.policy) : null);
+      .prepare('INSERT INTO sandboxes (id, template, state, limits, env, metadata, created_at, error, forked_from, resume_from, policy, instance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(rec.id, rec.template, rec.state, JSON.stringify(rec.limits), JSON.stringify(rec.env), JSON.stringify(rec.metadata), rec.createdAt, rec.error ?? null, rec.forkedFrom ?? null, rec.resumeFrom ?? null, rec.policy ? JSON.stringify(rec.policy) : null, rec.instance ?? null);
   }
 
   transition(id: string, from: SandboxRecord['state'], to: SandboxRecord['state'], error?: string): boolean {
@@ -143,6 +146,10 @@ export class SqliteStore implements Store {
 
   setResumeFrom(id: string, snapshotId: string | undefined): void {
     this.#db.prepare('UPDATE sandboxes SET resume_from = ? WHERE id = ?').run(snapshotId ?? null, id);
+  }
+
+  setInstance(id: string, instance: string): void {
+    this.#db.prepare('UPDATE sandboxes SET instance = ? WHERE id = ?').run(instance === id ? null : instance, id);
   }
 
   insertSnapshot(rec: SnapshotRecord): void {

@@ -15,6 +15,13 @@ export interface SandboxRecord {
   resumeFrom?: string | undefined;
   /** Per-sandbox overrides of the server's timeline and hibernation defaults. */
   policy?: SandboxPolicy | undefined;
+  /**
+   * Runtime key of the sandbox's current process tree, root volume and
+   * network namespace (the sandbox id when absent). A rewind restores the
+   * target under a new key while the state being left is still being dumped,
+   * then switches to it.
+   */
+  instance?: string | undefined;
 }
 
 export interface SandboxPolicy {
@@ -63,6 +70,8 @@ export interface Store {
   listSandboxes(): SandboxRecord[];
   deleteSandbox(id: string): void;
   setResumeFrom(id: string, snapshotId: string | undefined): void;
+  /** Points the sandbox at another runtime instance (one write: a crash sees the old or the new one). */
+  setInstance(id: string, instance: string): void;
   setPolicy(id: string, policy: SandboxPolicy | undefined): void;
   insertSnapshot(rec: SnapshotRecord): void;
   getSnapshot(id: string): SnapshotRecord | undefined;

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { chmod, copyFile, mkdir, readFile, rename, rm, statfs } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
@@ -107,7 +108,10 @@ function toSnapshotInfo(r: SnapshotRecord): SnapshotInfo {
  */
 export class SandboxManager {
   readonly #d: ManagerDeps;
+  /** Guest links by runtime key (see SandboxRecord.instance). */
   readonly #guests = new Map<string, GuestClient>();
+  /** Releases of instances left by rewinds, finished in the background (awaited by close). */
+  readonly #background = new Set<Promise<void>>();
   /** Last API use per sandbox (idle hibernation). */
   readonly #activity = new Map<string, number>();
   readonly #pool: WarmPool;
@@ -146,10 +150,20 @@ export class SandboxManager {
   /** Stops the warm pool; user sandboxes keep running. */
   async close(): Promise<void> {
     await this.#pool.close();
+    await Promise.all(this.#background);
+  }
+
+  /** Runtime key of a sandbox's current instance (warm-pool sandboxes have no record yet: their id). */
+  #key(id: string): string {
+    return this.#d.store.getSandbox(id)?.instance ?? id;
+  }
+
+  #volumeOf(key: string): string {
+    return `sandboxes/${key}`;
   }
 
   volume(id: string): string {
-    return `sandboxes/${id}`;
+    return this.#volumeOf(this.#key(id));
   }
 
   rootfs(id: string): string {
@@ -220,7 +234,7 @@ export class SandboxManager {
   async #adopt(rec: SandboxRecord): Promise<void> {
     const defaults = Limits.parse({});
     if (rec.limits.memoryMb !== defaults.memoryMb || rec.limits.cpus !== defaults.cpus || rec.limits.pids !== defaults.pids) {
-      await this.#d.runtime.update(rec.id, rec.limits);
+      await this.#d.runtime.update(this.#key(rec.id), rec.limits);
     }
   }
 
@@ -232,6 +246,9 @@ export class SandboxManager {
     await this.#unsealGuestDir(rootfs);
     // A warm template's memory maps the agent binary it was built with: keep that one.
     if (!warm) await this.#installGuest(rootfs);
+    // /dev/shm is a directory of the root, not a tmpfs (see oci-spec): world-writable and sticky like one.
+    await mkdir(join(rootfs, 'dev/shm'), { recursive: true });
+    await chmod(join(rootfs, 'dev/shm'), 0o1777);
     const t1 = performance.now();
     const spec = { rootfs, hostname: id, limits, init: GUEST_INIT, env: {} };
     if (warm) await this.#d.runtime.restore(id, spec, { imagesDir: this.#d.templates.imagesDir(template) });
@@ -264,20 +281,20 @@ export class SandboxManager {
     await exec('chattr', ['-i', join(rootfs, GUEST_DIR)], { allowFailure: true });
   }
 
-  /** Waits for the agent to answer, then seals its directory. */
-  async #waitReady(id: string): Promise<void> {
-    const guest = this.guestClient(id);
+  /** Waits for the agent of an instance to answer, then seals its directory. */
+  async #waitReady(key: string): Promise<void> {
+    const guest = this.#guestAt(key);
     const deadline = Date.now() + READY_TIMEOUT_MS;
     let delay = 1;
     for (;;) {
       try {
         await guest.info();
-        await this.#sealGuestDir(this.rootfs(id));
+        await this.#sealGuestDir(this.#d.storage.path(this.#volumeOf(key)));
         return;
       } catch (err) {
-        if (Date.now() > deadline) throw new ForkdError('TIMEOUT', `guest agent of ${id} did not become ready`, undefined, { cause: err });
-        const st = await this.#d.runtime.state(id);
-        if (st.status === 'stopped' || st.status === 'missing') throw new ForkdError('INTERNAL', `sandbox ${id} exited during start`);
+        if (Date.now() > deadline) throw new ForkdError('TIMEOUT', `guest agent of ${key} did not become ready`, undefined, { cause: err });
+        const st = await this.#d.runtime.state(key);
+        if (st.status === 'stopped' || st.status === 'missing') throw new ForkdError('INTERNAL', `sandbox ${key} exited during start`);
         await sleep(delay);
         delay = Math.min(delay * 2, 4);
       }
@@ -286,10 +303,14 @@ export class SandboxManager {
 
   /** The guest link of a sandbox (no liveness check; see `guest`). */
   guestClient(id: string): GuestClient {
-    let g = this.#guests.get(id);
+    return this.#guestAt(this.#key(id));
+  }
+
+  #guestAt(key: string): GuestClient {
+    let g = this.#guests.get(key);
     if (!g) {
-      g = new GuestClient(join(this.rootfs(id), GUEST_DIR, 'agent.sock'));
-      this.#guests.set(id, g);
+      g = new GuestClient(join(this.#d.storage.path(this.#volumeOf(key)), GUEST_DIR, 'agent.sock'));
+      this.#guests.set(key, g);
     }
     return g;
   }
@@ -312,7 +333,7 @@ export class SandboxManager {
   /** A connection to a port inside the sandbox; a hibernated one is resumed first, and traffic counts as activity. */
   async connectPort(id: string, port: number): Promise<PortConnection> {
     await this.guest(id);
-    const c = this.#d.network.connect(id, port);
+    const c = this.#d.network.connect(this.#key(id), port);
     const tick = setInterval(() => this.markActive(id), 10_000);
     void c.done.finally(() => clearInterval(tick));
     return c;
@@ -324,14 +345,14 @@ export class SandboxManager {
    */
   async spawn(id: string, opts: SpawnOptions, handlers: OutputHandlers = {}): Promise<{ process: GuestProcess; exit: Promise<ExecExit | null> }> {
     const guest = await this.guest(id);
-    const before = await this.#d.runtime.usage(id).catch(() => undefined);
+    const before = await this.#d.runtime.usage(this.#key(id)).catch(() => undefined);
     const process = await guest.spawn({ ...opts, env: { ...this.#record(id).env, ...opts.env } }, handlers);
     return { process, exit: this.#withOom(id, process, before) };
   }
 
   async attach(id: string, sel: { pid: number } | { tag: string }, handlers: OutputHandlers = {}): Promise<{ process: GuestProcess; exit: Promise<ExecExit | null> }> {
     const guest = await this.guest(id);
-    const before = await this.#d.runtime.usage(id).catch(() => undefined);
+    const before = await this.#d.runtime.usage(this.#key(id)).catch(() => undefined);
     const process = await guest.attach(sel, handlers);
     return { process, exit: this.#withOom(id, process, before) };
   }
@@ -341,7 +362,7 @@ export class SandboxManager {
     if (!exit) return null;
     let oomKilled = false;
     if (exit.signal === osConstants.signals.SIGKILL && before) {
-      const after = await this.#d.runtime.usage(id).catch(() => undefined);
+      const after = await this.#d.runtime.usage(this.#key(id)).catch(() => undefined);
       oomKilled = !!after && after.oomKills > before.oomKills;
     }
     return { ...exit, oomKilled };
@@ -379,7 +400,7 @@ export class SandboxManager {
   async usage(id: string): Promise<ResourceUsage> {
     const r = this.#record(id);
     if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
-    return this.#d.runtime.usage(id);
+    return this.#d.runtime.usage(this.#key(id));
   }
 
   async delete(id: string): Promise<void> {
@@ -396,11 +417,16 @@ export class SandboxManager {
   }
 
   async #release(id: string): Promise<void> {
-    this.#guests.get(id)?.detachAll();
-    this.#guests.delete(id);
     this.#disk.delete(id);
-    await this.#d.runtime.destroy(id);
-    await this.#d.storage.remove(this.volume(id));
+    await this.#releaseKey(this.#key(id));
+  }
+
+  /** Processes, namespaces, cgroup and root volume of one instance. */
+  async #releaseKey(key: string): Promise<void> {
+    this.#guests.get(key)?.detachAll();
+    this.#guests.delete(key);
+    await this.#d.runtime.destroy(key);
+    await this.#d.storage.remove(this.#volumeOf(key));
   }
 
   /**
@@ -413,7 +439,8 @@ export class SandboxManager {
     await this.#d.templates.sweep();
     const known = new Set<string>();
     for (const r of this.#d.store.listSandboxes()) {
-      known.add(r.id);
+      const key = r.instance ?? r.id;
+      known.add(key);
       if (r.state === 'creating' || r.state === 'stopping') {
         await this.#release(r.id).catch((err) => this.#d.logger.warn('cleanup failed', { sandbox: r.id, error: String(err) }));
         this.#d.store.deleteSandbox(r.id);
@@ -421,18 +448,18 @@ export class SandboxManager {
       }
       if (r.state === 'paused') {
         // Crashed between recording the pause and stopping the frozen processes.
-        if ((await this.#d.runtime.state(r.id)).status !== 'missing') await this.#d.runtime.destroy(r.id).catch(() => {});
+        if ((await this.#d.runtime.state(key)).status !== 'missing') await this.#d.runtime.destroy(key).catch(() => {});
         continue;
       }
       if (r.state === 'running') {
-        let st = await this.#d.runtime.state(r.id);
-        // Crashed mid-snapshot: the sandbox is still frozen.
+        let st = await this.#d.runtime.state(key);
+        // Crashed mid-snapshot (or mid-rewind, before the switch): the sandbox is still frozen.
         if (st.status === 'paused') {
-          await this.#d.runtime.thaw(r.id).catch(() => {});
-          st = await this.#d.runtime.state(r.id);
+          await this.#d.runtime.thaw(key).catch(() => {});
+          st = await this.#d.runtime.state(key);
         }
         let ok = st.status === 'running';
-        if (ok) ok = await this.guestClient(r.id).info().then(() => true, () => false);
+        if (ok) ok = await this.#guestAt(key).info().then(() => true, () => false);
         if (!ok) {
           this.#transition(r, 'failed', 'the sandbox processes were lost (host reboot or crash); its files are kept until it is deleted');
           this.#d.logger.warn('sandbox lost', { sandbox: r.id, runtime: st.status });
@@ -448,6 +475,7 @@ export class SandboxManager {
       if (!known.has(id) && !pooled.has(id)) await this.#d.storage.remove(key).catch(() => {});
     }
     // Half-made snapshots (crash before the rename) and ones whose record never landed.
+    // Instances a crashed rewind left (the target not yet switched to, or the state left) went above.
     for (const key of await this.#d.storage.list('snapshots')) {
       const name = key.split('/')[1] ?? '';
       if (name.startsWith('.tmp-') || !this.#d.store.getSnapshot(name)) await this.#removeSnapshotFiles(name).catch(() => {});
@@ -473,8 +501,8 @@ export class SandboxManager {
     return this.#d.storage.path(`snapshots/${snapId}`);
   }
 
-  #spec(r: SandboxRecord) {
-    return { rootfs: this.rootfs(r.id), hostname: r.id, limits: r.limits, init: GUEST_INIT, env: {} };
+  #spec(r: SandboxRecord, key: string) {
+    return { rootfs: this.#d.storage.path(this.#volumeOf(key)), hostname: r.id, limits: r.limits, init: GUEST_INIT, env: {} };
   }
 
   /**
@@ -486,6 +514,7 @@ export class SandboxManager {
    */
   async #takeSnapshot(r: SandboxRecord, opts: { name?: string | undefined; reason: SnapshotRecord['reason']; leaveRunning: boolean }): Promise<SnapshotRecord> {
     const snapId = newSnapshotId();
+    const key = this.#key(r.id);
     const tmpKey = `snapshots/.tmp-${snapId}`;
     const tmp = this.#d.storage.path(tmpKey);
     await mkdir(tmp, { recursive: true });
@@ -496,13 +525,13 @@ export class SandboxManager {
     let stats;
     let memoryBytes: number;
     try {
-      const release = this.guestClient(r.id).quiesce();
+      const release = this.#guestAt(key).quiesce();
       try {
-        stats = await this.#d.runtime.checkpoint(r.id, {
+        stats = await this.#d.runtime.checkpoint(key, {
           imagesDir: staging ?? join(tmp, 'memory'),
           workDir: join(tmp, 'work'),
           leaveRunning: opts.leaveRunning,
-          whileFrozen: await this.#d.storage.commitCommand(`${tmpKey}/rootfs`, this.volume(r.id)),
+          whileFrozen: await this.#d.storage.commitCommand(`${tmpKey}/rootfs`, this.#volumeOf(key)),
         });
         crashPoint('snapshot:dumped');
       } finally {
@@ -539,7 +568,7 @@ export class SandboxManager {
   /** Staging in tmpfs only while the sandbox's memory is well below what the host has free. */
   async #canStage(id: string): Promise<boolean> {
     if (!this.#d.stagingDir) return false;
-    const used = (await this.#d.runtime.usage(id).catch(() => undefined))?.memoryBytes ?? Number.POSITIVE_INFINITY;
+    const used = (await this.#d.runtime.usage(this.#key(id)).catch(() => undefined))?.memoryBytes ?? Number.POSITIVE_INFINITY;
     const m = /MemAvailable:\s+(\d+) kB/.exec(await readFile('/proc/meminfo', 'utf8').catch(() => ''));
     return used < (Number(m?.[1] ?? 0) * 1024) / 3;
   }
@@ -550,25 +579,22 @@ export class SandboxManager {
   }
 
   /**
-   * Restores a sandbox's processes from a snapshot. With resetRoot its root
-   * volume is first replaced by a writable copy of the snapshot's root, so
-   * memory and files match whatever happened to the volume before (an
-   * interrupted rewind included).
+   * Restores a sandbox's processes from a snapshot into the instance `key`
+   * (see #waitReady for when it answers). Its root volume is first replaced
+   * by a writable copy of the snapshot's root, so memory and files match
+   * whatever happened to the volume before (an interrupted pause included).
    */
-  async #restoreFrom(r: SandboxRecord, snap: SnapshotRecord, opts: { resetRoot: boolean }): Promise<void> {
-    const dir = this.snapshotDir(snap.id);
-    if (opts.resetRoot) {
-      await this.#d.storage.remove(this.volume(r.id));
-      await this.#d.storage.prepare(this.volume(r.id), `snapshots/${snap.id}/rootfs`);
-    }
-    await this.#unsealGuestDir(this.rootfs(r.id));
-    const release = this.guestClient(r.id).quiesce();
+  async #restoreInto(key: string, r: SandboxRecord, snap: SnapshotRecord): Promise<void> {
+    const volume = this.#volumeOf(key);
+    await this.#d.storage.remove(volume);
+    await this.#d.storage.prepare(volume, `snapshots/${snap.id}/rootfs`);
+    await this.#unsealGuestDir(this.#d.storage.path(volume));
+    const release = this.#guestAt(key).quiesce();
     try {
-      await this.#d.runtime.restore(r.id, this.#spec(r), { imagesDir: join(dir, 'memory') });
+      await this.#d.runtime.restore(key, this.#spec(r, key), { imagesDir: join(this.snapshotDir(snap.id), 'memory') });
     } finally {
       release();
     }
-    await this.#waitReady(r.id);
   }
 
   #snapshotRecord(snapId: string): SnapshotRecord {
@@ -606,7 +632,7 @@ export class SandboxManager {
       this.#transition(r, 'paused');
       crashPoint('pause:recorded');
       // Only now that the snapshot is recorded do the (frozen) processes go.
-      await this.#d.runtime.destroy(id);
+      await this.#d.runtime.destroy(this.#key(id));
       return toInfo(this.#record(id));
     });
   }
@@ -619,7 +645,9 @@ export class SandboxManager {
     const r = this.#record(id);
     if (r.state === 'running') return toInfo(r);
     if (r.state !== 'paused' || !r.resumeFrom) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
-    await this.#restoreFrom(r, this.#snapshotRecord(r.resumeFrom), { resetRoot: true });
+    const key = this.#key(id);
+    await this.#restoreInto(key, r, this.#snapshotRecord(r.resumeFrom));
+    await this.#waitReady(key);
     this.#transition(r, 'running');
     this.#d.store.setResumeFrom(id, undefined);
     // A lifetime that ran out starts anew; a hibernated sandbox keeps the one it had.
@@ -631,26 +659,50 @@ export class SandboxManager {
   /**
    * Rewind in place to any snapshot of the sandbox's timeline. Non-destructive:
    * the state being left is snapshotted first, so one can rewind forward again.
+   * A running sandbox is dumped and the target restored at the same time: the
+   * target comes up as a new instance (own runtime key, root volume and
+   * network namespace, so nothing collides with the frozen tree being dumped),
+   * and one store write switches the sandbox to it once both are done. A crash
+   * before the switch leaves the old instance (thawed by recovery), after it
+   * the new one; recovery removes the other.
    */
   async rewind(id: string, snapId: string): Promise<SandboxInfo> {
     return this.#exclusive(id, async () => {
       const r = this.#record(id);
       const snap = this.#snapshotRecord(snapId);
       if (snap.sandboxId !== id) throw new ForkdError('INVALID_ARGUMENT', `snapshot ${snapId} is not in the timeline of ${id}`);
-      if (r.state === 'running') {
-        await this.#takeSnapshot(r, { reason: 'rewind', leaveRunning: false });
-      } else if (r.state !== 'paused') {
-        throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
+      if (r.state === 'paused') {
+        this.#d.store.setResumeFrom(id, snapId);
+        crashPoint('rewind:recorded');
+        return this.#resume(id);
       }
-      // From here a rewind is a resume from another snapshot: recorded first, so
-      // a crash leaves the sandbox paused at the target, never half-swapped.
-      this.#d.store.setResumeFrom(id, snapId);
-      if (r.state === 'running') {
-        this.#transition(r, 'paused');
-        await this.#d.runtime.destroy(id);
+      if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
+      const old = this.#key(id);
+      const next = `${id}.${randomBytes(4).toString('hex')}`;
+      const [left, target] = await Promise.allSettled([this.#takeSnapshot(r, { reason: 'rewind', leaveRunning: false }), this.#restoreInto(next, r, snap)]);
+      const failed = [left, target].find((x): x is PromiseRejectedResult => x.status === 'rejected');
+      if (failed) {
+        await this.#releaseKey(next).catch(() => {});
+        await this.#d.runtime.thaw(old).catch(() => {});
+        throw failed.reason;
       }
-      crashPoint('rewind:paused');
-      return this.#resume(id);
+      crashPoint('rewind:restored');
+      this.#d.store.setInstance(id, next);
+      crashPoint('rewind:switched');
+      try {
+        await this.#waitReady(next);
+      } catch (err) {
+        this.#d.store.setInstance(id, old);
+        await this.#releaseKey(next).catch(() => {});
+        await this.#d.runtime.thaw(old).catch(() => {});
+        throw err;
+      }
+      this.markActive(id);
+      this.#d.logger.info('sandbox rewound', { sandbox: id, snapshot: snapId, instance: next });
+      const done = this.#releaseKey(old).catch((err) => this.#d.logger.warn('release of the instance left failed', { sandbox: id, instance: old, error: String(err) }));
+      this.#background.add(done);
+      void done.finally(() => this.#background.delete(done));
+      return toInfo(this.#record(id));
     });
   }
 
@@ -688,8 +740,8 @@ export class SandboxManager {
         };
         this.#d.store.insertSandbox(rec);
         try {
-          await this.#d.storage.prepare(this.volume(rec.id), `snapshots/${snap.id}/rootfs`);
-          await this.#restoreFrom(rec, snap, { resetRoot: false });
+          await this.#restoreInto(rec.id, rec, snap);
+          await this.#waitReady(rec.id);
           crashPoint('fork:restored');
           this.#transition(rec, 'running');
           this.markActive(rec.id);

@@ -48,7 +48,7 @@ export class NetnsNetwork implements Network {
   }
 
   async list(): Promise<string[]> {
-    return (await readdir(this.#dir).catch(() => [])).filter((n) => /^[a-z0-9-]+$/.test(n));
+    return (await readdir(this.#dir).catch(() => [])).filter((n) => /^[a-z0-9][a-z0-9.-]*$/.test(n));
   }
 }
 

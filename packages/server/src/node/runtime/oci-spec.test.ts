@@ -5,7 +5,7 @@ import { buildOciSpec, DEFAULT_CAPS } from './oci-spec.js';
 const spec = { rootfs: '/pool/sandboxes/sbx-1', hostname: 'sbx-1', limits: { memoryMb: 256, cpus: 1.5, pids: 100 }, init: '/.forkd/init', env: {} };
 
 test('isolation: namespaces, limits, capabilities, seccomp', () => {
-  const c = buildOciSpec(spec, { cgroupsPath: '/forkd/sbx-1', swapLimit: true }) as any;
+  const c = buildOciSpec(spec, { cgroupsPath: '/forkd/sbx-1', swapLimit: true, emptyDir: '/var/lib/forkd/bundles/.empty' }) as any;
   assert.deepEqual(c.linux.namespaces.map((n: { type: string }) => n.type).sort(), ['cgroup', 'ipc', 'mount', 'network', 'pid', 'uts']);
   assert.equal(c.linux.resources.memory.limit, 256 * 1024 * 1024);
   assert.equal(c.linux.resources.memory.swap, 256 * 1024 * 1024);
@@ -16,13 +16,17 @@ test('isolation: namespaces, limits, capabilities, seccomp', () => {
   assert.deepEqual(c.process.capabilities.bounding, DEFAULT_CAPS);
   const denied = c.linux.seccomp.syscalls[0].names as string[];
   for (const s of ['mount', 'kexec_load', 'bpf', 'unshare', 'setns']) assert.ok(denied.includes(s), s);
-  assert.ok(!c.mounts.some((m: { type: string }) => m.type === 'bind'), 'no host path is bind-mounted');
+  const binds = c.mounts.filter((m: { type: string }) => m.type === 'bind');
+  assert.deepEqual(binds.map((m: { source: string; options: string[] }) => [m.source, m.options.includes('ro')]), [['/var/lib/forkd/bundles/.empty', true]], 'no host path but an empty read-only directory is bind-mounted');
+  // CRIU archives each tmpfs at every dump and restore: none on the hot path.
+  assert.ok(!c.mounts.some((m: { type: string; destination: string }) => m.type === 'tmpfs' && m.destination !== '/sys/fs/cgroup'));
+  assert.ok(!c.linux.maskedPaths.includes('/sys/firmware'));
   assert.equal(c.linux.namespaces.find((n: { type: string }) => n.type === 'network').path, undefined);
-  const joined = buildOciSpec(spec, { cgroupsPath: '/forkd/sbx-1', swapLimit: true, netns: '/run/forkd/netns/sbx-1' }) as any;
+  const joined = buildOciSpec(spec, { cgroupsPath: '/forkd/sbx-1', swapLimit: true, netns: '/run/forkd/netns/sbx-1', emptyDir: '/e' }) as any;
   assert.equal(joined.linux.namespaces.find((n: { type: string }) => n.type === 'network').path, '/run/forkd/netns/sbx-1', 'joins the host-made namespace');
 });
 
 test('no swap limit where the host has no swap accounting', () => {
-  const c = buildOciSpec(spec, { cgroupsPath: '/forkd/sbx-1', swapLimit: false }) as any;
+  const c = buildOciSpec(spec, { cgroupsPath: '/forkd/sbx-1', swapLimit: false, emptyDir: '/e' }) as any;
   assert.equal(c.linux.resources.memory.swap, undefined);
 });

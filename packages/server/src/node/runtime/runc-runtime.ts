@@ -56,7 +56,9 @@ export class RuncRuntime implements Runtime {
     const bundle = join(this.#o.bundleRoot, id);
     await mkdir(bundle, { recursive: true });
     await mkdir(this.#o.stateRoot, { recursive: true });
-    const config = buildOciSpec(spec, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns });
+    const emptyDir = join(this.#o.bundleRoot, '.empty');
+    await mkdir(emptyDir, { recursive: true, mode: 0o555 });
+    const config = buildOciSpec(spec, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir });
     await writeFile(join(bundle, 'config.json'), JSON.stringify(config));
     return bundle;
   }
