@@ -144,8 +144,11 @@ async function coreBench(): Promise<Row[]> {
     rows.push({ name: 'pause (snapshot + stop)', unit: 'ms', summary: summarize(pauseMs) });
     rows.push({ name: 'resume to running', unit: 'ms', target: 'p50 ≤ 150', summary: summarize(resumeMs) });
 
+    // Each rewind starts on a settled node: the previous one's background work
+    // (release of the instance it left, store of that state's images) is done.
     const rewindMs: number[] = [];
     for (let i = 0; i < M; i++) {
+      await m.settled();
       const t0 = performance.now();
       await m.rewind(big.id, snaps[i % snaps.length]!);
       rewindMs.push(performance.now() - t0);

@@ -222,7 +222,10 @@ export async function compareWithPodman(node: TestNode, podman: Podman, opts: { 
       return ms;
     });
     rows.push({ group: 'restore', name: 'fork of ten, all running (total)', unit: 'ms', forkd: fork10, podman: pFork10, podmanOp: '10 × podman container restore --import, in parallel' });
-    const rewind = await repeat(n, async () => (await timed(() => m.rewind(t.sandbox, t.snap)))[0]);
+    const rewind = await repeat(n, async () => {
+      await m.settled();
+      return (await timed(() => m.rewind(t.sandbox, t.snap)))[0];
+    });
     const pRewind = await repeat(n, async () => (await timed(async () => {
       await podman.remove([t.container]);
       await podman.restoreAs(t.archive, t.container);

@@ -123,6 +123,12 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
     assert.equal(await rewindSnapshots(url), kept + 1, 'the state left behind is kept');
     assert.equal((await instances()).length, 1, 'the instance left was removed');
     await noTmpSnapshots();
+    // Its images were still in staging at the crash: recovery stored them, so one can rewind forward.
+    const left = (await api(url, 'GET', `/v1/sandboxes/${id}/snapshots`)).json.snapshots.filter((x: { reason: string }) => x.reason === 'rewind').pop();
+    assert.equal((await api(url, 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: left.id })).status, 200);
+    assert.equal((await execHttp(url, id, ['cat', '/tmp/after2'])).stdout, 'after2\n', 'forward again');
+    const stored = (await api(url, 'GET', `/v1/snapshots/${left.id}`)).json;
+    assert.ok(stored.sizeBytes > 0, `its size is recorded: ${JSON.stringify(stored)}`);
   });
 
   test('crash mid-rewind of a paused sandbox: the rewind is committed; it resumes at the target', async () => {

@@ -163,6 +163,10 @@ export class SqliteStore implements Store {
     return r ? toSnapshot(r) : undefined;
   }
 
+  setSnapshotSize(id: string, bytes: number): void {
+    this.#db.prepare('UPDATE snapshots SET size_bytes = ? WHERE id = ?').run(bytes, id);
+  }
+
   setPinned(id: string, pinned: boolean): void {
     this.#db.prepare('UPDATE snapshots SET pinned = ? WHERE id = ?').run(pinned ? 1 : 0, id);
   }

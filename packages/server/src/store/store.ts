@@ -81,6 +81,8 @@ export interface Store {
   snapshotTotals(): { count: number; bytes: number };
   deleteSnapshot(id: string): void;
   setPinned(id: string, pinned: boolean): void;
+  /** Memory bytes of a snapshot whose images were stored after it was recorded. */
+  setSnapshotSize(id: string, bytes: number): void;
   /** Sandboxes forked from a snapshot. */
   listForks(snapshotId: string): SandboxRecord[];
   upsertTemplate(rec: TemplateRecord): void;

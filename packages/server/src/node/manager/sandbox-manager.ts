@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { chmod, copyFile, mkdir, readFile, rename, rm, statfs } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readFile, rename, rm, statfs, writeFile } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -70,6 +70,8 @@ export interface ExecExit extends ProcessExit {
 
 /** Where the guest agent lives inside every sandbox root. */
 export const GUEST_DIR = '.forkd';
+/** In a snapshot directory: its memory images are still in staging, at the path this file holds. */
+const STAGED_MARKER = 'staged';
 const GUEST_INIT = `/${GUEST_DIR}/init`;
 const READY_TIMEOUT_MS = 15_000;
 
@@ -112,6 +114,8 @@ export class SandboxManager {
   readonly #guests = new Map<string, GuestClient>();
   /** Releases of instances left by rewinds, finished in the background (awaited by close). */
   readonly #background = new Set<Promise<void>>();
+  /** Snapshots whose memory images are still being moved from staging into the pool (see #storeLater). */
+  readonly #storing = new Map<string, Promise<void>>();
   /** Last API use per sandbox (idle hibernation). */
   readonly #activity = new Map<string, number>();
   readonly #pool: WarmPool;
@@ -150,7 +154,12 @@ export class SandboxManager {
   /** Stops the warm pool; user sandboxes keep running. */
   async close(): Promise<void> {
     await this.#pool.close();
-    await Promise.all(this.#background);
+    await this.settled();
+  }
+
+  /** Resolves once the work operations left to the background is done (rewinds: release of the instance left, store of its images). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.#background, ...this.#storing.values()]);
   }
 
   /** Runtime key of a sandbox's current instance (warm-pool sandboxes have no record yet: their id). */
@@ -478,8 +487,25 @@ export class SandboxManager {
     // Instances a crashed rewind left (the target not yet switched to, or the state left) went above.
     for (const key of await this.#d.storage.list('snapshots')) {
       const name = key.split('/')[1] ?? '';
-      if (name.startsWith('.tmp-') || !this.#d.store.getSnapshot(name)) await this.#removeSnapshotFiles(name).catch(() => {});
+      const rec = name.startsWith('.tmp-') ? undefined : this.#d.store.getSnapshot(name);
+      if (!rec) await this.#removeSnapshotFiles(name).catch(() => {});
+      else await this.#finishStore(rec);
     }
+  }
+
+  /** Recovery: a snapshot recorded with its images still in staging when the daemon stopped. */
+  async #finishStore(rec: SnapshotRecord): Promise<void> {
+    const marker = join(this.snapshotDir(rec.id), STAGED_MARKER);
+    const staging = (await readFile(marker, 'utf8').catch(() => '')).trim();
+    if (!staging) return;
+    if (this.#d.stagingDir && staging.startsWith(`${this.#d.stagingDir}/`) && existsSync(staging)) {
+      this.#storeLater(rec, staging);
+      return;
+    }
+    // The host rebooted before they were stored: a snapshot without memory cannot be restored.
+    this.#d.logger.error('snapshot lost its memory images (host reboot before they were stored)', { snapshot: rec.id, sandbox: rec.sandboxId });
+    this.#d.store.deleteSnapshot(rec.id);
+    await this.#removeSnapshotFiles(rec.id).catch(() => {});
   }
 
   readonly #locks = new Map<string, Promise<unknown>>();
@@ -512,7 +538,7 @@ export class SandboxManager {
    * frozen for the caller (pause, rewind). Written under `.tmp-*` and renamed
    * into place, so a crash never leaves a half-made snapshot that looks whole.
    */
-  async #takeSnapshot(r: SandboxRecord, opts: { name?: string | undefined; reason: SnapshotRecord['reason']; leaveRunning: boolean }): Promise<SnapshotRecord> {
+  async #takeSnapshot(r: SandboxRecord, opts: { name?: string | undefined; reason: SnapshotRecord['reason']; leaveRunning: boolean; deferStore?: boolean }): Promise<SnapshotRecord> {
     const snapId = newSnapshotId();
     const key = this.#key(r.id);
     const tmpKey = `snapshots/.tmp-${snapId}`;
@@ -522,8 +548,9 @@ export class SandboxManager {
     // as long as a RAM copy, and the pool write with page sharing comes after.
     const staging = (await this.#canStage(r.id)) ? join(this.#d.stagingDir!, snapId) : undefined;
     const previous = this.#d.store.listSnapshots(r.id).pop()?.id ?? r.forkedFrom;
+    const deferred = !!(staging && opts.deferStore);
     let stats;
-    let memoryBytes: number;
+    let memoryBytes = 0;
     try {
       const release = this.#guestAt(key).quiesce();
       try {
@@ -537,9 +564,12 @@ export class SandboxManager {
       } finally {
         release();
       }
-      if (staging) {
-        const prevDir = previous ? join(this.snapshotDir(previous), 'memory') : undefined;
-        memoryBytes = (await storeImages(staging, join(tmp, 'memory'), prevDir && existsSync(prevDir) ? prevDir : undefined)).bytesWritten;
+      if (deferred) {
+        // Written before the rename: a snapshot dir without memory always says where it is.
+        await writeFile(join(tmp, STAGED_MARKER), staging!);
+      } else if (staging) {
+        memoryBytes = (await this.#storeImages(staging, snapId, tmp, previous)).bytesWritten;
+        this.#freeStaging(staging);
       } else {
         memoryBytes = Number((await exec('du', ['-sb', join(tmp, 'memory')])).stdout.split('\t')[0]) || 0;
       }
@@ -561,8 +591,46 @@ export class SandboxManager {
       reason: opts.reason,
     };
     this.#d.store.insertSnapshot(rec);
-    this.#d.logger.info('snapshot taken', { sandbox: r.id, snapshot: snapId, reason: opts.reason, frozenMs: rec.frozenMs, sizeBytes: rec.sizeBytes });
+    this.#d.logger.info('snapshot taken', { sandbox: r.id, snapshot: snapId, reason: opts.reason, frozenMs: rec.frozenMs, sizeBytes: rec.sizeBytes, deferred });
+    if (deferred) this.#storeLater(rec, staging!);
     return rec;
+  }
+
+  /** Freeing 100 MB of tmpfs takes ~15 ms that nobody needs to wait for (a staging name is never reused). */
+  #freeStaging(staging: string): void {
+    void rm(staging, { recursive: true, force: true }).catch(() => {});
+  }
+
+  /** Staging → pool, sharing pages with the previous snapshot (once that one is stored itself). */
+  async #storeImages(staging: string, snapId: string, dir: string, previous: string | undefined) {
+    if (previous) await this.#storing.get(previous);
+    const prevDir = previous ? join(this.snapshotDir(previous), 'memory') : undefined;
+    const stats = await storeImages(staging, join(dir, 'memory'), prevDir && existsSync(prevDir) ? prevDir : undefined);
+    this.#d.logger.debug('snapshot stored', { snapshot: snapId, ...stats });
+    return stats;
+  }
+
+  /**
+   * A rewind must not wait for the state it leaves to be stored with page
+   * sharing (~50-100 ms of page compares): its snapshot is recorded as soon
+   * as it is dumped, with its images still in staging (tmpfs) and a marker
+   * saying so; everything that reads or removes them waits for this. A
+   * daemon crash meanwhile leaves the staging dir in place and recovery
+   * finishes the move; only a host reboot (which takes every running
+   * sandbox's memory with it too) can lose them.
+   */
+  #storeLater(rec: SnapshotRecord, staging: string): void {
+    const dir = this.snapshotDir(rec.id);
+    const p = this.#storeImages(staging, rec.id, dir, rec.parentId)
+      .then(async (stats) => {
+        this.#d.store.setSnapshotSize(rec.id, stats.bytesWritten);
+        // Marker first: a marker without its staging dir means the images are lost (see #finishStore).
+        await rm(join(dir, STAGED_MARKER), { force: true });
+        this.#freeStaging(staging);
+      })
+      .catch((err) => this.#d.logger.error('snapshot images could not be stored', { snapshot: rec.id, error: String(err) }))
+      .finally(() => this.#storing.delete(rec.id));
+    this.#storing.set(rec.id, p);
   }
 
   /** Staging in tmpfs only while the sandbox's memory is well below what the host has free. */
@@ -574,6 +642,7 @@ export class SandboxManager {
   }
 
   async #removeSnapshotFiles(dirName: string): Promise<void> {
+    await this.#storing.get(dirName);
     await this.#d.storage.remove(`snapshots/${dirName}/rootfs`);
     await rm(this.#d.storage.path(`snapshots/${dirName}`), { recursive: true, force: true });
   }
@@ -585,6 +654,9 @@ export class SandboxManager {
    * whatever happened to the volume before (an interrupted pause included).
    */
   async #restoreInto(key: string, r: SandboxRecord, snap: SnapshotRecord): Promise<void> {
+    await this.#storing.get(snap.id);
+    // A store that failed leaves images half-patched: restoring them would bring back wrong memory.
+    if (existsSync(join(this.snapshotDir(snap.id), STAGED_MARKER))) throw new ForkdError('UNAVAILABLE', `the memory images of snapshot ${snap.id} could not be stored (see the node's log); it cannot be restored until a restart retries`);
     const volume = this.#volumeOf(key);
     await this.#d.storage.remove(volume);
     await this.#d.storage.prepare(volume, `snapshots/${snap.id}/rootfs`);
@@ -679,7 +751,7 @@ export class SandboxManager {
       if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
       const old = this.#key(id);
       const next = `${id}.${randomBytes(4).toString('hex')}`;
-      const [left, target] = await Promise.allSettled([this.#takeSnapshot(r, { reason: 'rewind', leaveRunning: false }), this.#restoreInto(next, r, snap)]);
+      const [left, target] = await Promise.allSettled([this.#takeSnapshot(r, { reason: 'rewind', leaveRunning: false, deferStore: true }), this.#restoreInto(next, r, snap)]);
       const failed = [left, target].find((x): x is PromiseRejectedResult => x.status === 'rejected');
       if (failed) {
         await this.#releaseKey(next).catch(() => {});

@@ -56,8 +56,10 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
 
     const leftBehind = node.manager.timeline(a).find((s) => s.reason === 'rewind');
     assert.ok(leftBehind, 'the state left by the rewind was snapshotted');
+    // Its images are stored (with page sharing) after the rewind returned; rewinding to it waits for that.
     await node.manager.rewind(a, leftBehind.id);
     assert.equal((await run(node.manager, a, ['cat', '/tmp/after.txt'])).stdout, 'later\n', 'present again after rewinding forward');
+    await waitFor(() => node.manager.getSnapshot(leftBehind.id).sizeBytes > 0, 10_000, 'the size of the state left to be recorded');
     assert.ok((await count(a)) >= before, 'counter forward again');
     await node.manager.delete(b.id);
   });

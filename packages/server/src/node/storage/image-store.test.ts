@@ -5,12 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { waitFor } from '../../testing/helpers.js';
 import { patchImages, storeImages } from './image-store.js';
 
 // Content must be exact on any filesystem (without reflink support the copy path is
 // taken). Sharing itself is measured on Btrfs by the snapshot integration test.
-test('stored images equal the staged ones: first, patched, grown, shrunk; staging is removed', async () => {
+test('stored images equal the staged ones: first, patched, grown, shrunk', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'forkd-img-'));
   const stage = async (name: string, files: Record<string, Buffer | string>) => {
     const d = join(dir, name);
@@ -31,7 +30,7 @@ test('stored images equal the staged ones: first, patched, grown, shrunk; stagin
     assert.ok((await readFile(join(dir, 'd2', 'pages-1.img'))).equals(grown));
     assert.equal((await readFile(join(dir, 'd2', 'core-1.img'))).toString(), 'core2');
     assert.ok((await readFile(join(dir, 'd1', 'pages-1.img'))).equals(old), 'the previous image is untouched');
-    await waitFor(() => !existsSync(staged2), 5000, 'the staging directory to be removed');
+    assert.ok(existsSync(join(staged2, 'core-1.img')), 'staging is the caller\'s to remove');
     const small = old.subarray(0, 4096 * 3);
     await storeImages(await stage('s3', { 'pages-1.img': small }), join(dir, 'd3'), join(dir, 'd1'), { dedupe: '/bin/true' });
     assert.ok((await readFile(join(dir, 'd3', 'pages-1.img'))).equals(small));

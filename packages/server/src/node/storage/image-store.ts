@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { copyFile, mkdir, open, readdir, rm, stat } from 'node:fs/promises';
+import { copyFile, link, mkdir, open, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import { REPO_ROOT } from '../../shared/config.js';
@@ -35,7 +35,8 @@ export interface ImageTools {
  *   copied and `forkd-dedupe` shares the pages that moved too (Btrfs
  *   FIDEDUPERANGE: the kernel verifies the bytes).
  * Deleting either snapshot later never affects the other: extents are
- * reference-counted.
+ * reference-counted. The staging directory is left to the caller, which
+ * knows when the stored copy is committed.
  */
 export async function storeImages(staging: string, dest: string, previous: string | undefined, tools: Partial<ImageTools> = {}): Promise<StoreStats> {
   const tool = { dedupe: DEDUPE_TOOL, patch: PATCH_TOOL, ...tools };
@@ -56,12 +57,17 @@ export async function storeImages(staging: string, dest: string, previous: strin
     PATCH_LIMIT,
     tool.patch,
   );
-  let needDedupe = false;
   for (const [i, name] of reflinked.entries()) {
     const r = patched[i]!;
     if (r.moved) copies.push(name);
     else stats.bytesWritten += r.written;
   }
+  // Copied pages images are deduplicated on their own (hard links in a side
+  // directory): forkd-dedupe counts every range it shares, and the patched
+  // images share everything already, which would swallow the copies' bytes.
+  const side = join(dest, '.dedupe');
+  await rm(side, { recursive: true, force: true }); // left by an interrupted store
+  let toDedupe = 0;
   for (const name of copies) {
     const dst = join(dest, name);
     await copyFile(join(staging, name), dst);
@@ -70,16 +76,20 @@ export async function storeImages(staging: string, dest: string, previous: strin
       // Dedupe only shares ranges that are on disk: delayed allocation would leave nothing to share yet.
       const fh = await open(dst, 'r');
       await fh.datasync().finally(() => fh.close());
-      needDedupe = true;
+      await mkdir(side, { recursive: true });
+      await link(dst, join(side, name));
+      toDedupe++;
     }
   }
-  // Freeing 100 MB of tmpfs takes ~15 ms that no caller needs to wait for (the name is never reused).
-  void rm(staging, { recursive: true, force: true }).catch(() => {});
-  if (needDedupe && previous) {
-    const r = await exec(tool.dedupe, [previous, dest]);
-    const line = r.stdout.trim().split('\n').pop();
-    const shared = line ? Number((JSON.parse(line) as { bytesShared?: number }).bytesShared ?? 0) : 0;
-    stats.bytesWritten = Math.max(0, stats.bytesWritten - shared);
+  if (toDedupe > 0 && previous) {
+    try {
+      const r = await exec(tool.dedupe, [previous, side]);
+      const line = r.stdout.trim().split('\n').pop();
+      const shared = line ? Number((JSON.parse(line) as { bytesShared?: number }).bytesShared ?? 0) : 0;
+      stats.bytesWritten = Math.max(0, stats.bytesWritten - shared);
+    } finally {
+      await rm(side, { recursive: true, force: true });
+    }
   }
   return stats;
 }
