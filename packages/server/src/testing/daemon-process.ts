@@ -17,7 +17,8 @@ export interface DaemonProcess {
 /** Starts a real `forkd serve` on a random port and resolves once it listens. */
 export function startDaemonProcess(env: NodeJS.ProcessEnv): Promise<DaemonProcess> {
   const child = spawn(process.execPath, [...NODE_FLAGS, CLI, 'serve'], {
-    env: { ...env, FORKD_PORT: String(20000 + Math.floor(Math.random() * 20000)) },
+    // Below Linux's ephemeral range (32768+): an outgoing connection's local port there made a CI run's listen fail.
+    env: { ...env, FORKD_PORT: String(20000 + Math.floor(Math.random() * 12000)) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
