@@ -176,7 +176,11 @@ export class SandboxManager {
   }
 
   rootfs(id: string): string {
-    return this.#d.storage.path(this.volume(id));
+    return this.#rootfsOf(this.#key(id));
+  }
+
+  #rootfsOf(key: string): string {
+    return this.#d.storage.path(this.#volumeOf(key));
   }
 
   #record(id: string): SandboxRecord {
@@ -298,7 +302,7 @@ export class SandboxManager {
     for (;;) {
       try {
         await guest.info();
-        await this.#sealGuestDir(this.#d.storage.path(this.#volumeOf(key)));
+        await this.#sealGuestDir(this.#rootfsOf(key));
         return;
       } catch (err) {
         if (Date.now() > deadline) throw new ForkdError('TIMEOUT', `guest agent of ${key} did not become ready`, undefined, { cause: err });
@@ -318,7 +322,7 @@ export class SandboxManager {
   #guestAt(key: string): GuestClient {
     let g = this.#guests.get(key);
     if (!g) {
-      g = new GuestClient(join(this.#d.storage.path(this.#volumeOf(key)), GUEST_DIR, 'agent.sock'));
+      g = new GuestClient(join(this.#rootfsOf(key), GUEST_DIR, 'agent.sock'));
       this.#guests.set(key, g);
     }
     return g;
@@ -528,7 +532,7 @@ export class SandboxManager {
   }
 
   #spec(r: SandboxRecord, key: string) {
-    return { rootfs: this.#d.storage.path(this.#volumeOf(key)), hostname: r.id, limits: r.limits, init: GUEST_INIT, env: {} };
+    return { rootfs: this.#rootfsOf(key), hostname: r.id, limits: r.limits, init: GUEST_INIT, env: {} };
   }
 
   /**
@@ -660,7 +664,7 @@ export class SandboxManager {
     const volume = this.#volumeOf(key);
     await this.#d.storage.remove(volume);
     await this.#d.storage.prepare(volume, `snapshots/${snap.id}/rootfs`);
-    await this.#unsealGuestDir(this.#d.storage.path(volume));
+    await this.#unsealGuestDir(this.#rootfsOf(key));
     const release = this.#guestAt(key).quiesce();
     try {
       await this.#d.runtime.restore(key, this.#spec(r, key), { imagesDir: join(this.snapshotDir(snap.id), 'memory') });
@@ -752,23 +756,19 @@ export class SandboxManager {
       const old = this.#key(id);
       const next = `${id}.${randomBytes(4).toString('hex')}`;
       const [left, target] = await Promise.allSettled([this.#takeSnapshot(r, { reason: 'rewind', leaveRunning: false, deferStore: true }), this.#restoreInto(next, r, snap)]);
-      const failed = [left, target].find((x): x is PromiseRejectedResult => x.status === 'rejected');
-      if (failed) {
-        await this.#releaseKey(next).catch(() => {});
-        await this.#d.runtime.thaw(old).catch(() => {});
-        throw failed.reason;
-      }
-      crashPoint('rewind:restored');
-      this.#d.store.setInstance(id, next);
-      crashPoint('rewind:switched');
-      try {
-        await this.#waitReady(next);
-      } catch (err) {
+      // Nothing is lost by giving up: the old instance runs on, the state it left (if dumped) stays a snapshot.
+      const giveUp = async (err: unknown): Promise<never> => {
         this.#d.store.setInstance(id, old);
         await this.#releaseKey(next).catch(() => {});
         await this.#d.runtime.thaw(old).catch(() => {});
         throw err;
-      }
+      };
+      const failed = [left, target].find((x): x is PromiseRejectedResult => x.status === 'rejected');
+      if (failed) return giveUp(failed.reason);
+      crashPoint('rewind:restored');
+      this.#d.store.setInstance(id, next);
+      crashPoint('rewind:switched');
+      await this.#waitReady(next).catch(giveUp);
       this.markActive(id);
       this.#d.logger.info('sandbox rewound', { sandbox: id, snapshot: snapId, instance: next });
       const done = this.#releaseKey(old).catch((err) => this.#d.logger.warn('release of the instance left failed', { sandbox: id, instance: old, error: String(err) }));
