@@ -36,6 +36,11 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
     return restart();
   };
   const counter = async (url: ApiTarget) => Number((await execHttp(url, id, ['cat', '/tmp/count'])).stdout);
+  const assertCounterRuns = async (url: ApiTarget, message?: string) => {
+    const c1 = await counter(url);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok((await counter(url)) > c1, message);
+  };
   const noTmpSnapshots = async () => {
     const names = await readdir(join(cfg.config.pool.mountPoint, 'snapshots')).catch(() => [] as string[]);
     assert.deepEqual(names.filter((n) => n.startsWith('.tmp-')), [], 'no half-made snapshot left on disk');
@@ -61,9 +66,7 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
     assert.equal(s.state, 'running');
     assert.deepEqual((await api(url, 'GET', `/v1/sandboxes/${id}/snapshots`)).json.snapshots, []);
     await noTmpSnapshots();
-    const c1 = await counter(url);
-    await new Promise((r) => setTimeout(r, 200));
-    assert.ok((await counter(url)) > c1, 'thawed: the counter runs');
+    await assertCounterRuns(url, 'thawed: the counter runs');
   });
 
   test('crash mid-pause (recorded, processes not yet stopped): it is paused and resumes', async () => {
@@ -72,9 +75,7 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
     const snaps = (await api(url, 'GET', `/v1/sandboxes/${id}/snapshots`)).json.snapshots;
     assert.equal(snaps.length, 1);
     assert.equal((await api(url, 'POST', `/v1/sandboxes/${id}/resume`)).json.state, 'running');
-    const c1 = await counter(url);
-    await new Promise((r) => setTimeout(r, 200));
-    assert.ok((await counter(url)) > c1);
+    await assertCounterRuns(url);
   });
 
   test('crash mid-fork: no half-made fork is listed, the parent is untouched', async () => {
@@ -90,41 +91,40 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
   });
 
   const instances = async () => (await readdir(join(cfg.config.pool.mountPoint, 'sandboxes'))).filter((n) => n.startsWith(id));
-  const rewindSnapshots = async (url: ApiTarget) =>
-    (await api(url, 'GET', `/v1/sandboxes/${id}/snapshots`)).json.snapshots.filter((x: { reason: string }) => x.reason === 'rewind').length;
+  const rewindSnapshots = async (url: ApiTarget): Promise<Array<{ id: string }>> =>
+    (await api(url, 'GET', `/v1/sandboxes/${id}/snapshots`)).json.snapshots.filter((x: { reason: string }) => x.reason === 'rewind');
+  /** A named snapshot to rewind to, then a file written after it. */
+  const targetThenFile = async (name: string, file: string) => {
+    const target = (await api(daemon!, 'POST', `/v1/sandboxes/${id}/snapshots`, { name })).json;
+    await execHttp(daemon!, id, ['bash', '-c', `echo ${file} > /tmp/${file}`]);
+    return target as { id: string };
+  };
 
   test('crash mid-rewind, target restored but not switched to: the sandbox runs on where it was', async () => {
-    let url: ApiTarget = daemon!;
-    const target = (await api(url, 'POST', `/v1/sandboxes/${id}/snapshots`, { name: 'before-restored' })).json;
-    await execHttp(url, id, ['bash', '-c', 'echo after > /tmp/after']);
-    const kept = await rewindSnapshots(url);
-    url = await crashDuring('rewind:restored', 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: target.id });
+    const target = await targetThenFile('before-restored', 'after');
+    const kept = (await rewindSnapshots(daemon!)).length;
+    const url = await crashDuring('rewind:restored', 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: target.id });
     assert.equal((await api(url, 'GET', `/v1/sandboxes/${id}`)).json.state, 'running');
     assert.equal((await execHttp(url, id, ['test', '-e', '/tmp/after'])).exit, 0, 'still at the state it was left in');
-    const c1 = await counter(url);
-    await new Promise((r) => setTimeout(r, 200));
-    assert.ok((await counter(url)) > c1, 'thawed: the counter runs');
-    assert.equal(await rewindSnapshots(url), kept + 1, 'the state dumped on the way is a whole, listed snapshot');
+    await assertCounterRuns(url, 'thawed: the counter runs');
+    assert.equal((await rewindSnapshots(url)).length, kept + 1, 'the state dumped on the way is a whole, listed snapshot');
     assert.equal((await instances()).length, 1, 'the restored target instance was removed');
     await noTmpSnapshots();
   });
 
   test('crash mid-rewind, just switched: the sandbox runs at the target, the state left is kept', async () => {
-    let url: ApiTarget = daemon!;
-    const target = (await api(url, 'POST', `/v1/sandboxes/${id}/snapshots`, { name: 'before-switched' })).json;
-    await execHttp(url, id, ['bash', '-c', 'echo after2 > /tmp/after2']);
-    const kept = await rewindSnapshots(url);
-    url = await crashDuring('rewind:switched', 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: target.id });
+    const target = await targetThenFile('before-switched', 'after2');
+    const kept = (await rewindSnapshots(daemon!)).length;
+    const url = await crashDuring('rewind:switched', 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: target.id });
     assert.equal((await api(url, 'GET', `/v1/sandboxes/${id}`)).json.state, 'running');
     assert.equal((await execHttp(url, id, ['test', '-e', '/tmp/after2'])).exit, 1, 'at the target: the later file is gone');
-    const c1 = await counter(url);
-    await new Promise((r) => setTimeout(r, 200));
-    assert.ok((await counter(url)) > c1, 'the counter runs');
-    assert.equal(await rewindSnapshots(url), kept + 1, 'the state left behind is kept');
+    await assertCounterRuns(url, 'the counter runs');
+    const lefts = await rewindSnapshots(url);
+    assert.equal(lefts.length, kept + 1, 'the state left behind is kept');
+    const left = lefts.at(-1)!;
     assert.equal((await instances()).length, 1, 'the instance left was removed');
     await noTmpSnapshots();
     // Its images were still in staging at the crash: recovery stored them, so one can rewind forward.
-    const left = (await api(url, 'GET', `/v1/sandboxes/${id}/snapshots`)).json.snapshots.filter((x: { reason: string }) => x.reason === 'rewind').pop();
     assert.equal((await api(url, 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: left.id })).status, 200);
     assert.equal((await execHttp(url, id, ['cat', '/tmp/after2'])).stdout, 'after2\n', 'forward again');
     const stored = (await api(url, 'GET', `/v1/snapshots/${left.id}`)).json;
@@ -132,11 +132,9 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
   });
 
   test('crash mid-rewind of a paused sandbox: the rewind is committed; it resumes at the target', async () => {
-    let url: ApiTarget = daemon!;
-    const target = (await api(url, 'POST', `/v1/sandboxes/${id}/snapshots`, { name: 'before-paused' })).json;
-    await execHttp(url, id, ['bash', '-c', 'echo after3 > /tmp/after3']);
-    assert.equal((await api(url, 'POST', `/v1/sandboxes/${id}/pause`)).json.state, 'paused');
-    url = await crashDuring('rewind:recorded', 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: target.id });
+    const target = await targetThenFile('before-paused', 'after3');
+    assert.equal((await api(daemon!, 'POST', `/v1/sandboxes/${id}/pause`)).json.state, 'paused');
+    const url = await crashDuring('rewind:recorded', 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: target.id });
     assert.ok(['paused', 'running'].includes((await api(url, 'GET', `/v1/sandboxes/${id}`)).json.state));
     // An exec resumes it transparently at the target: the later file is gone.
     assert.equal((await execHttp(url, id, ['test', '-e', '/tmp/after3'])).exit, 1);
