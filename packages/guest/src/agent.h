@@ -36,6 +36,7 @@ struct client {
   struct client *next;
   int fd;
   enum cstate state;
+  int version;          /* negotiated in HELLO; 2 adds ACK/DETACH and resumable streams */
   bool dead;
   int64_t request_deadline; /* HELLO and the request must arrive before this (monotonic ms) */
   struct buf in, out;
@@ -44,6 +45,8 @@ struct client {
   struct proc *proc;
   struct client *pnext; /* in proc->clients */
   uint64_t pos;         /* ring offset of next byte to send */
+  uint64_t acked;       /* v2: the host has everything below this ring offset */
+  uint64_t stdin_total; /* bytes of this connection's STDIN taken by the process (or discarded) */
   bool exit_queued;
   bool stdin_pending;   /* the STDIN frame at the head of `in` is partially written */
   size_t stdin_off;     /* remaining data: offset from buf_data(&in) */

@@ -116,7 +116,8 @@ void client_pump(struct client *c) {
     int more;
     switch (c->state) {
     case CS_CLOSING:
-      if (c->exit_queued && c->proc) c->proc->exit_delivered = true;
+      /* v2 hosts acknowledge the EXIT (a snapshot may cut it off in flight) */
+      if (c->exit_queued && c->proc && c->version < 2) c->proc->exit_delivered = true;
       linger(c);
       return;
     case CS_PROC: proc_client_pump(c); return;
@@ -240,13 +241,14 @@ static int handle_hello(struct client *c, uint8_t type, const uint8_t *pl, size_
   int64_t v = req_int(&r, K_VERSION, -1);
   req_free(&r);
   if (pr == -1) return -1;
-  if (v != FORKD_GUEST_PROTOCOL) {
-    client_error_code(c, "EPROTO", "unsupported protocol version %lld (agent speaks %d)",
-                      (long long)v, FORKD_GUEST_PROTOCOL);
+  if (v < FORKD_GUEST_PROTOCOL_MIN || v > FORKD_GUEST_PROTOCOL) {
+    client_error_code(c, "EPROTO", "unsupported protocol version %lld (agent speaks %d to %d)",
+                      (long long)v, FORKD_GUEST_PROTOCOL_MIN, FORKD_GUEST_PROTOCOL);
     return 0;
   }
+  c->version = (int)v;
   size_t m = fr_begin(&c->out, T_HELLO_OK);
-  tlv_int(&c->out, K_VERSION, FORKD_GUEST_PROTOCOL);
+  tlv_int(&c->out, K_VERSION, v);
   tlv_str(&c->out, K_AGENT, FORKD_AGENT_NAME);
   fr_end(&c->out, m);
   c->state = CS_REQ;
@@ -297,11 +299,12 @@ static void scan_ahead(struct client *c) {
       client_abort(c);
       return;
     }
-    if (f[4] == T_SIGNAL || f[4] == T_RESIZE) {
+    if (f[4] == T_SIGNAL || f[4] == T_RESIZE || f[4] == T_ACK || f[4] == T_DETACH) {
       if (proc_stream_frame(c, f[4], f + 5, len - 1) < 0) {
         client_abort(c);
         return;
       }
+      if (c->state == CS_CLOSING) return; /* DETACHED: the blocked input is dropped */
       f[4] = 0;
     } else if (f[4] != T_STDIN && f[4] != T_STDIN_EOF) {
       client_abort(c);
@@ -344,11 +347,39 @@ void client_parse(struct client *c) {
   if (!c->dead && !c->stdin_pending) buf_shrink(&c->in, c->state == CS_WRITE ? IN_KEEP : BUF_KEEP);
 }
 
+/* Half-closed: v2 process streams still take the host's ACK of the EXIT;
+   everything else is discarded. */
+static void linger_read(struct client *c) {
+  bool parse = c->version >= 2 && c->proc;
+  uint8_t tmp[4096];
+  ssize_t n = read(c->fd, tmp, sizeof tmp);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    client_close(c);
+    return;
+  }
+  if (n < 0 || !parse) return;
+  buf_append(&c->in, tmp, (size_t)n);
+  if (c->in.err) {
+    client_close(c);
+    return;
+  }
+  while (buf_size(&c->in) >= 4) {
+    uint32_t len = rd32(buf_data(&c->in));
+    if (len < 1 || len > MAX_DATA + 1) {
+      client_close(c);
+      return;
+    }
+    if (buf_size(&c->in) - 4 < len) break;
+    const uint8_t *f = buf_data(&c->in);
+    proc_linger_frame(c, f[4], f + 5, len - 1);
+    buf_consume(&c->in, 4 + (size_t)len);
+  }
+  buf_shrink(&c->in, BUF_KEEP);
+}
+
 void client_read(struct client *c) {
   if (c->state == CS_LINGER) {
-    uint8_t tmp[4096];
-    ssize_t n = read(c->fd, tmp, sizeof tmp);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) client_close(c);
+    linger_read(c);
     return;
   }
   size_t have = buf_size(&c->in), want = 4096;

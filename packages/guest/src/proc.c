@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -90,18 +91,27 @@ static void ring_drop_oldest(struct proc *p) {
   p->head += 4 + (uint64_t)l;
 }
 
-/* Drop frames every attached client has completely written. */
+/* Drop frames every attached client is done with: written (v1) or
+   acknowledged (v2, whose host may come back for what was in flight). */
 static void ring_trim(struct proc *p) {
   if (!p->nclients) return;
   uint64_t minpos = UINT64_MAX;
-  for (struct client *c = p->clients; c; c = c->pnext)
-    if (c->pos < minpos) minpos = c->pos;
+  for (struct client *c = p->clients; c; c = c->pnext) {
+    uint64_t done = c->version >= 2 ? c->acked : c->pos;
+    if (done < minpos) minpos = done;
+  }
   while (p->head < p->end) {
     uint32_t l = ring_frame_len(p, p->head);
     if (p->head + 4 + l > minpos) break;
     p->head += 4 + (uint64_t)l;
   }
   if (p->head == p->end && p->cap > RING_KEEP) ring_release(p);
+}
+
+/* A host that detached to take a snapshot comes back for the output: until
+   then it is held (the process waits on a full pipe), not dropped. */
+static bool held(const struct proc *p) {
+  return p->nclients || (p->hold_until && now_ms() < p->hold_until);
 }
 
 /* ---- table ---- */
@@ -198,7 +208,7 @@ static int proc_read(struct proc *p, int *fdp) {
   int avail = 0;
   if (ioctl(fd, FIONREAD, &avail) < 0 || avail <= 0) avail = 512;
   size_t want = (size_t)min_int(avail, (int)MAX_DATA);
-  if (p->nclients) {
+  if (held(p)) {
     uint64_t room = RING_MAX - rused(p);
     if (room < 6) return -2;
     if (want > room - 5) want = (size_t)(room - 5);
@@ -283,7 +293,7 @@ static void proc_drain(struct proc *p, int64_t now) {
 }
 
 bool proc_want_read(const struct proc *p) {
-  if (!p->nclients) return true;
+  if (!held(p)) return true;
   return RING_MAX - rused(p) >= READ_MIN_ROOM + 5;
 }
 
@@ -295,7 +305,7 @@ void proc_on_readable(struct proc *p, int fd) {
     return;
   }
   for (int i = 0; i < 4 && *fdp >= 0 && !(p->pty && p->pty_hup); i++) {
-    if (p->nclients && RING_MAX - rused(p) < 6) break;
+    if (held(p) && RING_MAX - rused(p) < 6) break;
     if (proc_read(p, fdp) <= 0) break;
   }
   pump_clients(p);
@@ -310,14 +320,22 @@ again:
     }
 }
 
+static void earliest(int *t, int64_t at, int64_t now) {
+  int64_t d = at - now;
+  int ms = d < 0 ? 0 : (int)d + 1;
+  if (*t < 0 || ms < *t) *t = ms;
+}
+
 int proc_poll_timeout(int64_t now) {
   int t = -1;
-  for (struct proc *p = g_procs; p; p = p->next)
-    if (p->drain_deadline && !p->finished) {
-      int64_t d = p->drain_deadline - now;
-      int ms = d < 0 ? 0 : (int)d + 1;
-      if (t < 0 || ms < t) t = ms;
+  for (struct proc *p = g_procs; p; p = p->next) {
+    if (p->drain_deadline && !p->finished) earliest(&t, p->drain_deadline, now);
+    /* when the hold ends, reading (and dropping) resumes */
+    if (p->hold_until && !p->nclients) {
+      if (now < p->hold_until) earliest(&t, p->hold_until, now);
+      else p->hold_until = 0;
     }
+  }
   return t;
 }
 
@@ -376,23 +394,42 @@ void proc_client_pump(struct client *c) {
   }
 }
 
-static void attach(struct client *c, struct proc *p) {
+/* from < 0: from the oldest output kept. Otherwise a v2 host resuming a
+   stream at the ring offset it had received up to: what was dropped since
+   is reported, and an offset past the end (the sandbox went back to an
+   earlier state) starts at the end. */
+static void attach(struct client *c, struct proc *p, int64_t from) {
   c->proc = p;
   c->pnext = p->clients;
   p->clients = c;
   p->nclients++;
-  c->pos = p->head;
+  p->hold_until = 0;
+  uint64_t lost = 0;
+  if (from < 0) {
+    c->pos = p->head;
+    lost = p->dropped;
+    p->dropped = 0;
+  } else if ((uint64_t)from < p->head) {
+    c->pos = p->head;
+    lost = p->head - (uint64_t)from;
+  } else {
+    c->pos = (uint64_t)from > p->end ? p->end : (uint64_t)from;
+  }
+  c->acked = c->pos;
   c->state = CS_PROC;
   size_t m = fr_begin(&c->out, T_STARTED);
   tlv_int(&c->out, K_PID, p->pid);
   if (p->tag) tlv_str(&c->out, K_TAG, p->tag);
   tlv_int(&c->out, K_PTY, p->pty);
+  if (c->version >= 2) {
+    tlv_int(&c->out, K_OFFSET, (int64_t)c->pos);
+    tlv_int(&c->out, K_TOKEN, (int64_t)p->token);
+  }
   fr_end(&c->out, m);
-  if (p->dropped) {
+  if (lost) {
     m = fr_begin(&c->out, T_DROPPED);
-    tlv_int(&c->out, K_DROPPED, (int64_t)p->dropped);
+    tlv_int(&c->out, K_DROPPED, (int64_t)lost);
     fr_end(&c->out, m);
-    p->dropped = 0;
   }
   proc_client_pump(c);
 }
@@ -649,6 +686,10 @@ void proc_handle_spawn(struct client *c, const struct req *r) {
   }
   p->id = g_next_id++;
   p->pid = pid;
+  /* 48 bits: the host reads ints as doubles */
+  if (getrandom(&p->token, sizeof p->token, GRND_NONBLOCK) != (ssize_t)sizeof p->token)
+    p->token = (uint64_t)now_ms() ^ ((uint64_t)pid << 32);
+  p->token &= 0xffffffffffffull;
   p->argc = (int)r->nargs;
   p->pty = pty;
   p->running = true;
@@ -661,7 +702,7 @@ void proc_handle_spawn(struct client *c, const struct req *r) {
   g_nprocs++;
   free(s.envp);
   free(envstore);
-  attach(c, p);
+  attach(c, p, -1);
   return;
 fail:
   if (err > 0) client_error(c, err, "%s: %s", what, strerror(err));
@@ -694,11 +735,13 @@ static struct proc *find_req(const struct req *r) {
 
 void proc_handle_attach(struct client *c, const struct req *r) {
   struct proc *p = find_req(r);
-  if (!p) {
+  /* TOKEN: only that very process (after a rewind the pid may be another's) */
+  if (!p || (req_has(r, K_TOKEN) && (uint64_t)req_int(r, K_TOKEN, 0) != p->token)) {
     client_error_code(c, "ESRCH", "no such process");
     return;
   }
-  attach(c, p);
+  int64_t from = req_int(r, K_OFFSET, -1);
+  attach(c, p, c->version >= 2 && from >= 0 ? from : -1);
 }
 
 static int signal_group(pid_t pid, int sig) {
@@ -772,6 +815,47 @@ int proc_list_pump(struct client *c) {
     produced = 1;
   }
   return produced;
+}
+
+/* ---- resumable streams (v2) ---- */
+
+/* ACK: the host has the output below OFFSET (the ring may let it go);
+   with EOF=1 it has the EXIT too, so the entry need not be kept for it.
+   DETACH: the host lets go before a snapshot. Whatever STDIN is still
+   waiting for the pipe is discarded; DETACHED says how much was taken, so
+   the host sends the rest again after it re-attaches, and the output is
+   held for it meanwhile. */
+static int proc_resume_frame(struct client *c, uint8_t type, const uint8_t *pl, size_t n) {
+  struct proc *p = c->proc;
+  if (c->version < 2) return -1;
+  if (type == T_DETACH) {
+    if (n) return -1;
+    c->stdin_pending = false;
+    c->stdin_n = 0;
+    if (p && !p->finished) p->hold_until = now_ms() + HOLD_MS;
+    size_t m = fr_begin(&c->out, T_DETACHED);
+    tlv_int(&c->out, K_SIZE, (int64_t)c->stdin_total);
+    fr_end(&c->out, m);
+    c->state = CS_CLOSING;
+    return 0;
+  }
+  struct req r;
+  int pr = req_parse(&r, pl, n);
+  if (pr == 0 && p) {
+    uint64_t off = (uint64_t)req_int(&r, K_OFFSET, 0);
+    if (off > c->pos) off = c->pos;
+    if (off > c->acked) c->acked = off;
+    if (req_int(&r, K_EOF, 0) && c->exit_queued) p->exit_delivered = true;
+    ring_trim(p);
+  }
+  req_free(&r);
+  return pr == 0 ? 0 : -1;
+}
+
+/* After the final frame a v2 host still acknowledges it: input is read
+   for that (and nothing else) until the host closes. */
+void proc_linger_frame(struct client *c, uint8_t type, const uint8_t *pl, size_t n) {
+  if (type == T_ACK && c->proc) proc_resume_frame(c, type, pl, n);
 }
 
 /* ---- host -> process stream ---- */
@@ -849,16 +933,24 @@ int proc_stream_frame(struct client *c, uint8_t type, const uint8_t *pl, size_t 
   if (type == T_STDIN) {
     if (n > MAX_DATA) return -1;
     int fd = proc_stdin_fd(p);
-    if (fd < 0 || n == 0) return 0;
+    if (fd < 0 || n == 0) {
+      c->stdin_total += n; /* nobody reads it: discarded, not to be sent again */
+      return 0;
+    }
     ssize_t w;
     do w = write(fd, pl, n);
     while (w < 0 && errno == EINTR);
-    if (w == (ssize_t)n) return 0;
+    if (w == (ssize_t)n) {
+      c->stdin_total += n;
+      return 0;
+    }
     if (w < 0 && errno != EAGAIN) {
       stdin_write_error(p, errno);
+      c->stdin_total += n;
       return 0;
     }
     if (w < 0) w = 0;
+    c->stdin_total += (uint64_t)w;
     c->stdin_pending = true;
     c->stdin_off = (size_t)(pl - buf_data(&c->in)) + (size_t)w;
     c->stdin_n = n - (size_t)w;
@@ -869,6 +961,7 @@ int proc_stream_frame(struct client *c, uint8_t type, const uint8_t *pl, size_t 
     stdin_eof(p);
     return 0;
   }
+  if (type == T_ACK || type == T_DETACH) return proc_resume_frame(c, type, pl, n);
   if (type != T_SIGNAL && type != T_RESIZE) return -1;
   struct req r;
   int pr = req_parse(&r, pl, n);
@@ -894,6 +987,7 @@ void proc_stdin_continue(struct client *c) {
     if (w > 0) {
       c->stdin_off += (size_t)w;
       c->stdin_n -= (size_t)w;
+      c->stdin_total += (uint64_t)w;
       if (c->stdin_n) return;
     } else if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
       return;
@@ -901,6 +995,7 @@ void proc_stdin_continue(struct client *c) {
       stdin_write_error(p, errno);
     }
   }
+  c->stdin_total += c->stdin_n; /* the reader went away: the rest is discarded */
   c->stdin_pending = false;
   buf_consume(&c->in, c->blocked_len);
   c->scan_off = c->scan_off > c->blocked_len ? c->scan_off - c->blocked_len : 0;

@@ -21,6 +21,8 @@ struct proc {
   int64_t drain_deadline;    /* PTY grace after exit, 0 = none */
   uint64_t drain_budget;
   uint64_t exit_seq;
+  uint64_t token;      /* random per spawn: tells this process from another with its pid */
+  int64_t hold_until;  /* after a v2 DETACH: output is kept (back-pressure), not dropped */
   /* ring of wire frames [u32 len][u8 type][data] */
   uint8_t *ring;
   uint32_t cap;
@@ -42,6 +44,7 @@ int proc_list_pump(struct client *c);
 int proc_stream_frame(struct client *c, uint8_t type, const uint8_t *p, size_t n);
 void proc_client_pump(struct client *c);
 void proc_detach(struct client *c);
+void proc_linger_frame(struct client *c, uint8_t type, const uint8_t *p, size_t n);
 int proc_stdin_fd(const struct proc *p);
 int proc_client_stdin_fd(struct client *c); /* where c's pending stdin goes, or -1 */
 void proc_stdin_continue(struct client *c); /* that fd is writable (or gone) */

@@ -2,8 +2,9 @@
 #ifndef FORKD_PROTO_H
 #define FORKD_PROTO_H
 
-#define FORKD_GUEST_PROTOCOL 1
-#define FORKD_AGENT_NAME "forkd-guest/1"
+#define FORKD_GUEST_PROTOCOL 2
+#define FORKD_GUEST_PROTOCOL_MIN 1
+#define FORKD_AGENT_NAME "forkd-guest/2"
 
 #define MAX_FRAME (1024u * 1024u + 64u) /* max value of the length field */
 #define MAX_DATA (64u * 1024u)          /* max raw bytes in DATA/STDIN/STDOUT */
@@ -12,6 +13,7 @@
 #define MAX_CLIENTS 256
 #define MAX_EXITED 64
 #define OUT_SOFT (64u * 1024u)          /* generators stop above this */
+#define HOLD_MS 30000                   /* after DETACH: keep output for the host to come back */
 
 /* keys */
 enum {
@@ -21,8 +23,9 @@ enum {
   K_SIZE = 18, K_MODE = 19, K_MTIME = 20, K_TYPE = 21, K_NAME = 22,
   K_LINK = 23, K_CODE = 24, K_MESSAGE = 25, K_EVENT = 26, K_PROC = 27,
   K_RUNNING = 28, K_STDIN = 29, K_APPEND = 30, K_UID = 31, K_GID = 32,
-  K_DROPPED = 33, K_ENTRIES = 34, K_DATA = 35, K_EOF = 36,
-  K_MAXKEY = 36
+  K_DROPPED = 33, K_ENTRIES = 34, K_DATA = 35, K_EOF = 36, K_OFFSET = 37,
+  K_TOKEN = 38,
+  K_MAXKEY = 38
 };
 
 /* frame types */
@@ -31,11 +34,13 @@ enum {
   T_SPAWN = 0x10, T_ATTACH = 0x11, T_LIST_PROCS = 0x12, T_KILL = 0x13,
   T_INFO = 0x14, T_WRITE_STDIN = 0x15,
   T_STDIN = 0x20, T_STDIN_EOF = 0x21, T_SIGNAL = 0x22, T_RESIZE = 0x23,
+  T_ACK = 0x24, T_DETACH = 0x25,
   T_READ_FILE = 0x30, T_WRITE_FILE = 0x31, T_LIST_DIR = 0x32, T_STAT = 0x33,
   T_MKDIR = 0x34, T_MOVE = 0x35, T_REMOVE = 0x36, T_WATCH = 0x37,
   T_DATA = 0x40, T_END = 0x41,
   T_STARTED = 0x50, T_STDOUT = 0x51, T_STDERR = 0x52, T_EXIT = 0x53,
-  T_DROPPED = 0x54, T_PROCF = 0x55, T_ENTRY = 0x56, T_EVENT = 0x57
+  T_DROPPED = 0x54, T_PROCF = 0x55, T_ENTRY = 0x56, T_EVENT = 0x57,
+  T_DETACHED = 0x58
 };
 
 #endif

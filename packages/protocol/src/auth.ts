@@ -45,6 +45,8 @@ export const AuditRecord = z.object({
   code: z.string(),
   status: z.number(),
   durationMs: z.number(),
+  /** The request's id (`x-request-id`): the server's log has the same id on its lines about it. */
+  requestId: z.string().optional(),
 });
 export type AuditRecord = z.infer<typeof AuditRecord>;
 

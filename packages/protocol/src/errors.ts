@@ -10,6 +10,8 @@ export const ERROR_CODES = {
   NOT_FOUND: 404,
   ALREADY_EXISTS: 409,
   CONFLICT: 409,
+  /** A stream's process does not exist in the state its sandbox was rewound to. */
+  REWOUND: 409,
   FAILED_PRECONDITION: 412,
   PAYLOAD_TOO_LARGE: 413,
   RESOURCE_EXHAUSTED: 429,
@@ -23,18 +25,22 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 
 export interface ErrorBody {
-  error: { code: ErrorCode; message: string; details?: Record<string, unknown> };
+  /** `requestId` names the request in the server's log (where an operator finds what a tenant is not shown). */
+  error: { code: ErrorCode; message: string; details?: Record<string, unknown>; requestId?: string };
 }
 
 export class ForkdError extends Error {
   override readonly name = 'ForkdError';
   readonly code: ErrorCode;
   readonly details: Record<string, unknown> | undefined;
+  /** The server's id of the request that failed (`x-request-id`), when it came from a server. */
+  readonly requestId: string | undefined;
 
-  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, options?: { cause?: unknown }) {
-    super(message, options);
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, options?: { cause?: unknown; requestId?: string | undefined }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = details;
+    this.requestId = options?.requestId;
   }
 
   get status(): number {
@@ -42,7 +48,7 @@ export class ForkdError extends Error {
   }
 
   toJSON(): ErrorBody {
-    return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } };
+    return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}), ...(this.requestId ? { requestId: this.requestId } : {}) } };
   }
 }
 
@@ -61,7 +67,7 @@ export function toForkdError(err: unknown): ForkdError {
 export function fromErrorBody(body: unknown, status: number): ForkdError {
   const e = (body as Partial<ErrorBody> | null)?.error;
   if (e && isErrorCode(e.code) && typeof e.message === 'string') {
-    return new ForkdError(e.code, e.message, typeof e.details === 'object' && e.details ? e.details : undefined);
+    return new ForkdError(e.code, e.message, typeof e.details === 'object' && e.details ? e.details : undefined, typeof e.requestId === 'string' ? { requestId: e.requestId } : undefined);
   }
   return new ForkdError(status === 404 ? 'NOT_FOUND' : 'INTERNAL', `unexpected response (HTTP ${status})`);
 }

@@ -42,6 +42,8 @@ export const ExecEvent = z.union([
   z.object({ type: z.literal('started'), pid: z.number(), tag: z.string().optional(), pty: z.boolean() }),
   z.object({ type: z.enum(['stdout', 'stderr']), data: z.string() }),
   z.object({ type: z.literal('dropped'), bytes: z.number() }),
+  /** The sandbox was rewound under the stream; its process exists in that state and the stream goes on. */
+  z.object({ type: z.literal('rewound') }),
   z.object({ type: z.literal('exit'), exitCode: z.number(), signal: z.number(), oomKilled: z.boolean() }),
   z.object({ type: z.literal('error'), error: z.object({ code: z.string(), message: z.string() }) }),
 ]);

@@ -11,7 +11,12 @@ export const SANDBOX_TRANSITIONS: Readonly<Record<SandboxState, readonly Sandbox
   /** Memory and processes on disk (CRIU images); no CPU or RAM used. */
   paused: ['running', 'stopping', 'failed'],
   stopping: ['deleted', 'failed'],
-  failed: ['stopping'],
+  /**
+   * A sandbox failed because its processes were lost (host reboot, crash,
+   * its init killed) comes back from its latest snapshot or cold from its
+   * files (`SandboxInfo.recovered`); any other failure only allows a delete.
+   */
+  failed: ['running', 'stopping'],
   deleted: [],
 };
 

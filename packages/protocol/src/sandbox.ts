@@ -39,6 +39,22 @@ export const CreateSandboxRequest = z.strictObject({
 });
 export type CreateSandboxRequest = z.input<typeof CreateSandboxRequest>;
 
+/**
+ * The last time a sandbox's processes were lost (host reboot or crash, its
+ * init killed) and it was brought back under its own id.
+ */
+export const SandboxRecovery = z.object({
+  /** When it came back. */
+  at: z.string(),
+  /** What happened to its processes. */
+  reason: z.string(),
+  /** Restored from this snapshot (memory and files); absent: started cold from its files (its processes' memory is gone). */
+  fromSnapshot: z.string().optional(),
+  /** Work lost: seconds from that snapshot to the recovery. */
+  lostSeconds: z.number().optional(),
+});
+export type SandboxRecovery = z.infer<typeof SandboxRecovery>;
+
 export const SandboxInfo = z.object({
   id: z.string(),
   template: z.string(),
@@ -59,6 +75,8 @@ export const SandboxInfo = z.object({
   /** When it times out (see onTimeout); absent: no lifetime. */
   expiresAt: z.string().optional(),
   onTimeout: OnTimeout.optional(),
+  /** Set once its processes were lost and it came back (see SandboxRecovery). */
+  recovered: SandboxRecovery.optional(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfo>;
 

@@ -122,10 +122,14 @@ export async function errorFromResponse(res: Response): Promise<ForkdError> {
     // not JSON: handled below
   }
   const e = (body as { error?: { code?: unknown } } | null)?.error;
-  if (e && isErrorCode(e.code)) return fromErrorBody(body, res.status);
+  const requestId = res.headers.get('x-request-id') ?? undefined;
+  if (e && isErrorCode(e.code)) {
+    const fe = fromErrorBody(body, res.status);
+    return fe.requestId || !requestId ? fe : new ForkdError(fe.code, fe.message, fe.details, { requestId });
+  }
   const code = codeForStatus(res.status);
   const snippet = text.trim().slice(0, 200);
-  return new ForkdError(code, `unexpected response (HTTP ${res.status})${snippet ? `: ${snippet}` : ''}`);
+  return new ForkdError(code, `unexpected response (HTTP ${res.status})${snippet ? `: ${snippet}` : ''}`, undefined, { requestId });
 }
 
 function codeForStatus(status: number): ErrorCode {

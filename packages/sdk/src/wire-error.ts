@@ -1,10 +1,10 @@
 import { ForkdError, isErrorCode } from '@forkd/protocol';
 
-/** The `{code, message, details?}` carried inside stream events (NDJSON `error` lines, WebSocket `error` messages). */
-export function wireError(e: { code?: unknown; message?: unknown; details?: unknown } | undefined): ForkdError {
+/** The `{code, message, details?, requestId?}` carried inside stream events (NDJSON `error` lines, WebSocket `error` messages). */
+export function wireError(e: { code?: unknown; message?: unknown; details?: unknown; requestId?: unknown } | undefined): ForkdError {
   const code = isErrorCode(e?.code) ? e.code : 'INTERNAL';
   const details = typeof e?.details === 'object' && e.details !== null && !Array.isArray(e.details) ? (e.details as Record<string, unknown>) : undefined;
-  return new ForkdError(code, typeof e?.message === 'string' ? e.message : 'stream error', details);
+  return new ForkdError(code, typeof e?.message === 'string' ? e.message : 'stream error', details, typeof e?.requestId === 'string' ? { requestId: e.requestId } : undefined);
 }
 
 /** Failures while reading an already answered body: an abort is the caller's doing, anything else a lost connection. */

@@ -4,7 +4,7 @@ import { UsageError } from '../usage-error.js';
 import { parseAuditArgs } from './audit.js';
 import { parseCpArgs } from './cp.js';
 import { parseKeysArgs } from './keys.js';
-import { parseLsArgs } from './ls.js';
+import { parseLsArgs, stateCell } from './ls.js';
 import { parseCreateArgs } from './create.js';
 import { parseKillArgs, parseSignal } from './kill.js';
 import { parseRmArgs } from './rm.js';
@@ -87,4 +87,14 @@ test('keys and audit', () => {
 test('ls filters', () => {
   assert.deepEqual(parseLsArgs(['--state', 'running,paused', '--metadata', 'owner=ci', '--json']), { filter: { state: ['running', 'paused'], metadata: { owner: 'ci' } }, json: true });
   assert.throws(() => parseLsArgs(['--state', 'sleepy']), UsageError);
+});
+
+test('ls says when a sandbox came back after losing its processes, and what it lost', () => {
+  const base = { id: 'sbx-abcdefghijkl', template: 'base', limits: { memoryMb: 512, cpus: 1, pids: 1024 }, env: {}, metadata: {}, createdAt: '2025-01-01T00:00:00Z', hostname: 'sbx-abcdefghijkl' };
+  const now = Date.parse('2025-01-01T01:00:00Z');
+  const at = '2025-01-01T00:55:00Z';
+  assert.equal(stateCell({ ...base, state: 'running', recovered: { at, reason: 'host reboot', fromSnapshot: 'snap-aaaaaaaaaaaa', lostSeconds: 12.5 } }, now), 'running (recovered 5m ago from snap-aaaaaaaaaaaa, 12.5s lost)');
+  assert.equal(stateCell({ ...base, state: 'running', recovered: { at, reason: 'host reboot' } }, now), 'running (recovered 5m ago cold from its files, memory lost)');
+  assert.equal(stateCell({ ...base, state: 'failed', error: 'the sandbox processes were lost: x' }, now), 'failed (the sandbox processes were lost: x)');
+  assert.equal(stateCell({ ...base, state: 'running' }, now), 'running');
 });

@@ -7,8 +7,10 @@ const USAGE = `Usage: forkd logs ID [-f] [--json]
 
 Shows what happened to a sandbox, oldest first: every call on it (create,
 exec with its command, file paths, snapshots, pause, resume, fork, rewind,
-delete) with its result and duration, from the audit log. Output of its
-processes is forkd attach.
+delete) with its result and duration, from the audit log, and what happened
+without a call: its processes lost (\`lost\`) and brought back (\`recover\`,
+with the snapshot used and the work lost). Output of its processes is
+forkd attach.
 
 Options:
   -f, --follow   keep printing new events until interrupted

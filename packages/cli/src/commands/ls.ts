@@ -1,4 +1,4 @@
-import { SANDBOX_STATES, type SandboxState } from '@forkd/protocol';
+import { SANDBOX_STATES, type SandboxInfo, type SandboxState } from '@forkd/protocol';
 import type { ListSandboxesFilter } from '@forkd/sdk';
 import { expectPositionals, parseLabelPairs, parseOptions } from '../args.js';
 import { UsageError } from '../usage-error.js';
@@ -31,6 +31,15 @@ export function parseLsArgs(argv: string[]): { filter: ListSandboxesFilter; json
   return { filter, json: !!values.json };
 }
 
+/** The state, with why it failed, or when it last came back after losing its processes and what that cost. */
+export function stateCell(i: SandboxInfo, now = Date.now()): string {
+  if (i.error) return `${i.state} (${i.error})`;
+  const r = i.recovered;
+  if (!r || i.state !== 'running') return i.state;
+  const how = r.fromSnapshot ? `from ${r.fromSnapshot}, ${r.lostSeconds ?? 0}s lost` : 'cold from its files, memory lost';
+  return `${i.state} (recovered ${formatAge(r.at, now)} ${how})`;
+}
+
 export const lsCommand: CliCommand = {
   name: 'ls',
   summary: 'list sandboxes',
@@ -42,7 +51,7 @@ export const lsCommand: CliCommand = {
       printJson(infos);
       return 0;
     }
-    const rows = infos.map((i) => [i.id, i.template, i.error ? `${i.state} (${i.error})` : i.state, `${i.limits.memoryMb}M`, String(i.limits.cpus), formatAge(i.createdAt)]);
+    const rows = infos.map((i) => [i.id, i.template, stateCell(i), `${i.limits.memoryMb}M`, String(i.limits.cpus), formatAge(i.createdAt)]);
     process.stdout.write(table(['ID', 'TEMPLATE', 'STATE', 'MEM', 'CPUS', 'CREATED'], rows));
     return 0;
   },

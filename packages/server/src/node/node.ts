@@ -5,14 +5,16 @@ import type { Logger } from '../shared/logger.js';
 import { SqliteStore } from '../store/sqlite-store.js';
 import type { Store } from '../store/store.js';
 import { SandboxManager } from './manager/sandbox-manager.js';
+import type { NodeEventSink } from './node-event.js';
 import { DEFAULT_TIMELINE_POLICY } from './manager/timeline-policy.js';
 import { RuncRuntime } from './runtime/runc-runtime.js';
 import { NetnsNetwork } from './network/netns-network.js';
 import { BtrfsStorage } from './storage/btrfs-storage.js';
 import { ensurePool } from './storage/btrfs-pool.js';
 import { TemplateRegistry } from './templates/template-registry.js';
-import { criuPath } from '../setup/setup.js';
+import { criuActionPath, criuPath } from '../setup/setup.js';
 import { refreshCriuKdat } from '../setup/criu-kdat.js';
+import { lockNode, type NodeLock } from './node-lock.js';
 
 export interface Node {
   config: ForkdConfig;
@@ -28,14 +30,24 @@ export interface Node {
  * Wires the node's implementations together (the one place that picks them,
  * like containerd's plugin registry), mounts the pool and reconciles state.
  */
-export async function openNode(config: ForkdConfig, logger: Logger): Promise<Node> {
+export async function openNode(config: ForkdConfig, logger: Logger, opts: { onEvent?: NodeEventSink } = {}): Promise<Node> {
   await mkdir(config.stateDir, { recursive: true, mode: 0o700 });
+  const lock = await lockNode(config.stateDir);
+  try {
+    return await openLocked(config, logger, opts, lock);
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+}
+
+async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?: NodeEventSink }, lock: NodeLock): Promise<Node> {
   await ensurePool(config.pool, (m) => logger.info(m));
   if (!(await refreshCriuKdat(criuPath(config), config.cacheDir))) logger.warn('criu kernel probe not cached: every checkpoint and restore will probe again');
   const store = new SqliteStore(join(config.stateDir, 'forkd.db'));
   const storage = new BtrfsStorage(config.pool.mountPoint);
   const network = new NetnsNetwork(join(config.runDir, 'netns'));
-  const runtime = new RuncRuntime({ network, stateRoot: join(config.runDir, 'runc'), bundleRoot: join(config.stateDir, 'bundles'), cgroupParent: config.cgroupParent, criu: criuPath(config), lazyRestore: config.lazyRestore });
+  const runtime = new RuncRuntime({ network, stateRoot: join(config.runDir, 'runc'), bundleRoot: join(config.stateDir, 'bundles'), cgroupParent: config.cgroupParent, criu: criuPath(config), criuAction: criuActionPath(config), lazyRestore: config.lazyRestore });
   const templates = new TemplateRegistry(storage, store);
   const manager = new SandboxManager({
     store,
@@ -49,6 +61,8 @@ export async function openNode(config: ForkdConfig, logger: Logger): Promise<Nod
     warmPoolSize: config.warmPool,
     timeline: { ...DEFAULT_TIMELINE_POLICY, intervalMs: config.snapshotIntervalS * 1000 },
     idleTimeoutMs: config.idleTimeoutS * 1000,
+    recoverOnStart: config.recoverOnStart,
+    ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
   });
   await manager.recover();
   return {
@@ -61,6 +75,7 @@ export async function openNode(config: ForkdConfig, logger: Logger): Promise<Nod
     async close() {
       await manager.close();
       store.close();
+      await lock.release();
     },
   };
 }

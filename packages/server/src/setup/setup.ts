@@ -1,14 +1,13 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { chmod, copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import type { ForkdConfig } from '../shared/config.js';
 import { REPO_ROOT } from '../shared/config.js';
 import { exec } from '../shared/exec.js';
 import { hostInfo, type HostInfo } from './host-info.js';
 import { cgroupVersion } from '../node/cgroups/cgroups.js';
-import { CHECKPOINT_HOOK } from '../node/runtime/runc-runtime.js';
 
 export type Progress = (event: { step: string; detail?: string; done?: boolean; ms?: number }) => void;
 
@@ -61,55 +60,27 @@ export async function criuVersion(criu: string): Promise<number[] | null> {
   return m ? [Number(m[1]), Number(m[2])] : null;
 }
 
+/** CRIU's action script: forkd-criu-action (packages/host-tools), installed into the cache by setup. */
+export function criuActionPath(config: ForkdConfig): string {
+  return join(config.cacheDir, 'bin', 'criu-action');
+}
+
 /**
- * CRIU's action script. forkd leaves a hook file in the images dir (see
- * RuncRuntime.checkpoint): the cgroup freezer's control file, the value that
- * freezes it, the file and pattern that say it is frozen, then the argv of the
- * filesystem snapshot. At pre-dump, before CRIU freezes anything, the script
- * freezes the cgroup and polls until it is frozen, so CRIU finds it frozen (no
- * 100 ms sleep), records the instant, and starts the filesystem snapshot
- * alongside the dump; at post-dump it waits for that snapshot, so a dump that
- * succeeds has both. Thawing is forkd's, after runc returns: CRIU puts back
- * the freezer state it found (frozen) as its last step.
+ * CRIU's action script is forkd-criu-action (packages/host-tools; see its
+ * README and RuncRuntime.checkpoint): at pre-dump it freezes the sandbox's
+ * cgroup and waits in the kernel until it is frozen, records the instant and
+ * starts the filesystem snapshot alongside the dump; at post-dump it blocks
+ * on a FIFO for that snapshot's status, with deadlines in seconds. A copy
+ * goes into the cache (replaced atomically): a rebuild of host-tools never
+ * swaps it under a running dump.
  */
-const ACTION_SCRIPT = `#!/bin/sh
-hook="$CRTOOLS_IMAGE_DIR/${CHECKPOINT_HOOK}"
-[ -f "$hook" ] || exit 0
-{ read -r file; read -r freeze; read -r check; read -r pattern; } < "$hook"
-case "$CRTOOLS_SCRIPT_ACTION" in
-pre-dump)
-  date +%s%N > "$hook.frozen-at"
-  printf %s "$freeze" > "$file" || exit 1
-  i=0
-  until grep -q "$pattern" "$check"; do
-    i=$((i + 1))
-    [ $i -lt 20000 ] || exit 1
-    [ $((i % 200)) -ne 0 ] || printf %s "$freeze" > "$file"
-  done
-  # Frozen: the filesystem snapshot runs alongside CRIU's dump.
-  set --
-  n=0
-  while IFS= read -r arg; do
-    n=$((n + 1))
-    [ $n -le 4 ] || set -- "$@" "$arg"
-  done < "$hook"
-  if [ $# -gt 0 ]; then
-    ( "$@" > /dev/null 2>&1; echo $? > "$hook.snap-rc.tmp"; mv "$hook.snap-rc.tmp" "$hook.snap-rc" ) < /dev/null &
-  else
-    echo 0 > "$hook.snap-rc"
-  fi
-  ;;
-post-dump)
-  i=0
-  until [ -f "$hook.snap-rc" ]; do
-    i=$((i + 1))
-    [ $i -lt 600000 ] || exit 1
-  done
-  [ "$(cat "$hook.snap-rc")" = 0 ] || exit 1
-  ;;
-esac
-exit 0
-`;
+async function installCriuAction(config: ForkdConfig): Promise<void> {
+  const action = criuActionPath(config);
+  await mkdir(dirname(action), { recursive: true });
+  await copyFile(join(REPO_ROOT, 'packages/host-tools/build/forkd-criu-action'), `${action}.tmp`);
+  await chmod(`${action}.tmp`, 0o755);
+  await rename(`${action}.tmp`, action);
+}
 
 /** The Debian suite CRIU comes from; its loader and libraries stay in their own root. */
 const CRIU_SUITE = process.env.FORKD_CRIU_SUITE || 'forky';
@@ -138,10 +109,7 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
   // neither records nor restores cgroups; on v1 it also need not mount every
   // hierarchy again (~15 ms per dump) when pointed at the host's. The action
   // script is how forkd freezes the sandbox for CRIU's dump (RuncRuntime.checkpoint).
-  const action = join(config.cacheDir, 'bin', 'criu-action');
-  await mkdir(join(config.cacheDir, 'bin'), { recursive: true });
-  await writeFile(`${action}.tmp`, ACTION_SCRIPT, { mode: 0o755 });
-  await rename(`${action}.tmp`, action);
+  const action = criuActionPath(config);
   const conf = ['network-lock skip', 'manage-cgroups ignore', ...(cgroupVersion() === 1 ? ['cgroup-yard /sys/fs/cgroup'] : []), `action-script ${action}`];
   await writeFile(join(home, '.criu', 'default.conf'), conf.join('\n') + '\n');
   await mkdir(join(config.cacheDir, 'bin'), { recursive: true });
@@ -229,8 +197,9 @@ export async function setupHost(config: ForkdConfig, progress: Progress): Promis
   if (process.getuid?.() !== 0) throw new ForkdError('PERMISSION_DENIED', 'forkd setup must run as root');
   const host = await hostInfo();
   await step(progress, 'system packages', (d) => installPackages(PACKAGES, d));
-  const criu = await step(progress, 'CRIU ≥ 4.2', (d) => ensureCriu(config, host, d));
   await step(progress, 'guest agent and host tools', () => buildNative());
+  await installCriuAction(config);
+  const criu = await step(progress, 'CRIU ≥ 4.2', (d) => ensureCriu(config, host, d));
   const baseRootfs = await step(progress, 'base root filesystem', (d) => ensureBaseRootfs(config, host, d));
   return { criu, baseRootfs, host };
 }

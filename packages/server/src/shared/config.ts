@@ -25,6 +25,8 @@ export interface ForkdConfig {
   policyTickS: number;
   /** Restore memory lazily (userfaultfd) for faster resume and fork. */
   lazyRestore: boolean;
+  /** At start, bring back sandboxes whose processes were lost (host reboot or crash) from their latest snapshot. */
+  recoverOnStart: boolean;
   /** Host-based port proxy: `{port}-{id}.{proxyDomain}` (wildcard DNS pointing here). */
   proxyDomain?: string | undefined;
 }
@@ -68,6 +70,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     idleTimeoutS: nonNegative(env.FORKD_IDLE_TIMEOUT_S, 600, 'FORKD_IDLE_TIMEOUT_S'),
     policyTickS: int(env.FORKD_POLICY_TICK_S, 15, 'FORKD_POLICY_TICK_S'),
     lazyRestore: env.FORKD_LAZY_RESTORE !== '0',
+    recoverOnStart: env.FORKD_RECOVER_ON_START !== '0',
     proxyDomain: env.FORKD_PROXY_DOMAIN || undefined,
     ...overrides,
   };

@@ -92,9 +92,10 @@ function lastLine(s: string): string {
  * Starts a helper daemon that must outlive this call (and this process): its
  * own session, no stdio of ours. Returns its pid; errors come from its logs.
  */
-export function spawnDaemon(file: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env): number {
+export function spawnDaemon(file: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env, onExit?: () => void): number {
   const child = spawn(file, args, { env, detached: true, stdio: 'ignore' });
-  child.on('error', () => {});
+  child.on('error', () => onExit?.());
+  if (onExit) child.on('exit', onExit);
   child.unref();
   return child.pid ?? 0;
 }

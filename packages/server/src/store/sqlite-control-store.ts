@@ -38,6 +38,7 @@ const MIGRATIONS = [
      id TEXT PRIMARY KEY,
      token TEXT NOT NULL
    );`,
+  `ALTER TABLE audit ADD COLUMN request_id TEXT;`,
 ];
 
 interface KeyRow {
@@ -66,6 +67,7 @@ interface AuditRow {
   code: string;
   status: number;
   duration_ms: number;
+  request_id: string | null;
 }
 
 function toAudit(r: AuditRow): AuditRecord {
@@ -80,6 +82,7 @@ function toAudit(r: AuditRow): AuditRecord {
     code: r.code,
     status: r.status,
     durationMs: r.duration_ms,
+    ...(r.request_id ? { requestId: r.request_id } : {}),
   };
 }
 
@@ -136,8 +139,8 @@ export class SqliteControlStore implements ControlStore {
 
   appendAudit(a: Omit<AuditRecord, 'id'>): void {
     this.#db
-      .prepare('INSERT INTO audit (at, key_id, tenant, sandbox_id, operation, target, code, status, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(a.at, a.keyId ?? null, a.tenant ?? null, a.sandboxId ?? null, a.operation, a.target ?? null, a.code, a.status, a.durationMs);
+      .prepare('INSERT INTO audit (at, key_id, tenant, sandbox_id, operation, target, code, status, duration_ms, request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(a.at, a.keyId ?? null, a.tenant ?? null, a.sandboxId ?? null, a.operation, a.target ?? null, a.code, a.status, a.durationMs, a.requestId ?? null);
   }
 
   queryAudit(q: AuditQuery & { tenant?: string | undefined }): AuditRecord[] {

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { openSqlite } from './sqlite-open.js';
-import type { SandboxPolicy, SandboxRecord, SnapshotRecord, Store, TemplateRecord } from './store.js';
+import type { SandboxRecovery } from '@forkd/protocol';
+import type { SandboxLoss, SandboxOrigin, SandboxPolicy, SandboxRecord, SnapshotRecord, Store, TemplateRecord } from './store.js';
 
 const MIGRATIONS = [
   `CREATE TABLE sandboxes (
@@ -36,6 +37,9 @@ const MIGRATIONS = [
   `ALTER TABLE templates ADD COLUMN images TEXT;
    ALTER TABLE templates ADD COLUMN from_template TEXT;`,
   `ALTER TABLE sandboxes ADD COLUMN instance TEXT;`,
+  `ALTER TABLE sandboxes ADD COLUMN lost TEXT;
+   ALTER TABLE sandboxes ADD COLUMN recovered TEXT;
+   ALTER TABLE sandboxes ADD COLUMN origin TEXT;`,
 ];
 
 interface TemplateRow {
@@ -89,6 +93,9 @@ interface SandboxRow {
   resume_from: string | null;
   policy: string | null;
   instance: string | null;
+  lost: string | null;
+  recovered: string | null;
+  origin: string | null;
 }
 
 function toRecord(r: SandboxRow): SandboxRecord {
@@ -105,6 +112,9 @@ function toRecord(r: SandboxRow): SandboxRecord {
     ...(r.resume_from ? { resumeFrom: r.resume_from } : {}),
     ...(r.policy ? { policy: JSON.parse(r.policy) } : {}),
     ...(r.instance ? { instance: r.instance } : {}),
+    ...(r.lost ? { lost: JSON.parse(r.lost) } : {}),
+    ...(r.recovered ? { recovered: JSON.parse(r.recovered) } : {}),
+    ...(r.origin ? { origin: JSON.parse(r.origin) } : {}),
   };
 }
 
@@ -148,8 +158,22 @@ export class SqliteStore implements Store {
     this.#db.prepare('UPDATE sandboxes SET resume_from = ? WHERE id = ?').run(snapshotId ?? null, id);
   }
 
-  setInstance(id: string, instance: string): void {
-    this.#db.prepare('UPDATE sandboxes SET instance = ? WHERE id = ?').run(instance === id ? null : instance, id);
+  setInstance(id: string, instance: string, origin?: SandboxOrigin): void {
+    const key = instance === id ? null : instance;
+    if (origin) this.#db.prepare('UPDATE sandboxes SET instance = ?, origin = ? WHERE id = ?').run(key, JSON.stringify(origin), id);
+    else this.#db.prepare('UPDATE sandboxes SET instance = ? WHERE id = ?').run(key, id);
+  }
+
+  setOrigin(id: string, origin: SandboxOrigin | undefined): void {
+    this.#db.prepare('UPDATE sandboxes SET origin = ? WHERE id = ?').run(origin ? JSON.stringify(origin) : null, id);
+  }
+
+  setLost(id: string, lost: SandboxLoss | undefined): void {
+    this.#db.prepare('UPDATE sandboxes SET lost = ? WHERE id = ?').run(lost ? JSON.stringify(lost) : null, id);
+  }
+
+  setRecovered(id: string, recovered: SandboxRecovery | undefined): void {
+    this.#db.prepare('UPDATE sandboxes SET recovered = ? WHERE id = ?').run(recovered ? JSON.stringify(recovered) : null, id);
   }
 
   insertSnapshot(rec: SnapshotRecord): void {

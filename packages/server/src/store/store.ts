@@ -1,4 +1,4 @@
-import type { Limits, SandboxState } from '@forkd/protocol';
+import type { Limits, SandboxRecovery, SandboxState } from '@forkd/protocol';
 
 export interface SandboxRecord {
   id: string;
@@ -22,6 +22,30 @@ export interface SandboxRecord {
    * then switches to it.
    */
   instance?: string | undefined;
+  /**
+   * Its processes were lost (host reboot or crash, init killed): while it is
+   * `failed`, this says so and it can be brought back (recovery.ts). Written
+   * before the transition to failed; ignored in any other state.
+   */
+  lost?: SandboxLoss | undefined;
+  /** The last time it was brought back after such a loss. */
+  recovered?: SandboxRecovery | undefined;
+  /**
+   * Where its current state began: restored from `snapshot` (rewind, resume,
+   * recovery) or started cold from its files, at `at`. Only snapshots taken
+   * since are later states of it; older ones (a rewind's state left) are not.
+   */
+  origin?: SandboxOrigin | undefined;
+}
+
+export interface SandboxLoss {
+  at: string;
+  reason: string;
+}
+
+export interface SandboxOrigin {
+  at: string;
+  snapshot?: string | undefined;
 }
 
 export interface SandboxPolicy {
@@ -71,7 +95,10 @@ export interface Store {
   deleteSandbox(id: string): void;
   setResumeFrom(id: string, snapshotId: string | undefined): void;
   /** Points the sandbox at another runtime instance (one write: a crash sees the old or the new one). */
-  setInstance(id: string, instance: string): void;
+  setInstance(id: string, instance: string, origin?: SandboxOrigin): void;
+  setOrigin(id: string, origin: SandboxOrigin | undefined): void;
+  setLost(id: string, lost: SandboxLoss | undefined): void;
+  setRecovered(id: string, recovered: SandboxRecovery | undefined): void;
   setPolicy(id: string, policy: SandboxPolicy | undefined): void;
   insertSnapshot(rec: SnapshotRecord): void;
   getSnapshot(id: string): SnapshotRecord | undefined;

@@ -8,6 +8,7 @@ import { loadConfig, type ForkdConfig } from '../shared/config.js';
 import { silentLogger, createLogger } from '../shared/logger.js';
 import { exec } from '../shared/exec.js';
 import { openNode, type Node } from '../node/node.js';
+import type { NodeEventSink } from '../node/node-event.js';
 import { unmountPool } from '../node/storage/btrfs-pool.js';
 import { baseRootfsDir } from '../setup/setup.js';
 import { cgroupDirs } from '../node/cgroups/cgroups.js';
@@ -39,13 +40,13 @@ export function testConfig(dir: string): { config: ForkdConfig; env: NodeJS.Proc
   return { config: loadConfig(env), env };
 }
 
-export async function createTestNode(opts: { verbose?: boolean; warmPool?: number } = {}): Promise<TestNode> {
+export async function createTestNode(opts: { verbose?: boolean; warmPool?: number; onEvent?: NodeEventSink } = {}): Promise<TestNode> {
   const dir = await mkdtemp(join(tmpdir(), 'forkd-test-'));
   const { config: base, env } = testConfig(dir);
   const config = { ...base, warmPool: opts.warmPool ?? 0 };
   const rootfs = baseRootfsDir(config);
   if (!existsSync(join(rootfs, '.forkd-recipe'))) throw new Error(`no base root filesystem at ${rootfs}: run ./forkd setup first`);
-  const node = await openNode(config, opts.verbose ? createLogger('debug') : silentLogger);
+  const node = await openNode(config, opts.verbose ? createLogger('debug') : silentLogger, opts.onEvent ? { onEvent: opts.onEvent } : {});
   await node.templates.importDir('base', rootfs);
   return {
     ...node,
@@ -107,4 +108,53 @@ export async function hostFootprint(node: Node, cgroupParent: string): Promise<{
   const ps = await exec('pgrep', ['-f', '^/.forkd/init'], { allowFailure: true });
   const guests = ps.stdout.split('\n').filter(Boolean).length;
   return { mounts, subvolumes, cgroups, containers, fds, guests };
+}
+
+/**
+ * Everything on the host that no record accounts for, and every record whose
+ * things are missing: runc containers and network namespaces, cgroups,
+ * bundles and root volumes of instances that are not a sandbox's current one;
+ * snapshot directories without a record (half-made `.tmp-*` ones included)
+ * and records without a directory or a sandbox; staging directories left in
+ * /dev/shm; namespace mounts. Empty when the node is consistent. Call it on a
+ * settled node (`manager.settled()`): a rewind releases the instance it left
+ * after answering.
+ */
+export async function orphans(node: Node): Promise<string[]> {
+  const found: string[] = [];
+  const records = node.store.listSandboxes();
+  const key = (r: (typeof records)[number]) => r.instance ?? r.id;
+  const running = new Set(records.filter((r) => r.state === 'running').map(key));
+  const withFiles = new Set(records.map(key));
+  const pooled = node.manager.warmPool.held();
+  const extra = (what: string, names: Iterable<string>, allowed: Set<string>) => {
+    for (const n of names) if (!allowed.has(n) && !pooled.has(n)) found.push(`${what} ${n}`);
+  };
+  const missing = (what: string, names: Set<string>, present: Set<string>) => {
+    for (const n of names) if (!present.has(n)) found.push(`missing ${what} ${n}`);
+  };
+  const containers = new Set(await node.runtime.list());
+  extra('container or namespace', containers, running);
+  missing('container', running, containers);
+  const cgroups = new Set<string>();
+  for (const d of new Set(Object.values(cgroupDirs(node.config.cgroupParent)))) {
+    for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) if (e.isDirectory()) cgroups.add(e.name);
+  }
+  extra('cgroup', cgroups, running);
+  const bundles = (await readdir(join(node.config.stateDir, 'bundles')).catch(() => [] as string[])).filter((n) => !n.startsWith('.'));
+  extra('bundle', bundles, running);
+  const volumes = new Set((await node.storage.list('sandboxes')).map((k) => k.split('/')[1] ?? ''));
+  extra('volume', volumes, withFiles);
+  missing('volume', withFiles, volumes);
+  const snaps = records.flatMap((r) => node.store.listSnapshots(r.id));
+  const total = node.store.snapshotTotals().count;
+  if (total !== snaps.length) found.push(`${total - snaps.length} snapshot records of sandboxes that are gone`);
+  const snapIds = new Set(snaps.map((s) => s.id));
+  const dirs = new Set((await node.storage.list('snapshots')).map((k) => k.split('/')[1] ?? ''));
+  extra('snapshot dir', dirs, snapIds);
+  missing('snapshot dir', snapIds, dirs);
+  for (const n of await readdir(node.config.stagingDir).catch(() => [] as string[])) found.push(`staging dir ${n}`);
+  const netnsMounts = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => (l.split(' ')[4] ?? '').startsWith(`${node.config.runDir}/`)).length;
+  if (netnsMounts !== running.size + pooled.size) found.push(`${netnsMounts} namespace mounts for ${running.size + pooled.size} running instances`);
+  return found;
 }

@@ -49,6 +49,9 @@ function fakeService(): SandboxService & { created: unknown[] } {
     async attach(id) {
       throw missing(id);
     },
+    async watch(id) {
+      throw missing(id);
+    },
     async connectPort(id) {
       throw missing(id);
     },

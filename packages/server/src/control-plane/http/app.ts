@@ -23,6 +23,7 @@ import {
   toForkdError,
   WriteQuery,
   type AuditRecord,
+  type ErrorBody,
   type ExecEvent,
   type SpawnRequest,
 } from '@forkd/protocol';
@@ -43,6 +44,7 @@ import { SERVER_VERSION } from '../../shared/version.js';
 import type { SandboxService } from './sandbox-service.js';
 import { validate } from './validate.js';
 import { jsonBody } from './json-body.js';
+import { errorBody, logRequestError, newRequestId, publicError, REQUEST_ID_HEADER } from './public-error.js';
 
 
 /** argv of a spawn request: `cmd` as given, or `command` through a login bash. */
@@ -75,10 +77,19 @@ function exitEvent(e: ExecExit): ExecEvent {
   return { type: 'exit', exitCode: e.exitCode, signal: e.signal, oomKilled: e.oomKilled };
 }
 
+/** An error event of a stream already answered (NDJSON): logged whole, shown as the caller may see it. */
+function streamError(c: Context, err: unknown): ErrorBody['error'] {
+  const requestId = (c.get('requestId') as string | undefined) ?? newRequestId();
+  const who = c.get('who') as Principal | undefined;
+  const log = c.get('logger') as Logger | undefined;
+  if (log) logRequestError(log, err, { requestId, method: c.req.method, path: c.req.path, ...(who ? { tenant: who.tenant, keyId: who.keyId } : {}), stream: true });
+  return publicError(err, requestId, !!who?.admin);
+}
+
 /** Streams a process (already started or attached) as NDJSON events. */
 function processStream(
   c: Context,
-  start: (h: { onStdout(d: Buffer): Promise<void>; onStderr(d: Buffer): Promise<void>; onDropped(n: number): Promise<void> }) => Promise<{ process: { pid: number; tag: string | undefined; pty: boolean; detach(): void }; exit: Promise<ExecExit | null> }>,
+  start: (h: { onStdout(d: Buffer): Promise<void>; onStderr(d: Buffer): Promise<void>; onDropped(n: number): Promise<void>; onRewound(): Promise<void> }) => Promise<{ process: { pid: number; tag: string | undefined; pty: boolean; detach(): void }; exit: Promise<ExecExit | null> }>,
   after?: (p: { pid: number }) => Promise<void>,
 ) {
   let detach = () => {};
@@ -87,6 +98,7 @@ function processStream(
     onStdout: (d: Buffer) => out.write({ type: 'stdout', data: d.toString('base64') }),
     onStderr: (d: Buffer) => out.write({ type: 'stderr', data: d.toString('base64') }),
     onDropped: (n: number) => out.write({ type: 'dropped', bytes: n }),
+    onRewound: () => out.write({ type: 'rewound' }),
   };
   return start(h).then(async ({ process, exit }) => {
     detach = () => process.detach();
@@ -97,8 +109,7 @@ function processStream(
         const e = await exit;
         if (e) await out.write(exitEvent(e));
       } catch (err) {
-        const fe = toForkdError(err);
-        await out.write({ type: 'error', error: { code: fe.code, message: fe.message } });
+        await out.write({ type: 'error', error: streamError(c, err) });
       } finally {
         out.close();
       }
@@ -115,7 +126,7 @@ export interface AppDeps {
   proxyDomain?: string | undefined;
 }
 
-export type AppEnv = { Variables: { who: Principal; view: SandboxService; target: string | undefined; sandbox: string | undefined } };
+export type AppEnv = { Variables: { who: Principal; view: SandboxService; target: string | undefined; sandbox: string | undefined; requestId: string; logger: Logger } };
 
 /** The caller's tenant-scoped view of the service (set by the auth middleware). */
 const v = (c: Context<AppEnv>): SandboxService => c.get('view');
@@ -134,6 +145,7 @@ function auditRecord(c: Context<AppEnv>, who: Principal | undefined, code: strin
     code,
     status,
     durationMs: Math.round((performance.now() - t0) * 10) / 10,
+    requestId: c.get('requestId'),
   };
 }
 
@@ -143,12 +155,32 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
   const metrics = new Metrics();
   const caller = (c: Context<AppEnv>) => control.keys.authenticate(presentedKey((n) => c.req.header(n), new URL(c.req.url).searchParams));
 
-  app.onError((err, c) => {
-    const fe = toForkdError(err);
-    if (fe.code === 'INTERNAL') logger.error('request failed', { path: c.req.path, error: fe.message, details: fe.details });
-    return c.json(fe.toJSON(), fe.status as 400);
+  // Every request gets an id first: responses carry it (header, error bodies, stream error events), so does the log.
+  app.use('*', async (c, next) => {
+    const requestId = newRequestId();
+    c.set('requestId', requestId);
+    c.set('logger', logger);
+    c.header(REQUEST_ID_HEADER, requestId);
+    await next();
+    // Responses made outside the context (the port proxy's) get it too.
+    if (!c.res.headers.has(REQUEST_ID_HEADER)) {
+      try {
+        c.res.headers.set(REQUEST_ID_HEADER, requestId);
+      } catch {
+        /* immutable headers: the id is still in the log */
+      }
+    }
   });
-  app.notFound((c) => c.json(new ForkdError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`).toJSON(), 404));
+
+  // Tenants get the code, forkd's message and the request id; the log (and admin keys) get the rest.
+  app.onError((err, c) => {
+    const requestId = c.get('requestId') ?? newRequestId();
+    const who = c.get('who') as Principal | undefined;
+    logRequestError(logger, err, { requestId, method: c.req.method, path: c.req.path, ...(who ? { tenant: who.tenant, keyId: who.keyId } : {}) });
+    const fe = toForkdError(err);
+    return c.json(errorBody(err, requestId, !!who?.admin), fe.status as 400, { [REQUEST_ID_HEADER]: requestId });
+  });
+  app.notFound((c) => c.json(errorBody(new ForkdError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`), c.get('requestId') ?? newRequestId(), false), 404));
 
   // The port proxy comes first: on a sandbox's own host name every path is the sandbox's.
   app.use('*', async (c, next) => {
@@ -212,10 +244,7 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
       .buildTemplate(req, (line) => void out.write({ type: 'progress', line }))
       .then(
         (template) => out.write({ type: 'done', template }),
-        (err) => {
-          const fe = toForkdError(err);
-          return out.write({ type: 'error', error: { code: fe.code, message: fe.message, ...(fe.details ? { details: fe.details } : {}) } });
-        },
+        (err) => out.write({ type: 'error', error: streamError(c, err) }),
       )
       .finally(() => out.close());
     return c.body(out.stream, 200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
@@ -247,7 +276,7 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
   app.get('/v1/snapshots/:snap', (c) => c.json(v(c).getSnapshot(c.req.param('snap'))));
   app.post('/v1/snapshots/:snap/pin', async (c) => {
     const r = validate(PinRequest, await jsonBody(c));
-    return c.json(v(c).pinSnapshot(c.req.param('snap'), r.pinned));
+    return c.json(await v(c).pinSnapshot(c.req.param('snap'), r.pinned));
   });
   app.delete('/v1/snapshots/:snap', async (c) => {
     await v(c).deleteSnapshot(c.req.param('snap'));
@@ -362,7 +391,7 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
     const q = validate(RemoveQuery, c.req.query());
     let w: { close(): void } | undefined;
     const out = ndjsonStream(() => w?.close());
-    w = await (await v(c).guest(c.req.param('id'))).watch(q.path, q.recursive === 'true' || q.recursive === '1', (e) => void out.write(e));
+    w = await v(c).watch(c.req.param('id'), q.path, q.recursive === 'true' || q.recursive === '1', (e) => void out.write(e));
     return c.body(out.stream, 200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
   });
 

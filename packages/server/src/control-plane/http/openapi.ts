@@ -101,7 +101,7 @@ export const OPERATIONS: readonly Operation[] = [
   { method: 'get', path: '/v1/audit', summary: 'The audit log, newest first', query: AuditQuery, response: ok(list('records', AuditRecord)) },
 ];
 
-const ErrorBody = z.object({ error: z.object({ code: z.enum(Object.keys(ERROR_CODES) as [keyof typeof ERROR_CODES]), message: z.string(), details: z.record(z.string(), z.unknown()).optional() }) });
+const ErrorBody = z.object({ error: z.object({ code: z.enum(Object.keys(ERROR_CODES) as [keyof typeof ERROR_CODES]), message: z.string(), details: z.record(z.string(), z.unknown()).optional(), requestId: z.string().optional() }) });
 
 const json = (s: Schema, io: 'input' | 'output') => z.toJSONSchema(s, { io, unrepresentable: 'any' });
 

@@ -8,6 +8,7 @@ import { DEFAULT_TENANT, presentedKey } from '../auth/api-keys.js';
 import type { ControlPlane } from '../control-plane.js';
 import { headerOf, refuseUpgrade } from './raw-http.js';
 import type { SandboxService } from './sandbox-service.js';
+import type { Logger } from '../../shared/logger.js';
 
 /** 192 random bits, URL-safe: it travels in headers, query strings and cookies. */
 export function newProxyToken(): string {
@@ -99,7 +100,8 @@ function forwardHeaders(raw: readonly string[], authWasKey: boolean, extra: Reco
 async function failure(conn: PortConnection, t: ProxyTarget, err: unknown): Promise<ForkdError> {
   const d = await Promise.race([conn.done, new Promise<undefined>((r) => setTimeout(() => r(undefined), 2000))]);
   if (d?.refused) return new ForkdError('UNAVAILABLE', `nothing listens on port ${t.port} in sandbox ${t.id}`);
-  return new ForkdError('UNAVAILABLE', `proxy connection to port ${t.port} of ${t.id} failed: ${d?.error ?? (err as Error).message}`);
+  // The relay's own words (namespace paths) are for the log, not the message.
+  return new ForkdError('UNAVAILABLE', `proxy connection to port ${t.port} of ${t.id} failed`, { cause: d?.error ?? (err as Error).message });
 }
 
 /** One HTTP request through the proxy; the answer streams back as it comes. */
@@ -125,14 +127,14 @@ export async function proxyHttp(svc: SandboxService, control: ControlPlane, t: P
 }
 
 /** WebSocket (any upgrade) through the proxy: the request head is replayed, then bytes flow both ways. */
-export async function proxyUpgrade(svc: SandboxService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+export async function proxyUpgrade(svc: SandboxService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage, socket: Duplex, head: Buffer, logger?: Logger): Promise<void> {
   let conn: PortConnection;
   let authWasKey: boolean;
   try {
     ({ authWasKey } = authorizeProxy(control, t, (n) => headerOf(req, n)));
     conn = await svc.connectPort(t.id, t.port);
   } catch (err) {
-    refuseUpgrade(socket, err);
+    refuseUpgrade(socket, err, logger, req.url);
     return;
   }
   const lines = [`${req.method} ${stripTokenParam(t.path)} HTTP/1.1`];

@@ -1,5 +1,7 @@
-import type { BuildTemplateRequest, CreateSandboxRequest, SandboxInfo, SandboxMetrics, SnapshotInfo, TemplateInfo } from '@forkd/protocol';
-import type { GuestClient, GuestProcess, OutputHandlers, SpawnOptions } from '../../node/guest/guest-client.js';
+import type { BuildTemplateRequest, CreateSandboxRequest, SandboxInfo, SandboxMetrics, SnapshotInfo, TemplateInfo, WatchEvent } from '@forkd/protocol';
+import type { GuestClient, OutputHandlers, SpawnOptions } from '../../node/guest/guest-client.js';
+import type { ProcessHandle } from '../../node/manager/process-session.js';
+import type { WatchHandle } from '../../node/manager/watch-session.js';
 import type { ExecExit, ForkTree, NodeStats } from '../../node/manager/sandbox-manager.js';
 import type { PortConnection } from '../../node/network/network.js';
 
@@ -14,8 +16,11 @@ export interface SandboxService {
   delete(id: string): Promise<void>;
   /** The guest link of a running sandbox; a hibernated one is resumed first. */
   guest(id: string): Promise<GuestClient>;
-  spawn(id: string, opts: SpawnOptions, handlers?: OutputHandlers): Promise<{ process: GuestProcess; exit: Promise<ExecExit | null> }>;
-  attach(id: string, sel: { pid: number } | { tag: string }, handlers?: OutputHandlers): Promise<{ process: GuestProcess; exit: Promise<ExecExit | null> }>;
+  /** Process streams survive snapshots, pauses and rewinds (`exit` rejects with REWOUND when the process is gone after one). */
+  spawn(id: string, opts: SpawnOptions, handlers?: OutputHandlers): Promise<{ process: ProcessHandle; exit: Promise<ExecExit | null> }>;
+  attach(id: string, sel: { pid: number } | { tag: string }, handlers?: OutputHandlers): Promise<{ process: ProcessHandle; exit: Promise<ExecExit | null> }>;
+  /** Watches a directory; the watch is re-opened after every snapshot. */
+  watch(id: string, path: string, recursive: boolean, onEvent: (e: WatchEvent) => void): Promise<WatchHandle>;
   /** Memory, CPU, processes and disk. */
   metrics(id: string): Promise<SandboxMetrics>;
   /** A connection to a port inside the sandbox (resumed first if hibernated). */
@@ -25,7 +30,7 @@ export interface SandboxService {
   timeline(id: string): SnapshotInfo[];
   getSnapshot(snapId: string): SnapshotInfo;
   deleteSnapshot(snapId: string): Promise<void>;
-  pinSnapshot(snapId: string, pinned: boolean): SnapshotInfo;
+  pinSnapshot(snapId: string, pinned: boolean): Promise<SnapshotInfo>;
   pause(id: string): Promise<SandboxInfo>;
   /** Lifetime: times out `seconds` from now (0: never). */
   setTimeout(id: string, seconds: number): Promise<SandboxInfo>;

@@ -26,7 +26,7 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
       socket.destroy();
       return;
     }
-    if (t) void proxyUpgrade(deps.svc, deps.control, t, req, socket, head);
+    if (t) void proxyUpgrade(deps.svc, deps.control, t, req, socket, head, logger);
     else if (!upgrade(req, socket, head)) socket.destroy();
   });
   // Uploads of large files stream for minutes; the defaults would cut them.

@@ -8,6 +8,7 @@ import { signalNumber, spawnOptions, type AppDeps } from './app.js';
 import { headerOf, refuseUpgrade } from './raw-http.js';
 import { TenantView } from './tenant-view.js';
 import { validate } from './validate.js';
+import { logRequestError, newRequestId, publicError } from './public-error.js';
 
 const PATH = /^\/v1\/sandboxes\/(sbx-[a-z0-9]{12})\/stream$/;
 
@@ -33,13 +34,19 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
   wss.on('connection', (ws: WebSocket, id: string, who: Principal) => handle(ws, id, who));
 
-  function sendError(ws: WebSocket, err: unknown) {
-    const fe = toForkdError(err);
-    ws.send(JSON.stringify({ type: 'error', error: { code: fe.code, message: fe.message } }));
+  /** The error as this caller may see it, logged whole under the connection's request id. */
+  function shown(err: unknown, who: Principal, requestId: string, sandbox: string) {
+    logRequestError(logger, err, { requestId, method: 'WS', path: `/v1/sandboxes/${sandbox}/stream`, tenant: who.tenant, keyId: who.keyId });
+    return publicError(err, requestId, who.admin);
+  }
+
+  function sendError(ws: WebSocket, err: unknown, who: Principal, requestId: string, sandbox: string) {
+    ws.send(JSON.stringify({ type: 'error', error: shown(err, who, requestId, sandbox) }));
     ws.close(1011);
   }
 
   function handle(ws: WebSocket, id: string, who: Principal) {
+    const requestId = newRequestId();
     const view = new TenantView(svc, control.store, who.tenant);
     // Messages that arrive while the process is still being started are kept, not lost.
     let onMessage: ((data: RawData, binary: boolean) => void) | undefined;
@@ -61,7 +68,7 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
       const audit = (err?: unknown) => {
         audited = true;
         const fe = err === undefined ? undefined : toForkdError(err);
-        control.store.appendAudit({ at: new Date().toISOString(), keyId: who.keyId, tenant: who.tenant, sandboxId: id, operation: 'WS /v1/sandboxes/:id/stream', ...(target ? { target } : {}), code: fe?.code ?? 'OK', status: fe?.status ?? 101, durationMs: Math.round(performance.now() - t0) });
+        control.store.appendAudit({ at: new Date().toISOString(), keyId: who.keyId, tenant: who.tenant, sandboxId: id, operation: 'WS /v1/sandboxes/:id/stream', ...(target ? { target } : {}), code: fe?.code ?? 'OK', status: fe?.status ?? 101, durationMs: Math.round(performance.now() - t0), requestId });
       };
       try {
         if (isBinary) throw new ForkdError('INVALID_ARGUMENT', 'first message must be a JSON open request');
@@ -78,7 +85,12 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
           // Back-pressure: wait while the socket's buffer is large.
           if (ws.bufferedAmount > 1024 * 1024) return new Promise<void>((r) => setTimeout(r, 10));
         };
-        const handlers = { onStdout: send(STREAM_STDOUT), onStderr: send(STREAM_STDERR), onDropped: (n: number) => ws.send(JSON.stringify({ type: 'dropped', bytes: n })) };
+        const handlers = {
+          onStdout: send(STREAM_STDOUT),
+          onStderr: send(STREAM_STDERR),
+          onDropped: (n: number) => ws.send(JSON.stringify({ type: 'dropped', bytes: n })),
+          onRewound: () => ws.send(JSON.stringify({ type: 'rewound' })),
+        };
         let started;
         if (req.op === 'spawn') {
           started = await view.spawn(id, spawnOptions({ ...req.spawn, stdin: true }), handlers);
@@ -106,7 +118,7 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
             else process.signal(signalNumber(msg.signal));
           } catch (err) {
             const fe = err instanceof SyntaxError ? new ForkdError('INVALID_ARGUMENT', 'control message is not valid JSON') : toForkdError(err);
-            ws.send(JSON.stringify({ type: 'error', error: { code: fe.code, message: fe.message } }));
+            ws.send(JSON.stringify({ type: 'error', error: shown(fe, who, requestId, id) }));
           }
         };
         for (const [d, b] of early.splice(0)) onMessage(d, b);
@@ -115,9 +127,8 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
         if (e) ws.send(JSON.stringify({ type: 'exit', exitCode: e.exitCode, signal: e.signal, oomKilled: e.oomKilled }));
         ws.close(1000);
       } catch (err) {
-        if (toForkdError(err).code === 'INTERNAL') logger.error('stream failed', { sandbox: id, error: String(err) });
         if (!audited) audit(err);
-        sendError(ws, err);
+        sendError(ws, err, who, requestId, id);
       }
     }
   }
@@ -130,7 +141,7 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
     try {
       who = control.keys.authenticate(presentedKey((n) => headerOf(req, n), url.searchParams));
     } catch (err) {
-      refuseUpgrade(socket, err);
+      refuseUpgrade(socket, err, logger, req.url);
       return true;
     }
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, m[1], who));

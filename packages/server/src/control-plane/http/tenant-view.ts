@@ -98,6 +98,10 @@ export class TenantView implements SandboxService {
     return this.#svc.attach(this.#sandbox(id), ...rest);
   }
 
+  watch(...[id, ...rest]: Parameters<SandboxService['watch']>): ReturnType<SandboxService['watch']> {
+    return this.#svc.watch(this.#sandbox(id), ...rest);
+  }
+
   metrics(id: string): ReturnType<SandboxService['metrics']> {
     return this.#svc.metrics(this.#sandbox(id));
   }
@@ -122,7 +126,7 @@ export class TenantView implements SandboxService {
     return this.#snapshot(snapId);
   }
 
-  pinSnapshot(snapId: string, pinned: boolean): SnapshotInfo {
+  pinSnapshot(snapId: string, pinned: boolean): Promise<SnapshotInfo> {
     return this.#svc.pinSnapshot(this.#snapshot(snapId).id, pinned);
   }
 

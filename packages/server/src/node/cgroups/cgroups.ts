@@ -1,5 +1,6 @@
-import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { existsSync, watch, type FSWatcher } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { ForkdError } from '@forkd/protocol';
 import { join } from 'node:path';
 import type { ResourceUsage } from '../runtime/runtime.js';
@@ -73,15 +74,95 @@ export function freezerControl(path: string): { file: string; freeze: string; th
 
 /**
  * Thaws every task of a cgroup and waits until the kernel reports it done.
- * (Freezing happens in CRIU's action script, where the dump needs it.)
+ * (Freezing happens in CRIU's action script, where the dump needs it.) Both
+ * versions report a thaw at once as a rule; the wait is for the exception,
+ * sized for a loaded host.
  */
-export async function thawCgroup(path: string, timeoutMs = 5000): Promise<void> {
+export async function thawCgroup(path: string, timeoutMs = 30_000): Promise<void> {
   const c = freezerControl(path);
-  const thawed = new RegExp(c.thawedPattern, 'm');
-  const deadline = Date.now() + timeoutMs;
   await writeFile(c.file, c.thaw);
-  for (let i = 0; !thawed.test(await readFile(c.checkFile, 'utf8')); i++) {
-    if (Date.now() > deadline) throw new ForkdError('TIMEOUT', `cgroup ${path} did not thaw within ${timeoutMs} ms`);
-    await new Promise((r) => (i < 20 ? setImmediate(r) : setTimeout(r, 1)));
+  if (!(await waitForCgroupFile(c.checkFile, new RegExp(c.thawedPattern, 'm'), timeoutMs))) {
+    throw new ForkdError('TIMEOUT', `cgroup ${path} did not thaw within ${timeoutMs / 1000} s`);
   }
+}
+
+/**
+ * Waits until a cgroup file matches. v2's cgroup.events announces its
+ * changes (inotify), so the wait blocks on that, re-reading every 100 ms in
+ * case an event is missed; v1's freezer.state has no notification and is
+ * read with sleeps growing from 1 to 50 ms.
+ */
+export async function waitForCgroupFile(file: string, re: RegExp, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  const changes = cgroupVersion() === 2 && file.endsWith('/cgroup.events') ? fileChanges(file) : undefined;
+  if (cgroupVersion() === 2 && !changes) return re.test(await readFile(file, 'utf8').catch(() => ''));
+  try {
+    for (let delay = 1; ; delay = Math.min(delay * 2, 50)) {
+      if (re.test(await readFile(file, 'utf8'))) return true;
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      await (changes ? changes.next(Math.min(left, 100)) : sleep(Math.min(delay, left)));
+    }
+  } finally {
+    changes?.close();
+  }
+}
+
+/** Modification events of a file, awaited one at a time with a timeout. */
+function fileChanges(file: string): { next(ms: number): Promise<void>; close(): void } | undefined {
+  let wake: (() => void) | undefined;
+  let pending = false;
+  let w: FSWatcher;
+  try {
+    w = watch(file, { persistent: false }, () => {
+      pending = true;
+      wake?.();
+    });
+  } catch {
+    return undefined;
+  }
+  w.on('error', () => wake?.());
+  return {
+    next: (ms) =>
+      new Promise<void>((resolve) => {
+        if (pending) {
+          pending = false;
+          return resolve();
+        }
+        const t = setTimeout(done, ms);
+        function done() {
+          clearTimeout(t);
+          wake = undefined;
+          pending = false;
+          resolve();
+        }
+        wake = done;
+      }),
+    close: () => w.close(),
+  };
+}
+
+/** Every host directory of a cgroup path: on v1 one per mounted hierarchy (runc makes it in each). */
+async function allCgroupDirs(path: string): Promise<string[]> {
+  const rel = path.replace(/^\/+/, '');
+  if (cgroupVersion() === 2) return [join(ROOT, rel)];
+  return (await readdir(ROOT).catch(() => [] as string[])).map((h) => join(ROOT, h, rel));
+}
+
+/**
+ * Removes an empty cgroup left by a container runc no longer knows (its
+ * state was lost with /run, or removed by hand). A cgroup that still has
+ * tasks stays: rmdir refuses it.
+ */
+export async function removeCgroup(path: string): Promise<void> {
+  for (const d of await allCgroupDirs(path)) await rmdir(d).catch(() => {});
+}
+
+/** Names of the cgroups directly below `parent` (any hierarchy on v1). */
+export async function childCgroups(parent: string): Promise<string[]> {
+  const names = new Set<string>();
+  for (const d of await allCgroupDirs(parent)) {
+    for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) if (e.isDirectory()) names.add(e.name);
+  }
+  return [...names];
 }

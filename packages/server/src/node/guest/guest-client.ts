@@ -1,7 +1,10 @@
 import { lstat } from 'node:fs/promises';
 import { ForkdError, type FileEntry, type ProcessInfo, type WatchEvent } from '@forkd/protocol';
 import { GuestConnection, guestError } from './guest-connection.js';
-import { K, MAX_DATA, ProtocolError, T, Tlv, type TlvInput } from './guest-frames.js';
+import { FORKD_GUEST_PROTOCOL_MIN, K, MAX_DATA, ProtocolError, T, Tlv, type TlvInput } from './guest-frames.js';
+import { GuestProcess, type OutputHandlers } from './guest-process.js';
+
+export { GuestProcess, type DetachReason, type OutputHandlers, type ProcessExit } from './guest-process.js';
 
 export interface SpawnOptions {
   argv: string[];
@@ -15,99 +18,14 @@ export interface SpawnOptions {
 
 export type ProcessSelector = { pid: number } | { tag: string };
 
-/** Output callbacks; a returned promise holds back further reads (back-pressure to the guest). */
-export interface OutputHandlers {
-  onStdout?: (data: Buffer) => void | Promise<void>;
-  onStderr?: (data: Buffer) => void | Promise<void>;
-  onDropped?: (bytes: number) => void | Promise<void>;
+/** Where a re-attach resumes a stream (protocol 2): that very process, from that ring offset. */
+export interface ResumePoint {
+  token: number;
+  offset: number;
 }
 
-export interface ProcessExit {
-  exitCode: number;
-  signal: number;
-}
-
-/**
- * A process seen through one guest connection. Closing it detaches: the
- * process keeps running inside the sandbox and can be re-attached.
- */
-export class GuestProcess {
-  readonly pid: number;
-  readonly tag: string | undefined;
-  readonly pty: boolean;
-  /** The exit, or null when the connection ended first (detach, snapshot, crash). */
-  readonly done: Promise<ProcessExit | null>;
-  readonly #conn: GuestConnection;
-
-  constructor(conn: GuestConnection, started: Tlv, handlers: OutputHandlers) {
-    this.#conn = conn;
-    this.pid = started.reqInt(K.PID);
-    this.tag = started.str(K.TAG);
-    this.pty = started.int(K.PTY) === 1;
-    this.done = this.#pump(handlers);
-    this.done.catch(() => {});
-  }
-
-  async #pump(h: OutputHandlers): Promise<ProcessExit | null> {
-    try {
-      for (;;) {
-        const f = await this.#conn.next();
-        if (!f) return null;
-        switch (f.type) {
-          case T.STDOUT:
-            await h.onStdout?.(f.payload);
-            break;
-          case T.STDERR:
-            await h.onStderr?.(f.payload);
-            break;
-          case T.DROPPED:
-            await h.onDropped?.(new Tlv(f.payload).reqInt(K.DROPPED));
-            break;
-          case T.EXIT: {
-            const t = new Tlv(f.payload);
-            return { exitCode: t.reqInt(K.EXIT_CODE), signal: t.int(K.SIGNAL) ?? 0 };
-          }
-          case T.ERROR:
-            throw guestError(new Tlv(f.payload));
-          default:
-            throw new ProtocolError(`unexpected frame 0x${f.type.toString(16)} in process stream`);
-        }
-      }
-    } finally {
-      this.#conn.close();
-    }
-  }
-
-  async write(data: Buffer): Promise<void> {
-    for (let off = 0; off < data.length; off += MAX_DATA) {
-      if (!this.#conn.sendRaw(T.STDIN, data.subarray(off, off + MAX_DATA))) await this.#conn.drained();
-    }
-  }
-
-  /** Control messages are best effort: the process may have exited and its stream closed already. */
-  #control(type: number, fields: TlvInput = []): void {
-    if (!this.#conn.closed) this.#conn.send(type, fields);
-  }
-
-  closeStdin(): void {
-    this.#control(T.STDIN_EOF);
-  }
-
-  signal(signal: number): void {
-    this.#control(T.SIGNAL, [[K.SIGNAL, signal]]);
-  }
-
-  resize(cols: number, rows: number): void {
-    this.#control(T.RESIZE, [
-      [K.COLS, cols],
-      [K.ROWS, rows],
-    ]);
-  }
-
-  detach(): void {
-    this.#conn.close();
-  }
-}
+/** How long a snapshot waits for short requests (file transfers, listings) to finish before it cuts them. */
+const REQUEST_DRAIN_MS = 1000;
 
 function selectorFields(sel: ProcessSelector): TlvInput {
   return 'pid' in sel ? [[K.PID, sel.pid]] : [[K.TAG, sel.tag]];
@@ -147,6 +65,8 @@ export class GuestClient {
   readonly #dir: string;
   readonly #open = new Set<GuestConnection>();
   #gate: Promise<void> | undefined;
+  /** Lowered once to an agent of an older snapshot that refuses ours. */
+  #version: number | undefined;
 
   constructor(socketPath: string) {
     this.#socketPath = socketPath;
@@ -162,22 +82,18 @@ export class GuestClient {
     const [d, s] = await Promise.all([lstat(this.#dir).catch(() => null), lstat(this.#socketPath).catch(() => null)]);
     if (!d || !s) throw new ForkdError('UNAVAILABLE', 'guest agent socket is missing');
     if (!d.isDirectory() || !s.isSocket()) throw new ForkdError('FAILED_PRECONDITION', 'guest agent socket was tampered with');
-    const conn = await GuestConnection.open(this.#socketPath);
+    const conn = await GuestConnection.open(this.#socketPath, this.#version);
     this.#open.add(conn);
     conn.onClose(() => this.#open.delete(conn));
     return conn;
   }
 
-  /**
-   * Closes every connection to the sandbox (process streams detach, the
-   * processes keep running). CRIU cannot dump a socket whose peer is outside
-   * the sandbox, so this runs before every memory snapshot.
-   */
   /** Connections open right now (an attached stream counts as activity). */
   get openConnections(): number {
     return this.#open.size;
   }
 
+  /** Cuts every connection at once (the instance is going away). */
   detachAll(): number {
     const n = this.#open.size;
     for (const c of this.#open) c.close();
@@ -186,14 +102,19 @@ export class GuestClient {
   }
 
   /**
-   * Holds new connections back (they wait, they do not fail) and detaches
+   * Holds new connections back (they wait, they do not fail) and lets go of
    * the open ones, until the returned release is called: the window in which
-   * a snapshot or restore runs.
+   * a snapshot or restore runs. CRIU cannot dump a socket whose peer is
+   * outside the sandbox. Process streams detach with the guest's
+   * confirmation (so stdin in flight is accounted for and output is kept for
+   * the re-attach), watches are dropped (their owners re-open them), and
+   * short requests get a moment to finish.
    */
-  quiesce(): () => void {
+  async quiesce(): Promise<() => void> {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     this.#gate = gate;
+    await Promise.all([...this.#open].map((c) => (c.onQuiesce ? c.onQuiesce() : c.closedWithin(REQUEST_DRAIN_MS))));
     this.detachAll();
     return () => {
       if (this.#gate === gate) this.#gate = undefined;
@@ -209,6 +130,11 @@ export class GuestClient {
       return conn;
     } catch (err) {
       conn.close();
+      if (err instanceof ForkdError && err.details?.errno === 'EPROTO' && this.#version === undefined) {
+        // An agent restored from an older snapshot: speak its version (its streams do not resume).
+        this.#version = FORKD_GUEST_PROTOCOL_MIN;
+        return this.#request(type, fields);
+      }
       throw err;
     }
   }
@@ -237,8 +163,9 @@ export class GuestClient {
     return this.#started(conn, handlers);
   }
 
-  async attach(sel: ProcessSelector, handlers: OutputHandlers = {}): Promise<GuestProcess> {
-    const conn = await this.#request(T.ATTACH, selectorFields(sel));
+  /** With `resume`, only the process that carries that token, from that offset (see ResumePoint). */
+  async attach(sel: ProcessSelector, handlers: OutputHandlers = {}, resume?: ResumePoint): Promise<GuestProcess> {
+    const conn = await this.#request(T.ATTACH, [...selectorFields(sel), [K.TOKEN, resume?.token], [K.OFFSET, resume?.offset]]);
     return this.#started(conn, handlers);
   }
 
@@ -386,8 +313,9 @@ export class GuestClient {
     ]);
   }
 
-  /** Watches a directory until `close()` is called on the result. */
-  async watch(path: string, recursive: boolean, onEvent: (e: WatchEvent) => void): Promise<{ close(): void; done: Promise<void> }> {
+  /** Watches a directory until `close()` is called on the result; `done` says why it ended. */
+  async watch(path: string, recursive: boolean, onEvent: (e: WatchEvent) => void): Promise<{ close(): void; done: Promise<'quiesce' | 'lost' | 'client'> }> {
+    let closedByUs = false;
     const conn = await this.#request(T.WATCH, [
       [K.PATH, path],
       [K.RECURSIVE, recursive],
@@ -398,11 +326,16 @@ export class GuestClient {
       conn.close();
       throw err;
     }
-    const done = (async () => {
+    let quiesced = false;
+    conn.onQuiesce = async () => {
+      quiesced = true;
+      conn.close();
+    };
+    const done = (async (): Promise<'quiesce' | 'lost' | 'client'> => {
       try {
         for (;;) {
           const f = await conn.next();
-          if (!f) return;
+          if (!f) return quiesced ? 'quiesce' : closedByUs ? 'client' : 'lost';
           if (f.type !== T.EVENT) throw new ProtocolError('unexpected frame in watch stream');
           const t = new Tlv(f.payload);
           const type = t.reqStr(K.EVENT);
@@ -414,6 +347,12 @@ export class GuestClient {
       }
     })();
     done.catch(() => {});
-    return { close: () => conn.close(), done };
+    return {
+      close: () => {
+        closedByUs = true;
+        conn.close();
+      },
+      done,
+    };
   }
 }

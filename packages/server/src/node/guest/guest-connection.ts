@@ -1,6 +1,6 @@
 import { createConnection, type Socket } from 'node:net';
 import { ForkdError } from '@forkd/protocol';
-import { encodeFrame, encodeTlv, FrameReader, ProtocolError, T, K, Tlv, FORKD_GUEST_PROTOCOL, type Frame, type TlvInput } from './guest-frames.js';
+import { encodeFrame, encodeTlv, FrameReader, ProtocolError, T, K, Tlv, FORKD_GUEST_PROTOCOL, FORKD_GUEST_PROTOCOL_MIN, type Frame, type TlvInput } from './guest-frames.js';
 
 /** Maps the guest's errno names onto forkd's closed error table. */
 export function guestError(t: Tlv): ForkdError {
@@ -55,6 +55,13 @@ export class GuestConnection {
   #ended = false;
   #error: Error | undefined;
   agent = '';
+  /** The protocol version agreed in HELLO. */
+  version = FORKD_GUEST_PROTOCOL;
+  /**
+   * How to let go of this connection before a snapshot (see GuestClient.quiesce);
+   * unset: it is a short request, waited for.
+   */
+  onQuiesce: (() => Promise<void>) | undefined;
 
   private constructor(socket: Socket) {
     this.#socket = socket;
@@ -93,7 +100,7 @@ export class GuestConnection {
     else this.#socket.once('close', cb);
   }
 
-  static async open(socketPath: string, timeoutMs = 5000): Promise<GuestConnection> {
+  static async open(socketPath: string, version = FORKD_GUEST_PROTOCOL, timeoutMs = 5000): Promise<GuestConnection> {
     const socket = await new Promise<Socket>((resolve, reject) => {
       const s = createConnection(socketPath);
       const timer = setTimeout(() => {
@@ -110,7 +117,8 @@ export class GuestConnection {
       });
     });
     const conn = new GuestConnection(socket);
-    conn.send(T.HELLO, [[K.VERSION, FORKD_GUEST_PROTOCOL]]);
+    conn.version = version;
+    conn.send(T.HELLO, [[K.VERSION, version]]);
     return conn;
   }
 
@@ -118,7 +126,8 @@ export class GuestConnection {
   async handshake(): Promise<void> {
     const f = await this.expect(T.HELLO_OK);
     const t = new Tlv(f.payload);
-    if (t.reqInt(K.VERSION) !== FORKD_GUEST_PROTOCOL) throw new ForkdError('FAILED_PRECONDITION', 'guest agent speaks another protocol version');
+    const v = t.reqInt(K.VERSION);
+    if (v !== this.version || v < FORKD_GUEST_PROTOCOL_MIN) throw new ForkdError('FAILED_PRECONDITION', 'guest agent speaks another protocol version');
     this.agent = t.str(K.AGENT) ?? '';
   }
 
@@ -170,6 +179,25 @@ export class GuestConnection {
 
   close(): void {
     this.#socket.destroy();
+  }
+
+  /** Sends a last frame, then closes once it is written (destroy would drop it). */
+  closeWith(type: number, fields: TlvInput = []): void {
+    if (this.#socket.destroyed) return;
+    this.#socket.end(encodeFrame(type, encodeTlv(fields)));
+    setTimeout(() => this.#socket.destroy(), 1000).unref();
+  }
+
+  /** Resolves once the socket is gone, or after `ms`. */
+  closedWithin(ms: number): Promise<void> {
+    if (this.#socket.destroyed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const t = setTimeout(resolve, ms);
+      this.#socket.once('close', () => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
   }
 
   get closed(): boolean {

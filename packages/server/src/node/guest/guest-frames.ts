@@ -3,7 +3,9 @@
  * Everything decoded here comes from inside a sandbox and is untrusted: every
  * length is bounds-checked and any violation throws a ProtocolError.
  */
-export const FORKD_GUEST_PROTOCOL = 1;
+/** Spoken by this host; agents in older snapshots may speak down to FORKD_GUEST_PROTOCOL_MIN. */
+export const FORKD_GUEST_PROTOCOL = 2;
+export const FORKD_GUEST_PROTOCOL_MIN = 1;
 export const MAX_FRAME = 1024 * 1024 + 64;
 export const MAX_DATA = 64 * 1024;
 
@@ -22,6 +24,8 @@ export const T = {
   STDIN_EOF: 0x21,
   SIGNAL: 0x22,
   RESIZE: 0x23,
+  ACK: 0x24,
+  DETACH: 0x25,
   READ_FILE: 0x30,
   WRITE_FILE: 0x31,
   LIST_DIR: 0x32,
@@ -40,6 +44,7 @@ export const T = {
   PROC: 0x55,
   ENTRY: 0x56,
   EVENT: 0x57,
+  DETACHED: 0x58,
 } as const;
 
 export const K = {
@@ -79,6 +84,8 @@ export const K = {
   ENTRIES: 34,
   DATA: 35,
   EOF: 36,
+  OFFSET: 37,
+  TOKEN: 38,
 } as const;
 
 export class ProtocolError extends Error {

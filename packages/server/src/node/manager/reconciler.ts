@@ -3,8 +3,9 @@ import type { SandboxManager } from './sandbox-manager.js';
 import { snapshotDue, snapshotsToThin } from './timeline-policy.js';
 
 /**
- * The periodic pass over every sandbox: lifetimes that ran out, rolling
- * snapshots of active ones, hibernation of idle ones, thinning of every timeline. Activity = an API
+ * The periodic pass over every sandbox: lifetimes that ran out, processes
+ * that died (brought back, see Recovery), rolling snapshots of active ones,
+ * hibernation of idle ones, thinning of every timeline. Activity = an API
  * call (recorded by the manager), an open stream, or CPU use above 2% of a
  * core since the previous pass.
  */
@@ -51,6 +52,8 @@ export class Reconciler {
     const expires = r.policy?.expiresAt ? Date.parse(r.policy.expiresAt) : Number.NaN;
     if ((r.state === 'running' || r.state === 'paused') && now >= expires) return this.#m.timeOut(r.id);
     const { timeline, idleMs } = this.#m.policy(r);
+    // Its processes died (init killed, e.g. by the OOM killer): it is brought back, nothing else this pass.
+    if (r.state === 'running' && (await this.#m.reviveIfDead(r.id))) return;
     if (r.state === 'running') {
       const last = await this.#lastActivity(r, now);
       if (idleMs > 0 && now - last >= idleMs) {
@@ -64,7 +67,7 @@ export class Reconciler {
     }
     const current = this.#m.recordOf(r.id);
     if (!current || (current.state !== 'running' && current.state !== 'paused')) return;
-    const entries = this.#m.snapshotRecords(r.id).map((s) => ({ id: s.id, createdAt: Date.parse(s.createdAt), pinned: s.pinned || s.id === current.resumeFrom }));
+    const entries = this.#m.snapshotRecords(r.id).map((s) => ({ id: s.id, createdAt: Date.parse(s.createdAt), pinned: s.pinned || s.id === current.resumeFrom || s.id === current.origin?.snapshot }));
     for (const id of snapshotsToThin(timeline, now, entries)) await this.#m.deleteSnapshot(id);
   }
 }

@@ -17,12 +17,17 @@ import {
   type SandboxMetrics,
   type SnapshotInfo,
   type TemplateInfo,
+  type WatchEvent,
 } from '@forkd/protocol';
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxPolicy, SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
 import { exec } from '../../shared/exec.js';
+import { waitForPath } from '../../shared/wait-for-path.js';
 import { crashPoint } from '../../shared/crash-point.js';
 import { GuestClient, type GuestProcess, type OutputHandlers, type ProcessExit, type SpawnOptions } from '../guest/guest-client.js';
+import { ProcessSession, type ProcessHandle } from './process-session.js';
+import { ReattachGate } from './reattach-gate.js';
+import { watchSession, type WatchHandle } from './watch-session.js';
 import type { Network, PortConnection } from '../network/network.js';
 import type { ResourceUsage, Runtime } from '../runtime/runtime.js';
 import type { Storage } from '../storage/storage.js';
@@ -31,6 +36,8 @@ import type { TemplateRegistry } from '../templates/template-registry.js';
 import { WarmPool } from './warm-pool.js';
 import { DEFAULT_TIMELINE_POLICY, type TimelinePolicy } from './timeline-policy.js';
 import { Reconciler } from './reconciler.js';
+import { LOST_AT_START, Recovery, stagedPath, sweepStaging } from './recovery.js';
+import type { NodeEventSink } from '../node-event.js';
 import { buildTemplate } from '../templates/template-builder.js';
 
 export interface ManagerDeps {
@@ -49,6 +56,10 @@ export interface ManagerDeps {
   timeline?: TimelinePolicy;
   /** Default idle time before hibernation, ms (0 = never). */
   idleTimeoutMs?: number;
+  /** Bring back sandboxes whose processes were lost when the daemon starts (default true; see recovery.ts). */
+  recoverOnStart?: boolean;
+  /** Things that happened to sandboxes without a call (lost, recovered): the control plane logs them. */
+  onEvent?: NodeEventSink;
 }
 
 export interface NodeStats {
@@ -73,7 +84,8 @@ export const GUEST_DIR = '.forkd';
 /** In a snapshot directory: its memory images are still in staging, at the path this file holds. */
 const STAGED_MARKER = 'staged';
 const GUEST_INIT = `/${GUEST_DIR}/init`;
-const READY_TIMEOUT_MS = 15_000;
+/** A start or restore on a loaded host (a Btrfs cleaner busy, both cores taken) can take seconds. */
+const READY_TIMEOUT_MS = 30_000;
 
 const ms = (x: number) => Math.round(x * 10) / 10;
 
@@ -90,6 +102,7 @@ function toInfo(r: SandboxRecord): SandboxInfo {
     ...(r.error ? { error: r.error } : {}),
     ...(r.forkedFrom ? { forkedFrom: r.forkedFrom } : {}),
     ...(r.policy?.expiresAt ? { expiresAt: r.policy.expiresAt, onTimeout: r.policy.onTimeout ?? 'pause' } : {}),
+    ...(r.recovered ? { recovered: r.recovered } : {}),
   };
 }
 
@@ -120,9 +133,33 @@ export class SandboxManager {
   readonly #activity = new Map<string, number>();
   readonly #pool: WarmPool;
   readonly #reconciler: Reconciler = new Reconciler(this);
+  readonly #recovery: Recovery;
+  /** Streams that lost their guest connection wait here for the sandbox to be reachable again. */
+  readonly #reattach = new ReattachGate();
 
   constructor(deps: ManagerDeps) {
     this.#d = deps;
+    this.#recovery = new Recovery({
+      store: deps.store,
+      runtime: deps.runtime,
+      logger: deps.logger,
+      onEvent: deps.onEvent,
+      key: (id) => this.#key(id),
+      dropProcesses: async (key) => {
+        this.#guests.get(key)?.detachAll();
+        this.#guests.delete(key);
+        await deps.runtime.destroy(key);
+      },
+      restorable: async (snapId) => {
+        await this.#storing.get(snapId);
+        const dir = this.snapshotDir(snapId);
+        return existsSync(join(dir, 'memory', 'inventory.img')) && existsSync(join(dir, 'rootfs')) && !existsSync(join(dir, STAGED_MARKER));
+      },
+      restoreInto: (key, r, snap) => this.#restoreInto(key, r, snap),
+      startCold: (key, r) => this.#startCold(key, r),
+      waitReady: (key) => this.#waitReady(key),
+      transition: (r, to, error) => this.#transition(r, to, error),
+    });
     this.#pool = new WarmPool(
       {
         start: async (template) => {
@@ -224,30 +261,46 @@ export class SandboxManager {
         ? { policy: freshLifetime({ snapshotIntervalSeconds: req.snapshotIntervalSeconds, idleTimeoutSeconds: req.idleTimeoutSeconds, timeoutSeconds: req.timeoutSeconds || undefined, onTimeout: req.onTimeout }) }
         : {}),
     };
+    // Listed from here on (as creating): a delete by id waits for the start to finish.
     this.#d.store.insertSandbox(rec);
-    try {
-      if (warm) {
-        await this.#adopt(rec);
-      } else {
-        await this.#start(rec.id, rec.template, limits);
+    return this.#exclusive(rec.id, async () => {
+      try {
+        if (warm) {
+          await this.#adopt(rec);
+        } else {
+          await this.#start(rec.id, rec.template, limits);
+        }
+        this.#transition(rec, 'running');
+        this.markActive(rec.id);
+        this.#d.logger.info('sandbox created', { sandbox: rec.id, template: rec.template, warm: !!warm });
+        return toInfo(rec);
+      } catch (err) {
+        this.#d.logger.warn('sandbox create failed', { sandbox: rec.id, error: (err as Error).message });
+        await this.#release(rec.id).catch(() => {});
+        this.#d.store.deleteSandbox(rec.id);
+        throw err;
       }
-      this.#transition(rec, 'running');
-      this.markActive(rec.id);
-      this.#d.logger.info('sandbox created', { sandbox: rec.id, template: rec.template, warm: !!warm });
-      return toInfo(rec);
-    } catch (err) {
-      this.#d.logger.warn('sandbox create failed', { sandbox: rec.id, error: (err as Error).message });
-      await this.#release(rec.id).catch(() => {});
-      this.#d.store.deleteSandbox(rec.id);
-      throw err;
-    }
+    });
   }
 
-  /** A warm sandbox started with default limits: apply the requested ones. */
+  /**
+   * A warm sandbox started with default limits: apply the requested ones. A
+   * member that is gone or does not answer (destroyed behind the pool's back,
+   * its agent killed) is replaced by a cold start under the same id: the
+   * caller asked for a sandbox, not for that one.
+   */
   async #adopt(rec: SandboxRecord): Promise<void> {
-    const defaults = Limits.parse({});
-    if (rec.limits.memoryMb !== defaults.memoryMb || rec.limits.cpus !== defaults.cpus || rec.limits.pids !== defaults.pids) {
-      await this.#d.runtime.update(this.#key(rec.id), rec.limits);
+    const key = this.#key(rec.id);
+    try {
+      await this.#guestAt(key).info();
+      const defaults = Limits.parse({});
+      if (rec.limits.memoryMb !== defaults.memoryMb || rec.limits.cpus !== defaults.cpus || rec.limits.pids !== defaults.pids) {
+        await this.#d.runtime.update(key, rec.limits);
+      }
+    } catch (err) {
+      this.#d.logger.warn('warm sandbox unusable, starting one cold', { sandbox: rec.id, error: (err as Error).message });
+      await this.#release(rec.id);
+      await this.#start(rec.id, rec.template, rec.limits);
     }
   }
 
@@ -269,6 +322,18 @@ export class SandboxManager {
     const t2 = performance.now();
     await this.#waitReady(id);
     this.#d.logger.debug('sandbox started', { sandbox: id, rootfsMs: ms(t1 - t0), runtimeMs: ms(t2 - t1), readyMs: ms(performance.now() - t2) });
+  }
+
+  /** Recovery without a usable snapshot: the agent started afresh on the instance's own root volume (its files, no memory). */
+  async #startCold(key: string, r: SandboxRecord): Promise<void> {
+    const rootfs = this.#rootfsOf(key);
+    if (!existsSync(rootfs)) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${r.id} has neither a usable snapshot nor its files`);
+    await this.#unsealGuestDir(rootfs);
+    // The agent of today: nothing in memory maps an older one.
+    await this.#installGuest(rootfs);
+    await mkdir(join(rootfs, 'dev/shm'), { recursive: true });
+    await chmod(join(rootfs, 'dev/shm'), 0o1777);
+    await this.#d.runtime.start(key, this.#spec(r, key));
   }
 
   async #installGuest(rootfs: string): Promise<void> {
@@ -294,22 +359,34 @@ export class SandboxManager {
     await exec('chattr', ['-i', join(rootfs, GUEST_DIR)], { allowFailure: true });
   }
 
-  /** Waits for the agent of an instance to answer, then seals its directory. */
+  /**
+   * Waits for the agent of an instance to answer, then seals its directory.
+   * Until its socket exists the wait blocks on inotify; once it exists a
+   * connect can still be refused for a moment (between the agent's bind and
+   * listen), so that is retried with sleeps growing to 20 ms. Whether the
+   * instance died meanwhile is asked of runc (a process per call) at most
+   * every 250 ms.
+   */
   async #waitReady(key: string): Promise<void> {
     const guest = this.#guestAt(key);
+    const sock = join(this.#rootfsOf(key), GUEST_DIR, 'agent.sock');
     const deadline = Date.now() + READY_TIMEOUT_MS;
-    let delay = 1;
-    for (;;) {
+    let checked = Date.now();
+    for (let delay = 1; ; delay = Math.min(delay * 2, 20)) {
       try {
         await guest.info();
         await this.#sealGuestDir(this.#rootfsOf(key));
         return;
       } catch (err) {
-        if (Date.now() > deadline) throw new ForkdError('TIMEOUT', `guest agent of ${key} did not become ready`, undefined, { cause: err });
-        const st = await this.#d.runtime.state(key);
-        if (st.status === 'stopped' || st.status === 'missing') throw new ForkdError('INTERNAL', `sandbox ${key} exited during start`);
-        await sleep(delay);
-        delay = Math.min(delay * 2, 4);
+        const left = deadline - Date.now();
+        if (left <= 0) throw new ForkdError('TIMEOUT', `guest agent of ${key} did not become ready`, undefined, { cause: err });
+        if (!existsSync(sock)) await waitForPath(sock, Math.min(left, 250));
+        else await sleep(Math.min(delay, left));
+        if (Date.now() - checked >= 250) {
+          checked = Date.now();
+          const st = await this.#d.runtime.state(key);
+          if (st.status === 'stopped' || st.status === 'missing') throw new ForkdError('INTERNAL', `sandbox ${key} exited during start`);
+        }
       }
     }
   }
@@ -356,21 +433,64 @@ export class SandboxManager {
    * Starts a process and reports its exit with OOM attribution: the kernel
    * says only SIGKILL, the sandbox's cgroup says whether the OOM killer did it.
    */
-  async spawn(id: string, opts: SpawnOptions, handlers: OutputHandlers = {}): Promise<{ process: GuestProcess; exit: Promise<ExecExit | null> }> {
+  async spawn(id: string, opts: SpawnOptions, handlers: OutputHandlers = {}): Promise<{ process: ProcessHandle; exit: Promise<ExecExit | null> }> {
     const guest = await this.guest(id);
-    const before = await this.#d.runtime.usage(this.#key(id)).catch(() => undefined);
-    const process = await guest.spawn({ ...opts, env: { ...this.#record(id).env, ...opts.env } }, handlers);
-    return { process, exit: this.#withOom(id, process, before) };
+    const key = this.#key(id);
+    const before = await this.#d.runtime.usage(key).catch(() => undefined);
+    const gp = await guest.spawn({ ...opts, env: { ...this.#record(id).env, ...opts.env } }, handlers);
+    return this.#session(id, key, gp, handlers, before);
   }
 
-  async attach(id: string, sel: { pid: number } | { tag: string }, handlers: OutputHandlers = {}): Promise<{ process: GuestProcess; exit: Promise<ExecExit | null> }> {
+  async attach(id: string, sel: { pid: number } | { tag: string }, handlers: OutputHandlers = {}): Promise<{ process: ProcessHandle; exit: Promise<ExecExit | null> }> {
     const guest = await this.guest(id);
-    const before = await this.#d.runtime.usage(this.#key(id)).catch(() => undefined);
-    const process = await guest.attach(sel, handlers);
-    return { process, exit: this.#withOom(id, process, before) };
+    const key = this.#key(id);
+    const before = await this.#d.runtime.usage(key).catch(() => undefined);
+    const gp = await guest.attach(sel, handlers);
+    return this.#session(id, key, gp, handlers, before);
   }
 
-  async #withOom(id: string, p: GuestProcess, before: ResourceUsage | undefined): Promise<ExecExit | null> {
+  /** A stream that survives snapshots, pauses and rewinds (see ProcessSession). */
+  #session(id: string, key: string, gp: GuestProcess, handlers: OutputHandlers, before: ResourceUsage | undefined): { process: ProcessHandle; exit: Promise<ExecExit | null> } {
+    const session = new ProcessSession(this.#sessionHost, id, key, gp, handlers);
+    return { process: session, exit: this.#withOom(id, session, before) };
+  }
+
+  /** A directory watch that is re-opened after every snapshot, pause or rewind. */
+  async watch(id: string, path: string, recursive: boolean, onEvent: (e: WatchEvent) => void): Promise<WatchHandle> {
+    const guest = await this.guest(id);
+    return watchSession(this.#sessionHost, id, await guest.watch(path, recursive, onEvent), (g) => g.watch(path, recursive, onEvent));
+  }
+
+  readonly #sessionHost = {
+    reattachPoint: (id: string, signal: AbortSignal) => this.#reattachPoint(id, signal),
+    wake: async (id: string) => {
+      await this.guest(id);
+    },
+    warn: (message: string, fields: Record<string, unknown>) => this.#d.logger.warn(message, fields),
+  };
+
+  async #reattachPoint(id: string, signal: AbortSignal): Promise<{ guest: GuestClient; key: string }> {
+    const aborted = new Promise<never>((_, reject) => {
+      const fail = () => reject(new ForkdError('CANCELLED', 'the stream was closed'));
+      if (signal.aborted) fail();
+      else signal.addEventListener('abort', fail, { once: true });
+    });
+    aborted.catch(() => {});
+    for (;;) {
+      await Promise.race([this.#reattach.opened(id), aborted]);
+      const r = this.#d.store.getSandbox(id);
+      if (!r || r.state === 'stopping' || r.state === 'deleted') throw new ForkdError('NOT_FOUND', `sandbox ${id} was deleted`);
+      if (r.state === 'running') {
+        const key = r.instance ?? r.id;
+        return { guest: this.#guestAt(key), key };
+      }
+      if (r.state !== 'paused' && r.state !== 'creating') throw new ForkdError('UNAVAILABLE', `sandbox ${id} is ${r.state}`);
+      // Paused: the stream stays open and goes on when something resumes it (its own input does).
+      await Promise.race([this.#reattach.changed(id), aborted]);
+    }
+  }
+
+  async #withOom(id: string, p: { done: Promise<ProcessExit | null> }, before: ResourceUsage | undefined): Promise<ExecExit | null> {
     const exit = await p.done;
     if (!exit) return null;
     let oomKilled = false;
@@ -416,9 +536,19 @@ export class SandboxManager {
     return this.#d.runtime.usage(this.#key(id));
   }
 
+  /**
+   * Under the sandbox's lock: a snapshot, fork or rewind in progress finishes
+   * first, and a fork from one of its snapshots has read what it needs.
+   */
   async delete(id: string): Promise<void> {
+    return this.#exclusive(id, () => this.#away(id, () => this.#delete(id)));
+  }
+
+  async #delete(id: string): Promise<void> {
     const r = this.#record(id);
     if (r.state !== 'stopping') this.#transition(r, 'stopping');
+    // A rewind releases the instance it left after answering: that must not outlive the sandbox.
+    await Promise.allSettled([...this.#background]);
     await this.#release(id);
     // Snapshots go with their sandbox; forks made from them do not need them (own volumes).
     for (const snap of this.#d.store.listSnapshots(id)) {
@@ -445,12 +575,14 @@ export class SandboxManager {
   /**
    * Reconciles the store with reality after a (possibly unclean) restart:
    * finishes interrupted creates and deletes, marks sandboxes whose processes
-   * are gone as failed (their files stay until deleted), and removes runtime
-   * containers and volumes nobody owns.
+   * are gone as lost, removes runtime state, volumes, snapshot directories
+   * and staging directories nobody owns, and then (unless turned off) brings
+   * the lost sandboxes back (see Recovery).
    */
   async recover(): Promise<void> {
     await this.#d.templates.sweep();
     const known = new Set<string>();
+    const lost: SandboxRecord[] = [];
     for (const r of this.#d.store.listSandboxes()) {
       const key = r.instance ?? r.id;
       known.add(key);
@@ -474,10 +606,12 @@ export class SandboxManager {
         let ok = st.status === 'running';
         if (ok) ok = await this.#guestAt(key).info().then(() => true, () => false);
         if (!ok) {
-          this.#transition(r, 'failed', 'the sandbox processes were lost (host reboot or crash); its files are kept until it is deleted');
-          this.#d.logger.warn('sandbox lost', { sandbox: r.id, runtime: st.status });
+          this.#recovery.markLost(r, st.status === 'running' ? 'its agent did not answer when the daemon started' : LOST_AT_START);
+          lost.push(r);
         }
       }
+      // Lost earlier and not brought back (recovery off, or it failed): its runc state is cleaned below.
+      else if (this.#recovery.isLost(r)) lost.push(r);
     }
     const pooled = this.#pool.held();
     for (const id of await this.#d.runtime.list()) {
@@ -487,14 +621,25 @@ export class SandboxManager {
       const id = key.split('/')[1] ?? '';
       if (!known.has(id) && !pooled.has(id)) await this.#d.storage.remove(key).catch(() => {});
     }
+    const stagedKept = new Set<string>();
     // Half-made snapshots (crash before the rename) and ones whose record never landed.
     // Instances a crashed rewind left (the target not yet switched to, or the state left) went above.
     for (const key of await this.#d.storage.list('snapshots')) {
       const name = key.split('/')[1] ?? '';
       const rec = name.startsWith('.tmp-') ? undefined : this.#d.store.getSnapshot(name);
       if (!rec) await this.#removeSnapshotFiles(name).catch(() => {});
-      else await this.#finishStore(rec);
+      else {
+        await this.#finishStore(rec);
+        const staged = await stagedPath(join(this.snapshotDir(name), STAGED_MARKER));
+        if (staged) stagedKept.add(staged);
+      }
     }
+    if (this.#d.stagingDir) await sweepStaging(this.#d.stagingDir, stagedKept, this.#d.logger);
+    // The dead processes' runc state, cgroup and namespace; their root volumes stay.
+    for (const r of lost) await this.#d.runtime.destroy(this.#key(r.id)).catch((err) => this.#d.logger.warn('cleanup failed', { sandbox: r.id, error: String(err) }));
+    if (this.#d.recoverOnStart === false) return;
+    // One at a time, before the API listens: a host that ran them all before can run them again, not restore them all at once.
+    for (const r of lost) await this.#recovery.revive(r, { trigger: 'start' }).catch(() => {});
   }
 
   /** Recovery: a snapshot recorded with its images still in staging when the daemon stopped. */
@@ -515,6 +660,16 @@ export class SandboxManager {
   readonly #locks = new Map<string, Promise<unknown>>();
 
   /** Lifecycle operations on one sandbox run one at a time. */
+  /** The guest may be out of reach for all of `fn`: client-facing streams wait (see ReattachGate). */
+  async #away<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const reopen = this.#reattach.hold(id);
+    try {
+      return await fn();
+    } finally {
+      reopen();
+    }
+  }
+
   async #exclusive<T>(id: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.#locks.get(id) ?? Promise.resolve();
     const next = prev.then(fn, fn);
@@ -556,7 +711,8 @@ export class SandboxManager {
     let stats;
     let memoryBytes = 0;
     try {
-      const release = this.#guestAt(key).quiesce();
+      const reopen = this.#reattach.hold(r.id);
+      const release = await this.#guestAt(key).quiesce();
       try {
         stats = await this.#d.runtime.checkpoint(key, {
           imagesDir: staging ?? join(tmp, 'memory'),
@@ -567,6 +723,7 @@ export class SandboxManager {
         crashPoint('snapshot:dumped');
       } finally {
         release();
+        reopen();
       }
       if (deferred) {
         // Written before the rename: a snapshot dir without memory always says where it is.
@@ -665,7 +822,7 @@ export class SandboxManager {
     await this.#d.storage.remove(volume);
     await this.#d.storage.prepare(volume, `snapshots/${snap.id}/rootfs`);
     await this.#unsealGuestDir(this.#rootfsOf(key));
-    const release = this.#guestAt(key).quiesce();
+    const release = await this.#guestAt(key).quiesce();
     try {
       await this.#d.runtime.restore(key, this.#spec(r, key), { imagesDir: join(this.snapshotDir(snap.id), 'memory') });
     } finally {
@@ -699,7 +856,11 @@ export class SandboxManager {
 
   /** Pause: snapshot, then stop. The sandbox uses no CPU or memory until resumed. */
   async pause(id: string): Promise<SandboxInfo> {
-    return this.#exclusive(id, async () => {
+    return this.#exclusive(id, () => this.#away(id, () => this.#pause(id)));
+  }
+
+  async #pause(id: string): Promise<SandboxInfo> {
+    {
       const r = this.#record(id);
       if (r.state === 'paused') return toInfo(r);
       if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
@@ -710,21 +871,44 @@ export class SandboxManager {
       // Only now that the snapshot is recorded do the (frozen) processes go.
       await this.#d.runtime.destroy(this.#key(id));
       return toInfo(this.#record(id));
+    }
+  }
+
+  /** A lost sandbox brought back by resume or rewind (see Recovery.revive). */
+  async #revived(r: SandboxRecord, opts: { trigger: 'resume' | 'rewind'; snapshot?: SnapshotRecord }): Promise<SandboxInfo> {
+    await this.#recovery.revive(r, opts);
+    this.markActive(r.id);
+    return toInfo(this.#record(r.id));
+  }
+
+  /**
+   * Reconciler: a running sandbox whose cgroup has no task left (its init
+   * was killed, by the OOM killer or from outside) is confirmed dead,
+   * marked lost and brought back. Returns whether it was found dead.
+   */
+  async reviveIfDead(id: string): Promise<boolean> {
+    const u = await this.#d.runtime.usage(this.#key(id)).catch(() => undefined);
+    if (u && u.pids > 0) return false;
+    return this.#exclusive(id, async () => {
+      const r = this.#d.store.getSandbox(id);
+      return r?.state === 'running' ? this.#recovery.noticeDeath(r) : false;
     });
   }
 
   async resume(id: string): Promise<SandboxInfo> {
-    return this.#exclusive(id, () => this.#resume(id));
+    return this.#exclusive(id, () => this.#away(id, () => this.#resume(id)));
   }
 
   async #resume(id: string): Promise<SandboxInfo> {
     const r = this.#record(id);
     if (r.state === 'running') return toInfo(r);
+    if (this.#recovery.isLost(r)) return this.#revived(r, { trigger: 'resume' });
     if (r.state !== 'paused' || !r.resumeFrom) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
     const key = this.#key(id);
     await this.#restoreInto(key, r, this.#snapshotRecord(r.resumeFrom));
     await this.#waitReady(key);
     this.#transition(r, 'running');
+    this.#d.store.setOrigin(id, { at: new Date().toISOString(), snapshot: r.resumeFrom });
     this.#d.store.setResumeFrom(id, undefined);
     // A lifetime that ran out starts anew; a hibernated sandbox keeps the one it had.
     if (r.policy?.timeoutSeconds && !r.policy.expiresAt) this.#d.store.setPolicy(id, freshLifetime(r.policy));
@@ -743,10 +927,16 @@ export class SandboxManager {
    * the new one; recovery removes the other.
    */
   async rewind(id: string, snapId: string): Promise<SandboxInfo> {
-    return this.#exclusive(id, async () => {
+    return this.#exclusive(id, () => this.#away(id, () => this.#rewind(id, snapId)));
+  }
+
+  async #rewind(id: string, snapId: string): Promise<SandboxInfo> {
+    {
       const r = this.#record(id);
       const snap = this.#snapshotRecord(snapId);
       if (snap.sandboxId !== id) throw new ForkdError('INVALID_ARGUMENT', `snapshot ${snapId} is not in the timeline of ${id}`);
+      // Nothing runs to snapshot: the target is restored in place of the processes lost.
+      if (this.#recovery.isLost(r)) return this.#revived(r, { trigger: 'rewind', snapshot: snap });
       if (r.state === 'paused') {
         this.#d.store.setResumeFrom(id, snapId);
         crashPoint('rewind:recorded');
@@ -766,7 +956,8 @@ export class SandboxManager {
       const failed = [left, target].find((x): x is PromiseRejectedResult => x.status === 'rejected');
       if (failed) return giveUp(failed.reason);
       crashPoint('rewind:restored');
-      this.#d.store.setInstance(id, next);
+      // Snapshots older than this instant (the state left included) are no longer its line (see Recovery.candidates).
+      this.#d.store.setInstance(id, next, { at: new Date().toISOString(), snapshot: snapId });
       crashPoint('rewind:switched');
       await this.#waitReady(next).catch(giveUp);
       this.markActive(id);
@@ -775,7 +966,7 @@ export class SandboxManager {
       this.#background.add(done);
       void done.finally(() => this.#background.delete(done));
       return toInfo(this.#record(id));
-    });
+    }
   }
 
   /**
@@ -785,25 +976,26 @@ export class SandboxManager {
    */
   async fork(source: string, count = 1): Promise<SandboxInfo[]> {
     if (!Number.isInteger(count) || count < 1 || count > 64) throw new ForkdError('INVALID_ARGUMENT', 'count must be between 1 and 64');
-    let snap: SnapshotRecord;
-    if (source.startsWith('snap-')) snap = this.#snapshotRecord(source);
-    else {
-      snap = await this.#exclusive(source, async () => {
+    const fromSnapshot = source.startsWith('snap-');
+    const owner = fromSnapshot ? this.#snapshotRecord(source).sandboxId : source;
+    // The owner's lock is held until every fork has its root volume and its
+    // restore has read the images (a lazy restore's page server keeps them
+    // open), so a delete of the snapshot or of its sandbox waits for that.
+    const forks = await this.#exclusive(owner, async () => {
+      let snap: SnapshotRecord;
+      if (fromSnapshot) snap = this.#snapshotRecord(source);
+      else {
         const r = this.#record(source);
         if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${source} is ${r.state}; fork one of its snapshots instead`);
-        return this.#takeSnapshot(r, { reason: 'fork', leaveRunning: true });
-      });
-    }
-    const parent = this.#d.store.getSandbox(snap.sandboxId);
-    const template = parent?.template ?? 'base';
-    const limits = parent?.limits ?? Limits.parse({});
-    return Promise.all(
-      Array.from({ length: count }, async () => {
+        snap = await this.#takeSnapshot(r, { reason: 'fork', leaveRunning: true });
+      }
+      const parent = this.#d.store.getSandbox(snap.sandboxId);
+      const started = Array.from({ length: count }, () => {
         const rec: SandboxRecord = {
           id: newSandboxId(),
-          template,
+          template: parent?.template ?? 'base',
           state: 'creating',
-          limits,
+          limits: parent?.limits ?? Limits.parse({}),
           env: parent?.env ?? {},
           metadata: parent?.metadata ?? {},
           createdAt: new Date().toISOString(),
@@ -811,20 +1003,36 @@ export class SandboxManager {
           policy: freshLifetime(parent?.policy),
         };
         this.#d.store.insertSandbox(rec);
-        try {
-          await this.#restoreInto(rec.id, rec, snap);
-          await this.#waitReady(rec.id);
-          crashPoint('fork:restored');
-          this.#transition(rec, 'running');
-          this.markActive(rec.id);
-          return toInfo(rec);
-        } catch (err) {
-          await this.#release(rec.id).catch(() => {});
-          this.#d.store.deleteSandbox(rec.id);
-          throw err;
-        }
-      }),
-    );
+        let restored!: () => void;
+        const imagesRead = new Promise<void>((resolve) => (restored = resolve));
+        // Each fork holds its own lock until it runs: a delete of a listed `creating` fork waits.
+        const done = this.#exclusive(rec.id, async () => {
+          try {
+            await this.#restoreInto(rec.id, rec, snap).finally(restored);
+            await this.#waitReady(rec.id);
+            crashPoint('fork:restored');
+            this.#transition(rec, 'running');
+            this.markActive(rec.id);
+            return toInfo(rec);
+          } catch (err) {
+            await this.#abandon(rec.id);
+            throw err;
+          }
+        });
+        // Awaited below, after the owner's lock: meanwhile a failure must not count as unhandled.
+        done.catch(() => {});
+        return { done, imagesRead };
+      });
+      await Promise.all(started.map((f) => f.imagesRead));
+      return started;
+    });
+    return Promise.all(forks.map((f) => f.done));
+  }
+
+  /** A fork or create that did not make it: its instance and record go. */
+  async #abandon(id: string): Promise<void> {
+    await this.#release(id).catch(() => {});
+    this.#d.store.deleteSandbox(id);
   }
 
   /** The fork tree below a sandbox: its snapshots and the sandboxes forked from them, recursively. */
@@ -837,19 +1045,24 @@ export class SandboxManager {
     return node(r);
   }
 
-  /** Pinned snapshots are never thinned by the timeline policy (named ones start pinned). */
-  pinSnapshot(snapId: string, pinned: boolean): SnapshotInfo {
-    this.#snapshotRecord(snapId);
-    this.#d.store.setPinned(snapId, pinned);
-    return toSnapshotInfo(this.#snapshotRecord(snapId));
+  /** Pinned snapshots are never thinned by the timeline policy (named ones start pinned). Under the owner's lock. */
+  async pinSnapshot(snapId: string, pinned: boolean): Promise<SnapshotInfo> {
+    return this.#exclusive(this.#snapshotRecord(snapId).sandboxId, async () => {
+      this.#snapshotRecord(snapId);
+      this.#d.store.setPinned(snapId, pinned);
+      return toSnapshotInfo(this.#snapshotRecord(snapId));
+    });
   }
 
+  /** Under the owner's lock, so it never removes images a pause, rewind or fork is reading. */
   async deleteSnapshot(snapId: string): Promise<void> {
-    const s = this.#snapshotRecord(snapId);
-    const owner = this.#d.store.getSandbox(s.sandboxId);
-    if (owner?.resumeFrom === snapId) throw new ForkdError('FAILED_PRECONDITION', `snapshot ${snapId} holds the paused state of ${s.sandboxId}`);
-    this.#d.store.deleteSnapshot(snapId);
-    await this.#removeSnapshotFiles(snapId);
+    return this.#exclusive(this.#snapshotRecord(snapId).sandboxId, async () => {
+      const s = this.#snapshotRecord(snapId);
+      const owner = this.#d.store.getSandbox(s.sandboxId);
+      if (owner?.resumeFrom === snapId) throw new ForkdError('FAILED_PRECONDITION', `snapshot ${snapId} holds the paused state of ${s.sandboxId}`);
+      this.#d.store.deleteSnapshot(snapId);
+      await this.#removeSnapshotFiles(snapId);
+    });
   }
 
   /** Activity bookkeeping and the policy hooks the reconciler drives. */
@@ -862,7 +1075,7 @@ export class SandboxManager {
   }
 
   openConnections(id: string): number {
-    return this.#guests.get(id)?.openConnections ?? 0;
+    return this.#guests.get(this.#key(id))?.openConnections ?? 0;
   }
 
   records(): SandboxRecord[] {

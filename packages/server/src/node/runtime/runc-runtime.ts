@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { ForkdError, type Limits } from '@forkd/protocol';
 import { exec, spawnDaemon } from '../../shared/exec.js';
-import { freezerControl, readUsage, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
+import { waitForPath } from '../../shared/wait-for-path.js';
+import { childCgroups, freezerControl, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
 import type { Network } from '../network/network.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import type { CheckpointOptions, CheckpointStats, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
@@ -17,6 +18,8 @@ export interface RuncOptions {
   cgroupParent: string;
   /** CRIU ≥ 4 (a wrapper script on Debian 12 hosts); checkpoint/restore fail without it. */
   criu?: string;
+  /** CRIU's action script (forkd-criu-action, named in criu's config by setup); run directly only to wait out a failed dump's filesystem snapshot. */
+  criuAction?: string;
   /**
    * Restore lazily: processes resume at once and their memory is served on
    * demand (userfaultfd) and pushed in the background by a `criu lazy-pages`
@@ -34,7 +37,7 @@ export class RuncRuntime implements Runtime {
   readonly #swap = swapAccounting();
 
   constructor(opts: RuncOptions) {
-    this.#o = { runc: 'runc', criu: 'criu', lazyRestore: false, ...opts };
+    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', lazyRestore: false, ...opts };
   }
 
   cgroupPath(id: string): string {
@@ -103,10 +106,23 @@ export class RuncRuntime implements Runtime {
       return { frozenMs: Number(BigInt(Date.now()) * 1_000_000n - frozenAt) / 1e6, dumpMs };
     } catch (err) {
       await this.thaw(id).catch(() => {});
+      await this.#awaitSnapshot(hook);
       throw err;
     } finally {
-      for (const suffix of ['', '.frozen-at', '.snap-rc', '.snap-rc.tmp']) await rm(`${hook}${suffix}`, { force: true });
+      for (const suffix of ['', '.frozen-at', '.snap-fifo', '.snap-rc', '.snap-rc.tmp']) await rm(`${hook}${suffix}`, { force: true });
     }
+  }
+
+  /**
+   * A dump that failed after the action script started the filesystem
+   * snapshot: that snapshot still runs, and the caller is about to remove
+   * its target. The action script's own post-dump wait (FIFO, deadline in
+   * seconds) tells when it is done.
+   */
+  async #awaitSnapshot(hook: string): Promise<void> {
+    if (!this.#o.criuAction || !existsSync(`${hook}.snap-fifo`)) return;
+    const env = { ...process.env, CRTOOLS_SCRIPT_ACTION: 'post-dump', CRTOOLS_IMAGE_DIR: dirname(hook) };
+    await exec(this.#o.criuAction, [], { env, allowFailure: true }).catch(() => {});
   }
 
   async restore(id: string, spec: RuntimeSpec, o: { imagesDir: string }): Promise<RuntimeState> {
@@ -120,9 +136,12 @@ export class RuncRuntime implements Runtime {
     if (this.#o.lazyRestore) {
       const sock = join(workDir, 'lazy-pages.socket');
       await rm(sock, { force: true });
-      lazyPid = spawnDaemon(this.#o.criu, ['lazy-pages', '--images-dir', o.imagesDir, '--work-dir', workDir, '-o', 'lazy-pages.log']);
-      for (let i = 0; i < 2000 && !existsSync(sock); i++) await new Promise((r) => setTimeout(r, 1));
-      if (existsSync(sock)) args.splice(1, 0, '--lazy-pages');
+      let exited!: () => void;
+      const gone = new Promise<void>((r) => (exited = r));
+      lazyPid = spawnDaemon(this.#o.criu, ['lazy-pages', '--images-dir', o.imagesDir, '--work-dir', workDir, '-o', 'lazy-pages.log'], process.env, () => exited());
+      // Its socket appears in ~10 ms; a daemon that died or never listens means an eager restore.
+      if (await waitForPath(sock, LAZY_PAGES_START_MS, gone)) args.splice(1, 0, '--lazy-pages');
+      else killQuietly(lazyPid);
     }
     const r = await this.#runc(args);
     if (r.code !== 0) {
@@ -179,6 +198,8 @@ export class RuncRuntime implements Runtime {
         throw new ForkdError('INTERNAL', `runc delete failed: ${again.stderr.trim().slice(-300)}`, { cmd: `runc delete --force ${id}`, exitCode: again.code, stderrTail: again.stderr.slice(-4000) });
       }
     }
+    // runc removes the cgroup of a container it knows; one whose state went (with /run on a reboot) leaves it.
+    await removeCgroup(this.cgroupPath(id));
     if (!opts.keepBundle) {
       await this.#o.network.release(id);
       await rm(join(this.#o.bundleRoot, id), { recursive: true, force: true });
@@ -192,8 +213,10 @@ export class RuncRuntime implements Runtime {
   async list(): Promise<string[]> {
     const r = await this.#runc(['list', '--format', 'json']);
     const parsed = r.code === 0 ? (JSON.parse(r.stdout || 'null') as Array<{ id: string }> | null) : null;
-    // A crash between making a namespace and starting runc leaves only the namespace.
-    return [...new Set([...(parsed ?? []).map((c) => c.id), ...(await this.#o.network.list())])];
+    // A crash between making a namespace and starting runc leaves only the namespace; a reboot
+    // empties runc's state (/run) but leaves bundles, and a lost runc state leaves the cgroup.
+    const leftovers = [...(await readdir(this.#o.bundleRoot).catch(() => [] as string[])), ...(await childCgroups(this.#o.cgroupParent))].filter((n) => KEY.test(n));
+    return [...new Set([...(parsed ?? []).map((c) => c.id), ...(await this.#o.network.list()), ...leftovers])];
   }
 
 }
@@ -235,7 +258,13 @@ async function carriesOwnNetns(imagesDir: string): Promise<boolean> {
   return !(await readFile(join(imagesDir, img))).includes('extRootNetNS');
 }
 
-/** Name of the hook file forkd's CRIU action script follows (see setup). */
+/** A runtime key (sandbox id or instance key): what bundle and cgroup names must look like to be ours. */
+const KEY = /^[a-z0-9][a-z0-9.-]*$/;
+
+/** How long a `criu lazy-pages` daemon may take to listen (~10 ms idle) before the restore goes eager. */
+const LAZY_PAGES_START_MS = 10_000;
+
+/** Name of the hook file forkd's CRIU action script follows (HOOK_NAME in packages/host-tools/src/criu-action). */
 export const CHECKPOINT_HOOK = 'forkd-hook';
 
 /** A wall-clock instant in ns written by the action script (`date +%s%N`). */

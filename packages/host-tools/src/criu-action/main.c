@@ -1,0 +1,316 @@
+/*
+ * forkd-criu-action: CRIU's action script for forkd (see README.md). CRIU
+ * runs it at every step of a dump or restore with CRTOOLS_SCRIPT_ACTION and
+ * CRTOOLS_IMAGE_DIR set; it acts only when forkd left a hook file in the
+ * images dir (RuncRuntime.checkpoint):
+ *
+ *   line 1  the cgroup's freeze control file   (v1 freezer.state, v2 cgroup.freeze)
+ *   line 2  the value that freezes it          (FROZEN, 1)
+ *   line 3  the file that says it is frozen    (v1 freezer.state, v2 cgroup.events)
+ *   line 4  an extended regex matching "frozen" in it
+ *   line 5+ argv of the filesystem snapshot to take while frozen (optional)
+ *
+ * pre-dump: record the instant (HOOK.frozen-at, ns since the epoch), freeze,
+ * wait until frozen, then start the snapshot in the background, its exit
+ * status to be written into the FIFO HOOK.snap-fifo. post-dump: wait for
+ * that status. Every wait blocks in the kernel (inotify on cgroup.events, a
+ * FIFO read) or sleeps (v1's freezer.state has no notification): nothing
+ * spins, and deadlines are in seconds, so a loaded host only makes it slower.
+ *
+ * Exit 0 lets CRIU go on; anything else fails the dump (forkd then thaws).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HOOK_NAME "forkd-hook"
+#define MAX_ARGS 64
+/* A freeze waits for every task to reach the freezer: tasks in uninterruptible
+ * I/O (a busy Btrfs) get there late. */
+#define FREEZE_DEADLINE_S 30
+/* The Btrfs snapshot commits with the filesystem's transaction: behind a
+ * cleaner deleting a thousand subvolumes that takes seconds. */
+#define SNAPSHOT_DEADLINE_S 60
+/* v1's freezer.state: first look after 20 us, then back off to every 1 ms. */
+#define V1_FIRST_SLEEP_NS 20000L
+#define V1_MAX_SLEEP_NS 1000000L
+/* v1 re-sends the freeze this often to tasks that missed it (as CRIU does). */
+#define V1_REFREEZE_NS 100000000LL
+/* v2: a missed inotify event costs at most this much. */
+#define V2_RECHECK_MS 100
+
+static char hook[4096];
+static char *lines[4 + MAX_ARGS + 1];
+static int nlines;
+
+static long long now_ns(clockid_t clk)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "forkd-criu-action: %s: %s\n", what, strerror(errno));
+    return 1;
+}
+
+static int read_hook(void)
+{
+    static char buf[65536];
+    int fd = open(hook, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    for (char *p = buf; *p && nlines < (int)(sizeof lines / sizeof *lines) - 1;) {
+        char *nl = strchr(p, '\n');
+        if (nl)
+            *nl = 0;
+        lines[nlines++] = p;
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    lines[nlines] = NULL;
+    return nlines >= 4 ? 0 : -1;
+}
+
+static int write_str(const char *file, const char *s)
+{
+    int fd = open(file, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, s, strlen(s));
+    int e = errno;
+    close(fd);
+    errno = e;
+    return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+static int matches(int fd, regex_t *re)
+{
+    char buf[4096];
+    if (lseek(fd, 0, SEEK_SET) < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    if (n < 0)
+        return -1;
+    buf[n] = 0;
+    return regexec(re, buf, 0, NULL, 0) == 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* Freezes the cgroup and returns once the kernel says every task is frozen. */
+static int freeze(void)
+{
+    const char *control = lines[0], *value = lines[1], *check = lines[2];
+    regex_t re;
+    if (regcomp(&re, lines[3], REG_EXTENDED | REG_NEWLINE | REG_NOSUB) != 0) {
+        fprintf(stderr, "forkd-criu-action: bad pattern %s\n", lines[3]);
+        return 1;
+    }
+    int fd = open(check, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return fail(check);
+    /* v2: cgroup.events announces every change of "frozen" (inotify IN_MODIFY).
+     * The watch is set before the freeze, so no change can be missed. */
+    int in = -1;
+    if (ends_with(check, "/cgroup.events")) {
+        in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        if (in >= 0 && inotify_add_watch(in, check, IN_MODIFY) < 0) {
+            close(in);
+            in = -1;
+        }
+    }
+    if (write_str(control, value) < 0)
+        return fail(control);
+    long long start = now_ns(CLOCK_MONOTONIC), deadline = start + FREEZE_DEADLINE_S * 1000000000LL;
+    long long refreeze = start + V1_REFREEZE_NS;
+    long sleep_ns = V1_FIRST_SLEEP_NS;
+    for (;;) {
+        int m = matches(fd, &re);
+        if (m < 0)
+            return fail(check);
+        if (m)
+            return 0;
+        long long t = now_ns(CLOCK_MONOTONIC);
+        if (t >= deadline) {
+            fprintf(stderr, "forkd-criu-action: the cgroup did not freeze within %d s\n", FREEZE_DEADLINE_S);
+            return 1;
+        }
+        if (in >= 0) {
+            struct pollfd p = { .fd = in, .events = POLLIN };
+            long long left_ms = (deadline - t) / 1000000 + 1;
+            if (poll(&p, 1, left_ms < V2_RECHECK_MS ? (int)left_ms : V2_RECHECK_MS) > 0) {
+                char ev[4096];
+                while (read(in, ev, sizeof ev) > 0) {
+                }
+            }
+        } else {
+            /* v1 offers no notification: sleep, never spin. */
+            struct timespec ts = { 0, sleep_ns };
+            nanosleep(&ts, NULL);
+            if (sleep_ns < V1_MAX_SLEEP_NS)
+                sleep_ns = sleep_ns * 2 < V1_MAX_SLEEP_NS ? sleep_ns * 2 : V1_MAX_SLEEP_NS;
+            if (t >= refreeze) {
+                write_str(control, value);
+                refreeze = t + V1_REFREEZE_NS;
+            }
+        }
+    }
+}
+
+static void fifo_path(char *out, size_t n)
+{
+    snprintf(out, n, "%s.snap-fifo", hook);
+}
+
+/*
+ * Runs the snapshot in a detached grandchild of CRIU (CRIU waits only for
+ * this process) and hands its status to post-dump through the FIFO. The
+ * writer's open blocks until post-dump (or forkd, after a failed dump) opens
+ * the FIFO for reading; an alarm ends it if nobody ever does.
+ */
+static int start_snapshot(char **argv)
+{
+    char fifo[4200];
+    fifo_path(fifo, sizeof fifo);
+    unlink(fifo);
+    if (mkfifo(fifo, 0600) < 0)
+        return fail(fifo);
+    pid_t pid = fork();
+    if (pid < 0)
+        return fail("fork");
+    if (pid > 0)
+        return 0;
+    setsid();
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+    }
+    /* Nothing of CRIU's (its pipes to runc) may stay open in here: runc would wait for us. */
+    for (int fd = 3; fd < 1024; fd++)
+        close(fd);
+    int status = 0;
+    pid_t cmd = fork();
+    if (cmd == 0) {
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    while (cmd > 0 && waitpid(cmd, &status, 0) < 0 && errno == EINTR) {
+    }
+    int rc = cmd < 0 ? 126 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    alarm(SNAPSHOT_DEADLINE_S + 30);
+    int w = open(fifo, O_WRONLY | O_CLOEXEC);
+    if (w >= 0) {
+        char msg[16];
+        int len = snprintf(msg, sizeof msg, "%d\n", rc);
+        if (write(w, msg, (size_t)len) < 0) {
+            /* the reader gave up */
+        }
+    }
+    _exit(0);
+}
+
+static int pre_dump(void)
+{
+    char at[4200];
+    snprintf(at, sizeof at, "%s.frozen-at", hook);
+    char stamp[32];
+    snprintf(stamp, sizeof stamp, "%lld\n", now_ns(CLOCK_REALTIME));
+    int fd = open(at, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, stamp, strlen(stamp)) < 0)
+        return fail(at);
+    close(fd);
+    if (freeze() != 0)
+        return 1;
+    /* Frozen: the filesystem snapshot runs alongside CRIU's dump. */
+    return nlines > 4 ? start_snapshot(&lines[4]) : 0;
+}
+
+/* Waits for the snapshot's status; the FIFO goes with it (read once). */
+static int post_dump(void)
+{
+    if (nlines <= 4)
+        return 0;
+    char fifo[4200];
+    fifo_path(fifo, sizeof fifo);
+    /* Non-blocking open: a reader needs no writer yet; poll then sleeps until the status comes. */
+    int fd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return fail(fifo);
+    char buf[32];
+    size_t got = 0;
+    long long deadline = now_ns(CLOCK_MONOTONIC) + SNAPSHOT_DEADLINE_S * 1000000000LL;
+    for (;;) {
+        long long left_ms = (deadline - now_ns(CLOCK_MONOTONIC)) / 1000000;
+        if (left_ms <= 0) {
+            unlink(fifo);
+            fprintf(stderr, "forkd-criu-action: the filesystem snapshot did not finish within %d s\n", SNAPSHOT_DEADLINE_S);
+            return 1;
+        }
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int r = poll(&p, 1, (int)left_ms);
+        if (r < 0 && errno != EINTR)
+            return fail("poll");
+        if (r <= 0)
+            continue;
+        ssize_t n = read(fd, buf + got, sizeof buf - 1 - got);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        if (memchr(buf, '\n', got) || got == sizeof buf - 1)
+            break;
+    }
+    /* Only now: the writer opens it by name, maybe after this reader did. */
+    unlink(fifo);
+    buf[got] = 0;
+    if (got == 0 || atoi(buf) != 0 || buf[0] != '0') {
+        fprintf(stderr, "forkd-criu-action: the filesystem snapshot failed (status %s)\n", got ? buf : "none");
+        return 1;
+    }
+    return 0;
+}
+
+int main(void)
+{
+    const char *action = getenv("CRTOOLS_SCRIPT_ACTION");
+    const char *dir = getenv("CRTOOLS_IMAGE_DIR");
+    if (!action || !dir)
+        return 0;
+    if (snprintf(hook, sizeof hook, "%s/%s", dir, HOOK_NAME) >= (int)sizeof hook)
+        return 1;
+    if (access(hook, F_OK) != 0)
+        return 0;
+    if (strcmp(action, "pre-dump") != 0 && strcmp(action, "post-dump") != 0)
+        return 0;
+    if (read_hook() < 0) {
+        fprintf(stderr, "forkd-criu-action: unreadable hook file %s\n", hook);
+        return 1;
+    }
+    return strcmp(action, "pre-dump") == 0 ? pre_dump() : post_dump();
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Real test of forkd-criu-action on a real cgroup freezer (v1 or v2), without
+# CRIU: it plays CRIU's pre-dump and post-dump calls. Needs root.
+# Usage: test/criu-action.sh
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=$here/build/forkd-criu-action
+[ -x "$bin" ] || make -s -C "$here"
+work=$(mktemp -d /tmp/forkd-criu-action-test.XXXXXX)
+name=forkd-action-test-$$
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+  cg=/sys/fs/cgroup/$name; control=$cg/cgroup.freeze; value=1; thaw=0; check=$cg/cgroup.events; pattern='^frozen 1'
+else
+  cg=/sys/fs/cgroup/freezer/$name; control=$cg/freezer.state; value=FROZEN; thaw=THAWED; check=$cg/freezer.state; pattern='^FROZEN'
+fi
+mkdir "$cg"
+sleep 1000 & victim=$!
+echo $victim > "$cg/cgroup.procs"
+cleanup() { echo $thaw > "$control" 2>/dev/null || true; kill $victim 2>/dev/null || true; wait $victim 2>/dev/null || true; rmdir "$cg" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+fail=0
+check() { if eval "$2"; then echo "  ok   $1"; else echo "  FAIL $1"; fail=1; fi; }
+run() { CRTOOLS_SCRIPT_ACTION=$1 CRTOOLS_IMAGE_DIR=$work "$bin"; }
+hook() { printf '%s\n' "$control" "$value" "$check" "$pattern" "$@" > "$work/forkd-hook"; }
+ticks() { awk '{print $14 + $15 + $16 + $17}' /proc/$1/stat; }
+
+echo "== no hook file: nothing to do"
+check "exit 0" 'run pre-dump'
+
+echo "== pre-dump freezes and records the instant; post-dump waits for a slow snapshot"
+hook sh -c "sleep 1.5; touch $work/snapped"
+t0=$(date +%s%N)
+check "pre-dump exit 0" 'run pre-dump'
+check "frozen" "grep -Eq '$pattern' $check"
+check "frozen-at is an instant in ns" "[ \$(cat $work/forkd-hook.frozen-at) -ge $t0 ]"
+check "snapshot runs in the background" "[ ! -e $work/snapped ]"
+t1=$(date +%s%N)
+check "post-dump exit 0" 'run post-dump'
+t2=$(date +%s%N)
+check "post-dump returned after the snapshot" "[ -e $work/snapped ]"
+check "post-dump slept: $(( (t2 - t1) / 1000000 )) ms wall" "[ \$(( (t2 - t1) / 1000000 )) -ge 1000 ]"
+check "FIFO removed" "[ ! -e $work/forkd-hook.snap-fifo ]"
+echo $thaw > "$control"
+
+echo "== a failed snapshot fails post-dump"
+hook false
+run pre-dump
+check "post-dump exit 1" '! run post-dump 2>/dev/null'
+echo $thaw > "$control"
+
+echo "== the snapshot finished before post-dump (writer waits for the reader)"
+hook true
+run pre-dump
+sleep 0.3
+check "post-dump exit 0" 'run post-dump'
+echo $thaw > "$control"
+
+echo "== post-dump waiting costs no CPU"
+hook sleep 2
+run pre-dump
+CRTOOLS_SCRIPT_ACTION=post-dump CRTOOLS_IMAGE_DIR=$work "$bin" & waiter=$!
+sleep 1
+used=$(ticks $waiter)
+check "post-dump used $used ticks in 1 s" "[ $used -le 1 ]"
+wait $waiter
+echo $thaw > "$control"
+
+exit $fail

@@ -1,0 +1,90 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ForkdError } from '@forkd/protocol';
+import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
+import { run, waitFor } from '../../testing/helpers.js';
+import { JUMP, JUMPED, JUMPING_COUNTER } from '../../testing/counter.js';
+import type { NodeEvent } from '../node-event.js';
+
+/**
+ * A sandbox whose init dies while the daemon runs (the OOM killer, a kill
+ * from the host): the reconciler notices and brings it back under its id
+ * from its latest snapshot; one that dies again right away is left failed.
+ */
+describe('recovery of a sandbox whose init died (real CRIU)', { skip: !isRoot && 'needs root' }, () => {
+  let node: TestNode;
+  let id = '';
+  const events: NodeEvent[] = [];
+
+  const count = async () => Number((await run(node.manager, id, ['cat', '/tmp/count'])).stdout);
+  const assertCounterRuns = async () => {
+    const c = await count();
+    await waitFor(async () => (await count()) > c, 5000, 'the counter to go on');
+  };
+  const killInit = async () => {
+    const key = node.manager.recordOf(id)?.instance ?? id;
+    const { pid } = await node.runtime.state(key);
+    assert.ok(pid > 0);
+    process.kill(pid, 'SIGKILL');
+    await waitFor(async () => (await node.runtime.usage(key)).pids === 0, 10_000, 'the sandbox cgroup to empty');
+  };
+
+  before(async () => {
+    node = await createTestNode({ onEvent: (e) => void events.push(e) });
+    id = (await node.manager.create({})).id;
+    (await node.manager.spawn(id, { argv: JUMPING_COUNTER, tag: 'counter' })).process.detach();
+    await waitFor(async () => (await count()) > 5, 5000, 'the counter to start');
+  });
+  after(async () => node?.dispose());
+
+  test('its init killed: the next reconciler tick brings it back from its latest snapshot', async () => {
+    const snap = await node.manager.snapshot(id);
+    const atSnap = Number(await readFile(join(node.manager.snapshotDir(snap.id), 'rootfs/tmp/count'), 'utf8'));
+    await run(node.manager, id, 'echo later > /tmp/later');
+    assert.equal((await run(node.manager, id, JUMP)).exitCode, 0);
+    await waitFor(async () => (await count()) > JUMPED, 5000, 'the counter to jump');
+
+    await killInit();
+    await node.manager.tick();
+
+    const info = node.manager.get(id);
+    assert.equal(info.state, 'running', JSON.stringify(info));
+    assert.equal(info.recovered?.fromSnapshot, snap.id);
+    assert.match(info.recovered?.reason ?? '', /init process died while the daemon ran/);
+    assert.ok((info.recovered?.lostSeconds ?? -1) >= 0);
+    const c = await count();
+    assert.ok(c >= atSnap && c < JUMPED, `memory from the snapshot (${atSnap}), not from before the kill: ${c}`);
+    await assertCounterRuns();
+    assert.equal((await run(node.manager, id, ['test', '-e', '/tmp/later'])).exitCode, 1, 'files of the snapshot');
+    const mine = events.filter((e) => e.sandboxId === id);
+    assert.deepEqual(
+      mine.map((e) => [e.operation, e.code]),
+      [
+        ['lost', 'UNAVAILABLE'],
+        ['recover', 'OK'],
+      ],
+    );
+    assert.match(mine[1]!.detail, new RegExp(`from snapshot ${snap.id} .*s of work lost`));
+  });
+
+  test('dying again soon after its recovery: left failed, not brought back in a loop; resume brings it back', async () => {
+    await killInit();
+    await node.manager.tick();
+    const info = node.manager.get(id);
+    assert.equal(info.state, 'failed');
+    assert.match(info.error ?? '', /not brought back automatically/);
+    await assert.rejects(node.manager.guest(id), (e: ForkdError) => e.code === 'FAILED_PRECONDITION');
+
+    const resumed = await node.manager.resume(id);
+    assert.equal(resumed.state, 'running');
+    assert.ok(resumed.recovered?.fromSnapshot, 'from its snapshot');
+    assert.ok((await count()) < JUMPED);
+    await assertCounterRuns();
+    assert.deepEqual(
+      events.filter((e) => e.sandboxId === id).map((e) => e.operation),
+      ['lost', 'recover', 'lost', 'recover'],
+    );
+  });
+});
