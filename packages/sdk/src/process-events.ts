@@ -8,6 +8,7 @@ export interface ProcessEventHandlers {
   onStdout?: ((chunk: Uint8Array) => void) | undefined;
   onStderr?: ((chunk: Uint8Array) => void) | undefined;
   onDropped?: ((bytes: number) => void) | undefined;
+  onRewound?: (() => void) | undefined;
 }
 
 /**
@@ -30,6 +31,9 @@ export async function consumeProcessEvents(events: AsyncIterable<unknown>, h: Pr
         break;
       case 'dropped':
         h.onDropped?.(e.bytes);
+        break;
+      case 'rewound':
+        h.onRewound?.();
         break;
       case 'exit':
         return { exitCode: e.exitCode, signal: e.signal, oomKilled: e.oomKilled };

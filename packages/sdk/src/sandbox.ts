@@ -165,6 +165,7 @@ export class Sandbox {
         sinks.stderr?.(c);
       },
       onDropped: opts.onDropped,
+      onRewound: opts.onRewound,
     });
     if (!exit) {
       throw started
@@ -197,6 +198,7 @@ export class Sandbox {
       onStdout: sinks.stdout,
       onStderr: sinks.stderr,
       onDropped: handlers.onDropped,
+      onRewound: handlers.onRewound,
     });
   }
 

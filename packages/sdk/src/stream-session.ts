@@ -23,6 +23,8 @@ export interface PtySession {
   write(data: string | Uint8Array): Promise<void>;
   resize(cols: number, rows: number): void;
   onData(cb: Listener): () => void;
+  /** The sandbox was rewound under the session and its process goes on from that state. */
+  onRewound(cb: () => void): () => void;
   signal(signal: SignalSpec): void;
   close(): void;
 }
@@ -75,6 +77,9 @@ export class StreamSession implements PtySession {
     [STDERR, 0],
   ]);
   readonly #dropped = new Set<(bytes: number) => void>();
+  readonly #rewound = new Set<() => void>();
+  /** An error the server sent after the start: the stream's end if the server then closes with 1011. */
+  #lastError: ForkdError | undefined;
   #info: StartedProcess = { pid: 0, pty: false };
   #socketFailed = false;
 
@@ -127,6 +132,12 @@ export class StreamSession implements PtySession {
   onDropped(cb: (bytes: number) => void): () => void {
     this.#dropped.add(cb);
     return () => this.#dropped.delete(cb);
+  }
+
+  /** The sandbox was rewound under this stream and its process goes on from that state (see ProcessHandlerOptions.onRewound). */
+  onRewound(cb: () => void): () => void {
+    this.#rewound.add(cb);
+    return () => this.#rewound.delete(cb);
   }
 
   /** Sends stdin; resolves when the socket has room again. */
@@ -213,13 +224,16 @@ export class StreamSession implements PtySession {
       case 'dropped':
         for (const cb of this.#dropped) cb(Number(msg.bytes));
         break;
+      case 'rewound':
+        for (const cb of this.#rewound) cb();
+        break;
       case 'error': {
         const err = wireError(msg.error as { code?: unknown; message?: unknown });
         // Before `started` the open failed; after, it is a refused control message and the process runs on.
         if (!this.#started.settled) {
           this.#started.reject(err);
           this.#exit.reject(err);
-        }
+        } else this.#lastError = err;
         break;
       }
     }
@@ -233,6 +247,8 @@ export class StreamSession implements PtySession {
       this.#exit.reject(err);
     } else if (!this.#exit.settled) {
       if (this.#socketFailed) this.#exit.reject(new ForkdError('UNAVAILABLE', `connection to forkd lost: ${why}`));
+      // 1011: the server ended the stream with the error it sent last (REWOUND, the sandbox deleted, ...).
+      else if (code === 1011 && this.#lastError) this.#exit.reject(this.#lastError);
       else this.#exit.resolve(null);
     }
   }

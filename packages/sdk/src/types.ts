@@ -50,6 +50,12 @@ export interface ProcessHandlerOptions {
   onStarted?: (process: StartedProcess) => void;
   /** The server dropped this many bytes of output because the reader was too slow. */
   onDropped?: (bytes: number) => void;
+  /**
+   * The sandbox was rewound under the stream and its process exists in that
+   * state: output goes on from there. (When it does not, the stream ends with
+   * a REWOUND error.) Snapshots, pauses and hibernation are invisible.
+   */
+  onRewound?: () => void;
   /** Aborting detaches: the process keeps running. */
   abortSignal?: AbortSignal;
 }

@@ -90,6 +90,7 @@ interface Outcome {
 
 const write = (stream: NodeJS.WriteStream) => (chunk: Uint8Array) => void stream.write(chunk);
 const notifyDropped = (n: number) => void process.stderr.write(`forkd: ${n} bytes of output were dropped (reader too slow)\n`);
+const notifyRewound = () => void process.stderr.write('forkd: the sandbox was rewound; the output goes on from that state\n');
 
 /** From a terminal: the NDJSON exec route, stdin empty. */
 async function viaExecRoute(sb: Sandbox, args: ExecArgs): Promise<Outcome> {
@@ -106,6 +107,7 @@ async function viaExecRoute(sb: Sandbox, args: ExecArgs): Promise<Outcome> {
       onStdout: args.json ? undefined : write(process.stdout),
       onStderr: args.json ? undefined : write(process.stderr),
       onDropped: notifyDropped,
+      onRewound: notifyRewound,
     });
     const { stdout, stderr, ...exit } = r;
     return { pid: r.pid, exit, ...(args.json ? { stdout, stderr } : {}) };
@@ -123,6 +125,7 @@ async function viaStream(sb: Sandbox, args: ExecArgs): Promise<Outcome> {
   session.onStdout(args.json ? (c) => out.push(c) : write(process.stdout));
   session.onStderr(args.json ? (c) => err.push(c) : write(process.stderr));
   session.onDropped(notifyDropped);
+  session.onRewound(notifyRewound);
   const restore = forwardInterrupts((sig) => trySignal(session, sig));
   // The stream route has no server-side timeout: enforce it from here.
   const timer = args.timeoutMs === undefined ? undefined : setTimeout(() => trySignal(session, 'SIGKILL'), args.timeoutMs);

@@ -59,6 +59,8 @@ export const shellCommand: CliCommand = {
     if (args.user !== undefined) opts.user = args.user;
     const session = await sb.pty(opts);
     session.onData((d) => void stdout.write(d));
+    // Snapshots and pauses pass unseen; a rewind changes what the shell is looking at, so say so.
+    session.onRewound(() => void process.stderr.write('\r\n[forkd] the sandbox was rewound; this shell goes on from that state\r\n'));
 
     const raw = !!stdin.isTTY;
     const onInput = (d: Buffer) => void session.write(d).catch(() => {});
@@ -91,7 +93,10 @@ export const shellCommand: CliCommand = {
     stdin.on('data', onInput);
     stdin.resume();
     try {
-      const exit = await session.exit;
+      const exit = await session.exit.catch((err: unknown) => {
+        if (err instanceof ForkdError && err.code === 'REWOUND') throw new ForkdError('REWOUND', 'the sandbox was rewound to a state before this shell started; open a new one');
+        throw err;
+      });
       if (!exit) throw new ForkdError('UNAVAILABLE', 'the terminal stream closed before the shell exited');
       return exitStatus(exit);
     } finally {

@@ -61,7 +61,7 @@ export class Recovery {
     r.lost = lost;
     this.#d.transition(r, 'failed', `the sandbox processes were lost: ${reason}${note}. Its files are kept; resume brings it back from its latest snapshot, rewind from a chosen one`);
     this.#d.logger.warn('sandbox lost its processes', { sandbox: r.id, reason });
-    this.#emit({ sandboxId: r.id, operation: 'lost', detail: reason, code: 'UNAVAILABLE', durationMs: 0 });
+    this.#emit({ sandboxId: r.id, operation: 'lost', detail: `${reason}${note}`, code: 'UNAVAILABLE', durationMs: 0 });
   }
 
   /**
