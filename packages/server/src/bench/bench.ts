@@ -9,7 +9,8 @@ import { describeMachine, ratio, renderCharts, renderMarkdown, type Machine } fr
 import { createTestNode } from '../testing/test-node.js';
 import { run } from '../testing/helpers.js';
 import { summarize, type Summary } from './stats.js';
-import { pinnedMemory, poolUsed } from './host-measures.js';
+import { cpuMeter, pinnedMemory, poolUsed } from './host-measures.js';
+import { streamGapsAcrossSnapshots } from './stream-gap.js';
 
 /**
  * `npm run bench`: speed and memory of the sandbox core on this machine, then
@@ -87,7 +88,17 @@ async function coreBench(): Promise<Row[]> {
 
     // Stateful operations on a sandbox holding ~100 MB of resident, incompressible memory.
     const big = await m.create({ memoryMb: 1024 });
-    const HOG = "import os,time\nb=bytearray(os.urandom(100*1024*1024))\nopen('/tmp/ready','w').write('1')\nwhile True: time.sleep(1)";
+    // SIGUSR1 makes it rewrite the next 10 MB of its buffer (memory changed between snapshots); /tmp/touched counts.
+    const HOG = [
+      'import os,time,signal',
+      'b=bytearray(os.urandom(100*1024*1024))',
+      'n=[0]',
+      'def touch(*a):',
+      '  o=(n[0]*10*2**20)%len(b); b[o:o+10*2**20]=os.urandom(10*2**20); n[0]+=1; open("/tmp/touched","w").write(str(n[0]))',
+      'signal.signal(signal.SIGUSR1,touch)',
+      "open('/tmp/ready','w').write('1')",
+      'while True: time.sleep(1)',
+    ].join('\n');
     (await m.spawn(big.id, { argv: ['python3', '-c', HOG], tag: 'hog' })).process.detach();
     for (let i = 0; i < 100; i++) {
       if ((await run(m, big.id, ['test', '-e', '/tmp/ready'])).exitCode === 0) break;
@@ -112,6 +123,34 @@ async function coreBench(): Promise<Row[]> {
     rows.push({ name: 'snapshot total time', unit: 'ms', summary: summarize(total) });
     rows.push({ name: 'bytes added per snapshot (first one included)', unit: 'MB', summary: summarize(added.map((b) => b / 2 ** 20)) });
     rows.push({ name: 'bytes added per further snapshot', unit: 'MB', target: '< 10', summary: summarize(added.slice(1).map((b) => b / 2 ** 20)) });
+
+    // Host CPU per snapshot (forkd, runc, criu, the action script, the Btrfs snapshot, the page store; not the sandbox).
+    const meter = await cpuMeter();
+    try {
+      const freezeP50 = summarize(freeze).p50;
+      const cpuIdle: number[] = [];
+      const cpuChanged: number[] = [];
+      const freezeChanged: number[] = [];
+      for (let i = 0; i < M; i++) {
+        const c0 = await meter.nanos();
+        snaps.push((await m.snapshot(big.id)).id);
+        cpuIdle.push(((await meter.nanos()) - c0) / 1e6);
+      }
+      for (let i = 0; i < M; i++) {
+        await run(m, big.id, ['pkill', '-USR1', '-f', 'signal.SIGUSR1']);
+        for (let t = 0; t < 100 && (await run(m, big.id, ['cat', '/tmp/touched'])).stdout.trim() !== String(i + 1); t++) await new Promise((r) => setTimeout(r, 20));
+        const c0 = await meter.nanos();
+        const snap = await m.snapshot(big.id);
+        cpuChanged.push(((await meter.nanos()) - c0) / 1e6);
+        freezeChanged.push(snap.frozenMs);
+        snaps.push(snap.id);
+      }
+      rows.push({ name: `host CPU per snapshot, idle (${Math.round(bigRss / 2 ** 20)} MB sandbox; ${meter.source})`, unit: 'ms', target: `≤ freeze (p50 ${freezeP50.toFixed(0)} ms)`, summary: summarize(cpuIdle) });
+      rows.push({ name: 'host CPU per snapshot, 10 MB changed since the previous one', unit: 'ms', target: `≤ freeze (p50 ${summarize(freezeChanged).p50.toFixed(0)} ms)`, summary: summarize(cpuChanged) });
+    } finally {
+      await meter.close();
+    }
+    rows.push({ name: 'longest gap an exec stream sees across a snapshot', unit: 'ms', target: 'p50 ≤ 250', summary: summarize(await streamGapsAcrossSnapshots(m, big.id, M)) });
 
     const forkMs: number[] = [];
     for (let i = 0; i < M; i++) {

@@ -112,7 +112,11 @@ export function renderMarkdown(m: Machine, rows: readonly Comparison[], core: Re
   }
   out.push('## forkd alone (targets of the stateful core)', '', '| measurement | unit | n | p50 | p95 | target |', '|---|---|---|---|---|---|');
   for (const r of core) out.push(`| ${r.name} | ${r.unit} | ${r.summary.n} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${r.target ?? ''} |`);
-  out.push('');
+  out.push(
+    '',
+    "Host CPU per snapshot: CPU time of the bench process and of everything it starts while `snapshot` runs (runc, criu, CRIU's action script and the Btrfs snapshot it starts, the page store's forkd-patch), read from the accounting of a cgroup the bench moves itself into, so a detached helper counts too; the sandbox's own CPU (its cgroup) and kernel threads (Btrfs commits) do not. The target is the freeze's wall time: waiting for the freeze and for the Btrfs snapshot blocks in the kernel (inotify, a FIFO) or sleeps, so nothing spins while the sandbox is frozen.",
+    '',
+  );
   return out.join('\n');
 }
 

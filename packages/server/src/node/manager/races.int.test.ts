@@ -14,6 +14,12 @@ import { run } from '../../testing/helpers.js';
  */
 const DELAYS_MS = [0, 15, 60];
 
+/** A failure with the tool output behind it (CRIU's log tail), which the assertion message alone would lose. */
+function explain(err: unknown): never {
+  const tail = err instanceof ForkdError ? err.details?.stderrTail : undefined;
+  throw typeof tail === 'string' ? new Error(`${(err as Error).message}\n${tail}`, { cause: err }) : err;
+}
+
 describe('deletes racing lifecycle operations (real CRIU, real Btrfs)', { skip: !isRoot && 'needs root' }, () => {
   let node: TestNode;
   before(async () => {
@@ -49,7 +55,7 @@ describe('deletes racing lifecycle operations (real CRIU, real Btrfs)', { skip: 
       const snap = m().snapshot(s.id);
       await sleep(delay);
       const del = m().delete(s.id);
-      const [taken] = await Promise.all([snap, del]);
+      const [taken] = await Promise.all([snap, del]).catch(explain);
       assertGone(s.id);
       assert.throws(() => m().getSnapshot(taken.id), /not found/);
       await assertConsistent(`snapshot + delete at ${delay} ms`);
@@ -71,7 +77,7 @@ describe('deletes racing lifecycle operations (real CRIU, real Btrfs)', { skip: 
       const fork = m().fork(s.id, 2);
       await sleep(delay);
       const del = m().delete(s.id);
-      const [forks] = await Promise.all([fork, del]);
+      const [forks] = await Promise.all([fork, del]).catch(explain);
       assertGone(s.id);
       await assertForksWork(forks);
       for (const f of forks) await m().delete(f.id);
@@ -86,7 +92,7 @@ describe('deletes racing lifecycle operations (real CRIU, real Btrfs)', { skip: 
       const fork = m().fork(snap.id, 2);
       await sleep(delay);
       const del = m().delete(s.id);
-      const [forks] = await Promise.all([fork, del]);
+      const [forks] = await Promise.all([fork, del]).catch(explain);
       await assertForksWork(forks);
       for (const f of forks) await m().delete(f.id);
       await assertConsistent(`fork of a snapshot + delete of its sandbox at ${delay} ms`);
@@ -100,7 +106,7 @@ describe('deletes racing lifecycle operations (real CRIU, real Btrfs)', { skip: 
       const fork = m().fork(snap.id, 1);
       await sleep(delay);
       const del = m().deleteSnapshot(snap.id);
-      const [forks] = await Promise.all([fork, del]);
+      const [forks] = await Promise.all([fork, del]).catch(explain);
       await assertForksWork(forks);
       assert.throws(() => m().getSnapshot(snap.id), /not found/);
       for (const f of [...forks, s]) await m().delete(f.id);
@@ -116,7 +122,7 @@ describe('deletes racing lifecycle operations (real CRIU, real Btrfs)', { skip: 
       const rewind = m().rewind(s.id, snap.id);
       await sleep(delay);
       const del = m().delete(s.id);
-      await Promise.all([rewind, del]);
+      await Promise.all([rewind, del]).catch(explain);
       assertGone(s.id);
       await assertConsistent(`rewind + delete at ${delay} ms`);
     }
@@ -146,7 +152,7 @@ describe('deletes racing lifecycle operations (real CRIU, real Btrfs)', { skip: 
     assert.ok(child, 'the fork is listed while it is made');
     assert.equal(child.state, 'creating');
     const del = m().delete(child.id);
-    const [forks] = await Promise.all([fork, del]);
+    const [forks] = await Promise.all([fork, del]).catch(explain);
     assert.equal(forks[0]?.id, child.id);
     assertGone(child.id);
     await m().delete(s.id);

@@ -1,0 +1,97 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ForkdError } from '@forkd/protocol';
+import { REPO_ROOT } from '../../shared/config.js';
+import { GuestClient } from './guest-client.js';
+import { GuestConnection } from './guest-connection.js';
+import { K, T, Tlv } from './guest-frames.js';
+
+const AGENT = join(REPO_ROOT, 'packages/guest/build/forkd-guest');
+
+/** The real agent, outside a container (`--socket`), spoken to by the host's real client. */
+describe('guest protocol 2: resumable process streams', { skip: !existsSync(AGENT) && 'guest agent not built' }, () => {
+  let dir: string;
+  let agent: ChildProcess;
+  let guest: GuestClient;
+  const sock = () => join(dir, 'agent.sock');
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'forkd-guest-'));
+    agent = spawn(AGENT, ['--socket', sock()], { stdio: 'ignore' });
+    for (let i = 0; i < 200 && !existsSync(sock()); i++) await sleep(10);
+    guest = new GuestClient(sock());
+  });
+  after(async () => {
+    agent.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('a stream let go of mid-output resumes at its offset: every byte once, in order', async () => {
+    let out = '';
+    const first = await guest.spawn({ argv: ['/bin/sh', '-c', 'for i in $(seq 1 3000); do echo line-$i; done; sleep 0.2; echo end'] }, { onStdout: (d) => void (out += d.toString()) });
+    assert.ok(first.token !== undefined && first.resumable);
+    await sleep(20);
+    const release = await guest.quiesce();
+    assert.equal(await first.done, null);
+    assert.equal(first.reason, 'quiesce');
+    release();
+    const again = await guest.attach({ pid: first.pid }, { onStdout: (d) => void (out += d.toString()) }, { token: first.token!, offset: first.offset });
+    assert.equal(again.startOffset, first.offset);
+    const exit = await again.done;
+    assert.deepEqual(exit, { exitCode: 0, signal: 0 });
+    const expected = Array.from({ length: 3000 }, (_, i) => `line-${i + 1}\n`).join('') + 'end\n';
+    assert.equal(out, expected);
+  });
+
+  test('DETACHED counts the stdin the process took; the exit stays until it is acknowledged', async () => {
+    let out = '';
+    const p = await guest.spawn({ argv: ['cat'], stdin: true }, { onStdout: (d) => void (out += d.toString()) });
+    await p.write(Buffer.from('abc\n'));
+    const release = await guest.quiesce();
+    assert.equal(p.stdinAccepted, 4);
+    release();
+    const q = await guest.attach({ pid: p.pid }, { onStdout: (d) => void (out += d.toString()) }, { token: p.token!, offset: p.offset });
+    await q.write(Buffer.from('def\n'));
+    q.closeStdin();
+    assert.deepEqual(await q.done, { exitCode: 0, signal: 0 });
+    assert.equal(out, 'abc\ndef\n');
+    // Acknowledged: the exited entry is gone.
+    await sleep(50);
+    assert.ok(!(await guest.listProcesses()).some((x) => x.pid === p.pid));
+  });
+
+  test('an unacknowledged exit can be fetched again; a wrong token is ESRCH; an offset past the end starts at the end', async () => {
+    const conn = await GuestConnection.open(sock());
+    conn.send(T.SPAWN, [[K.ARG, '/bin/echo'], [K.ARG, 'hello']]);
+    await conn.handshake();
+    const started = new Tlv((await conn.expect(T.STARTED)).payload);
+    const pid = started.reqInt(K.PID);
+    const token = started.reqInt(K.TOKEN);
+    const start = started.reqInt(K.OFFSET);
+    assert.equal((await conn.expect(T.STDOUT)).payload.toString(), 'hello\n');
+    await conn.expect(T.EXIT);
+    conn.close(); // no ACK: as if a snapshot cut the connection
+    await sleep(50);
+    assert.ok((await guest.listProcesses()).some((x) => x.pid === pid && !x.running), 'the exit is kept');
+    await assert.rejects(guest.attach({ pid }, {}, { token: token + 1, offset: start }), (e: unknown) => e instanceof ForkdError && e.code === 'NOT_FOUND');
+    let out = '';
+    const past = await guest.attach({ pid }, { onStdout: (d) => void (out += d.toString()) }, { token, offset: start + 1_000_000 });
+    assert.equal(past.startOffset, start + 5 + 6);
+    assert.deepEqual(await past.done, { exitCode: 0, signal: 0 });
+    assert.equal(out, '');
+  });
+
+  test('protocol 1 is still spoken', async () => {
+    const conn = await GuestConnection.open(sock(), 1);
+    conn.send(T.INFO);
+    await conn.handshake();
+    assert.equal(new Tlv((await conn.expect(T.OK)).payload).reqInt(K.VERSION), 2);
+    conn.close();
+  });
+});
