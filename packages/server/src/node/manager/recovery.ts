@@ -7,7 +7,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { NodeEvent, NodeEventSink } from '../node-event.js';
 
 /** Why a sandbox found without its processes when the daemon starts lost them. */
-export const LOST_AT_START = 'its processes were gone when the daemon started (host reboot or crash)';
+export const LOST_AT_START = 'gone when the daemon started (host reboot or crash)';
 
 /**
  * A sandbox that dies again this soon after being brought back by the
@@ -59,7 +59,7 @@ export class Recovery {
     // Marker first: a crash before the transition leaves it running, and the next start looks again.
     this.#d.store.setLost(r.id, lost);
     r.lost = lost;
-    this.#d.transition(r, 'failed', `the sandbox processes were lost: ${reason}${note}. Its files are kept; resume brings it back from its latest snapshot, rewind from a chosen one`);
+    this.#d.transition(r, 'failed', `the sandbox processes were lost (${reason}${note}); its files are kept: resume brings it back from its latest snapshot, rewind from a chosen one`);
     this.#d.logger.warn('sandbox lost its processes', { sandbox: r.id, reason });
     this.#emit({ sandboxId: r.id, operation: 'lost', detail: `${reason}${note}`, code: 'UNAVAILABLE', durationMs: 0 });
   }
