@@ -22,7 +22,8 @@ export function toCliError(err: unknown): ForkdError {
 
 /**
  * Prints `error: CODE: message` and returns the exit status: 2 for usage
- * errors, 1 otherwise. FORKD_DEBUG=1 adds the server's stderr tail and stacks.
+ * errors, 1 otherwise. FORKD_DEBUG=1 adds the request id, the server's stderr tail
+ * (admin keys only) and stacks.
  */
 export function reportError(err: unknown, opts: { command?: string | undefined; env?: NodeJS.ProcessEnv; write?: (s: string) => void } = {}): number {
   const write = opts.write ?? ((s: string) => process.stderr.write(s));
@@ -36,6 +37,7 @@ export function reportError(err: unknown, opts: { command?: string | undefined; 
   write(`error: ${fe.code}: ${fe.message}\n`);
   if (fe.code === 'UNAUTHENTICATED') write('hint: set FORKD_API_KEY (an admin makes one with forkd keys create), or run as root on the server, whose admin key forkd setup left in /var/lib/forkd/admin.key\n');
   if (debug) {
+    if (fe.requestId) write(`request id: ${fe.requestId}\n`);
     const tail = fe.details?.stderrTail;
     if (typeof tail === 'string' && tail.trim()) write(`--- stderr tail ---\n${tail.replace(/\n?$/, '\n')}`);
     const stack = (fe.cause instanceof Error ? fe.cause : fe).stack;

@@ -29,6 +29,25 @@ function cli(url: string, apiKey: string, argv: string[], opts: { pty?: boolean 
   return { child, code, out: () => stdout, err: () => stderr };
 }
 
+/** Answers an upgrade request with 101, then echoes bytes on that connection. */
+const ECHO_SERVER = `import socket, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', 8001)); s.listen()
+def serve(c):
+    head = b''
+    while b'\\r\\n\\r\\n' not in head:
+        d = c.recv(4096)
+        if not d: return
+        head += d
+    c.sendall(b'HTTP/1.1 101 Switching Protocols\\r\\nConnection: Upgrade\\r\\nUpgrade: echo\\r\\n\\r\\n')
+    while True:
+        d = c.recv(4096)
+        if not d: return
+        c.sendall(d)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+`;
+
 /** Terminal output as lines, without escape sequences. */
 // The PTY's output carries ANSI control sequences (bracketed paste, cursor moves).
 const screenLines = (s: string) => s.replace(/\x1b\[[?0-9;]*[a-zA-Z]/g, '').split(/[\r\n]+/);
@@ -165,5 +184,29 @@ describe('streams survive snapshots, pause/resume and hibernation (SDK and CLI a
     assert.equal(after.status, 200);
     assert.equal(after.reused, true, 'the same connection served the request after the snapshot');
     agent.destroy();
+  });
+
+  test('an upgraded (WebSocket-like) connection through the port proxy keeps its TCP connection into the sandbox across a snapshot', async () => {
+    await using sbx = await forkd.sandboxes.create({});
+    await sbx.spawnBackground(['python3', '-c', ECHO_SERVER], { tag: 'echo' });
+    const url = new URL(sbx.portUrl(8001));
+    const open = () =>
+      new Promise<import('node:net').Socket>((resolve, reject) => {
+        const req = request(url, { headers: { 'x-api-key': daemon!.apiKey, connection: 'Upgrade', upgrade: 'echo' } });
+        req.on('upgrade', (_res, socket) => resolve(socket));
+        req.on('response', (res) => reject(new Error(`no upgrade: ${res.statusCode}`)));
+        req.on('error', reject);
+        req.end();
+      });
+    const socket = await waitFor(() => open().catch(() => undefined), 20_000, 'the echo server');
+    let got = '';
+    socket.on('data', (d: Buffer) => (got += d.toString()));
+    socket.write('one;');
+    await waitFor(() => got === 'one;', 5000, 'the first echo');
+    await sbx.snapshot();
+    await sbx.snapshot();
+    socket.write('two;');
+    await waitFor(() => got === 'one;two;', 5000, 'an echo after the snapshots, on the same connection');
+    socket.destroy();
   });
 });

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { REPO_ROOT } from '../../shared/config.js';
 import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
 import { run, waitFor } from '../../testing/helpers.js';
+import { FORKD_GUEST_PROTOCOL } from '../guest/guest-frames.js';
 
 describe('sandbox (real Btrfs, runc, guest agent)', { skip: !isRoot && 'needs root' }, () => {
   let node: TestNode;
@@ -196,7 +197,7 @@ describe('sandbox (real Btrfs, runc, guest agent)', { skip: !isRoot && 'needs ro
       assert.match(r.stderr, /Operation not permitted/);
       const still = await run(node.manager, id, ['ls', '-A', '/.forkd']);
       assert.deepEqual(still.stdout.trim().split('\n').sort(), ['agent.sock', 'init']);
-      assert.equal((await (await node.manager.guest(id)).info()).version, 1);
+      assert.equal((await (await node.manager.guest(id)).info()).version, FORKD_GUEST_PROTOCOL);
     });
 
     test('a connection that never sends its request is closed by the agent', async () => {

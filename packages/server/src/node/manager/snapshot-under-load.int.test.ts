@@ -65,13 +65,22 @@ describe('snapshot under load (real CRIU, real Btrfs)', { skip: !isRoot && 'need
     }
     await deleting;
     const deleteS = (performance.now() - t0) / 1000;
-    t.diagnostic(`created ${DELETED} in ${createS.toFixed(1)} s, deleted them in ${deleteS.toFixed(1)} s; quiet snapshot froze ${quiet.frozenMs} ms; under load: ${JSON.stringify(during)}`);
+    // Deleting a subvolume only unlinks it: the Btrfs cleaner drops its trees afterwards, and a
+    // snapshot's commit waits behind that. This is where the iteration cap gave up.
+    const afterwards: Array<{ totalMs: number; frozenMs: number }> = [];
+    for (let i = 0; i < 3; i++) {
+      const s0 = performance.now();
+      const snap = await m.snapshot(big.id);
+      afterwards.push({ totalMs: Math.round(performance.now() - s0), frozenMs: snap.frozenMs });
+    }
+    t.diagnostic(`created ${DELETED} in ${createS.toFixed(1)} s, deleted them in ${deleteS.toFixed(1)} s; quiet snapshot froze ${quiet.frozenMs} ms; during the deletes: ${JSON.stringify(during)}; right after: ${JSON.stringify(afterwards)}`);
 
     assert.ok(during.length >= 1, 'at least one snapshot was taken while deletes ran');
     // The snapshot is whole: a fork of the last one has the hog's memory and runs.
     const [fork] = await m.fork(m.timeline(big.id).at(-1)!.id);
     assert.equal((await run(m, fork!.id, ['test', '-e', '/tmp/ready'])).exitCode, 0);
-    assert.match((await run(m, fork!.id, ['pgrep', '-f', 'os.urandom'])).stdout, /^\d+/);
+    // By name, not command line: a lazy restore may not have paged in the hog's argument area yet.
+    assert.equal((await run(m, fork!.id, ['pgrep', '-x', 'python3'])).exitCode, 0, 'the hog runs in the fork');
     await m.delete(fork!.id);
     await m.delete(big.id);
     await m.settled();
