@@ -1,4 +1,5 @@
-import { createLogger, loadConfig, setup } from '@forkd/server';
+import { ForkdError } from '@forkd/protocol';
+import { createLogger, loadConfig, NODE_IN_USE, setup } from '@forkd/server';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { formatBytes, formatDuration } from '../format.js';
@@ -31,6 +32,12 @@ export const setupCommand: CliCommand = {
     try {
       node = await setup(config, logger, progress.event);
     } catch (err) {
+      // A running daemon owns the node (pool, templates, recovery): the host part is what setup had left to do.
+      if (err instanceof ForkdError && err.details?.reason === NODE_IN_USE) {
+        progress.event({ step: 'storage pool', done: true, ms: 0 });
+        process.stdout.write(`forkd is set up; ${config.stateDir} is in use by a running forkd${err.details.pid ? ` (pid ${String(err.details.pid)})` : ''}, which keeps its own pool and templates\n`);
+        return 0;
+      }
       progress.fail();
       throw err;
     }

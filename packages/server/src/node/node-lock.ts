@@ -4,6 +4,9 @@ import { createServer, type Server } from 'node:net';
 import { join, resolve } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 
+/** `details.reason` of the error a second node on a state directory gets. */
+export const NODE_IN_USE = 'node-in-use';
+
 export interface NodeLock {
   release(): Promise<void>;
 }
@@ -30,7 +33,7 @@ export async function lockNode(stateDir: string): Promise<NodeLock> {
   const pidFile = join(dir, 'node.pid');
   if (err?.code === 'EADDRINUSE') {
     const pid = (await readFile(pidFile, 'utf8').catch(() => '')).trim();
-    throw new ForkdError('FAILED_PRECONDITION', `another forkd process${pid ? ` (pid ${pid})` : ''} is using ${dir}; stop it first (forkd serve owns its node while it runs)`);
+    throw new ForkdError('FAILED_PRECONDITION', `another forkd process${pid ? ` (pid ${pid})` : ''} is using ${dir}; stop it first (forkd serve owns its node while it runs)`, { reason: NODE_IN_USE, ...(pid ? { pid: Number(pid) } : {}) });
   }
   if (err) throw err;
   await writeFile(pidFile, `${process.pid}\n`);

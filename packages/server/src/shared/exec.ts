@@ -26,8 +26,10 @@ const TAIL = 4000;
 
 /**
  * The one way forkd runs a subprocess: argv only (never a shell string), a
- * bounded capture, and a ForkdError carrying the tool's stderr tail when it
- * fails, so `btrfs`, `runc` or `criu` failures reach the user with the cause.
+ * bounded capture, and a ForkdError carrying the command and the tool's
+ * stderr tail when it fails, so `btrfs`, `runc` or `criu` failures reach the
+ * server's log (and admin keys) with the cause; tenants get the code and a
+ * request id (control-plane/http/public-error.ts).
  */
 export function exec(file: string, args: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
   return new Promise((resolve, reject) => {

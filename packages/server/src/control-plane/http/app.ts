@@ -160,9 +160,8 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
     const requestId = newRequestId();
     c.set('requestId', requestId);
     c.set('logger', logger);
-    c.header(REQUEST_ID_HEADER, requestId);
     await next();
-    // Responses made outside the context (the port proxy's) get it too.
+    // Set on the response made, not on the context: a proxied answer keeps its own server's x-request-id.
     if (!c.res.headers.has(REQUEST_ID_HEADER)) {
       try {
         c.res.headers.set(REQUEST_ID_HEADER, requestId);

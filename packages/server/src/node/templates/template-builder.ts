@@ -50,7 +50,11 @@ export async function buildTemplate(m: SandboxManager, templates: TemplateRegist
   }
 }
 
-/** Waits until a sandbox's CPU use settles (its start command finished warming up), at most 60 s. */
+/**
+ * Waits until a sandbox's CPU use settles (its start command finished
+ * warming up), at most 60 s. A measurement over time, so it samples every
+ * 200 ms: there is no event to block on for "the CPU went quiet".
+ */
 async function settle(m: SandboxManager, id: string): Promise<void> {
   const deadline = Date.now() + 60_000;
   let prev = (await m.usage(id)).cpuNanos;
