@@ -1026,7 +1026,12 @@ export class SandboxManager {
       await Promise.all(started.map((f) => f.imagesRead));
       return started;
     });
-    return Promise.all(forks.map((f) => f.done));
+    // All or nothing: a caller told of a failure has no ids to clean up after, so no fork is left running.
+    const results = await Promise.allSettled(forks.map((f) => f.done));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (!failed) return results.map((r) => (r as PromiseFulfilledResult<SandboxInfo>).value);
+    for (const r of results) if (r.status === 'fulfilled') await this.delete(r.value.id).catch((err) => this.#d.logger.warn('fork cleanup failed', { sandbox: r.value.id, error: String(err) }));
+    throw failed.reason;
   }
 
   /** A fork or create that did not make it: its instance and record go. */
