@@ -210,11 +210,21 @@ int main(int argc, char **argv) {
   mallopt(M_TRIM_THRESHOLD, 64 * 1024);
   mallopt(M_TOP_PAD, 16 * 1024);
 
+  /* Root in the sandbox must not ptrace the agent or read its memory,
+     environment or fds (/proc/1/mem, environ, fd/): of a non-dumpable
+     process that takes CAP_SYS_PTRACE, which only the host (CRIU) has.
+     exec resets the flag, so what the agent spawns is dumpable again. */
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   close_inherited_fds();
   reopen_stdio();
   setsid();
   if (getpid() != 1) prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   umask(022);
+  /* /dev is the runtime's fresh tmpfs (see oci-spec.ts): /dev/shm is a
+     directory of it, made here inside the sandbox, rather than a second
+     tmpfs that CRIU would tar at every dump and untar at every restore.
+     Only as the sandbox's init: an agent run elsewhere leaves /dev alone. */
+  if (getpid() == 1 && (mkdir("/dev/shm", 01777) == 0 || errno == EEXIST)) chmod("/dev/shm", 01777);
   /* dispositions are inherited across exec: none may stay ignored
      (a launcher may have ignored SIGINT/SIGQUIT); only SIGPIPE is,
      and spawned children restore it */

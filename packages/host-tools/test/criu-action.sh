@@ -65,4 +65,23 @@ check "post-dump used $used ticks in 1 s" "[ $used -le 1 ]"
 wait $waiter
 echo $thaw > "$control"
 
+echo "== a hook file anyone but root could have written is refused, and nothing is frozen"
+frozen() { grep -Eq "$pattern" "$check"; }
+hook; chmod 0666 "$work/forkd-hook"
+check "other-writable: exit 1" '! run pre-dump 2>/dev/null'
+check "not frozen" '! frozen'
+hook; chmod 0620 "$work/forkd-hook"
+check "group-writable: exit 1" '! run pre-dump 2>/dev/null'
+hook; chmod 0600 "$work/forkd-hook"; chown 65534 "$work/forkd-hook"
+check "owned by another user: exit 1" '! run pre-dump 2>/dev/null'
+check "not frozen" '! frozen'
+rm -f "$work/forkd-hook"; hook; mv "$work/forkd-hook" "$work/real-hook"; ln -s "$work/real-hook" "$work/forkd-hook"
+check "a symlink: exit 1" '! run pre-dump 2>/dev/null'
+rm -f "$work/forkd-hook" "$work/real-hook"; mkfifo -m 0600 "$work/forkd-hook"
+check "a FIFO: exit 1 at once" '! timeout 5 env CRTOOLS_SCRIPT_ACTION=pre-dump CRTOOLS_IMAGE_DIR=$work "$bin" 2>/dev/null'
+rm -f "$work/forkd-hook"; hook; chmod 0777 "$work"
+check "images dir writable by others: exit 1" '! run pre-dump 2>/dev/null'
+check "not frozen" '! frozen'
+chmod 0700 "$work"; rm -f "$work"/forkd-hook*
+
 exit $fail

@@ -1,4 +1,3 @@
-import { mkdir } from 'node:fs/promises';
 import type { ForkdConfig } from './shared/config.js';
 import type { Logger } from './shared/logger.js';
 import { listen, type RunningServer } from './control-plane/http/server.js';
@@ -6,6 +5,7 @@ import { openNode, type Node } from './node/node.js';
 import { openControlPlane, type ControlPlane } from './control-plane/control-plane.js';
 import { setupHost, type Progress } from './setup/setup.js';
 import { auditNodeEvents } from './control-plane/node-audit.js';
+import { privateDir, usePrivateUmask } from './shared/private-state.js';
 
 /** Host set-up plus the pool, the `base` template in it and the admin key. Idempotent; seconds when done. */
 export async function setup(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Node> {
@@ -19,8 +19,10 @@ export async function setup(config: ForkdConfig, logger: Logger, progress: Progr
  * sandboxes, and what that did goes to their event logs (the audit log).
  */
 async function setupWithControl(config: ForkdConfig, logger: Logger, progress: Progress): Promise<{ node: Node; control: ControlPlane }> {
+  // Before anything is made: every file of forkd's and of the tools it runs is owner-only (shared/private-state.ts).
+  usePrivateUmask();
   const host = await setupHost(config, progress);
-  await mkdir(config.stateDir, { recursive: true, mode: 0o700 });
+  await privateDir(config.stateDir);
   const control = await openControlPlane(config);
   progress({ step: 'storage pool' });
   const t0 = Date.now();

@@ -1,6 +1,7 @@
 export { loadConfig, REPO_ROOT, type ForkdConfig } from './shared/config.js';
 export { createLogger, silentLogger, type Logger } from './shared/logger.js';
 export { exec } from './shared/exec.js';
+export { usePrivateUmask } from './shared/private-state.js';
 export { setup, startDaemon, type Daemon } from './daemon.js';
 export { setupHost, criuPath, baseRootfsDir, type Progress } from './setup/setup.js';
 export { openNode, type Node } from './node/node.js';

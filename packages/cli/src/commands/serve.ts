@@ -1,4 +1,4 @@
-import { createLogger, loadConfig, startDaemon, type ForkdConfig } from '@forkd/server';
+import { createLogger, loadConfig, startDaemon, usePrivateUmask, type ForkdConfig } from '@forkd/server';
 import { expectPositionals, parseOptions, parsePositiveInt } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { StepProgress } from '../step-progress.js';
@@ -32,6 +32,8 @@ export const serveCommand: CliCommand = {
   summary: 'run the API server in the foreground',
   usage: USAGE,
   async run(argv) {
+    // First: forkd's state is private, and so is whatever the tools it runs create (umask 077).
+    usePrivateUmask();
     const overrides = parseServeArgs(argv);
     const config = loadConfig(process.env, overrides);
     const progress = new StepProgress(process.stderr);

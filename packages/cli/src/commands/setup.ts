@@ -1,5 +1,5 @@
 import { ForkdError } from '@forkd/protocol';
-import { createLogger, loadConfig, NODE_IN_USE, setup } from '@forkd/server';
+import { createLogger, loadConfig, NODE_IN_USE, setup, usePrivateUmask } from '@forkd/server';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { formatBytes, formatDuration } from '../format.js';
@@ -21,6 +21,8 @@ export const setupCommand: CliCommand = {
   summary: 'prepare this host (packages, CRIU, storage pool, base template)',
   usage: USAGE,
   async run(argv) {
+    // First: forkd's state is private, and so is whatever the tools it runs create (umask 077).
+    usePrivateUmask();
     const { positionals } = parseOptions({ args: argv, allowPositionals: true, options: {} });
     expectPositionals(positionals, []);
     const t0 = Date.now();

@@ -17,6 +17,9 @@
  * FIFO read) or sleeps (v1's freezer.state has no notification): nothing
  * spins, and deadlines are in seconds, so a loaded host only makes it slower.
  *
+ * The hook is trusted only when it is a regular file of root's that group and
+ * others cannot write, in an images dir of the same kind (see read_hook).
+ *
  * Exit 0 lets CRIU go on; anything else fails the dump (forkd then thaws).
  */
 #include <errno.h>
@@ -50,6 +53,7 @@
 #define V2_RECHECK_MS 100
 
 static char hook[4096];
+static const char *dir_path;
 static char *lines[4 + MAX_ARGS + 1];
 static int nlines;
 
@@ -66,12 +70,53 @@ static int fail(const char *what)
     return 1;
 }
 
+/*
+ * The hook names files this root process writes to and a command it runs:
+ * only a file root made, in a directory only root can change, is followed.
+ * forkd makes both (0600 in a 0700 images dir, in the root-only staging dir
+ * or pool); anything else (a symlink, a FIFO, another user's file, one that
+ * group or others may write) is refused, checked on the open file itself.
+ */
+static int unsafe(const struct stat *st, int want_dir, const char *what)
+{
+    const char *why = NULL;
+    if (want_dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
+        why = want_dir ? "not a directory" : "not a regular file";
+    else if (st->st_uid != 0)
+        why = "not owned by root";
+    else if (st->st_mode & (S_IWGRP | S_IWOTH))
+        why = "writable by group or others";
+    if (!why)
+        return 0;
+    fprintf(stderr, "forkd-criu-action: refusing %s %s: %s (uid %u, mode %04o)\n", what, want_dir ? dir_path : hook, why,
+            (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777));
+    return 1;
+}
+
+/* 1: no hook (not a dump of forkd's), 0: read, -1: refused or unreadable. */
 static int read_hook(void)
 {
     static char buf[65536];
-    int fd = open(hook, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    int dfd = open(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return 1;
+    /* O_NONBLOCK: a FIFO in its place must not hang the dump before fstat refuses it. */
+    int fd = openat(dfd, HOOK_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        close(dfd);
+        if (e == ENOENT)
+            return 1;
+        fprintf(stderr, "forkd-criu-action: refusing hook file %s: %s\n", hook, e == ELOOP ? "a symbolic link" : strerror(e));
         return -1;
+    }
+    struct stat dst, fst;
+    int bad = fstat(dfd, &dst) < 0 || unsafe(&dst, 1, "images dir") || fstat(fd, &fst) < 0 || unsafe(&fst, 0, "hook file");
+    close(dfd);
+    if (bad) {
+        close(fd);
+        return -1;
+    }
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
     if (n <= 0)
@@ -223,7 +268,7 @@ static int start_snapshot(char **argv)
     }
     int rc = cmd < 0 ? 126 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     alarm(SNAPSHOT_DEADLINE_S + 30);
-    int w = open(fifo, O_WRONLY | O_CLOEXEC);
+    int w = open(fifo, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
     if (w >= 0) {
         char msg[16];
         int len = snprintf(msg, sizeof msg, "%d\n", rc);
@@ -240,7 +285,7 @@ static int pre_dump(void)
     snprintf(at, sizeof at, "%s.frozen-at", hook);
     char stamp[32];
     snprintf(stamp, sizeof stamp, "%lld\n", now_ns(CLOCK_REALTIME));
-    int fd = open(at, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = open(at, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 || write(fd, stamp, strlen(stamp)) < 0)
         return fail(at);
     close(fd);
@@ -258,7 +303,7 @@ static int post_dump(void)
     char fifo[4200];
     fifo_path(fifo, sizeof fifo);
     /* Non-blocking open: a reader needs no writer yet; poll then sleeps until the status comes. */
-    int fd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int fd = open(fifo, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return fail(fifo);
     char buf[32];
@@ -304,12 +349,14 @@ int main(void)
         return 0;
     if (snprintf(hook, sizeof hook, "%s/%s", dir, HOOK_NAME) >= (int)sizeof hook)
         return 1;
-    if (access(hook, F_OK) != 0)
-        return 0;
+    dir_path = dir;
     if (strcmp(action, "pre-dump") != 0 && strcmp(action, "post-dump") != 0)
         return 0;
-    if (read_hook() < 0) {
-        fprintf(stderr, "forkd-criu-action: unreadable hook file %s\n", hook);
+    int r = read_hook();
+    if (r > 0)
+        return 0;
+    if (r < 0) {
+        fprintf(stderr, "forkd-criu-action: unusable hook file %s\n", hook);
         return 1;
     }
     return strcmp(action, "pre-dump") == 0 ? pre_dump() : post_dump();

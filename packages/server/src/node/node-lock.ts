@@ -36,7 +36,7 @@ export async function lockNode(stateDir: string): Promise<NodeLock> {
     throw new ForkdError('FAILED_PRECONDITION', `another forkd process${pid ? ` (pid ${pid})` : ''} is using ${dir}; stop it first (forkd serve owns its node while it runs)`, { reason: NODE_IN_USE, ...(pid ? { pid: Number(pid) } : {}) });
   }
   if (err) throw err;
-  await writeFile(pidFile, `${process.pid}\n`);
+  await writeFile(pidFile, `${process.pid}\n`, { mode: 0o600 });
   return { release: () => closeServer(server) };
 }
 

@@ -1,6 +1,5 @@
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ForkdConfig } from '../shared/config.js';
+import { REPO_ROOT, type ForkdConfig } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import { SqliteStore } from '../store/sqlite-store.js';
 import type { Store } from '../store/store.js';
@@ -13,8 +12,11 @@ import { BtrfsStorage } from './storage/btrfs-storage.js';
 import { ensurePool } from './storage/btrfs-pool.js';
 import { TemplateRegistry } from './templates/template-registry.js';
 import { criuActionPath, criuPath } from '../setup/setup.js';
+import { runcPath } from '../setup/private-runc.js';
 import { refreshCriuKdat } from '../setup/criu-kdat.js';
 import { lockNode, type NodeLock } from './node-lock.js';
+import { privateDir, tightenPrivateState, usePrivateUmask } from '../shared/private-state.js';
+import { openStagingDir } from './storage/staging-dir.js';
 
 export interface Node {
   config: ForkdConfig;
@@ -31,7 +33,9 @@ export interface Node {
  * like containerd's plugin registry), mounts the pool and reconciles state.
  */
 export async function openNode(config: ForkdConfig, logger: Logger, opts: { onEvent?: NodeEventSink } = {}): Promise<Node> {
-  await mkdir(config.stateDir, { recursive: true, mode: 0o700 });
+  // Private state (see shared/private-state.ts): also for callers that are not the CLI (tests, embedding).
+  usePrivateUmask();
+  await privateDir(config.stateDir);
   const lock = await lockNode(config.stateDir);
   try {
     return await openLocked(config, logger, opts, lock);
@@ -42,12 +46,25 @@ export async function openNode(config: ForkdConfig, logger: Logger, opts: { onEv
 }
 
 async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?: NodeEventSink }, lock: NodeLock): Promise<Node> {
+  await tightenPrivateState({ stateDir: config.stateDir, runDir: config.runDir, cacheDir: config.cacheDir, poolMountPoint: config.pool.mountPoint });
   await ensurePool(config.pool, (m) => logger.info(m));
+  await openStagingDir(config.stagingDir, (m) => logger.warn(m));
   if (!(await refreshCriuKdat(criuPath(config), config.cacheDir))) logger.warn('criu kernel probe not cached: every checkpoint and restore will probe again');
   const store = new SqliteStore(join(config.stateDir, 'forkd.db'));
   const storage = new BtrfsStorage(config.pool.mountPoint);
   const network = new NetnsNetwork(join(config.runDir, 'netns'));
-  const runtime = new RuncRuntime({ network, stateRoot: join(config.runDir, 'runc'), bundleRoot: join(config.stateDir, 'bundles'), cgroupParent: config.cgroupParent, criu: criuPath(config), criuAction: criuActionPath(config), lazyRestore: config.lazyRestore });
+  const runtime = new RuncRuntime({
+    network,
+    stateRoot: join(config.runDir, 'runc'),
+    bundleRoot: join(config.stateDir, 'bundles'),
+    mountRoot: join(config.runDir, 'roots'),
+    idmapTool: join(REPO_ROOT, 'packages/host-tools/build/forkd-idmap'),
+    cgroupParent: config.cgroupParent,
+    runc: runcPath(config),
+    criu: criuPath(config),
+    criuAction: criuActionPath(config),
+    lazyRestore: config.lazyRestore,
+  });
   const templates = new TemplateRegistry(storage, store);
   const manager = new SandboxManager({
     store,
@@ -62,6 +79,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?:
     timeline: { ...DEFAULT_TIMELINE_POLICY, intervalMs: config.snapshotIntervalS * 1000 },
     idleTimeoutMs: config.idleTimeoutS * 1000,
     recoverOnStart: config.recoverOnStart,
+    userns: config.userns,
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
   });
   await manager.recover();

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { ensureRunc } from './private-runc.js';
 import { ForkdError } from '@forkd/protocol';
 import type { ForkdConfig } from '../shared/config.js';
 import { REPO_ROOT } from '../shared/config.js';
@@ -12,7 +13,16 @@ import { cgroupVersion } from '../node/cgroups/cgroups.js';
 export type Progress = (event: { step: string; detail?: string; done?: boolean; ms?: number }) => void;
 
 /** Host packages forkd drives (criu comes from a private root: see ensureCriu). */
-const PACKAGES = ['btrfs-progs', 'debootstrap', 'runc', 'iproute2', 'nftables', 'gcc', 'libc6-dev', 'make', 'util-linux', 'procps', 'e2fsprogs'];
+const PACKAGES = ['btrfs-progs', 'debootstrap', 'runc', 'patchelf', 'iproute2', 'nftables', 'gcc', 'libc6-dev', 'make', 'util-linux', 'procps', 'e2fsprogs'];
+
+/**
+ * umask of the tools that build root filesystems sandboxes will run on
+ * (debootstrap, chroot'ed apt and useradd): the daemon's own is 077
+ * (shared/private-state.ts), which would leave every file they write by
+ * redirection root-only inside the sandbox. The cache they write into is
+ * itself root-only (a 0700 gate).
+ */
+const ROOTFS_UMASK = 0o022;
 
 /** Contents of the default template; a change of this list rebuilds it. */
 export const BASE_PACKAGES = ['bash', 'coreutils', 'procps', 'python3', 'git', 'curl', 'ca-certificates', 'ncurses-bin', 'less', 'iproute2'];
@@ -84,6 +94,11 @@ async function installCriuAction(config: ForkdConfig): Promise<void> {
 
 /** The Debian suite CRIU comes from; its loader and libraries stay in their own root. */
 const CRIU_SUITE = process.env.FORKD_CRIU_SUITE || 'forky';
+
+/** The private Debian root of forkd's own CRIU and runc (the host's libc is never upgraded). */
+export function privateRoot(config: ForkdConfig): string {
+  return join(config.cacheDir, `criu-${CRIU_SUITE}`);
+}
 /** 4.2 is the first CRIU that can dump sockets on Linux ≥ 6.16 (SO_PASSCRED is unix-only there). */
 const CRIU_MIN: [number, number] = [4, 2];
 
@@ -113,7 +128,7 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
   const conf = ['network-lock skip', 'manage-cgroups ignore', ...(cgroupVersion() === 1 ? ['cgroup-yard /sys/fs/cgroup'] : []), `action-script ${action}`];
   await writeFile(join(home, '.criu', 'default.conf'), conf.join('\n') + '\n');
   await mkdir(join(config.cacheDir, 'bin'), { recursive: true });
-  const root = join(config.cacheDir, `criu-${CRIU_SUITE}`);
+  const root = privateRoot(config);
   if (!existsSync(join(root, 'usr/sbin/criu'))) {
     const tmp = `${root}.tmp`;
     await rm(tmp, { recursive: true, force: true });
@@ -121,9 +136,10 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
     // Named by the sid script so an older debootstrap still knows the suite.
     await exec('debootstrap', ['--variant=minbase', '--include=criu', CRIU_SUITE, tmp, host.mirror, '/usr/share/debootstrap/scripts/sid'], {
       timeoutMs: 1_800_000,
+      umask: ROOTFS_UMASK,
       onStdout: (l) => detail(l.trim().split('\n').pop() ?? ''),
     });
-    await exec('chroot', [tmp, 'apt-get', 'clean']);
+    await exec('chroot', [tmp, 'apt-get', 'clean'], { umask: ROOTFS_UMASK });
     await rm(root, { recursive: true, force: true });
     await rename(tmp, root);
   }
@@ -170,13 +186,18 @@ async function ensureBaseRootfs(config: ForkdConfig, host: HostInfo, detail: (d:
   await mkdir(join(config.cacheDir, 'rootfs'), { recursive: true });
   await exec('debootstrap', ['--variant=minbase', `--include=${BASE_PACKAGES.join(',')}`, host.codename, tmp, host.mirror], {
     timeoutMs: 1_800_000,
+    umask: ROOTFS_UMASK,
     onStdout: (l) => detail(l.trim().split('\n').pop() ?? ''),
   });
-  await exec('chroot', [tmp, 'useradd', '--create-home', '--shell', '/bin/bash', '--uid', '1000', 'user']);
-  await exec('chroot', [tmp, 'apt-get', 'clean']);
+  await exec('chroot', [tmp, 'useradd', '--create-home', '--shell', '/bin/bash', '--uid', '1000', 'user'], { umask: ROOTFS_UMASK });
+  await exec('chroot', [tmp, 'apt-get', 'clean'], { umask: ROOTFS_UMASK });
   await rm(join(tmp, 'var/lib/apt/lists'), { recursive: true, force: true });
+  // Modes given outright: forkd's own umask (077) would leave these root-only inside every sandbox.
   await mkdir(join(tmp, 'var/lib/apt/lists/partial'), { recursive: true });
+  await chmod(join(tmp, 'var/lib/apt/lists'), 0o755);
+  await chmod(join(tmp, 'var/lib/apt/lists/partial'), 0o700);
   await writeFile(join(tmp, 'etc/hostname'), 'sandbox\n');
+  await chmod(join(tmp, 'etc/hostname'), 0o644);
   await writeFile(join(tmp, '.forkd-recipe'), want);
   await rm(dir, { recursive: true, force: true });
   await rename(tmp, dir);
@@ -200,6 +221,7 @@ export async function setupHost(config: ForkdConfig, progress: Progress): Promis
   await step(progress, 'guest agent and host tools', () => buildNative());
   await installCriuAction(config);
   const criu = await step(progress, 'CRIU ≥ 4.2', (d) => ensureCriu(config, host, d));
+  await step(progress, 'runc ≥ 1.3 (user namespaces, the 2025 CVEs fixed)', (d) => ensureRunc(config, privateRoot(config), d));
   const baseRootfs = await step(progress, 'base root filesystem', (d) => ensureBaseRootfs(config, host, d));
   return { criu, baseRootfs, host };
 }

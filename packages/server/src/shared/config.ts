@@ -27,6 +27,8 @@ export interface ForkdConfig {
   lazyRestore: boolean;
   /** At start, bring back sandboxes whose processes were lost (host reboot or crash) from their latest snapshot. */
   recoverOnStart: boolean;
+  /** New sandboxes get a user namespace of their own (root inside is an unprivileged range outside); FORKD_USERNS=0 turns it off. */
+  userns: boolean;
   /** Host-based port proxy: `{port}-{id}.{proxyDomain}` (wildcard DNS pointing here). */
   proxyDomain?: string | undefined;
 }
@@ -71,6 +73,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     policyTickS: int(env.FORKD_POLICY_TICK_S, 15, 'FORKD_POLICY_TICK_S'),
     lazyRestore: env.FORKD_LAZY_RESTORE !== '0',
     recoverOnStart: env.FORKD_RECOVER_ON_START !== '0',
+    userns: env.FORKD_USERNS === '1',
     proxyDomain: env.FORKD_PROXY_DOMAIN || undefined,
     ...overrides,
   };

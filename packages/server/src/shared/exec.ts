@@ -14,6 +14,11 @@ export interface ExecOptions {
   onStdout?: (chunk: string) => void;
   /** What the child gets as stdin when there is no input (default: ignore). */
   stdio?: StdioOptions;
+  /**
+   * The child's umask instead of the daemon's private 077 (shared/private-state.ts):
+   * for tools that build files sandboxes will see (debootstrap of a template root).
+   */
+  umask?: number;
 }
 
 export interface ExecResult {
@@ -33,7 +38,9 @@ const TAIL = 4000;
  */
 export function exec(file: string, args: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, {
+    // Node cannot set a child's umask: a fixed sh script does, then execs the argv untouched.
+    const [cmd, argv] = opts.umask === undefined ? [file, args] : ['/bin/sh', ['-c', `umask ${(opts.umask & 0o777).toString(8).padStart(4, '0')} && exec "$@"`, 'sh', file, ...args]];
+    const child = spawn(cmd, argv, {
       env: opts.env ?? process.env,
       cwd: opts.cwd,
       stdio: opts.stdio ?? [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],

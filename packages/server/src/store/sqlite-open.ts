@@ -1,7 +1,9 @@
+import { chmodSync, closeSync, openSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 
 /** Opens a SQLite file in WAL mode and applies the migrations it has not seen (user_version counts them). */
 export function openSqlite(file: string, migrations: readonly string[]): Database.Database {
+  privateDatabase(file);
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
@@ -14,4 +16,18 @@ export function openSqlite(file: string, migrations: readonly string[]): Databas
     })();
   }
   return db;
+}
+
+/**
+ * The database file exists, owner-only, before SQLite opens it: SQLite gives
+ * its -wal and -shm files the database's own mode. Files an older forkd left
+ * 0644 are tightened, their -wal/-shm too.
+ */
+function privateDatabase(file: string): void {
+  if (file === ':memory:' || file === '') return;
+  closeSync(openSync(file, 'a', 0o600));
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    const st = statSync(f, { throwIfNoEntry: false });
+    if (st && (st.mode & 0o077) !== 0) chmodSync(f, st.mode & 0o700);
+  }
 }

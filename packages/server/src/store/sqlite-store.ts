@@ -40,6 +40,8 @@ const MIGRATIONS = [
   `ALTER TABLE sandboxes ADD COLUMN lost TEXT;
    ALTER TABLE sandboxes ADD COLUMN recovered TEXT;
    ALTER TABLE sandboxes ADD COLUMN origin TEXT;`,
+  `ALTER TABLE sandboxes ADD COLUMN idmap INTEGER;
+   ALTER TABLE templates ADD COLUMN idmap INTEGER;`,
 ];
 
 interface TemplateRow {
@@ -48,10 +50,11 @@ interface TemplateRow {
   volume: string;
   images: string | null;
   from_template: string | null;
+  idmap: number | null;
 }
 
 function toTemplate(r: TemplateRow): TemplateRecord {
-  return { name: r.name, createdAt: r.created_at, volume: r.volume, ...(r.images ? { images: r.images } : {}), ...(r.from_template ? { from: r.from_template } : {}) };
+  return { name: r.name, createdAt: r.created_at, volume: r.volume, ...(r.images ? { images: r.images } : {}), ...(r.from_template ? { from: r.from_template } : {}), ...(r.idmap !== null ? { idmap: r.idmap } : {}) };
 }
 
 interface SnapshotRow {
@@ -96,6 +99,7 @@ interface SandboxRow {
   lost: string | null;
   recovered: string | null;
   origin: string | null;
+  idmap: number | null;
 }
 
 function toRecord(r: SandboxRow): SandboxRecord {
@@ -115,6 +119,7 @@ function toRecord(r: SandboxRow): SandboxRecord {
     ...(r.lost ? { lost: JSON.parse(r.lost) } : {}),
     ...(r.recovered ? { recovered: JSON.parse(r.recovered) } : {}),
     ...(r.origin ? { origin: JSON.parse(r.origin) } : {}),
+    ...(r.idmap !== null ? { idmap: r.idmap } : {}),
   };
 }
 
@@ -128,8 +133,8 @@ export class SqliteStore implements Store {
 
   insertSandbox(rec: SandboxRecord): void {
     this.#db
-      .prepare('INSERT INTO sandboxes (id, template, state, limits, env, metadata, created_at, error, forked_from, resume_from, policy, instance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(rec.id, rec.template, rec.state, JSON.stringify(rec.limits), JSON.stringify(rec.env), JSON.stringify(rec.metadata), rec.createdAt, rec.error ?? null, rec.forkedFrom ?? null, rec.resumeFrom ?? null, rec.policy ? JSON.stringify(rec.policy) : null, rec.instance ?? null);
+      .prepare('INSERT INTO sandboxes (id, template, state, limits, env, metadata, created_at, error, forked_from, resume_from, policy, instance, idmap) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(rec.id, rec.template, rec.state, JSON.stringify(rec.limits), JSON.stringify(rec.env), JSON.stringify(rec.metadata), rec.createdAt, rec.error ?? null, rec.forkedFrom ?? null, rec.resumeFrom ?? null, rec.policy ? JSON.stringify(rec.policy) : null, rec.instance ?? null, rec.idmap ?? null);
   }
 
   transition(id: string, from: SandboxRecord['state'], to: SandboxRecord['state'], error?: string): boolean {
@@ -162,6 +167,10 @@ export class SqliteStore implements Store {
     const key = instance === id ? null : instance;
     if (origin) this.#db.prepare('UPDATE sandboxes SET instance = ?, origin = ? WHERE id = ?').run(key, JSON.stringify(origin), id);
     else this.#db.prepare('UPDATE sandboxes SET instance = ? WHERE id = ?').run(key, id);
+  }
+
+  setIdmap(id: string, hostId: number | undefined): void {
+    this.#db.prepare('UPDATE sandboxes SET idmap = ? WHERE id = ?').run(hostId ?? null, id);
   }
 
   setOrigin(id: string, origin: SandboxOrigin | undefined): void {
@@ -215,9 +224,9 @@ export class SqliteStore implements Store {
   upsertTemplate(rec: TemplateRecord): void {
     this.#db
       .prepare(
-        'INSERT INTO templates (name, created_at, volume, images, from_template) VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET created_at = excluded.created_at, volume = excluded.volume, images = excluded.images, from_template = excluded.from_template',
+        'INSERT INTO templates (name, created_at, volume, images, from_template, idmap) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET created_at = excluded.created_at, volume = excluded.volume, images = excluded.images, from_template = excluded.from_template, idmap = excluded.idmap',
       )
-      .run(rec.name, rec.createdAt, rec.volume, rec.images ?? null, rec.from ?? null);
+      .run(rec.name, rec.createdAt, rec.volume, rec.images ?? null, rec.from ?? null, rec.idmap ?? null);
   }
 
   getTemplate(name: string): TemplateRecord | undefined {

@@ -36,6 +36,12 @@ export interface SandboxRecord {
    * since are later states of it; older ones (a rewind's state left) are not.
    */
   origin?: SandboxOrigin | undefined;
+  /**
+   * First host id of the range its user namespace maps 0..65535 to (see
+   * RuntimeSpec.idmap); forks and restores keep the range of their images.
+   * Absent: made before forkd used user namespaces.
+   */
+  idmap?: number | undefined;
 }
 
 export interface SandboxLoss {
@@ -79,6 +85,8 @@ export interface TemplateRecord {
   images?: string | undefined;
   /** Template it was built from. */
   from?: string | undefined;
+  /** Warm template: the user namespace range its memory images recreate (SandboxRecord.idmap). */
+  idmap?: number | undefined;
 }
 
 /**
@@ -97,6 +105,7 @@ export interface Store {
   /** Points the sandbox at another runtime instance (one write: a crash sees the old or the new one). */
   setInstance(id: string, instance: string, origin?: SandboxOrigin): void;
   setOrigin(id: string, origin: SandboxOrigin | undefined): void;
+  setIdmap(id: string, hostId: number | undefined): void;
   setLost(id: string, lost: SandboxLoss | undefined): void;
   setRecovered(id: string, recovered: SandboxRecovery | undefined): void;
   setPolicy(id: string, policy: SandboxPolicy | undefined): void;

@@ -1,4 +1,3 @@
-import { lstat } from 'node:fs/promises';
 import { ForkdError, type FileEntry, type ProcessInfo, type WatchEvent } from '@forkd/protocol';
 import { GuestConnection, guestError } from './guest-connection.js';
 import { FORKD_GUEST_PROTOCOL_MIN, K, MAX_DATA, ProtocolError, T, Tlv, type TlvInput } from './guest-frames.js';
@@ -22,6 +21,15 @@ export type ProcessSelector = { pid: number } | { tag: string };
 export interface ResumePoint {
   token: number;
   offset: number;
+}
+
+/** How long a call waits for a start or restore to seal the agent's directory. */
+const SEAL_WAIT_MS = 60_000;
+
+function withTimeout(p: Promise<void>, ms: number, what: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<void>((_, reject) => (timer = setTimeout(() => reject(new ForkdError('UNAVAILABLE', what)), ms)));
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
 /** How long a snapshot waits for short requests (file transfers, listings) to finish before it cuts them. */
@@ -62,26 +70,82 @@ const WATCH_EVENTS = new Set(['create', 'write', 'remove', 'rename', 'chmod']);
  */
 export class GuestClient {
   readonly #socketPath: string;
-  readonly #dir: string;
   readonly #open = new Set<GuestConnection>();
   #gate: Promise<void> | undefined;
   /** Lowered once to an agent of an older snapshot that refuses ours. */
   #version: number | undefined;
+  readonly #verify: (() => Promise<void>) | undefined;
+  /** The socket's directory is known sealed (see #connect). */
+  #trusted: boolean;
+  #verifying: Promise<void> | undefined;
+  /** Set while forkd has the directory unsealed (start, restore): connections wait for the seal. */
+  #sealing: { done: Promise<void>; resolve: () => void; reject: (err: unknown) => void } | undefined;
 
-  constructor(socketPath: string) {
+  /**
+   * `verify` rejects unless the socket's directory is a real directory that
+   * is sealed (immutable) with a socket in it; without one (an agent outside
+   * any sandbox, in tests) the path is trusted as it is.
+   */
+  constructor(socketPath: string, opts: { verify?: () => Promise<void> } = {}) {
     this.#socketPath = socketPath;
-    this.#dir = socketPath.slice(0, socketPath.lastIndexOf('/'));
+    this.#verify = opts.verify;
+    this.#trusted = !opts.verify;
+  }
+
+  /** forkd is about to unseal the socket's directory: new connections wait until `sealed` (or `sealFailed`). */
+  unsealing(): void {
+    this.#trusted = false;
+    if (this.#sealing) return;
+    let resolve!: () => void;
+    let reject!: (err: unknown) => void;
+    const done = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+    done.catch(() => {});
+    this.#sealing = { done, resolve, reject };
+  }
+
+  /** The directory was sealed and checked (forkd-rootfs-ops seal-agent). */
+  sealed(): void {
+    this.#trusted = true;
+    this.#sealing?.resolve();
+    this.#sealing = undefined;
+  }
+
+  /** Sealing failed (the directory was tampered with, or the start failed): waiting connections fail with `err`. */
+  sealFailed(err: unknown): void {
+    this.#trusted = false;
+    this.#sealing?.reject(err);
+    this.#sealing = undefined;
   }
 
   /**
-   * The socket lives in a directory the sandbox controls. Refuse to follow a
-   * symlink planted there, so the host never connects to a host-side socket.
+   * The socket lives in the sandbox's root, at a path the sandbox could
+   * otherwise replace with a symlink to a host socket, and a connect()
+   * follows symlinks. A check before the connect (lstat) would be a race;
+   * instead nothing connects until the directory is sealed: the root is
+   * forkd's volume, `.forkd` a direct child of it, and an immutable
+   * directory can be neither renamed, removed nor replaced, nor can its
+   * entries change (the sandbox lacks CAP_LINUX_IMMUTABLE; the kernel's
+   * may_delete refuses an immutable victim). So once forkd-rootfs-ops has
+   * sealed it (resolving it with openat2, no symlinks) and found a socket in
+   * it, `<root>/.forkd/agent.sock` names that socket until forkd itself
+   * unseals the directory, which it announces with `unsealing`. A client
+   * made for an instance already running (a daemon restart) checks the seal
+   * once before its first connect.
    */
   async #connect(): Promise<GuestConnection> {
     while (this.#gate) await this.#gate;
-    const [d, s] = await Promise.all([lstat(this.#dir).catch(() => null), lstat(this.#socketPath).catch(() => null)]);
-    if (!d || !s) throw new ForkdError('UNAVAILABLE', 'guest agent socket is missing');
-    if (!d.isDirectory() || !s.isSocket()) throw new ForkdError('FAILED_PRECONDITION', 'guest agent socket was tampered with');
+    while (!this.#trusted) {
+      if (this.#sealing) {
+        await withTimeout(this.#sealing.done, SEAL_WAIT_MS, 'the guest agent is not ready');
+        continue;
+      }
+      this.#verifying ??= this.#verify!()
+        .then(() => {
+          this.#trusted = true;
+        })
+        .finally(() => (this.#verifying = undefined));
+      await this.#verifying;
+    }
     const conn = await GuestConnection.open(this.#socketPath, this.#version);
     this.#open.add(conn);
     conn.onClose(() => this.#open.delete(conn));

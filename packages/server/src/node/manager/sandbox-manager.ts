@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { chmod, copyFile, mkdir, readFile, rename, rm, statfs, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, statfs, writeFile } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   BuildTemplateRequest,
@@ -22,16 +22,18 @@ import {
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxPolicy, SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
 import { exec } from '../../shared/exec.js';
-import { waitForPath } from '../../shared/wait-for-path.js';
 import { crashPoint } from '../../shared/crash-point.js';
 import { GuestClient, type GuestProcess, type OutputHandlers, type ProcessExit, type SpawnOptions } from '../guest/guest-client.js';
 import { ProcessSession, type ProcessHandle } from './process-session.js';
 import { ReattachGate } from './reattach-gate.js';
+import { ID_RANGE_SIZE, pickIdRange } from './id-ranges.js';
 import { watchSession, type WatchHandle } from './watch-session.js';
 import type { Network, PortConnection } from '../network/network.js';
-import type { ResourceUsage, Runtime } from '../runtime/runtime.js';
+import type { IdMap, ResourceUsage, Runtime } from '../runtime/runtime.js';
 import type { Storage } from '../storage/storage.js';
 import { storeImages } from '../storage/image-store.js';
+import { rootfsOps, type RootfsOp } from '../storage/rootfs-ops.js';
+import { checkStagingDir } from '../storage/staging-dir.js';
 import type { TemplateRegistry } from '../templates/template-registry.js';
 import { WarmPool } from './warm-pool.js';
 import { DEFAULT_TIMELINE_POLICY, type TimelinePolicy } from './timeline-policy.js';
@@ -58,6 +60,8 @@ export interface ManagerDeps {
   idleTimeoutMs?: number;
   /** Bring back sandboxes whose processes were lost when the daemon starts (default true; see recovery.ts). */
   recoverOnStart?: boolean;
+  /** New sandboxes get a user namespace (an id range of their own; see id-ranges.ts). */
+  userns?: boolean;
   /** Things that happened to sandboxes without a call (lost, recovered): the control plane logs them. */
   onEvent?: NodeEventSink;
 }
@@ -81,6 +85,7 @@ export interface ExecExit extends ProcessExit {
 
 /** Where the guest agent lives inside every sandbox root. */
 export const GUEST_DIR = '.forkd';
+const AGENT_SOCKET = 'agent.sock';
 /** In a snapshot directory: its memory images are still in staging, at the path this file holds. */
 const STAGED_MARKER = 'staged';
 const GUEST_INIT = `/${GUEST_DIR}/init`;
@@ -134,6 +139,9 @@ export class SandboxManager {
   readonly #pool: WarmPool;
   readonly #reconciler: Reconciler = new Reconciler(this);
   readonly #recovery: Recovery;
+  /** Id ranges of warm-pool members (no record yet) and of starts whose record does not have theirs yet. */
+  readonly #pooledIdmap = new Map<string, IdMap | undefined>();
+  readonly #reservedIds = new Set<number>();
   /** Streams that lost their guest connection wait here for the sandbox to be reachable again. */
   readonly #reattach = new ReattachGate();
 
@@ -164,10 +172,13 @@ export class SandboxManager {
       {
         start: async (template) => {
           const id = newSandboxId();
-          await this.#start(id, template, Limits.parse({}));
+          this.#pooledIdmap.set(id, await this.#start(id, template, Limits.parse({})));
           return id;
         },
-        destroy: (id) => this.#release(id),
+        destroy: (id) => {
+          this.#pooledIdmap.delete(id);
+          return this.#release(id);
+        },
         logger: deps.logger,
       },
       deps.warmPoolSize ?? 0,
@@ -265,11 +276,8 @@ export class SandboxManager {
     this.#d.store.insertSandbox(rec);
     return this.#exclusive(rec.id, async () => {
       try {
-        if (warm) {
-          await this.#adopt(rec);
-        } else {
-          await this.#start(rec.id, rec.template, limits);
-        }
+        const idmap = warm ? await this.#adopt(rec) : await this.#start(rec.id, rec.template, limits);
+        this.#recordIdmap(rec, idmap);
         this.#transition(rec, 'running');
         this.markActive(rec.id);
         this.#d.logger.info('sandbox created', { sandbox: rec.id, template: rec.template, warm: !!warm });
@@ -289,103 +297,156 @@ export class SandboxManager {
    * its agent killed) is replaced by a cold start under the same id: the
    * caller asked for a sandbox, not for that one.
    */
-  async #adopt(rec: SandboxRecord): Promise<void> {
+  async #adopt(rec: SandboxRecord): Promise<IdMap | undefined> {
     const key = this.#key(rec.id);
+    const idmap = this.#pooledIdmap.get(rec.id);
+    this.#pooledIdmap.delete(rec.id);
     try {
       await this.#guestAt(key).info();
       const defaults = Limits.parse({});
       if (rec.limits.memoryMb !== defaults.memoryMb || rec.limits.cpus !== defaults.cpus || rec.limits.pids !== defaults.pids) {
         await this.#d.runtime.update(key, rec.limits);
       }
+      return idmap;
     } catch (err) {
       this.#d.logger.warn('warm sandbox unusable, starting one cold', { sandbox: rec.id, error: (err as Error).message });
       await this.#release(rec.id);
-      await this.#start(rec.id, rec.template, rec.limits);
+      return this.#start(rec.id, rec.template, rec.limits);
     }
   }
 
+  /**
+   * A fresh id range for a sandbox started from files (a warm template's or
+   * a snapshot's restore gets the range of its images instead). None is
+   * shared with a sandbox, fork or warm template that exists.
+   */
+  #newIdmap(): IdMap | undefined {
+    if (!this.#d.userns) return undefined;
+    const used = new Set<number>(this.#reservedIds);
+    for (const r of this.#d.store.listSandboxes()) if (r.idmap !== undefined) used.add(r.idmap);
+    for (const t of this.#d.templates.list()) {
+      const m = this.#d.templates.get(t.name)?.idmap;
+      if (m !== undefined) used.add(m);
+    }
+    for (const m of this.#pooledIdmap.values()) if (m) used.add(m.hostId);
+    const hostId = pickIdRange(used);
+    this.#reservedIds.add(hostId);
+    return { hostId, size: ID_RANGE_SIZE };
+  }
+
+  #recordIdmap(r: SandboxRecord, idmap: IdMap | undefined): void {
+    if (idmap) this.#reservedIds.delete(idmap.hostId);
+    if (r.idmap === idmap?.hostId) return;
+    this.#d.store.setIdmap(r.id, idmap?.hostId);
+    r.idmap = idmap?.hostId;
+  }
+
   /** Root filesystem, container and a guest that answers: a sandbox ready for work. */
-  async #start(id: string, template: string, limits: Limits): Promise<void> {
+  async #start(id: string, template: string, limits: Limits): Promise<IdMap | undefined> {
     const t0 = performance.now();
     const rootfs = await this.#d.storage.prepare(this.volume(id), this.#d.templates.volume(template));
     const warm = this.#d.templates.get(template)?.images;
-    await this.#unsealGuestDir(rootfs);
     // A warm template's memory maps the agent binary it was built with: keep that one.
-    if (!warm) await this.#installGuest(rootfs);
-    // /dev/shm is a directory of the root, not a tmpfs (see oci-spec): world-writable and sticky like one.
-    await mkdir(join(rootfs, 'dev/shm'), { recursive: true });
-    await chmod(join(rootfs, 'dev/shm'), 0o1777);
+    // (/dev is the runtime's own tmpfs, see oci-spec; the root's hidden /dev is emptied, see #prepareRoot.)
+    await this.#prepareRoot(id, { install: !warm });
     const t1 = performance.now();
-    const spec = { rootfs, hostname: id, limits, init: GUEST_INIT, env: {} };
-    if (warm) await this.#d.runtime.restore(id, spec, { imagesDir: this.#d.templates.imagesDir(template) });
-    else await this.#d.runtime.start(id, spec);
+    const spec = { rootfs, hostname: id, limits, init: GUEST_INIT, env: {}, idmap: warm ? undefined : this.#newIdmap() };
+    const st = warm ? await this.#d.runtime.restore(id, spec, { imagesDir: this.#d.templates.imagesDir(template) }) : await this.#d.runtime.start(id, spec);
     const t2 = performance.now();
     await this.#waitReady(id);
     this.#d.logger.debug('sandbox started', { sandbox: id, rootfsMs: ms(t1 - t0), runtimeMs: ms(t2 - t1), readyMs: ms(performance.now() - t2) });
+    return st.idmap;
   }
 
   /** Recovery without a usable snapshot: the agent started afresh on the instance's own root volume (its files, no memory). */
   async #startCold(key: string, r: SandboxRecord): Promise<void> {
     const rootfs = this.#rootfsOf(key);
     if (!existsSync(rootfs)) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${r.id} has neither a usable snapshot nor its files`);
-    await this.#unsealGuestDir(rootfs);
     // The agent of today: nothing in memory maps an older one.
-    await this.#installGuest(rootfs);
-    await mkdir(join(rootfs, 'dev/shm'), { recursive: true });
-    await chmod(join(rootfs, 'dev/shm'), 0o1777);
+    await this.#prepareRoot(key, { install: true });
     await this.#d.runtime.start(key, this.#spec(r, key));
-  }
-
-  async #installGuest(rootfs: string): Promise<void> {
-    const dir = join(rootfs, GUEST_DIR);
-    await rm(dir, { recursive: true, force: true });
-    await mkdir(dir, { mode: 0o700 });
-    await copyFile(this.#d.guestBinary, join(dir, 'init'));
-    await chmod(join(dir, 'init'), 0o755);
   }
 
   /**
    * The host reaches the agent through `/.forkd` in the sandbox's root, which
-   * the sandbox's root user could otherwise fill with a symlink to a host
-   * socket. Once the agent listens, the directory is made immutable: without
-   * CAP_LINUX_IMMUTABLE nothing inside can add, remove or rename its entries.
-   * Unsealed only while forkd itself writes there (install, CRIU restore).
+   * the sandbox's root user (or a template's author) could otherwise fill
+   * with a symlink to a host path. Once the agent listens, the directory is
+   * sealed (immutable; see GuestClient#connect for why that pins the path);
+   * it is unsealed only while forkd itself writes there (installing the
+   * agent, CRIU re-binding the socket at a restore). Every step goes through
+   * forkd-rootfs-ops (openat2, no symlinks followed): with `install` the
+   * directory is replaced by a fresh one holding today's agent, whatever the
+   * template left there.
+   *
+   * The root's own `/dev` is hidden under the runtime's tmpfs, but runc still
+   * resolves paths through it (a restore names its masks' source by joining
+   * `/dev/null` to the root, a start makes the tmpfs's mount point): it is
+   * made an empty real directory first (the same process), so a template
+   * that shaped it changes nothing.
    */
-  async #sealGuestDir(rootfs: string): Promise<void> {
-    await exec('chattr', ['+i', join(rootfs, GUEST_DIR)]);
-  }
-
-  async #unsealGuestDir(rootfs: string): Promise<void> {
-    await exec('chattr', ['-i', join(rootfs, GUEST_DIR)], { allowFailure: true });
+  async #prepareRoot(key: string, opts: { install: boolean }): Promise<void> {
+    this.#guestAt(key).unsealing();
+    const ops: RootfsOp[] = [
+      ['rmtree', 'dev'],
+      ['mkdir', 'dev', 0o755],
+      ...(opts.install
+        ? ([
+            ['rmtree', GUEST_DIR],
+            ['mkdir', GUEST_DIR, 0o700],
+            ['install', this.#d.guestBinary, `${GUEST_DIR}/init`, 0o755],
+          ] as RootfsOp[])
+        : ([['unseal', GUEST_DIR]] as RootfsOp[])),
+    ];
+    await rootfsOps(this.#rootfsOf(key), ops);
   }
 
   /**
-   * Waits for the agent of an instance to answer, then seals its directory.
-   * Until its socket exists the wait blocks on inotify; once it exists a
-   * connect can still be refused for a moment (between the agent's bind and
-   * listen), so that is retried with sleeps growing to 20 ms. Whether the
+   * Seals the agent's directory of an instance, then waits for the agent to
+   * answer: nothing connects before the seal (see GuestClient#connect).
+   * Until its socket exists the seal waits on inotify (inside
+   * forkd-rootfs-ops); once it exists a connect can still be refused for a
+   * moment (between the agent's bind and listen), so that is retried with
+   * sleeps growing to 20 ms. A directory found tampered with fails the start
+   * (FAILED_PRECONDITION) without any connect. Whether the
    * instance died meanwhile is asked of runc (a process per call) at most
    * every 250 ms.
    */
   async #waitReady(key: string): Promise<void> {
     const guest = this.#guestAt(key);
-    const sock = join(this.#rootfsOf(key), GUEST_DIR, 'agent.sock');
     const deadline = Date.now() + READY_TIMEOUT_MS;
     let checked = Date.now();
+    let sealed = false;
     for (let delay = 1; ; delay = Math.min(delay * 2, 20)) {
       try {
+        if (!sealed) {
+          // Blocks (inotify) until the agent's socket exists, at most 250 ms a round.
+          await rootfsOps(this.#rootfsOf(key), [['seal-agent', GUEST_DIR, AGENT_SOCKET, Math.max(1, Math.min(deadline - Date.now(), 250))]]);
+          sealed = true;
+          guest.sealed();
+        }
         await guest.info();
-        await this.#sealGuestDir(this.#rootfsOf(key));
         return;
       } catch (err) {
+        // Tampered with: fail now, and never connect.
+        if (!sealed && err instanceof ForkdError && err.code === 'FAILED_PRECONDITION') {
+          guest.sealFailed(err);
+          throw err;
+        }
         const left = deadline - Date.now();
-        if (left <= 0) throw new ForkdError('TIMEOUT', `guest agent of ${key} did not become ready`, undefined, { cause: err });
-        if (!existsSync(sock)) await waitForPath(sock, Math.min(left, 250));
-        else await sleep(Math.min(delay, left));
+        if (left <= 0) {
+          const e = new ForkdError('TIMEOUT', `guest agent of ${key} did not become ready`, undefined, { cause: err });
+          if (!sealed) guest.sealFailed(e);
+          throw e;
+        }
+        if (sealed) await sleep(Math.min(delay, left));
         if (Date.now() - checked >= 250) {
           checked = Date.now();
           const st = await this.#d.runtime.state(key);
-          if (st.status === 'stopped' || st.status === 'missing') throw new ForkdError('INTERNAL', `sandbox ${key} exited during start`);
+          if (st.status === 'stopped' || st.status === 'missing') {
+            const e = new ForkdError('INTERNAL', `sandbox ${key} exited during start`);
+            if (!sealed) guest.sealFailed(e);
+            throw e;
+          }
         }
       }
     }
@@ -399,7 +460,8 @@ export class SandboxManager {
   #guestAt(key: string): GuestClient {
     let g = this.#guests.get(key);
     if (!g) {
-      g = new GuestClient(join(this.#rootfsOf(key), GUEST_DIR, 'agent.sock'));
+      const root = this.#rootfsOf(key);
+      g = new GuestClient(join(root, GUEST_DIR, AGENT_SOCKET), { verify: () => rootfsOps(root, [['check-agent', GUEST_DIR, AGENT_SOCKET]]).then(() => {}) });
       this.#guests.set(key, g);
     }
     return g;
@@ -647,7 +709,7 @@ export class SandboxManager {
     const marker = join(this.snapshotDir(rec.id), STAGED_MARKER);
     const staging = (await readFile(marker, 'utf8').catch(() => '')).trim();
     if (!staging) return;
-    if (this.#d.stagingDir && staging.startsWith(`${this.#d.stagingDir}/`) && existsSync(staging)) {
+    if (this.#d.stagingDir && dirname(staging) === resolve(this.#d.stagingDir) && existsSync(staging)) {
       this.#storeLater(rec, staging);
       return;
     }
@@ -687,7 +749,7 @@ export class SandboxManager {
   }
 
   #spec(r: SandboxRecord, key: string) {
-    return { rootfs: this.#rootfsOf(key), hostname: r.id, limits: r.limits, init: GUEST_INIT, env: {} };
+    return { rootfs: this.#rootfsOf(key), hostname: r.id, limits: r.limits, init: GUEST_INIT, env: {}, idmap: r.idmap === undefined ? undefined : { hostId: r.idmap, size: ID_RANGE_SIZE } };
   }
 
   /**
@@ -797,6 +859,8 @@ export class SandboxManager {
   /** Staging in tmpfs only while the sandbox's memory is well below what the host has free. */
   async #canStage(id: string): Promise<boolean> {
     if (!this.#d.stagingDir) return false;
+    // The dump and the action script's hook file go in there: still root's own private directory (see staging-dir.ts).
+    await checkStagingDir(this.#d.stagingDir);
     const used = (await this.#d.runtime.usage(this.#key(id)).catch(() => undefined))?.memoryBytes ?? Number.POSITIVE_INFINITY;
     const m = /MemAvailable:\s+(\d+) kB/.exec(await readFile('/proc/meminfo', 'utf8').catch(() => ''));
     return used < (Number(m?.[1] ?? 0) * 1024) / 3;
@@ -821,10 +885,12 @@ export class SandboxManager {
     const volume = this.#volumeOf(key);
     await this.#d.storage.remove(volume);
     await this.#d.storage.prepare(volume, `snapshots/${snap.id}/rootfs`);
-    await this.#unsealGuestDir(this.#rootfsOf(key));
+    await this.#prepareRoot(key, { install: false });
     const release = await this.#guestAt(key).quiesce();
     try {
-      await this.#d.runtime.restore(key, this.#spec(r, key), { imagesDir: join(this.snapshotDir(snap.id), 'memory') });
+      const st = await this.#d.runtime.restore(key, this.#spec(r, key), { imagesDir: join(this.snapshotDir(snap.id), 'memory') });
+      // The images decide (a fork's are its parent's): the record follows.
+      this.#recordIdmap(r, st.idmap);
     } finally {
       release();
     }

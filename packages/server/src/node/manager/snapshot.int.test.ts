@@ -44,7 +44,8 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
     assert.equal((await run(node.manager, b.id, ['test', '-e', '/tmp/after.txt'])).exitCode, 1, 'file written after the snapshot is absent in the fork');
     // Its own cgroup (limits apply) and its own network namespace, loopback up.
     assert.ok((await node.manager.usage(b.id)).pids >= 2, 'the fork\'s processes are in its own cgroup');
-    const ns = async (id: string) => (await run(node.manager, id, ['readlink', '/proc/1/ns/net'])).stdout;
+    // Not /proc/1/ns: the agent (PID 1) is not dumpable, its links are closed to the sandbox.
+    const ns = async (id: string) => (await run(node.manager, id, ['readlink', '/proc/self/ns/net'])).stdout;
     assert.notEqual(await ns(b.id), await ns(a));
     assert.match((await run(node.manager, b.id, ['ip', '-br', 'addr', 'show', 'lo'])).stdout, /127\.0\.0\.1/);
 

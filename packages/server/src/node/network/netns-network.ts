@@ -34,6 +34,16 @@ export class NetnsNetwork implements Network {
     return p;
   }
 
+  async adopt(id: string, pid: number): Promise<string> {
+    const p = this.path(id);
+    if (await isNamespace(p)) await exec('umount', [p], { allowFailure: true });
+    await mkdir(this.#dir, { recursive: true });
+    await writeFile(p, '');
+    await exec('mount', ['--bind', `/proc/${pid}/ns/net`, p]);
+    await exec('nsenter', [`--net=${p}`, 'ip', 'link', 'set', 'lo', 'up']);
+    return p;
+  }
+
   async release(id: string): Promise<void> {
     const p = this.path(id);
     if (await isNamespace(p)) await exec('umount', [p], { allowFailure: true });

@@ -9,6 +9,13 @@ import type { Duplex } from 'node:stream';
 export interface Network {
   /** Creates (or finds) the sandbox's network namespace; returns its path. Idempotent. */
   prepare(id: string): Promise<string>;
+  /**
+   * Takes as the sandbox's the network namespace process `pid` is in (made
+   * by the runtime inside the sandbox's user namespace: CRIU requires every
+   * namespace of a tree to belong to its user namespace, so a host-made one
+   * cannot be used there), loopback up; returns its path.
+   */
+  adopt(id: string, pid: number): Promise<string>;
   /** Releases it. Idempotent. */
   release(id: string): Promise<void>;
   /** Ids that hold a namespace (orphan sweep after a crash). */

@@ -1,4 +1,5 @@
-import type { RuntimeSpec } from './runtime.js';
+import type { IdMap, RuntimeSpec } from './runtime.js';
+import { seccompProfile } from './seccomp-profile.js';
 
 /** Docker's default capability set: enough for package managers and user switching, nothing that reaches the host. */
 export const DEFAULT_CAPS = [
@@ -18,44 +19,6 @@ export const DEFAULT_CAPS = [
   'CAP_AUDIT_WRITE',
 ];
 
-/** Syscalls that reach kernel-global state; denied with EPERM (allow-by-default keeps CRIU's parasite and ordinary tools working). */
-const DENIED_SYSCALLS = [
-  'acct',
-  'add_key',
-  'bpf',
-  'delete_module',
-  'finit_module',
-  'fsconfig',
-  'fsmount',
-  'fsopen',
-  'fspick',
-  'init_module',
-  'kexec_file_load',
-  'kexec_load',
-  'keyctl',
-  'lookup_dcookie',
-  'mount',
-  'mount_setattr',
-  'move_mount',
-  'name_to_handle_at',
-  'nfsservctl',
-  'open_by_handle_at',
-  'open_tree',
-  'perf_event_open',
-  'pivot_root',
-  'quotactl',
-  'reboot',
-  'request_key',
-  'setns',
-  'swapoff',
-  'swapon',
-  'syslog',
-  'umount2',
-  'unshare',
-  'userfaultfd',
-  'vhangup',
-];
-
 export const CPU_PERIOD_US = 100_000;
 
 /** CFS quota for a CPU count (at least 1 ms per period, the kernel's floor). */
@@ -71,6 +34,10 @@ export interface OciOptions {
   netns?: string | undefined;
   /** An empty host directory, bound read-only over host information (/sys/firmware). */
   emptyDir: string;
+}
+
+function idMapping(m: IdMap) {
+  return { containerID: 0, hostID: m.hostId, size: m.size };
 }
 
 /** Builds the OCI runtime config.json of a sandbox (pure; tested without root). */
@@ -89,23 +56,33 @@ export function buildOciSpec(spec: RuntimeSpec, opts: OciOptions): Record<string
     },
     root: { path: spec.rootfs, readonly: false },
     hostname: spec.hostname,
-    // No tmpfs anywhere: CRIU archives every tmpfs with tar at each dump and
-    // unpacks it at each restore (~3.5 ms each way per mount). /dev and
-    // /dev/shm are directories of the sandbox's own root (runc makes the
-    // device nodes there; the devices cgroup still decides what opens), so
-    // the Btrfs snapshot takes them along with everything else.
+    // /dev is a fresh tmpfs at every start, never the root's own directory:
+    // a template shapes its root, and runc uses what it finds in /dev (the
+    // 2025 masked-path CVEs: a planted /dev/null symlink is what runc then
+    // bind-mounts over /proc paths). /dev/shm is a directory of it that the
+    // guest agent makes at start (POSIX shm, multiprocessing), so the host
+    // never creates or chmods anything in the root for it. CRIU dumps a
+    // tmpfs's content with tar and unpacks it at restore (~3 ms each way
+    // per tmpfs here), so it survives snapshot, fork and resume; one tmpfs,
+    // not two (/dev/shm of its own would cost as much again).
     mounts: [
       { destination: '/proc', type: 'proc', source: 'proc', options: ['nosuid', 'noexec', 'nodev'] },
+      // No size: /dev/shm lives here, and shm pages are charged to the sandbox's memory cgroup, which bounds them.
+      { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755'] },
       { destination: '/dev/pts', type: 'devpts', source: 'devpts', options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620', 'gid=5'] },
       { destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev'] },
       { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
       // Masks firmware tables like runc's maskedPaths would, without a tmpfs.
-      { destination: '/sys/firmware', type: 'bind', source: opts.emptyDir, options: ['rbind', 'ro', 'nosuid', 'noexec', 'nodev'] },
+      // In a user namespace its files belong to a root that is not the sandbox's (mode 0400: unreadable
+      // there), and a restore could not make the mount point through the idmapped root.
+      ...(spec.idmap ? [] : [{ destination: '/sys/firmware', type: 'bind', source: opts.emptyDir, options: ['rbind', 'ro', 'nosuid', 'noexec', 'nodev'] }]),
       // Tools size themselves from their limits here (JVM, Go, Node's heap).
       { destination: '/sys/fs/cgroup', type: 'cgroup', source: 'cgroup', options: ['nosuid', 'noexec', 'nodev', 'relatime', 'ro'] },
     ],
     linux: {
-      namespaces: [{ type: 'pid' }, { type: 'network', ...(opts.netns ? { path: opts.netns } : {}) }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'cgroup' }],
+      namespaces: [{ type: 'pid' }, { type: 'network', ...(opts.netns ? { path: opts.netns } : {}) }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'cgroup' }, ...(spec.idmap ? [{ type: 'user' }] : [])],
+      // Root in the sandbox is an unprivileged range on the host (see RuntimeSpec.idmap).
+      ...(spec.idmap ? { uidMappings: [idMapping(spec.idmap)], gidMappings: [idMapping(spec.idmap)] } : {}),
       cgroupsPath: opts.cgroupsPath,
       resources: {
         memory: { limit: memBytes, ...(opts.swapLimit ? { swap: memBytes } : {}) },
@@ -113,11 +90,7 @@ export function buildOciSpec(spec: RuntimeSpec, opts: OciOptions): Record<string
         pids: { limit: spec.limits.pids },
         devices: [{ allow: false, access: 'rwm' }],
       },
-      seccomp: {
-        defaultAction: 'SCMP_ACT_ALLOW',
-        architectures: ['SCMP_ARCH_X86_64', 'SCMP_ARCH_X86', 'SCMP_ARCH_X32'],
-        syscalls: [{ names: DENIED_SYSCALLS, action: 'SCMP_ACT_ERRNO', errnoRet: 1 }],
-      },
+      seccomp: seccompProfile(),
       // Masking a directory mounts a tmpfs (see mounts): /proc/acpi is only
       // made read-only, which already blocks its one risk (writes to wakeup
       // sources); /sys/firmware gets the empty bind above.

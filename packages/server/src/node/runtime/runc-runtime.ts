@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { chmod, chown, copyFile, lchown, lstat, mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ForkdError, type Limits } from '@forkd/protocol';
 import { exec, spawnDaemon } from '../../shared/exec.js';
@@ -7,7 +7,7 @@ import { waitForPath } from '../../shared/wait-for-path.js';
 import { childCgroups, freezerControl, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
 import type { Network } from '../network/network.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
-import type { CheckpointOptions, CheckpointStats, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
+import type { CheckpointOptions, CheckpointStats, IdMap, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
 
 export interface RuncOptions {
   /** runc's state directory (tmpfs: containers do not survive a reboot anyway). */
@@ -29,6 +29,10 @@ export interface RuncOptions {
   runc?: string;
   /** Owner of each sandbox's network namespace. */
   network: Network;
+  /** Where idmapped views of sandbox roots are mounted (one directory per key; a tmpfs, so a reboot leaves none). */
+  mountRoot: string;
+  /** forkd-idmap (host-tools): makes those views. */
+  idmapTool: string;
 }
 
 /** Runtime backed by runc: one OCI container per sandbox, the guest agent as its init. */
@@ -38,7 +42,24 @@ export class RuncRuntime implements Runtime {
 
   constructor(opts: RuncOptions) {
     this.#o = { runc: 'runc', criu: 'criu', criuAction: '', lazyRestore: false, ...opts };
+    // runc ≥ 1.2 ignores --criu and runs the `criu` on its PATH: forkd's own comes first.
+    this.#env = { ...process.env, PATH: `${dirname(this.#o.criu)}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
   }
+
+  readonly #env: NodeJS.ProcessEnv;
+  /**
+   * A lazy restore has the restored tasks open a userfaultfd, which inside a
+   * user namespace the kernel allows only with vm.unprivileged_userfaultfd=1.
+   * forkd does not set it (it would let every host user open one, a known
+   * exploit primitive): sandboxes with a user namespace restore eagerly then.
+   */
+  readonly #uffdInUserns = (() => {
+    try {
+      return readFileSync('/proc/sys/vm/unprivileged_userfaultfd', 'utf8').trim() === '1';
+    } catch {
+      return false;
+    }
+  })();
 
   cgroupPath(id: string): string {
     return `/${this.#o.cgroupParent}/${id}`;
@@ -50,20 +71,74 @@ export class RuncRuntime implements Runtime {
    * inherits runc's stdio.
    */
   #runc(args: string[], logFile?: string) {
-    const base = ['--root', this.#o.stateRoot, '--criu', this.#o.criu];
+    const base = ['--root', this.#o.stateRoot];
     if (logFile) base.push('--log', logFile, '--log-format', 'json');
-    return exec(this.#o.runc, [...base, ...args], { allowFailure: true, stdio: logFile ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'] });
+    return exec(this.#o.runc, [...base, ...args], { allowFailure: true, env: this.#env, stdio: logFile ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'] });
   }
 
   async #writeBundle(id: string, spec: RuntimeSpec, netns: string | undefined): Promise<string> {
     const bundle = join(this.#o.bundleRoot, id);
-    await mkdir(bundle, { recursive: true });
+    await mkdir(bundle, { recursive: true, mode: 0o700 });
     await mkdir(this.#o.stateRoot, { recursive: true });
     const emptyDir = join(this.#o.bundleRoot, '.empty');
     await mkdir(emptyDir, { recursive: true, mode: 0o555 });
-    const config = buildOciSpec(spec, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir });
-    await writeFile(join(bundle, 'config.json'), JSON.stringify(config));
+    const rootfs = await this.#mountRoot(id, spec);
+    const config = buildOciSpec({ ...spec, rootfs }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir });
+    await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 });
+    // The range goes with every checkpoint's images: a restore must recreate it (see checkpoint).
+    if (spec.idmap) await writeFile(join(bundle, IDMAP_FILE), JSON.stringify(spec.idmap));
+    else await rm(join(bundle, IDMAP_FILE), { force: true });
     return bundle;
+  }
+
+  /**
+   * The root runc is given: the volume itself, or (with a user namespace) an
+   * idmapped view of it, in which the files' ids on disk (the template's,
+   * shared by every sandbox) read as the sandbox's range. No tree walk, no
+   * copy: the mount is made in ~1 ms whatever the size of the root.
+   */
+  async #mountRoot(id: string, spec: RuntimeSpec): Promise<string> {
+    if (!spec.idmap) return spec.rootfs;
+    await this.#unmountRoot(id);
+    // runc resolves the root from inside the user namespace: the path must be
+    // traversable by the sandbox's root (host id hostId) and by nobody else.
+    // The shared directory only lets others pass (0711, no listing); each
+    // sandbox's own is its root's alone (0700).
+    await mkdir(this.#o.mountRoot, { recursive: true });
+    await traversable(this.#o.mountRoot);
+    const own = join(this.#o.mountRoot, id);
+    await mkdir(own, { mode: 0o700 });
+    await chown(own, spec.idmap.hostId, spec.idmap.hostId);
+    const target = join(own, 'root');
+    await mkdir(target);
+    await exec(this.#o.idmapTool, [spec.rootfs, target, String(spec.idmap.hostId), String(spec.idmap.size)]);
+    return target;
+  }
+
+  /**
+   * CRIU re-opens the images by path from inside the restored user
+   * namespace: they are bound into the sandbox's own directory next to its
+   * root (reachable by its root only), instead of opening the pool to it.
+   */
+  async #imagesInReach(id: string, imagesDir: string, hostId: number): Promise<string> {
+    await ownImages(imagesDir, hostId);
+    const target = join(this.#o.mountRoot, id, 'images');
+    await mkdir(target);
+    await exec('mount', ['--bind', imagesDir, target]);
+    return target;
+  }
+
+  /** Only ever unmounted and rmdir'ed, never removed recursively: through the mount that would delete the volume's files. */
+  async #unmountRoot(id: string): Promise<void> {
+    const own = join(this.#o.mountRoot, id);
+    if (!existsSync(own)) return;
+    if (existsSync(join(own, 'images'))) {
+      await exec('umount', ['--lazy', join(own, 'images')], { allowFailure: true });
+      await rmdir(join(own, 'images')).catch(() => {});
+    }
+    await exec('umount', ['--lazy', join(own, 'root')], { allowFailure: true });
+    await rmdir(join(own, 'root')).catch(() => {});
+    await rmdir(own).catch(() => {});
   }
 
   async #must(args: string[], what: string): Promise<void> {
@@ -86,11 +161,12 @@ export class RuncRuntime implements Runtime {
    * the script what to do. Any failure thaws.
    */
   async checkpoint(id: string, o: CheckpointOptions): Promise<CheckpointStats> {
-    await mkdir(o.imagesDir, { recursive: true });
-    await mkdir(o.workDir, { recursive: true });
+    await mkdir(o.imagesDir, { recursive: true, mode: 0o700 });
+    await mkdir(o.workDir, { recursive: true, mode: 0o700 });
     const hook = join(o.imagesDir, CHECKPOINT_HOOK);
     const f = freezerControl(this.cgroupPath(id));
-    await writeFile(hook, [f.file, f.freeze, f.checkFile, f.frozenPattern, ...(o.whileFrozen ?? [])].join('\n') + '\n');
+    // Root's own file, made anew (never through something already there): the action script refuses any other.
+    await writeFile(hook, [f.file, f.freeze, f.checkFile, f.frozenPattern, ...(o.whileFrozen ?? [])].join('\n') + '\n', { mode: 0o600, flag: 'wx' });
     const t0 = performance.now();
     try {
       const args = ['checkpoint', '--image-path', o.imagesDir, '--work-path', o.workDir, '--leave-running', '--tcp-established', '--file-locks', id];
@@ -100,6 +176,9 @@ export class RuncRuntime implements Runtime {
         throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });
       }
       const dumpMs = performance.now() - t0;
+      await copyFile(join(this.#o.bundleRoot, id, IDMAP_FILE), join(o.imagesDir, IDMAP_FILE)).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+      });
       const frozenAt = await readNs(`${hook}.frozen-at`);
       if (frozenAt === undefined) throw new ForkdError('INTERNAL', 'the criu action script did not run: run forkd setup again', { logPath: join(o.workDir, 'dump.log') });
       if (o.leaveRunning) await this.thaw(id);
@@ -125,20 +204,24 @@ export class RuncRuntime implements Runtime {
     await exec(this.#o.criuAction, [], { env, allowFailure: true }).catch(() => {});
   }
 
-  async restore(id: string, spec: RuntimeSpec, o: { imagesDir: string }): Promise<RuntimeState> {
-    const ownNetns = await carriesOwnNetns(o.imagesDir);
+  async restore(id: string, requested: RuntimeSpec, o: { imagesDir: string }): Promise<RuntimeState> {
+    // CRIU recreates the user namespace the images were dumped in: the root's view must use that range.
+    const spec = { ...requested, idmap: await readIdmap(o.imagesDir) };
+    // With a user namespace the network namespace is the sandbox's own, in its images (see Network.adopt).
+    const ownNetns = spec.idmap !== undefined || (await carriesOwnNetns(o.imagesDir));
     const bundle = await this.#writeBundle(id, spec, ownNetns ? undefined : await this.#o.network.prepare(id));
+    const imagesDir = spec.idmap ? await this.#imagesInReach(id, o.imagesDir, spec.idmap.hostId) : o.imagesDir;
     const workDir = join(bundle, 'criu');
     await mkdir(workDir, { recursive: true });
     const pidFile = join(bundle, 'init.pid');
-    const args = ['restore', '--detach', '--image-path', o.imagesDir, '--work-path', workDir, '--tcp-established', '--file-locks', '--pid-file', pidFile, '--bundle', bundle, id];
+    const args = ['restore', '--detach', '--image-path', imagesDir, '--work-path', workDir, '--tcp-established', '--file-locks', '--pid-file', pidFile, '--bundle', bundle, id];
     let lazyPid = 0;
-    if (this.#o.lazyRestore) {
+    if (this.#o.lazyRestore && (!spec.idmap || this.#uffdInUserns)) {
       const sock = join(workDir, 'lazy-pages.socket');
       await rm(sock, { force: true });
       let exited!: () => void;
       const gone = new Promise<void>((r) => (exited = r));
-      lazyPid = spawnDaemon(this.#o.criu, ['lazy-pages', '--images-dir', o.imagesDir, '--work-dir', workDir, '-o', 'lazy-pages.log'], process.env, () => exited());
+      lazyPid = spawnDaemon(this.#o.criu, ['lazy-pages', '--images-dir', imagesDir, '--work-dir', workDir, '-o', 'lazy-pages.log'], process.env, () => exited());
       // Its socket appears in ~10 ms; a daemon that died or never listens means an eager restore.
       if (await waitForPath(sock, LAZY_PAGES_START_MS, gone)) args.splice(1, 0, '--lazy-pages');
       else killQuietly(lazyPid);
@@ -151,13 +234,14 @@ export class RuncRuntime implements Runtime {
       throw new ForkdError('INTERNAL', `criu restore failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(workDir, 'restore.log') });
     }
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
-    // runc restores such an old checkpoint into a fresh namespace whose loopback is down.
-    if (ownNetns) await exec('nsenter', ['-t', String(pid), '-n', 'ip', 'link', 'set', 'lo', 'up']);
-    return { status: 'running', pid };
+    // CRIU made the namespace: the host holds it under the sandbox's key (port proxy, release), loopback up.
+    if (ownNetns) await this.#o.network.adopt(id, pid);
+    return { status: 'running', pid, idmap: spec.idmap };
   }
 
   async start(id: string, spec: RuntimeSpec): Promise<RuntimeState> {
-    const bundle = await this.#writeBundle(id, spec, await this.#o.network.prepare(id));
+    // In a user namespace runc makes the network namespace, adopted below (see Network.adopt).
+    const bundle = await this.#writeBundle(id, spec, spec.idmap ? undefined : await this.#o.network.prepare(id));
     const log = join(bundle, 'runc.log');
     const pidFile = join(bundle, 'init.pid');
     await writeFile(log, '');
@@ -167,7 +251,8 @@ export class RuncRuntime implements Runtime {
       throw new ForkdError('INTERNAL', `runc run failed: ${lastRuncError(tail)}`, { cmd: `runc run ${id}`, exitCode: r.code, stderrTail: tail.slice(-4000) });
     }
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
-    return { status: 'running', pid };
+    if (spec.idmap) await this.#o.network.adopt(id, pid);
+    return { status: 'running', pid, idmap: spec.idmap };
   }
 
   async state(id: string): Promise<RuntimeState> {
@@ -200,6 +285,7 @@ export class RuncRuntime implements Runtime {
     }
     // runc removes the cgroup of a container it knows; one whose state went (with /run on a reboot) leaves it.
     await removeCgroup(this.cgroupPath(id));
+    await this.#unmountRoot(id);
     if (!opts.keepBundle) {
       await this.#o.network.release(id);
       await rm(join(this.#o.bundleRoot, id), { recursive: true, force: true });
@@ -263,6 +349,44 @@ const KEY = /^[a-z0-9][a-z0-9.-]*$/;
 
 /** How long a `criu lazy-pages` daemon may take to listen (~10 ms idle) before the restore goes eager. */
 const LAZY_PAGES_START_MS = 10_000;
+
+/**
+ * CRIU opens some images (tty-info.img) from inside the restored user
+ * namespace, through its directory's descriptor: the images must be
+ * readable by the sandbox's root. They become its (0700/0600 stay as they
+ * are): the same range's memory, and no host user has that id. Images are
+ * one flat directory; nothing in it is followed.
+ */
+async function ownImages(dir: string, hostId: number): Promise<void> {
+  const st = await lstat(dir);
+  if (st.uid === hostId) return;
+  for (const name of await readdir(dir)) await lchown(join(dir, name), hostId, hostId);
+  await lchown(dir, hostId, hostId);
+}
+
+/**
+ * Makes `dir` and every directory above it passable (x) by others, as a
+ * user namespace's root must be able to reach its sandbox's root through
+ * it. Only the search bit: nothing becomes listable or readable. A
+ * directory that already has it (/, /run, /tmp) is left alone.
+ */
+async function traversable(dir: string): Promise<void> {
+  for (let d = dir; d !== dirname(d); d = dirname(d)) {
+    const st = await stat(d);
+    if ((st.mode & 0o001) === 0) await chmod(d, (st.mode & 0o7777) | 0o011);
+  }
+}
+
+/** In a bundle and in every checkpoint's images: the user namespace range (RuntimeSpec.idmap), as JSON. */
+const IDMAP_FILE = 'forkd-idmap.json';
+
+async function readIdmap(imagesDir: string): Promise<IdMap | undefined> {
+  const text = await readFile(join(imagesDir, IDMAP_FILE), 'utf8').catch(() => undefined);
+  if (text === undefined) return undefined;
+  const m = JSON.parse(text) as Partial<IdMap>;
+  if (!Number.isInteger(m.hostId) || !Number.isInteger(m.size)) throw new ForkdError('INTERNAL', `bad ${IDMAP_FILE} in the images of a snapshot`);
+  return { hostId: m.hostId!, size: m.size! };
+}
 
 /** Name of the hook file forkd's CRIU action script follows (HOOK_NAME in packages/host-tools/src/criu-action). */
 export const CHECKPOINT_HOOK = 'forkd-hook';

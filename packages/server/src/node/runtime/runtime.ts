@@ -8,6 +8,19 @@ export interface RuntimeSpec {
   /** Path inside the rootfs of the init (guest agent) binary. */
   init: string;
   env: Record<string, string>;
+  /**
+   * The sandbox's user namespace: its uid and gid 0..size-1 are hostId..
+   * on the host, and its root filesystem is seen through an idmapped mount
+   * (the files keep their ids on disk). Absent: no user namespace (sandboxes
+   * made before forkd used them). A restore takes the range its images were
+   * dumped with, whatever this says: CRIU recreates the namespace as it was.
+   */
+  idmap?: IdMap | undefined;
+}
+
+export interface IdMap {
+  hostId: number;
+  size: number;
 }
 
 export type RuntimeStatus = 'created' | 'running' | 'paused' | 'stopped' | 'missing';
@@ -16,6 +29,8 @@ export interface RuntimeState {
   status: RuntimeStatus;
   /** Host pid of the sandbox's PID 1. */
   pid: number;
+  /** The user namespace range it runs with (a restore's is its images'); from start and restore only. */
+  idmap?: IdMap | undefined;
 }
 
 export interface CheckpointOptions {

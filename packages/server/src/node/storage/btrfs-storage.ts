@@ -2,6 +2,7 @@ import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
+import { rootDiskUsage } from './rootfs-ops.js';
 import { assertKey, type Storage } from './storage.js';
 
 /** Storage on a Btrfs filesystem: every volume is a subvolume. */
@@ -72,11 +73,14 @@ export class BtrfsStorage implements Storage {
     }
   }
 
+  /**
+   * Walked by forkd-rootfs-ops, not `btrfs filesystem du`: a volume is a
+   * sandbox's root, and that tool re-opens every entry by a path string
+   * after a stat that follows links, so a running sandbox could send it
+   * into host directories (see rootfs-ops.ts).
+   */
   async diskUsage(key: string): Promise<{ totalBytes: number; exclusiveBytes: number }> {
-    const r = await exec('btrfs', ['filesystem', 'du', '-s', '--raw', this.path(key)]);
-    const m = /^\s*(\d+)\s+(\d+)\s+/m.exec(r.stdout.split('\n').slice(1).join('\n'));
-    if (!m) throw new ForkdError('INTERNAL', `unexpected btrfs filesystem du output: ${r.stdout.slice(0, 200)}`);
-    return { totalBytes: Number(m[1]), exclusiveBytes: Number(m[2]) };
+    return rootDiskUsage(this.path(key));
   }
 
   async list(prefix: string): Promise<string[]> {

@@ -40,7 +40,7 @@ export async function buildTemplate(m: SandboxManager, templates: TemplateRegist
     const snap = m.timeline(build.id).at(-1);
     if (!snap) throw new ForkdError('INTERNAL', 'the build snapshot is missing');
     const dir = m.snapshotDir(snap.id);
-    await templates.publish(req.name, `snapshots/${snap.id}/rootfs`, req.start ? join(dir, 'memory') : undefined, req.from);
+    await templates.publish(req.name, `snapshots/${snap.id}/rootfs`, req.start ? join(dir, 'memory') : undefined, req.from, m.recordOf(build.id)?.idmap);
     progress(`template ${req.name} built${req.start ? ' (warm)' : ''}`);
     const info = templates.list().find((t) => t.name === req.name);
     if (!info) throw new ForkdError('INTERNAL', `template ${req.name} vanished after build`);

@@ -46,7 +46,7 @@ export class TemplateRegistry {
    * finished snapshot, then recorded. Until the record exists the template is
    * invisible (`has` needs it); a rebuild replaces leftovers.
    */
-  async publish(name: string, rootfsKey: string, imagesDir: string | undefined, from: string): Promise<void> {
+  async publish(name: string, rootfsKey: string, imagesDir: string | undefined, from: string, idmap?: number): Promise<void> {
     if (!TEMPLATE_NAME_PATTERN.test(name)) throw new ForkdError('INVALID_ARGUMENT', `invalid template name: ${name}`);
     await this.remove(name);
     // A read-only subvolume cannot be renamed: snapshot it into place (shares every extent).
@@ -55,7 +55,7 @@ export class TemplateRegistry {
       await mkdir(this.#storage.path('template-images'), { recursive: true });
       await rename(imagesDir, this.imagesDir(name));
     }
-    this.#store.upsertTemplate({ name, createdAt: new Date().toISOString(), volume: this.volume(name), ...(imagesDir ? { images: `template-images/${name}` } : {}), from });
+    this.#store.upsertTemplate({ name, createdAt: new Date().toISOString(), volume: this.volume(name), ...(imagesDir ? { images: `template-images/${name}`, idmap } : {}), from });
   }
 
   async remove(name: string): Promise<void> {
