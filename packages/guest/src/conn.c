@@ -1,4 +1,5 @@
 /* Connections: frame reading, the per-connection state machine, output. */
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <errno.h>
 #include <malloc.h>
@@ -192,10 +193,23 @@ static void handle_info(struct client *c) {
   c->state = CS_CLOSING;
 }
 
+/* The agent is not dumpable (sandbox root cannot ptrace PID 1), except
+   while the host dumps it: after a restore its memory belongs to the host's
+   user namespace, and CRIU, checking the sandbox's namespaces from inside
+   its user namespace, could not open the namespaces of a non-dumpable task. */
+static void handle_dumpable(struct client *c, const struct req *r) {
+  if (prctl(PR_SET_DUMPABLE, req_int(r, K_DUMPABLE, 0) ? 1 : 0, 0, 0, 0) < 0) {
+    client_error(c, errno, "prctl: %s", strerror(errno));
+    return;
+  }
+  client_ok_end(c);
+}
+
 /* 0 handled, 1 blocked (WRITE_STDIN), -1 protocol violation (close) */
 static int handle_request(struct client *c, uint8_t type, const uint8_t *pl, size_t n) {
   switch (type) {
   case T_SPAWN: case T_ATTACH: case T_LIST_PROCS: case T_KILL: case T_INFO: case T_WRITE_STDIN:
+  case T_DUMPABLE:
   case T_READ_FILE: case T_WRITE_FILE: case T_LIST_DIR: case T_STAT:
   case T_MKDIR: case T_MOVE: case T_REMOVE: case T_WATCH:
     break;
@@ -221,6 +235,7 @@ static int handle_request(struct client *c, uint8_t type, const uint8_t *pl, siz
   case T_KILL: proc_handle_kill(c, &r); break;
   case T_WRITE_STDIN: ret = proc_handle_write_stdin(c, &r, pl); break;
   case T_INFO: handle_info(c); break;
+  case T_DUMPABLE: handle_dumpable(c, &r); break;
   case T_READ_FILE: files_handle_read(c, &r); break;
   case T_WRITE_FILE: files_handle_write(c, &r); break;
   case T_LIST_DIR: files_handle_list(c, &r); break;

@@ -243,6 +243,15 @@ export class GuestClient {
     }
   }
 
+  /**
+   * The agent is not dumpable except while the host dumps it (see the
+   * agent's handle_dumpable): CRIU checks a restored sandbox's namespaces
+   * from inside its user namespace, which a non-dumpable task's refuse.
+   */
+  async setDumpable(on: boolean): Promise<void> {
+    await this.#simple(T.DUMPABLE, [[K.DUMPABLE, on]]);
+  }
+
   async kill(sel: ProcessSelector, signal: number): Promise<void> {
     await this.#simple(T.KILL, [...selectorFields(sel), [K.SIGNAL, signal]]);
   }

@@ -20,6 +20,7 @@ export const T = {
   KILL: 0x13,
   INFO: 0x14,
   WRITE_STDIN: 0x15,
+  DUMPABLE: 0x16,
   STDIN: 0x20,
   STDIN_EOF: 0x21,
   SIGNAL: 0x22,
@@ -86,6 +87,7 @@ export const K = {
   EOF: 36,
   OFFSET: 37,
   TOKEN: 38,
+  DUMPABLE: 39,
 } as const;
 
 export class ProtocolError extends Error {

@@ -425,6 +425,8 @@ export class SandboxManager {
           guest.sealed();
         }
         await guest.info();
+        // Restored from a dump, the agent is dumpable (see GuestClient.setDumpable); an older one does not know the request.
+        await guest.setDumpable(false).catch(() => {});
         return;
       } catch (err) {
         // Tampered with: fail now, and never connect.
@@ -774,6 +776,7 @@ export class SandboxManager {
     let memoryBytes = 0;
     try {
       const reopen = this.#reattach.hold(r.id);
+      await this.#guestAt(key).setDumpable(true).catch(() => {});
       const release = await this.#guestAt(key).quiesce();
       try {
         stats = await this.#d.runtime.checkpoint(key, {
@@ -786,6 +789,7 @@ export class SandboxManager {
       } finally {
         release();
         reopen();
+        if (opts.leaveRunning) await this.#guestAt(key).setDumpable(false).catch(() => {});
       }
       if (deferred) {
         // Written before the rename: a snapshot dir without memory always says where it is.

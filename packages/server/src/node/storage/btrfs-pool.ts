@@ -22,6 +22,14 @@ export async function isMountPoint(path: string): Promise<boolean> {
   return info.split('\n').some((line) => unescapeMount(line.split(' ')[4] ?? '') === target);
 }
 
+/** The per-mount options (nodev, noatime, …) of the topmost mount at `path`, if one is there. */
+async function mountOptions(path: string): Promise<string[] | undefined> {
+  const info = await readFile('/proc/self/mountinfo', 'utf8');
+  const target = path.replace(/\/+$/, '');
+  const line = info.split('\n').filter((l) => unescapeMount(l.split(' ')[4] ?? '') === target).pop();
+  return line?.split(' ')[5]?.split(',');
+}
+
 function unescapeMount(s: string): string {
   return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
 }
@@ -36,10 +44,15 @@ export async function ensurePool(opts: PoolOptions, log: (msg: string) => void =
   if (!opts.image) {
     if (!(await isBtrfs(opts.mountPoint))) throw new ForkdError('FAILED_PRECONDITION', `${opts.mountPoint} is not on a Btrfs filesystem`);
     await closePool(opts.mountPoint);
+    // Not forkd's mount to change: say so instead.
+    const r = await exec('findmnt', ['-n', '-o', 'VFS-OPTIONS', '-T', opts.mountPoint], { allowFailure: true });
+    if (r.code === 0 && !r.stdout.trim().split(',').includes('nodev')) log(`FORKD_POOL ${opts.mountPoint} is on a mount without nodev: device nodes sandboxes make there would open on the host (mount it with nodev)`);
     return;
   }
   if (await isMountPoint(opts.mountPoint)) {
     if (!(await isBtrfs(opts.mountPoint))) throw new ForkdError('FAILED_PRECONDITION', `${opts.mountPoint} is mounted but not Btrfs`);
+    // Mounted by an older forkd (before nodev): the remount keeps its other options; running sandboxes keep their own binds.
+    if (!(await mountOptions(opts.mountPoint))?.includes('nodev')) await exec('mount', ['-o', 'remount,nodev', opts.mountPoint]);
     await closePool(opts.mountPoint);
     return;
   }
@@ -74,14 +87,15 @@ async function closePool(mountPoint: string): Promise<void> {
 }
 
 /**
- * No `nosuid`: a sandbox's root is a bind mount of a path in this mount, and
- * a bind inherits the mount's flags (locked inside a user namespace), so
- * nosuid would break every setuid binary inside (su, sudo, ping). No `nodev`
- * either while a sandbox's /dev is a directory of its root here: its
- * /dev/null would stop opening. Another host user is kept away by the root-only
- * mount point instead (closePool), not by these flags.
+ * `nodev`: a device node made in a sandbox's files (mknod with CAP_MKNOD)
+ * opens nowhere, on the host or inside (a sandbox's root is a bind of a path
+ * here and inherits the flag); the devices a sandbox uses are on its /dev,
+ * a tmpfs of its own. No `nosuid`: the same inheritance would break every
+ * setuid binary inside (su, sudo, ping; host-privacy.int.test.ts shows it).
+ * Other host users are kept from a planted setuid binary by the root-only
+ * mount point instead (closePool).
  */
-export const POOL_MOUNT_OPTIONS = 'loop,noatime,compress=zstd:1';
+export const POOL_MOUNT_OPTIONS = 'loop,noatime,compress=zstd:1,nodev';
 
 export async function unmountPool(opts: PoolOptions): Promise<void> {
   if (opts.image && (await isMountPoint(opts.mountPoint))) {
