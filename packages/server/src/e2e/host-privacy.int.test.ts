@@ -42,7 +42,7 @@ describe('host privacy: other host users', { skip: !isRoot && 'needs root' }, ()
     return { stdout: text('stdout'), stderr: text('stderr'), exit: events.find((e) => e.type === 'exit')?.exitCode ?? -1 };
   };
   /** Every way into the sandbox's root from the host: its volume, and the runtime's view of it when there is one. */
-  const sandboxRoots = () => [join(cfg.config.pool.mountPoint, 'sandboxes', id), join(cfg.config.runDir, 'roots', id)].filter((p) => existsSync(p));
+  const sandboxRoots = () => [join(cfg.config.pool.mountPoint, 'sandboxes', id), join(cfg.config.runDir, 'roots', id, 'root')].filter((p) => existsSync(p));
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'forkd-privacy-'));

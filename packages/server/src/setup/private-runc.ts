@@ -45,7 +45,8 @@ export async function ensureRunc(config: ForkdConfig, root: string, detail: (d: 
   const bin = join(root, 'usr/sbin/runc');
   if (!existsSync(bin)) {
     detail('runc from the private Debian root');
-    await exec('chroot', [root, 'apt-get', 'install', '-y', '--no-install-recommends', 'runc'], { timeoutMs: 600_000, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    // 022: files of a Debian root must be readable by what runs from it.
+    await exec('chroot', [root, 'apt-get', 'install', '-y', '--no-install-recommends', 'runc'], { timeoutMs: 600_000, umask: 0o022, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
     await exec('chroot', [root, 'apt-get', 'clean']);
   }
   const out = runcPath(config);

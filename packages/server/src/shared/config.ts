@@ -73,7 +73,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     policyTickS: int(env.FORKD_POLICY_TICK_S, 15, 'FORKD_POLICY_TICK_S'),
     lazyRestore: env.FORKD_LAZY_RESTORE !== '0',
     recoverOnStart: env.FORKD_RECOVER_ON_START !== '0',
-    userns: env.FORKD_USERNS === '1',
+    userns: env.FORKD_USERNS !== '0',
     proxyDomain: env.FORKD_PROXY_DOMAIN || undefined,
     ...overrides,
   };

@@ -38,13 +38,18 @@ const TAIL = 4000;
  */
 export function exec(file: string, args: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
   return new Promise((resolve, reject) => {
-    // Node cannot set a child's umask: a fixed sh script does, then execs the argv untouched.
-    const [cmd, argv] = opts.umask === undefined ? [file, args] : ['/bin/sh', ['-c', `umask ${(opts.umask & 0o777).toString(8).padStart(4, '0')} && exec "$@"`, 'sh', file, ...args]];
-    const child = spawn(cmd, argv, {
-      env: opts.env ?? process.env,
-      cwd: opts.cwd,
-      stdio: opts.stdio ?? [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-    });
+    // A child inherits the umask at fork, and spawn forks synchronously: set ours around it, nothing else runs meanwhile.
+    const previous = opts.umask === undefined ? undefined : process.umask(opts.umask & 0o777);
+    let child;
+    try {
+      child = spawn(file, args, {
+        env: opts.env ?? process.env,
+        cwd: opts.cwd,
+        stdio: opts.stdio ?? [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      });
+    } finally {
+      if (previous !== undefined) process.umask(previous);
+    }
     let stdout = '';
     let stderr = '';
     let timer: NodeJS.Timeout | undefined;

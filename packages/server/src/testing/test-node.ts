@@ -70,10 +70,19 @@ export async function disposeNodeDir(node: Node | undefined, dir: string, config
   }
   const netns = new NetnsNetwork(join(config.runDir, 'netns'));
   for (const id of await netns.list()) await netns.release(id);
+  // Mounts a killed daemon left under the dir (the runtime's views of sandbox roots): rm must never walk through one.
+  for (const m of await mountsUnder(config.runDir)) await exec('umount', ['--lazy', m], { allowFailure: true });
   await unmountPool(config.pool);
   await removeCgroupParent(config.cgroupParent);
   await rm(config.stagingDir, { recursive: true, force: true });
   await rm(dir, { recursive: true, force: true });
+}
+
+/** Mount points strictly below `dir`, deepest first. */
+async function mountsUnder(dir: string): Promise<string[]> {
+  const info = await readFile('/proc/self/mountinfo', 'utf8');
+  const targets = info.split('\n').map((l) => (l.split(' ')[4] ?? '').replace(/\\040/g, ' ')).filter((t) => t.startsWith(`${dir}/`));
+  return [...new Set(targets)].sort((a, b) => b.length - a.length);
 }
 
 /** runc removes each sandbox's cgroup; the shared parent is ours to remove. */

@@ -389,6 +389,10 @@ export class SandboxManager {
     const ops: RootfsOp[] = [
       ['rmtree', 'dev'],
       ['mkdir', 'dev', 0o755],
+      // Mount points runc would otherwise make itself at a restore, through an idmapped root where host root
+      // owns nothing (EOVERFLOW): sysfs hides them, so whatever a template put there goes.
+      ['rmtree', 'sys'],
+      ['mkdir', 'sys/firmware', 0o755],
       ...(opts.install
         ? ([
             ['rmtree', GUEST_DIR],

@@ -73,9 +73,7 @@ export function buildOciSpec(spec: RuntimeSpec, opts: OciOptions): Record<string
       { destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev'] },
       { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
       // Masks firmware tables like runc's maskedPaths would, without a tmpfs.
-      // In a user namespace its files belong to a root that is not the sandbox's (mode 0400: unreadable
-      // there), and a restore could not make the mount point through the idmapped root.
-      ...(spec.idmap ? [] : [{ destination: '/sys/firmware', type: 'bind', source: opts.emptyDir, options: ['rbind', 'ro', 'nosuid', 'noexec', 'nodev'] }]),
+      { destination: '/sys/firmware', type: 'bind', source: opts.emptyDir, options: ['rbind', 'ro', 'nosuid', 'noexec', 'nodev'] },
       // Tools size themselves from their limits here (JVM, Go, Node's heap).
       { destination: '/sys/fs/cgroup', type: 'cgroup', source: 'cgroup', options: ['nosuid', 'noexec', 'nodev', 'relatime', 'ro'] },
     ],

@@ -73,15 +73,20 @@ export class RuncRuntime implements Runtime {
   #runc(args: string[], logFile?: string) {
     const base = ['--root', this.#o.stateRoot];
     if (logFile) base.push('--log', logFile, '--log-format', 'json');
-    return exec(this.#o.runc, [...base, ...args], { allowFailure: true, env: this.#env, stdio: logFile ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'] });
+    // 022: the cgroup directories runc makes must be readable by the sandbox's root (a user namespace's is not
+    // host root): tools size themselves from their limits there. runc's own state is in a private directory.
+    return exec(this.#o.runc, [...base, ...args], { allowFailure: true, env: this.#env, umask: 0o022, stdio: logFile ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'] });
   }
 
   async #writeBundle(id: string, spec: RuntimeSpec, netns: string | undefined): Promise<string> {
     const bundle = join(this.#o.bundleRoot, id);
     await mkdir(bundle, { recursive: true, mode: 0o700 });
     await mkdir(this.#o.stateRoot, { recursive: true });
-    const emptyDir = join(this.#o.bundleRoot, '.empty');
-    await mkdir(emptyDir, { recursive: true, mode: 0o555 });
+    // Beside the roots, not in the private bundles: CRIU opens it from inside a sandbox's user namespace.
+    const emptyDir = join(this.#o.mountRoot, '.empty');
+    await mkdir(emptyDir, { recursive: true });
+    await chmod(emptyDir, 0o555);
+    await traversable(this.#o.mountRoot);
     const rootfs = await this.#mountRoot(id, spec);
     const config = buildOciSpec({ ...spec, rootfs }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir });
     await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 });
@@ -351,18 +356,36 @@ const KEY = /^[a-z0-9][a-z0-9.-]*$/;
 const LAZY_PAGES_START_MS = 10_000;
 
 /**
- * CRIU opens some images (tty-info.img) from inside the restored user
- * namespace, through its directory's descriptor: the images must be
- * readable by the sandbox's root. They become its (0700/0600 stay as they
- * are): the same range's memory, and no host user has that id. Images are
- * one flat directory; nothing in it is followed.
+ * CRIU opens images from inside the restored user namespace, through its
+ * directory's descriptor: first as host root before the namespace has its
+ * mapping (racing CRIU's own write of it), later as the sandbox's root
+ * (host id hostId), with no capability over root-owned files. So they are
+ * owned by the sandbox's root and readable by group root (0640, directory
+ * 0750): both can read them, no other host user can (and their directory
+ * stays inside the root-only pool). The same range's memory; one flat
+ * directory, nothing in it followed.
  */
 async function ownImages(dir: string, hostId: number): Promise<void> {
-  const st = await lstat(dir);
-  if (st.uid === hostId) return;
-  for (const name of await readdir(dir)) await lchown(join(dir, name), hostId, hostId);
-  await lchown(dir, hostId, hostId);
+  const owning = inFlight.get(dir);
+  if (owning) return owning;
+  const p = (async () => {
+    for (const name of await readdir(dir)) {
+      const f = join(dir, name);
+      const st = await lstat(f);
+      if (!st.isFile()) continue;
+      if (st.uid !== hostId || st.gid !== 0) await lchown(f, hostId, 0);
+      if ((st.mode & 0o777) !== 0o640) await chmod(f, 0o640);
+    }
+    const st = await lstat(dir);
+    if (st.uid !== hostId || st.gid !== 0) await lchown(dir, hostId, 0);
+    if ((st.mode & 0o777) !== 0o750) await chmod(dir, 0o750);
+  })().finally(() => inFlight.delete(dir));
+  inFlight.set(dir, p);
+  return p;
 }
+
+/** Restores of one snapshot at once (an N-way fork) share one pass over its images. */
+const inFlight = new Map<string, Promise<void>>();
 
 /**
  * Makes `dir` and every directory above it passable (x) by others, as a
