@@ -107,7 +107,8 @@ describe('port proxy (real daemon)', { skip: !isRoot && 'needs root' }, () => {
 
   test('a paused sandbox is resumed by incoming traffic; a fork has its own token', async () => {
     assert.equal((await api(daemon, 'POST', `/v1/sandboxes/${id}/pause`)).json.state, 'paused');
-    assert.equal((await get(daemon.url, `/sandboxes/${id}/ports/8000/hello.txt`, { 'x-forkd-token': token })).body, 'hello-from-sandbox\n');
+    const woken = await get(daemon.url, `/sandboxes/${id}/ports/8000/hello.txt`, { 'x-forkd-token': token });
+    assert.equal(woken.body, 'hello-from-sandbox\n', daemon.log().split('\n').filter((l) => /"level":"(error|warn)"/.test(l)).slice(-5).join('\n'));
     assert.equal((await api(daemon, 'GET', `/v1/sandboxes/${id}`)).json.state, 'running');
     const [fork] = (await api(daemon, 'POST', `/v1/sandboxes/${id}/fork`, {})).json.sandboxes;
     assert.ok(fork.proxyToken && fork.proxyToken !== token, 'forks do not inherit the parent token');

@@ -239,6 +239,7 @@ export class RuncRuntime implements Runtime {
       throw new ForkdError('INTERNAL', `criu restore failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(workDir, 'restore.log') });
     }
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
+    await chmod(pidFile, 0o600); // runc wrote it under its 022 (see #runc)
     // CRIU made the namespace: the host holds it under the sandbox's key (port proxy, release), loopback up.
     if (ownNetns) await this.#o.network.adopt(id, pid);
     return { status: 'running', pid, idmap: spec.idmap };
@@ -256,6 +257,7 @@ export class RuncRuntime implements Runtime {
       throw new ForkdError('INTERNAL', `runc run failed: ${lastRuncError(tail)}`, { cmd: `runc run ${id}`, exitCode: r.code, stderrTail: tail.slice(-4000) });
     }
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
+    await chmod(pidFile, 0o600); // runc wrote it under its 022 (see #runc)
     if (spec.idmap) await this.#o.network.adopt(id, pid);
     return { status: 'running', pid, idmap: spec.idmap };
   }
