@@ -69,7 +69,8 @@ export const SandboxInfo = z.object({
   forkedFrom: z.string().optional(),
   /**
    * Opens the port proxy to this sandbox (header X-Forkd-Token or ?forkd_token=).
-   * Minted per sandbox, forks included; shown to its own tenant only.
+   * Minted per sandbox, forks included; in the create or fork answer only
+   * (forkd keeps its SHA-256), so only the caller that made the sandbox has it.
    */
   proxyToken: z.string().optional(),
   /** When it times out (see onTimeout); absent: no lifetime. */

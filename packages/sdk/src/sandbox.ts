@@ -52,8 +52,13 @@ export class Sandbox {
   }
 
   async refresh(): Promise<SandboxInfo> {
-    this.#info = await this.#http.json<SandboxInfo>('GET', this.#base);
+    this.#info = this.#keepToken(await this.#http.json<SandboxInfo>('GET', this.#base));
     return this.#info;
+  }
+
+  /** The proxy token is in the create or fork answer only (the server keeps its hash): later answers must not drop it. */
+  #keepToken(fresh: SandboxInfo): SandboxInfo {
+    return fresh.proxyToken || !this.#info.proxyToken ? fresh : { ...fresh, proxyToken: this.#info.proxyToken };
   }
 
   delete(): Promise<void> {
@@ -96,7 +101,8 @@ export class Sandbox {
 
   /**
    * URL of a server listening on `port` inside the sandbox, through forkd's
-   * port proxy, carrying the sandbox's own token (share it, not your API key).
+   * port proxy, carrying the sandbox's own token when this handle came from
+   * create or fork (share it, not your API key; the server shows it only then).
    * A paused sandbox is resumed by the first request.
    */
   portUrl(port: number, path = '/'): string {
@@ -130,7 +136,7 @@ export class Sandbox {
   }
 
   async #update(method: string, path: string, json?: unknown): Promise<SandboxInfo> {
-    this.#info = await this.#http.json<SandboxInfo>(method, path, json !== undefined ? { json } : {});
+    this.#info = this.#keepToken(await this.#http.json<SandboxInfo>(method, path, json !== undefined ? { json } : {}));
     return this.#info;
   }
 

@@ -23,7 +23,7 @@ async function setupWithControl(config: ForkdConfig, logger: Logger, progress: P
   usePrivateUmask();
   const host = await setupHost(config, progress);
   await privateDir(config.stateDir);
-  const control = await openControlPlane(config);
+  const control = await openControlPlane(config, logger);
   progress({ step: 'storage pool' });
   const t0 = Date.now();
   const node = await openNode(config, logger, { onEvent: auditNodeEvents(control) });

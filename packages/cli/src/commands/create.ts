@@ -18,7 +18,7 @@ Options:
       --metadata K=V    a label kept with the sandbox (repeatable; forkd ls --metadata filters)
       --timeout S       lifetime: time out S seconds after creation (default: none)
       --on-timeout WHAT pause (default: keeps everything) or kill (deletes it)
-      --json            print {"id": ...}
+      --json            print {"id": ..., "proxyToken": ...} (the port proxy's token, shown only here)
 `;
 
 export interface CreateArgs {
@@ -72,7 +72,7 @@ export const createCommand: CliCommand = {
   async run(argv) {
     const args = parseCreateArgs(argv);
     const sb = await connect().sandboxes.create(args.request);
-    if (args.json) printJson({ id: sb.id });
+    if (args.json) printJson({ id: sb.id, ...(sb.info.proxyToken ? { proxyToken: sb.info.proxyToken } : {}) });
     else process.stdout.write(`${sb.id}\n`);
     return 0;
   },

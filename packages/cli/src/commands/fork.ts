@@ -15,7 +15,7 @@ its snapshots (snap-...). Prints the new ids, one per line.
 
 Options:
   -n, --count N   how many sandboxes to make (1 to ${MAX_FORKS}, default 1)
-      --json      print {"ids": [...]}
+      --json      print {"ids": [...], "proxyTokens": {id: token}} (tokens shown only here)
 `;
 
 export type ForkSource = { kind: 'sandbox'; id: string } | { kind: 'snapshot'; id: string };
@@ -49,7 +49,7 @@ export const forkCommand: CliCommand = {
     const forks =
       args.source.kind === 'snapshot' ? await client.snapshots.fork(args.source.id, opts) : await (await client.sandboxes.get(args.source.id)).fork(opts);
     const ids = forks.map((s) => s.id);
-    if (args.json) printJson({ ids });
+    if (args.json) printJson({ ids, proxyTokens: Object.fromEntries(forks.flatMap((s) => (s.info.proxyToken ? [[s.id, s.info.proxyToken]] : []))) });
     else process.stdout.write(ids.map((id) => `${id}\n`).join(''));
     return 0;
   },

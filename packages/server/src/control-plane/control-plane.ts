@@ -1,8 +1,10 @@
 import { join } from 'node:path';
 import type { ForkdConfig } from '../shared/config.js';
+import type { Logger } from '../shared/logger.js';
 import type { ControlStore } from '../store/control-store.js';
 import { SqliteControlStore } from '../store/sqlite-control-store.js';
 import { ApiKeys } from './auth/api-keys.js';
+import { startAuditRetention } from './audit-retention.js';
 
 export interface ControlPlane {
   store: ControlStore;
@@ -16,9 +18,17 @@ export function adminKeyFile(config: ForkdConfig): string {
 }
 
 /** Keys, ownership and audit: the control plane's own database, next to the node's. */
-export async function openControlPlane(config: ForkdConfig): Promise<ControlPlane> {
+export async function openControlPlane(config: ForkdConfig, logger?: Logger): Promise<ControlPlane> {
   const store = new SqliteControlStore(join(config.stateDir, 'control.db'));
   const keys = new ApiKeys(store);
   await keys.ensureAdminKey(adminKeyFile(config));
-  return { store, keys, close: () => store.close() };
+  const stopRetention = startAuditRetention(store, config.auditRetentionDays, logger);
+  return {
+    store,
+    keys,
+    close: () => {
+      stopRetention();
+      store.close();
+    },
+  };
 }

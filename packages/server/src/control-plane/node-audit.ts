@@ -1,6 +1,5 @@
 import { ERROR_CODES } from '@forkd/protocol';
 import type { NodeEventSink } from '../node/node-event.js';
-import { DEFAULT_TENANT } from './auth/api-keys.js';
 import type { ControlPlane } from './control-plane.js';
 
 /**
@@ -12,7 +11,8 @@ export function auditNodeEvents(control: ControlPlane): NodeEventSink {
   return (e) =>
     control.store.appendAudit({
       at: e.at,
-      tenant: control.store.owner('sandbox', e.sandboxId) ?? DEFAULT_TENANT,
+      // A sandbox with no owner is filed under no tenant: only admin keys (who read every tenant's records) see it.
+      tenant: control.store.owner('sandbox', e.sandboxId),
       sandboxId: e.sandboxId,
       operation: e.operation,
       target: e.detail,

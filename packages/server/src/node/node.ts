@@ -64,6 +64,8 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?:
     criu: criuPath(config),
     criuAction: criuActionPath(config),
     lazyRestore: config.lazyRestore,
+    // At least a few guest deadlines (a test's short deadline must not cut real dumps short).
+    checkpointDeadlineMs: Math.max(60_000, 4 * config.guestDeadlineS * 1000),
   });
   const templates = new TemplateRegistry(storage, store);
   const manager = new SandboxManager({
@@ -80,6 +82,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?:
     idleTimeoutMs: config.idleTimeoutS * 1000,
     recoverOnStart: config.recoverOnStart,
     userns: config.userns,
+    guestDeadlineMs: config.guestDeadlineS * 1000,
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
   });
   await manager.recover();

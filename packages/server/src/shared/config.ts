@@ -29,8 +29,12 @@ export interface ForkdConfig {
   recoverOnStart: boolean;
   /** New sandboxes get a user namespace of their own (root inside is an unprivileged range outside); FORKD_USERNS=0 turns it off. */
   userns: boolean;
+  /** Deadline of every guest-agent operation, in seconds (FORKD_GUEST_DEADLINE_S, default 30; see GUEST_DEADLINE_MS). */
+  guestDeadlineS: number;
   /** Host-based port proxy: `{port}-{id}.{proxyDomain}` (wildcard DNS pointing here). */
   proxyDomain?: string | undefined;
+  /** Audit records older than this many days are deleted (0: kept for ever). */
+  auditRetentionDays: number;
 }
 
 /** The repository root (packages/server/dist/shared → ../../../..). */
@@ -74,7 +78,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     lazyRestore: env.FORKD_LAZY_RESTORE !== '0',
     recoverOnStart: env.FORKD_RECOVER_ON_START !== '0',
     userns: env.FORKD_USERNS !== '0',
+    guestDeadlineS: int(env.FORKD_GUEST_DEADLINE_S, 30, 'FORKD_GUEST_DEADLINE_S'),
     proxyDomain: env.FORKD_PROXY_DOMAIN || undefined,
+    auditRetentionDays: nonNegative(env.FORKD_AUDIT_RETENTION_DAYS, 30, 'FORKD_AUDIT_RETENTION_DAYS'),
     ...overrides,
   };
 }

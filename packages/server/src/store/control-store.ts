@@ -20,13 +20,25 @@ export interface ControlStore {
   /** Returns false when no such key is active (in that tenant, when given). */
   revokeKey(id: string, at: string, tenant?: string): boolean;
   setOwner(kind: OwnedKind, id: string, tenant: string): void;
+  /**
+   * Records `tenant` as the owner unless the object already has one, in one
+   * statement (two tenants racing for a template name cannot both win).
+   * Returns the owner after the call: `tenant` when it won or already owned it.
+   */
+  claimOwner(kind: OwnedKind, id: string, tenant: string): string;
+  dropOwner(kind: OwnedKind, id: string): void;
   owner(kind: OwnedKind, id: string): string | undefined;
   /** Every id of a kind a tenant owns. */
   owned(kind: OwnedKind, tenant: string): Set<string>;
-  /** A sandbox's port-proxy token: minted by the control plane, never stored in the sandbox. */
-  setToken(id: string, token: string): void;
-  token(id: string): string | undefined;
+  /**
+   * The SHA-256 of a sandbox's port-proxy token: minted by the control plane,
+   * shown once, never stored in the sandbox nor in plain text here.
+   */
+  setTokenHash(id: string, hash: string): void;
+  tokenHash(id: string): string | undefined;
   appendAudit(rec: Omit<AuditRecord, 'id'>): void;
+  /** Deletes audit records older than `before` (ISO time); returns how many. */
+  pruneAudit(before: string): number;
   queryAudit(q: AuditQuery & { tenant?: string | undefined }): AuditRecord[];
   close(): void;
 }

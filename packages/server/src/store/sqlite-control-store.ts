@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import type { AuditQuery, AuditRecord } from '@forkd/protocol';
 import type { ControlStore, KeyRecord, OwnedKind } from './control-store.js';
@@ -39,6 +40,12 @@ const MIGRATIONS = [
      token TEXT NOT NULL
    );`,
   `ALTER TABLE audit ADD COLUMN request_id TEXT;`,
+  // Tokens are kept as hashes from here on; the plain ones of sandbox_tokens are moved over at open (see #hashOldTokens).
+  `CREATE TABLE sandbox_token_hashes (
+     id TEXT PRIMARY KEY,
+     hash TEXT NOT NULL
+   );
+   CREATE INDEX audit_by_at ON audit (at);`,
 ];
 
 interface KeyRow {
@@ -92,6 +99,24 @@ export class SqliteControlStore implements ControlStore {
 
   constructor(file: string) {
     this.#db = openSqlite(file, MIGRATIONS);
+    this.#hashOldTokens();
+  }
+
+  /**
+   * Older versions stored proxy tokens in plain text: they are hashed (the
+   * same tokens keep working) and the plain rows deleted with secure_delete,
+   * so the freed pages do not keep them either.
+   */
+  #hashOldTokens(): void {
+    const old = this.#db.prepare('SELECT id, token FROM sandbox_tokens').all() as { id: string; token: string }[];
+    if (old.length === 0) return;
+    this.#db.pragma('secure_delete = ON');
+    this.#db.transaction(() => {
+      const put = this.#db.prepare('INSERT OR IGNORE INTO sandbox_token_hashes (id, hash) VALUES (?, ?)');
+      for (const r of old) put.run(r.id, createHash('sha256').update(r.token).digest('hex'));
+      this.#db.prepare('DELETE FROM sandbox_tokens').run();
+    })();
+    this.#db.pragma('wal_checkpoint(TRUNCATE)');
   }
 
   insertKey(k: KeyRecord): void {
@@ -121,6 +146,15 @@ export class SqliteControlStore implements ControlStore {
     this.#db.prepare('INSERT OR REPLACE INTO owners (kind, id, tenant) VALUES (?, ?, ?)').run(kind, id, tenant);
   }
 
+  claimOwner(kind: OwnedKind, id: string, tenant: string): string {
+    this.#db.prepare('INSERT OR IGNORE INTO owners (kind, id, tenant) VALUES (?, ?, ?)').run(kind, id, tenant);
+    return this.owner(kind, id)!;
+  }
+
+  dropOwner(kind: OwnedKind, id: string): void {
+    this.#db.prepare('DELETE FROM owners WHERE kind = ? AND id = ?').run(kind, id);
+  }
+
   owner(kind: OwnedKind, id: string): string | undefined {
     return (this.#db.prepare('SELECT tenant FROM owners WHERE kind = ? AND id = ?').get(kind, id) as { tenant: string } | undefined)?.tenant;
   }
@@ -129,12 +163,16 @@ export class SqliteControlStore implements ControlStore {
     return new Set((this.#db.prepare('SELECT id FROM owners WHERE kind = ? AND tenant = ?').all(kind, tenant) as { id: string }[]).map((r) => r.id));
   }
 
-  setToken(id: string, token: string): void {
-    this.#db.prepare('INSERT OR REPLACE INTO sandbox_tokens (id, token) VALUES (?, ?)').run(id, token);
+  setTokenHash(id: string, hash: string): void {
+    this.#db.prepare('INSERT OR REPLACE INTO sandbox_token_hashes (id, hash) VALUES (?, ?)').run(id, hash);
   }
 
-  token(id: string): string | undefined {
-    return (this.#db.prepare('SELECT token FROM sandbox_tokens WHERE id = ?').get(id) as { token: string } | undefined)?.token;
+  tokenHash(id: string): string | undefined {
+    return (this.#db.prepare('SELECT hash FROM sandbox_token_hashes WHERE id = ?').get(id) as { hash: string } | undefined)?.hash;
+  }
+
+  pruneAudit(before: string): number {
+    return this.#db.prepare('DELETE FROM audit WHERE at < ?').run(before).changes;
   }
 
   appendAudit(a: Omit<AuditRecord, 'id'>): void {

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { chmod, readFile, rename, writeFile } from 'node:fs/promises';
 import { ForkdError, type CreatedKey, type KeyInfo } from '@forkd/protocol';
 import type { ControlStore, KeyRecord } from '../../store/control-store.js';
+import { AuthThrottle } from './auth-throttle.js';
 
 /** Who is calling: resolved from the API key of every request. */
 export interface Principal {
@@ -29,16 +30,28 @@ export function keyInfo(k: KeyRecord): KeyInfo {
 /** API keys, stored only as hashes; each is bound to one tenant. */
 export class ApiKeys {
   readonly #store: ControlStore;
+  /** Shared by every entry (REST, WebSockets, the port proxy): one budget of failures per source. */
+  readonly throttle: AuthThrottle;
 
-  constructor(store: ControlStore) {
+  constructor(store: ControlStore, throttle = new AuthThrottle()) {
     this.#store = store;
+    this.throttle = throttle;
   }
 
-  /** Resolves a presented key; unknown and revoked keys are UNAUTHENTICATED alike. */
-  authenticate(key: string | undefined): Principal {
-    if (!key) throw new ForkdError('UNAUTHENTICATED', 'an API key is required (Authorization: Bearer KEY or X-API-Key: KEY)');
+  /**
+   * Resolves a presented key; unknown and revoked keys are UNAUTHENTICATED
+   * alike. With a source address, its failures are counted and a source that
+   * used up its budget is refused (RESOURCE_EXHAUSTED) before the key is looked at.
+   */
+  authenticate(key: string | undefined, source?: string): Principal {
+    if (source !== undefined) this.throttle.check(source);
+    const fail = (message: string) => {
+      if (source !== undefined) this.throttle.failed(source);
+      return new ForkdError('UNAUTHENTICATED', message);
+    };
+    if (!key) throw fail('an API key is required (Authorization: Bearer KEY or X-API-Key: KEY)');
     const k = key.length <= 200 ? this.#store.keyByHash(hashKey(key)) : undefined;
-    if (!k || k.revokedAt) throw new ForkdError('UNAUTHENTICATED', 'invalid or revoked API key');
+    if (!k || k.revokedAt) throw fail('invalid or revoked API key');
     return { keyId: k.id, tenant: k.tenant, admin: k.admin };
   }
 
@@ -63,8 +76,16 @@ export class ApiKeys {
     return this.#store.listKeys(by.admin ? undefined : by.tenant).map(keyInfo);
   }
 
-  /** Admins revoke any key; others only keys of their own tenant. Unknown ids are NOT_FOUND. */
+  /**
+   * Admins revoke any key; others only non-admin keys of their own tenant (a
+   * tenant key locking out its admins would be a privilege it does not have).
+   * Unknown ids, and other tenants' keys, are NOT_FOUND.
+   */
   revoke(id: string, by: Principal): void {
+    if (!by.admin) {
+      const k = this.#store.listKeys(by.tenant).find((r) => r.id === id && !r.revokedAt);
+      if (k?.admin) throw new ForkdError('PERMISSION_DENIED', 'only an admin key can revoke an admin key');
+    }
     if (!this.#store.revokeKey(id, new Date().toISOString(), by.admin ? undefined : by.tenant)) throw new ForkdError('NOT_FOUND', `no active key ${id}`);
   }
 
@@ -88,13 +109,25 @@ export class ApiKeys {
 }
 
 
+/** The query parameter a browser WebSocket, which cannot set headers, passes its key in. */
+export const KEY_PARAM = 'api_key';
+
+/**
+ * A REST call carrying its key in the query string is refused even when a
+ * header has one too: URLs end up in proxy and access logs, and a client that
+ * does this should learn it at once, not when the key leaks.
+ */
+export function refuseKeyInQuery(query: URLSearchParams): void {
+  if (query.has(KEY_PARAM)) throw new ForkdError('UNAUTHENTICATED', `?${KEY_PARAM}= is accepted on WebSocket upgrades only (URLs are logged); send the key in the Authorization: Bearer or X-API-Key header`);
+}
+
 /**
  * The key a request presents: `Authorization: Bearer KEY` (forkd's SDK),
  * `X-API-Key: KEY` (e2b's SDKs), or `?api_key=` for browser WebSockets, which
- * cannot set headers.
+ * cannot set headers (pass an empty query everywhere else).
  */
 export function presentedKey(header: (name: string) => string | undefined, query: URLSearchParams): string | undefined {
   const auth = header('authorization');
   const bearer = auth && /^Bearer\s+(\S+)$/i.exec(auth)?.[1];
-  return bearer || header('x-api-key') || query.get('api_key') || undefined;
+  return bearer || header('x-api-key') || query.get(KEY_PARAM) || undefined;
 }

@@ -3,10 +3,11 @@ import assert from 'node:assert/strict';
 import { ERROR_CODES, ForkdError, type SandboxInfo } from '@forkd/protocol';
 import { silentLogger } from '../../shared/logger.js';
 import { ApiKeys } from '../auth/api-keys.js';
+import { AuthThrottle } from '../auth/auth-throttle.js';
 import { SqliteControlStore } from '../../store/sqlite-control-store.js';
 import { createApp } from './app.js';
 import { OPERATIONS } from './openapi.js';
-import type { SandboxService } from './sandbox-service.js';
+import type { ClaimSandbox, SandboxService } from './sandbox-service.js';
 
 const info: SandboxInfo = {
   id: 'sbx-aaaaaaaaaaaa',
@@ -19,17 +20,35 @@ const info: SandboxInfo = {
   hostname: 'sbx-aaaaaaaaaaaa',
 };
 
-function fakeService(): SandboxService & { created: unknown[] } {
+/**
+ * `probe` is called with each new sandbox's id at the moment the node would
+ * record it (after the claim): tests check the owner is already there.
+ * Template builds make a build sandbox like the node does and wait for
+ * `buildGate` (when set) before publishing, so a test can act mid-build.
+ */
+function fakeService(): SandboxService & { created: unknown[]; probe: (id: string) => void; buildGate: Promise<void> | undefined; buildSandboxes: string[]; failBuild: boolean } {
   const created: unknown[] = [];
   const boxes = new Map([[info.id, info]]);
+  const templates = [{ name: 'base', createdAt: info.createdAt }];
   const missing = (id: string) => new ForkdError('NOT_FOUND', `sandbox ${id} not found`);
-  return {
+  let n = 0;
+  const make = (claim: ClaimSandbox | undefined, extra: Partial<SandboxInfo> = {}) => {
+    const id = `sbx-${String(++n).padStart(12, 'b')}`;
+    claim?.(id);
+    fake.probe(id);
+    const s = { ...info, id, hostname: id, createdAt: new Date(n * 1000).toISOString(), ...extra };
+    boxes.set(id, s);
+    return s;
+  };
+  const fake: ReturnType<typeof fakeService> = {
     created,
-    async create(req) {
+    probe: () => {},
+    buildGate: undefined,
+    buildSandboxes: [],
+    failBuild: false,
+    async create(req, claim) {
       created.push(req);
-      const s = { ...info, id: `sbx-${String(created.length).padStart(12, 'b')}`, metadata: (req as { metadata?: Record<string, string> }).metadata ?? {}, createdAt: new Date(created.length * 1000).toISOString() };
-      boxes.set(s.id, s);
-      return s;
+      return make(claim, { metadata: (req as { metadata?: Record<string, string> }).metadata ?? {} });
     },
     get(id) {
       const s = boxes.get(id);
@@ -58,7 +77,7 @@ function fakeService(): SandboxService & { created: unknown[] } {
     async metrics(id) {
       throw missing(id);
     },
-    templates: () => [{ name: 'base', createdAt: info.createdAt }],
+    templates: () => [...templates],
     snapshot: async (id) => Promise.reject(missing(id)),
     timeline: (id) => {
       throw missing(id);
@@ -74,20 +93,41 @@ function fakeService(): SandboxService & { created: unknown[] } {
     setTimeout: async (id) => Promise.reject(missing(id)),
     resume: async (id) => Promise.reject(missing(id)),
     rewind: async (id) => Promise.reject(missing(id)),
-    fork: async (id) => Promise.reject(missing(id)),
+    fork: async (id, count, claim) => {
+      if (!boxes.has(id)) throw missing(id);
+      return Array.from({ length: count }, () => make(claim));
+    },
     tree: (id) => {
       throw missing(id);
     },
-    buildTemplate: async () => Promise.reject(new ForkdError('NOT_FOUND', 'template base not found')),
-    deleteTemplate: async (name) => Promise.reject(new ForkdError('NOT_FOUND', `template ${name} not found`)),
+    buildTemplate: async (req, _progress, claim) => {
+      if (req.name === 'base') throw new ForkdError('FAILED_PRECONDITION', 'the base template cannot be replaced');
+      const build = make(claim);
+      fake.buildSandboxes.push(build.id);
+      try {
+        await fake.buildGate;
+        if (fake.failBuild) throw new ForkdError('FAILED_PRECONDITION', 'setup command failed');
+        const t = { name: req.name, createdAt: new Date().toISOString() };
+        templates.push(t);
+        return t;
+      } finally {
+        boxes.delete(build.id);
+      }
+    },
+    deleteTemplate: async (name) => {
+      const i = templates.findIndex((t) => t.name === name);
+      if (i < 0) throw new ForkdError('NOT_FOUND', `template ${name} not found`);
+      templates.splice(i, 1);
+    },
     stats: async () => ({ snapshots: 3, snapshotBytes: 4096, poolUsedBytes: 1 << 20, poolSizeBytes: 1 << 30, warmPoolHeld: 2 }),
   };
+  return fake;
 }
 
 /** An app over the fake service with a fresh control plane; `call` uses the admin key of tenant `default`. */
-function testApp(svc: SandboxService = fakeService()) {
+function testApp(svc: SandboxService = fakeService(), throttle = new AuthThrottle({ burst: 10_000 })) {
   const store = new SqliteControlStore(':memory:');
-  const control = { store, keys: new ApiKeys(store), close: () => store.close() };
+  const control = { store, keys: new ApiKeys(store, throttle), close: () => store.close() };
   const app = createApp({ svc, control, logger: silentLogger });
   const admin = control.keys.create({ format: 'forkd', admin: true }, undefined).key;
   const call = async (method: string, path: string, body?: string, key: string | null = admin) => {
@@ -170,7 +210,7 @@ test('tenants see only their own sandboxes; other ids answer NOT_FOUND', async (
   }
   assert.deepEqual((await call('GET', '/v1/sandboxes', undefined, b)).json.sandboxes, []);
   assert.deepEqual((await call('GET', '/v1/sandboxes', undefined, a)).json.sandboxes.map((s: { id: string }) => s.id), [mine.id]);
-  // Sandboxes from before tenancy belong to the default tenant (the admin key's).
+  // Sandboxes with no owner (from before tenancy) are reachable by admin keys only.
   assert.ok((await call('GET', '/v1/sandboxes')).json.sandboxes.some((s: { id: string }) => s.id === info.id));
   // Only admins mint keys.
   assert.equal((await call('POST', '/v1/keys', '{}', a)).json.error.code, 'PERMISSION_DENIED');
@@ -268,5 +308,220 @@ test('every route: no key is UNAUTHENTICATED; unknown ids and bad input get a co
       assert.ok(r.status < 500, `${method} ${path} ${body}: ${r.status}`);
       if (r.status >= 400) assert.ok(r.json?.error?.code in ERROR_CODES, `${method} ${path}: ${JSON.stringify(r.json)}`);
     }
+  }
+});
+
+/** Reads an NDJSON answer (template builds) whole. */
+async function ndjson(r: Response): Promise<any[]> {
+  return (await r.text()).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
+test('the owner is written before the node records a sandbox: create, fork and a template build sandbox', async () => {
+  const svc = fakeService();
+  const { app, call, control } = testApp(svc);
+  const acme = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json.key as string;
+  const owners: (string | undefined)[] = [];
+  svc.probe = (id) => owners.push(control.store.owner('sandbox', id));
+  const s = (await call('POST', '/v1/sandboxes', '{}', acme)).json;
+  const forks = (await call('POST', `/v1/sandboxes/${s.id}/fork`, JSON.stringify({ count: 2 }), acme)).json.sandboxes;
+  assert.equal(forks.length, 2);
+  const build = await app.request('/v1/templates', { method: 'POST', headers: { authorization: `Bearer ${acme}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'py', setup: ['true'] }) });
+  assert.equal((await ndjson(build)).at(-1).type, 'done');
+  assert.deepEqual(owners, ['acme', 'acme', 'acme', 'acme'], 'every sandbox had its owner when the node recorded it');
+});
+
+test('a default-tenant key cannot reach another tenant\'s template build sandbox, nor a sandbox with no owner', async () => {
+  const svc = fakeService();
+  let open!: () => void;
+  svc.buildGate = new Promise<void>((r) => (open = r));
+  const { app, call } = testApp(svc);
+  const acme = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json.key as string;
+  const dflt = (await call('POST', '/v1/keys', '{}')).json.key as string;
+  const building = app.request('/v1/templates', { method: 'POST', headers: { authorization: `Bearer ${acme}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'secret', setup: ['echo $TOKEN'] }) });
+  while (svc.buildSandboxes.length === 0) await new Promise((r) => setTimeout(r, 1));
+  const id = svc.buildSandboxes[0]!;
+  // The attack: list, read, exec into and delete the build sandbox with a key of the default tenant (and with the admin key, also default's).
+  for (const key of [dflt, null]) {
+    const k = key ?? undefined;
+    assert.ok(!(await call('GET', '/v1/sandboxes', undefined, k)).json.sandboxes.some((s: { id: string }) => s.id === id), 'not listed');
+    for (const [m, path, body] of [['GET', `/v1/sandboxes/${id}`], ['POST', `/v1/sandboxes/${id}/exec`, JSON.stringify({ cmd: ['id'] })], ['DELETE', `/v1/sandboxes/${id}`], ['POST', `/v1/sandboxes/${id}/fork`, '{}']] as const) {
+      assert.equal((await call(m, path, body, k)).json.error.code, 'NOT_FOUND', `${m} ${path}`);
+    }
+  }
+  // The building tenant reaches its own build sandbox.
+  assert.equal((await call('GET', `/v1/sandboxes/${id}`, undefined, acme)).status, 200);
+  open();
+  assert.equal((await ndjson(await building)).at(-1).type, 'done');
+  // A sandbox with no owner (from an older version): admin keys only, never a tenant key of `default`.
+  assert.equal((await call('GET', `/v1/sandboxes/${info.id}`, undefined, dflt)).json.error.code, 'NOT_FOUND');
+  assert.ok(!(await call('GET', '/v1/sandboxes', undefined, dflt)).json.sandboxes.some((s: { id: string }) => s.id === info.id));
+  assert.equal((await call('GET', `/v1/sandboxes/${info.id}`)).status, 200);
+});
+
+test('template names: of two tenants racing for a name the second answers ALREADY_EXISTS; shared names cannot be taken over', async () => {
+  const svc = fakeService();
+  let open!: () => void;
+  svc.buildGate = new Promise<void>((r) => (open = r));
+  const { app, call } = testApp(svc);
+  const acme = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json.key as string;
+  const beta = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'beta' }))).json.key as string;
+  const build = (key: string, name: string) => app.request('/v1/templates', { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ name, setup: ['true'] }) });
+  const first = build(acme, 'py');
+  const second = await ndjson(await build(beta, 'py'));
+  assert.equal(second.at(-1).error.code, 'ALREADY_EXISTS', 'reserved when the build started, not when it ended');
+  open();
+  assert.equal((await ndjson(await first)).at(-1).template.name, 'py');
+  assert.equal((await ndjson(await build(beta, 'py'))).at(-1).error.code, 'ALREADY_EXISTS');
+  assert.ok(!(await call('GET', '/v1/templates', undefined, beta)).json.templates.some((t: { name: string }) => t.name === 'py'));
+  assert.equal((await call('POST', '/v1/sandboxes', JSON.stringify({ template: 'py' }), beta)).json.error.code, 'NOT_FOUND');
+  // The owner rebuilds its own.
+  assert.equal((await ndjson(await build(acme, 'py'))).at(-1).type, 'done');
+  // A shared template (no owner, like one setup built) is not taken over by a tenant's build.
+  const adminBuilt = await ndjson(await build(acme, 'base'));
+  assert.equal(adminBuilt.at(-1).error.code, 'ALREADY_EXISTS');
+  // A failed first build gives the name back.
+  svc.failBuild = true;
+  assert.equal((await ndjson(await build(beta, 'rb'))).at(-1).error.code, 'FAILED_PRECONDITION');
+  svc.failBuild = false;
+  assert.equal((await ndjson(await build(acme, 'rb'))).at(-1).type, 'done');
+  // Deleting gives it back too.
+  assert.equal((await call('DELETE', '/v1/templates/rb', undefined, acme)).status, 204);
+  assert.equal((await ndjson(await build(beta, 'rb'))).at(-1).type, 'done');
+});
+
+test('a non-admin key cannot revoke an admin key; it still revokes its tenant\'s other keys', async () => {
+  const { call } = testApp();
+  const acmeAdmin = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme', admin: true }))).json;
+  const member = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json;
+  const other = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json;
+  const r = await call('DELETE', `/v1/keys/${acmeAdmin.info.id}`, undefined, member.key);
+  assert.equal(r.status, 403);
+  assert.equal(r.json.error.code, 'PERMISSION_DENIED');
+  assert.equal((await call('GET', '/v1/keys', undefined, acmeAdmin.key)).status, 200, 'the admin key still works');
+  assert.equal((await call('DELETE', `/v1/keys/${other.info.id}`, undefined, member.key)).status, 204);
+  assert.equal((await call('DELETE', `/v1/keys/${acmeAdmin.info.id}`, undefined, acmeAdmin.key)).status, 204, 'admins revoke admin keys');
+});
+
+test('a key in a query string is refused on REST routes, with a message naming the header', async () => {
+  const { app, admin } = testApp();
+  for (const headers of [{}, { authorization: `Bearer ${admin}` }] as Record<string, string>[]) {
+    const r = await app.request(`/v1/sandboxes?api_key=${admin}`, { headers });
+    assert.equal(r.status, 401);
+    const body = (await r.json()) as any;
+    assert.equal(body.error.code, 'UNAUTHENTICATED');
+    assert.match(body.error.message, /header/);
+  }
+  assert.equal((await app.request('/metrics?api_key=' + admin)).status, 401);
+  assert.equal((await app.request('/v1/sandboxes', { headers: { 'x-api-key': admin } })).status, 200);
+});
+
+test('WebSocket upgrades still take ?api_key= (browsers cannot set headers); a wrong one is refused', async () => {
+  const { listen } = await import('./server.js');
+  const { control, admin } = testApp();
+  const server = await listen({ svc: fakeService(), control, logger: silentLogger }, '127.0.0.1', 0);
+  try {
+    const open = (key: string) =>
+      new Promise<string>((resolve) => {
+        const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/sandboxes/${info.id}/stream?api_key=${key}`);
+        ws.onopen = () => {
+          ws.close();
+          resolve('open');
+        };
+        ws.onerror = () => resolve('refused');
+      });
+    assert.equal(await open(admin), 'open');
+    assert.equal(await open('forkd_wrong'), 'refused');
+  } finally {
+    await server.close();
+  }
+});
+
+test('failed authentications are throttled per source address, with a retry hint; other sources and later retries work', async () => {
+  let now = 1_000_000;
+  const { app, admin } = testApp(fakeService(), new AuthThrottle({ burst: 5, perSecond: 1 / 3, now: () => now }));
+  const from = (ip: string, key: string) => app.request('/v1/sandboxes', { headers: { authorization: `Bearer ${key}` } }, { incoming: { socket: { remoteAddress: ip } } });
+  for (let i = 0; i < 5; i++) assert.equal((await from('10.0.0.1', `forkd_guess${i}`)).status, 401);
+  const blocked = await from('10.0.0.1', 'forkd_guess5');
+  assert.equal(blocked.status, 429);
+  const body = (await blocked.json()) as any;
+  assert.equal(body.error.code, 'RESOURCE_EXHAUSTED');
+  assert.ok(body.error.details.retryAfterSeconds > 0 && Number(blocked.headers.get('retry-after')) > 0);
+  // Even the right key is refused from that source meanwhile: guessing learns nothing from the answers.
+  assert.equal((await from('10.0.0.1', admin)).status, 429);
+  assert.equal((await from('10.0.0.2', admin)).status, 200, 'another source is not affected');
+  now += 3_000;
+  assert.equal((await from('10.0.0.1', admin)).status, 200, 'after the hint, the source may try again');
+});
+
+test('unauthenticated calls are audited at a bounded rate; authenticated calls always are', async () => {
+  const { app, call, control } = testApp();
+  for (let i = 0; i < 300; i++) await app.request('/v1/sandboxes', { headers: { authorization: `Bearer forkd_flood${i}` } }, { incoming: { socket: { remoteAddress: `10.1.${i >> 8}.${i & 255}` } } });
+  const refused = control.store.queryAudit({ limit: 1000 }).filter((r) => r.keyId === undefined);
+  assert.ok(refused.length >= 50 && refused.length <= 70, `${refused.length} rows for 300 refused calls`);
+  await call('GET', '/v1/sandboxes');
+  assert.equal(control.store.queryAudit({ limit: 1 })[0]!.operation, 'GET /v1/sandboxes');
+});
+
+test('audit retention: records older than the configured days are pruned, newer ones kept', async () => {
+  const { startAuditRetention } = await import('../audit-retention.js');
+  const { loadConfig } = await import('../../shared/config.js');
+  assert.equal(loadConfig({}).auditRetentionDays, 30);
+  assert.equal(loadConfig({ FORKD_AUDIT_RETENTION_DAYS: '7' }).auditRetentionDays, 7);
+  assert.equal(loadConfig({ FORKD_AUDIT_RETENTION_DAYS: '0' }).auditRetentionDays, 0);
+  const store = new SqliteControlStore(':memory:');
+  const rec = (daysAgo: number) => ({ at: new Date(Date.now() - daysAgo * 86_400_000).toISOString(), operation: `GET /${daysAgo}`, code: 'OK', status: 200, durationMs: 1 });
+  for (const d of [400, 31, 29, 0]) store.appendAudit(rec(d));
+  startAuditRetention(store, 0)();
+  assert.equal(store.queryAudit({ limit: 100 }).length, 4, '0 keeps everything');
+  const stop = startAuditRetention(store, 30);
+  stop();
+  assert.deepEqual(store.queryAudit({ limit: 100 }).map((r) => r.operation).sort(), ['GET /0', 'GET /29']);
+  store.close();
+});
+
+test('proxy tokens: shown once at creation, stored as SHA-256 only; the proxy accepts the token, not a wrong one', async () => {
+  const { mkdtemp, readFile, rm } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { createHash } = await import('node:crypto');
+  const Database = (await import('better-sqlite3')).default;
+  const { authorizeProxy } = await import('./port-proxy.js');
+  const dir = await mkdtemp(join(tmpdir(), 'forkd-tokens-'));
+  try {
+    const file = join(dir, 'control.db');
+    // An older version's database, with a plain token.
+    let store = new SqliteControlStore(file);
+    store.close();
+    const old = new Database(file);
+    old.prepare('INSERT INTO sandbox_tokens (id, token) VALUES (?, ?)').run('sbx-oldoldoldold', 'plain-old-token-1234567890');
+    old.close();
+    store = new SqliteControlStore(file);
+    const control = { store, keys: new ApiKeys(store), close: () => store.close() };
+    const app = createApp({ svc: fakeService(), control, logger: silentLogger });
+    const admin = control.keys.create({ format: 'forkd', admin: true }, undefined).key;
+    const h = { authorization: `Bearer ${admin}`, 'content-type': 'application/json' };
+    const s = (await (await app.request('/v1/sandboxes', { method: 'POST', headers: h, body: '{}' })).json()) as SandboxInfo;
+    assert.match(s.proxyToken ?? '', /^[A-Za-z0-9_-]{32}$/);
+    const again = (await (await app.request(`/v1/sandboxes/${s.id}`, { headers: h })).json()) as SandboxInfo;
+    assert.equal(again.proxyToken, undefined, 'later answers do not carry it');
+    const listed = (await (await app.request('/v1/sandboxes', { headers: h })).json()) as { sandboxes: SandboxInfo[] };
+    assert.ok(listed.sandboxes.every((x) => x.proxyToken === undefined));
+    // The database holds no plain token, new or migrated (file and WAL).
+    store.close();
+    const bytes = Buffer.concat([await readFile(file), await readFile(`${file}-wal`).catch(() => Buffer.alloc(0))]);
+    assert.equal(bytes.includes(s.proxyToken!), false);
+    assert.equal(bytes.includes('plain-old-token-1234567890'), false);
+    store = new SqliteControlStore(file);
+    const c2 = { store, keys: new ApiKeys(store), close: () => store.close() };
+    assert.equal(store.tokenHash(s.id), createHash('sha256').update(s.proxyToken!).digest('hex'));
+    const target = (id: string) => ({ id, port: 8000, path: '/' });
+    const tok = (t: string) => (n: string) => (n === 'x-forkd-token' ? t : undefined);
+    assert.deepEqual(authorizeProxy(c2, target(s.id), tok(s.proxyToken!)), { authWasKey: false });
+    assert.deepEqual(authorizeProxy(c2, target('sbx-oldoldoldold'), tok('plain-old-token-1234567890')), { authWasKey: false }, 'migrated tokens keep working');
+    assert.throws(() => authorizeProxy(c2, target(s.id), tok('plain-old-token-1234567890')), /invalid proxy token/);
+    assert.throws(() => authorizeProxy(c2, target(s.id), tok(store.tokenHash(s.id)!)), /invalid proxy token/, 'the hash itself is not a token');
+    store.close();
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 });

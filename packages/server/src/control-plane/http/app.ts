@@ -31,7 +31,8 @@ import type { Logger } from '../../shared/logger.js';
 import type { SpawnOptions } from '../../node/guest/guest-client.js';
 import type { ExecExit } from '../../node/manager/sandbox-manager.js';
 import { ndjsonStream } from './ndjson.js';
-import { presentedKey, type Principal } from '../auth/api-keys.js';
+import { presentedKey, refuseKeyInQuery, type Principal } from '../auth/api-keys.js';
+import { KeyedBuckets } from '../auth/keyed-buckets.js';
 import type { ControlPlane } from '../control-plane.js';
 import { mountAdminRoutes } from './admin-routes.js';
 import { TenantView } from './tenant-view.js';
@@ -149,11 +150,25 @@ function auditRecord(c: Context<AppEnv>, who: Principal | undefined, code: strin
   };
 }
 
+/** The caller's TCP peer address (the key of the failed-authentication throttle); `unknown` outside the Node server. */
+function sourceAddress(c: Context<AppEnv>): string {
+  return (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress ?? 'unknown';
+}
+
 /** The REST API (`/v1`). Every request is validated by the protocol's zod schemas. */
 export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const metrics = new Metrics();
-  const caller = (c: Context<AppEnv>) => control.keys.authenticate(presentedKey((n) => c.req.header(n), new URL(c.req.url).searchParams));
+  // Keys only in headers here: `?api_key=` is for WebSocket upgrades (stream-socket.ts), whose browsers cannot set headers.
+  const caller = (c: Context<AppEnv>) => {
+    const source = sourceAddress(c);
+    control.keys.throttle.check(source);
+    refuseKeyInQuery(new URL(c.req.url).searchParams);
+    return control.keys.authenticate(presentedKey((n) => c.req.header(n), new URLSearchParams()), source);
+  };
+  // Refused calls are audited too, but a flood of them must not fill the log: 60 in a burst, then one a second (all sources together).
+  const unauthenticatedAudit = new KeyedBuckets({ capacity: 60, perSecond: 1, maxKeys: 1 });
+  let unauditedRefusals = 0;
 
   // Every request gets an id first: responses carry it (header, error bodies, stream error events), so does the log.
   app.use('*', async (c, next) => {
@@ -177,7 +192,8 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
     const who = c.get('who') as Principal | undefined;
     logRequestError(logger, err, { requestId, method: c.req.method, path: c.req.path, ...(who ? { tenant: who.tenant, keyId: who.keyId } : {}) });
     const fe = toForkdError(err);
-    return c.json(errorBody(err, requestId, !!who?.admin), fe.status as 400, { [REQUEST_ID_HEADER]: requestId });
+    const retry = fe.details?.retryAfterSeconds;
+    return c.json(errorBody(err, requestId, !!who?.admin), fe.status as 400, { [REQUEST_ID_HEADER]: requestId, ...(typeof retry === 'number' ? { 'retry-after': String(retry) } : {}) });
   });
   app.notFound((c) => c.json(errorBody(new ForkdError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`), c.get('requestId') ?? newRequestId(), false), 404));
 
@@ -204,11 +220,15 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
       who = caller(c);
     } catch (err) {
       const fe = toForkdError(err);
-      control.store.appendAudit(auditRecord(c, undefined, fe.code, fe.status, t0));
+      if (unauthenticatedAudit.take('*')) {
+        if (unauditedRefusals > 0) logger.warn('unauthenticated calls left out of the audit log', { count: unauditedRefusals });
+        unauditedRefusals = 0;
+        control.store.appendAudit(auditRecord(c, undefined, fe.code, fe.status, t0));
+      } else unauditedRefusals++;
       throw err;
     }
     c.set('who', who);
-    c.set('view', new TenantView(svc, control.store, who.tenant));
+    c.set('view', new TenantView(svc, control.store, who.tenant, who.admin));
     // Snapshot routes are filed under their sandbox (looked up first: a delete removes the record).
     const snap = /^\/v1\/snapshots\/(snap-[a-z0-9]{12})/.exec(c.req.path)?.[1];
     if (snap) {
@@ -240,7 +260,8 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
     const req = validate(BuildTemplateRequest, await jsonBody(c));
     const out = ndjsonStream(() => {});
     void v(c)
-      .buildTemplate(req, (line) => void out.write({ type: 'progress', line }))
+      // Awaited: a client that reads slowly slows the build's output, not the daemon's memory.
+      .buildTemplate(req, (line) => out.write({ type: 'progress', line }))
       .then(
         (template) => out.write({ type: 'done', template }),
         (err) => out.write({ type: 'error', error: streamError(c, err) }),
@@ -390,7 +411,7 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
     const q = validate(RemoveQuery, c.req.query());
     let w: { close(): void } | undefined;
     const out = ndjsonStream(() => w?.close());
-    w = await v(c).watch(c.req.param('id'), q.path, q.recursive === 'true' || q.recursive === '1', (e) => void out.write(e));
+    w = await v(c).watch(c.req.param('id'), q.path, q.recursive === 'true' || q.recursive === '1', (e) => out.write(e));
     return c.body(out.stream, 200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
   });
 

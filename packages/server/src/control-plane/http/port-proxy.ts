@@ -1,19 +1,14 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
 import http, { type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable, type Duplex } from 'node:stream';
-import { ForkdError } from '@forkd/protocol';
+import { ForkdError, type ErrorBody } from '@forkd/protocol';
 import type { PortConnection } from '../../node/network/network.js';
-import { DEFAULT_TENANT, presentedKey } from '../auth/api-keys.js';
+import { presentedKey } from '../auth/api-keys.js';
+import { proxyTokenMatches } from '../auth/proxy-tokens.js';
 import type { ControlPlane } from '../control-plane.js';
 import { headerOf, refuseUpgrade } from './raw-http.js';
 import type { SandboxService } from './sandbox-service.js';
 import type { Logger } from '../../shared/logger.js';
-
-/** 192 random bits, URL-safe: it travels in headers, query strings and cookies. */
-export function newProxyToken(): string {
-  return randomBytes(24).toString('base64url');
-}
 
 export interface ProxyTarget {
   id: string;
@@ -60,29 +55,29 @@ function stripTokenParam(path: string): string {
   return path.slice(0, q) + (rest ? `?${rest}` : '');
 }
 
-function sameSecret(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-
 /**
  * The sandbox's own proxy token, or an API key of the tenant that owns it.
  * Returns whether the Authorization header was forkd's (then it is not
  * forwarded: an API key must never reach the sandbox).
  */
-export function authorizeProxy(control: ControlPlane, t: ProxyTarget, header: (name: string) => string | undefined): { authWasKey: boolean } {
+export function authorizeProxy(control: ControlPlane, t: ProxyTarget, header: (name: string) => string | undefined, source?: string): { authWasKey: boolean } {
   const q = t.path.includes('?') ? new URLSearchParams(t.path.slice(t.path.indexOf('?') + 1)) : new URLSearchParams();
   const token = header(TOKEN_HEADER) ?? q.get(TOKEN_PARAM) ?? undefined;
   if (token) {
-    const expected = control.store.token(t.id);
-    if (!expected || !sameSecret(token, expected)) throw new ForkdError('UNAUTHENTICATED', `invalid proxy token for sandbox ${t.id}`);
+    // Wrong tokens spend the same per-source budget as wrong keys.
+    if (source !== undefined) control.keys.throttle.check(source);
+    if (!proxyTokenMatches(control.store, t.id, token)) {
+      if (source !== undefined) control.keys.throttle.failed(source);
+      throw new ForkdError('UNAUTHENTICATED', `invalid proxy token for sandbox ${t.id}`);
+    }
     return { authWasKey: false };
   }
   const key = presentedKey(header, new URLSearchParams());
   if (!key) throw new ForkdError('UNAUTHENTICATED', `the port proxy needs the sandbox's token (${TOKEN_HEADER} header or ?${TOKEN_PARAM}=) or an API key`);
-  const who = control.keys.authenticate(key);
-  if ((control.store.owner('sandbox', t.id) ?? DEFAULT_TENANT) !== who.tenant) throw new ForkdError('NOT_FOUND', `sandbox ${t.id} not found`);
+  const who = control.keys.authenticate(key, source);
+  // A sandbox with no owner is an admin's alone (see TenantView).
+  const owner = control.store.owner('sandbox', t.id);
+  if (owner === undefined ? !who.admin : owner !== who.tenant) throw new ForkdError('NOT_FOUND', `sandbox ${t.id} not found`);
   return { authWasKey: true };
 }
 
@@ -104,19 +99,51 @@ async function failure(conn: PortConnection, t: ProxyTarget, err: unknown): Prom
   return new ForkdError('UNAVAILABLE', `proxy connection to port ${t.port} of ${t.id} failed`, { cause: d?.error ?? (err as Error).message });
 }
 
+/** Statuses whose replies carry no content (Fetch's "null body status" minus 101, which is an upgrade). */
+const NO_CONTENT = new Set([204, 205, 304]);
+
+/** The sandbox server's reply as forkd's answer; throws when HTTP cannot carry it on. */
+function passOn(req: IncomingMessage, res: IncomingMessage): Response {
+  const status = res.statusCode ?? 0;
+  if (status < 200 || status > 599) throw new Error(`status ${status} is outside 200-599`);
+  const declaresContent = res.headers['transfer-encoding'] !== undefined || (res.headers['content-length'] !== undefined && res.headers['content-length'] !== '0');
+  // 304's content-length describes the representation, not this reply; 204 and 205 may have none.
+  if (status !== 304 && NO_CONTENT.has(status) && declaresContent) throw new Error(`status ${status} with content`);
+  const h = new Headers();
+  for (const [k, v] of forwardHeaders(res.rawHeaders, false, {})) h.append(k, v);
+  const empty = req.method === 'HEAD' || NO_CONTENT.has(status);
+  if (empty) res.resume();
+  return new Response(empty ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status, headers: h });
+}
+
+/**
+ * forkd's answer to a sandbox server's reply it cannot pass on: 502 (the
+ * gateway's status) with forkd's error body, code UNAVAILABLE.
+ */
+function badGateway(t: ProxyTarget, err: unknown): Response {
+  const fe = new ForkdError('UNAVAILABLE', `the server on port ${t.port} of ${t.id} answered what HTTP cannot pass on (${(err as Error).message})`);
+  const body: ErrorBody = { error: { code: fe.code, message: fe.message } };
+  return new Response(JSON.stringify(body), { status: 502, headers: { 'content-type': 'application/json' } });
+}
+
 /** One HTTP request through the proxy; the answer streams back as it comes. */
 export async function proxyHttp(svc: SandboxService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage): Promise<Response> {
-  const { authWasKey } = authorizeProxy(control, t, (n) => headerOf(req, n));
+  const { authWasKey } = authorizeProxy(control, t, (n) => headerOf(req, n), req.socket.remoteAddress);
   const conn = await svc.connectPort(t.id, t.port);
   const headers = forwardHeaders(req.rawHeaders, authWasKey, { 'x-forwarded-for': req.socket.remoteAddress ?? '', 'x-forwarded-host': req.headers.host ?? '' });
   return new Promise<Response>((resolve, reject) => {
     // No agent: createConnection is only used then. One connection per request.
     const out = http.request({ method: req.method, path: stripTokenParam(t.path), headers: [...headers, ['connection', 'close']].flat(), createConnection: () => conn.stream as unknown as Socket }, (res) => {
       res.on('close', () => conn.close());
-      const h = new Headers();
-      for (const [k, v] of forwardHeaders(res.rawHeaders, false, {})) h.append(k, v);
-      const empty = req.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304;
-      resolve(new Response(empty ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status: res.statusCode ?? 502, headers: h }));
+      // Anything thrown here is outside every handler and would end the daemon:
+      // a reply that cannot be passed on becomes the proxy's own 502.
+      try {
+        resolve(passOn(req, res));
+      } catch (err) {
+        res.destroy();
+        conn.close();
+        resolve(badGateway(t, err));
+      }
     });
     out.on('error', (err) => {
       conn.close();
@@ -131,7 +158,7 @@ export async function proxyUpgrade(svc: SandboxService, control: ControlPlane, t
   let conn: PortConnection;
   let authWasKey: boolean;
   try {
-    ({ authWasKey } = authorizeProxy(control, t, (n) => headerOf(req, n)));
+    ({ authWasKey } = authorizeProxy(control, t, (n) => headerOf(req, n), req.socket.remoteAddress));
     conn = await svc.connectPort(t.id, t.port);
   } catch (err) {
     refuseUpgrade(socket, err, logger, req.url);

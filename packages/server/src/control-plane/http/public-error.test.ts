@@ -38,6 +38,8 @@ function failingService(): SandboxService {
     resume: async () => Promise.reject(rawError()),
     fork: async () => Promise.reject(new ForkdError('FAILED_PRECONDITION', `sandbox ${info.id} is paused; fork one of its snapshots instead`)),
     buildTemplate: async () => Promise.reject(criuFailure()),
+    // The tenant view checks whether a name is free before a build.
+    templates: () => [{ name: 'base', createdAt: info.createdAt }],
   };
   return new Proxy(svc as SandboxService, {
     get: (t, k) =>

@@ -6,11 +6,19 @@ import type { ExecExit, ForkTree, NodeStats } from '../../node/manager/sandbox-m
 import type { PortConnection } from '../../node/network/network.js';
 
 /**
+ * Called with a new sandbox's id before the node records it anywhere (create,
+ * each fork, a template's build sandbox): the control plane writes its owner
+ * first, so no sandbox is ever listed or reachable without one. A throw
+ * aborts the creation.
+ */
+export type ClaimSandbox = (id: string) => void;
+
+/**
  * What the HTTP API needs from a node. Today the in-process SandboxManager;
  * later a NodeClient speaking to a remote node agent implements the same.
  */
 export interface SandboxService {
-  create(req: CreateSandboxRequest): Promise<SandboxInfo>;
+  create(req: CreateSandboxRequest, claim?: ClaimSandbox): Promise<SandboxInfo>;
   get(id: string): SandboxInfo;
   list(): SandboxInfo[];
   delete(id: string): Promise<void>;
@@ -20,7 +28,7 @@ export interface SandboxService {
   spawn(id: string, opts: SpawnOptions, handlers?: OutputHandlers): Promise<{ process: ProcessHandle; exit: Promise<ExecExit | null> }>;
   attach(id: string, sel: { pid: number } | { tag: string }, handlers?: OutputHandlers): Promise<{ process: ProcessHandle; exit: Promise<ExecExit | null> }>;
   /** Watches a directory; the watch is re-opened after every snapshot. */
-  watch(id: string, path: string, recursive: boolean, onEvent: (e: WatchEvent) => void): Promise<WatchHandle>;
+  watch(id: string, path: string, recursive: boolean, onEvent: (e: WatchEvent) => void | Promise<void>): Promise<WatchHandle>;
   /** Memory, CPU, processes and disk. */
   metrics(id: string): Promise<SandboxMetrics>;
   /** A connection to a port inside the sandbox (resumed first if hibernated). */
@@ -36,9 +44,10 @@ export interface SandboxService {
   setTimeout(id: string, seconds: number): Promise<SandboxInfo>;
   resume(id: string): Promise<SandboxInfo>;
   rewind(id: string, snapId: string): Promise<SandboxInfo>;
-  fork(source: string, count: number): Promise<SandboxInfo[]>;
+  fork(source: string, count: number, claim?: ClaimSandbox): Promise<SandboxInfo[]>;
   tree(id: string): ForkTree;
-  buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void): Promise<TemplateInfo>;
+  /** `claim` is called with the build sandbox's id, like a create's. */
+  buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo>;
   deleteTemplate(name: string): Promise<void>;
   /** Node-wide numbers for the metrics endpoint (not tenant-scoped: admin only). */
   stats(): Promise<NodeStats>;

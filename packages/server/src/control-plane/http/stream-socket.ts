@@ -22,6 +22,16 @@ const Control = z.discriminatedUnion('type', [
   z.object({ type: z.literal('signal'), signal: z.union([z.number().int().min(1).max(64), z.string().max(16)]) }),
 ]);
 
+/** What a socket may hold of messages that arrive before its process has started. */
+const MAX_EARLY_BYTES = 1024 * 1024;
+const MAX_EARLY_MESSAGES = 1024;
+/** What a socket may hold of output its client has not read yet. */
+const MAX_BUFFERED = 1024 * 1024;
+
+function rawLength(d: RawData): number {
+  return Array.isArray(d) ? d.reduce((n, b) => n + b.length, 0) : d instanceof ArrayBuffer ? d.byteLength : d.length;
+}
+
 export const STREAM_STDOUT = 1;
 export const STREAM_STDERR = 2;
 
@@ -47,19 +57,29 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
 
   function handle(ws: WebSocket, id: string, who: Principal) {
     const requestId = newRequestId();
-    const view = new TenantView(svc, control.store, who.tenant);
+    const view = new TenantView(svc, control.store, who.tenant, who.admin);
     // Messages that arrive while the process is still being started are kept, not lost.
+    // Bounded by bytes, not count: 256 messages of 1 MiB each would be 256 MiB per socket.
     let onMessage: ((data: RawData, binary: boolean) => void) | undefined;
     const early: Array<[RawData, boolean]> = [];
+    let earlyBytes = 0;
     let opened = false;
     ws.on('message', (data: RawData, binary: boolean) => {
       if (!opened) {
         opened = true;
         void open(data, binary);
       } else if (onMessage) onMessage(data, binary);
-      else if (early.length < 256) early.push([data, binary]);
-      else ws.close(1008, 'too many messages before start');
+      else {
+        earlyBytes += rawLength(data);
+        if (earlyBytes <= MAX_EARLY_BYTES && early.length < MAX_EARLY_MESSAGES) early.push([data, binary]);
+        else if (ws.readyState === ws.OPEN) {
+          early.length = 0;
+          ws.close(1008, `more than ${MAX_EARLY_BYTES} bytes or ${MAX_EARLY_MESSAGES} messages before start`);
+        }
+      }
     });
+    // Resolves when the socket is gone: a sender waiting for room must not wait for ever.
+    const gone = new Promise<void>((r) => ws.once('close', () => r()));
 
     async function open(raw: RawData, isBinary: boolean) {
       const t0 = performance.now();
@@ -80,10 +100,18 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
         }
         const req = validate(Open, parsed);
         target = req.op === 'spawn' ? (req.spawn.cmd?.join(' ') ?? req.spawn.command) : `attach ${req.pid ?? `tag:${req.tag}`}`;
-        const send = (stream: number) => (d: Buffer) => {
-          ws.send(Buffer.concat([Buffer.from([stream]), d]));
-          // Back-pressure: wait while the socket's buffer is large.
-          if (ws.bufferedAmount > 1024 * 1024) return new Promise<void>((r) => setTimeout(r, 10));
+        // Back-pressure: past 1 MiB buffered, the next guest frame waits until this
+        // message is written out to the kernel (ws calls back then), so a client
+        // that does not read stops the process's output (the guest's ring keeps it)
+        // instead of growing the daemon's memory.
+        const send = (stream: number) => (d: Buffer): Promise<void> | undefined => {
+          const frame = Buffer.concat([Buffer.from([stream]), d]);
+          if (ws.readyState !== ws.OPEN) return undefined;
+          if (ws.bufferedAmount + frame.length <= MAX_BUFFERED) {
+            ws.send(frame);
+            return undefined;
+          }
+          return Promise.race([new Promise<void>((r) => ws.send(frame, () => r())), gone]);
         };
         const handlers = {
           onStdout: send(STREAM_STDOUT),
@@ -139,7 +167,7 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
     if (!m) return false;
     let who: Principal;
     try {
-      who = control.keys.authenticate(presentedKey((n) => headerOf(req, n), url.searchParams));
+      who = control.keys.authenticate(presentedKey((n) => headerOf(req, n), url.searchParams), req.socket.remoteAddress ?? 'unknown');
     } catch (err) {
       refuseUpgrade(socket, err, logger, req.url);
       return true;

@@ -2,9 +2,8 @@ import { ForkdError, type BuildTemplateRequest, type CreateSandboxRequest, type 
 import type { GuestClient } from '../../node/guest/guest-client.js';
 import type { ForkTree } from '../../node/manager/sandbox-manager.js';
 import type { ControlStore } from '../../store/control-store.js';
-import { DEFAULT_TENANT } from '../auth/api-keys.js';
-import type { SandboxService } from './sandbox-service.js';
-import { newProxyToken } from './port-proxy.js';
+import { mintProxyToken } from '../auth/proxy-tokens.js';
+import type { ClaimSandbox, SandboxService } from './sandbox-service.js';
 
 /**
  * The SandboxService as one tenant sees it: only its own sandboxes, their
@@ -16,17 +15,29 @@ export class TenantView implements SandboxService {
   readonly #svc: SandboxService;
   readonly #control: ControlStore;
   readonly #tenant: string;
+  readonly #admin: boolean;
 
-  constructor(svc: SandboxService, control: ControlStore, tenant: string) {
+  constructor(svc: SandboxService, control: ControlStore, tenant: string, admin = false) {
     this.#svc = svc;
     this.#control = control;
     this.#tenant = tenant;
+    this.#admin = admin;
   }
 
-  /** Sandboxes from before tenancy existed belong to the default tenant. */
+  /**
+   * A sandbox with no owner (made before tenancy, or an older version's
+   * template build) is reachable by admin keys only: falling back to a tenant
+   * would hand it to every key of that tenant.
+   */
   #owns(id: string): boolean {
-    return (this.#control.owner('sandbox', id) ?? DEFAULT_TENANT) === this.#tenant;
+    const o = this.#control.owner('sandbox', id);
+    return o === undefined ? this.#admin : o === this.#tenant;
   }
+
+  /** Written before the node records the sandbox (see ClaimSandbox); a fresh id owned by anyone else is refused. */
+  readonly #claim: ClaimSandbox = (id) => {
+    if (this.#control.claimOwner('sandbox', id, this.#tenant) !== this.#tenant) throw new ForkdError('CONFLICT', `sandbox id ${id} is already taken`);
+  };
 
   #sandbox(id: string): string {
     if (!this.#owns(id)) throw new ForkdError('NOT_FOUND', `sandbox ${id} not found`);
@@ -45,29 +56,29 @@ export class TenantView implements SandboxService {
     return o === undefined || o === this.#tenant;
   }
 
-  /** New sandboxes (forks too) get their owner and a fresh proxy token: nothing is inherited from a parent. */
+  /**
+   * New sandboxes (forks too) get a fresh proxy token, shown in this answer
+   * only (only its hash is kept): nothing is inherited from a parent. The
+   * owner was claimed before the node made them; claimed again here in case
+   * a service did not call the claim, so none is ever left unowned.
+   */
   #adopt(sandboxes: SandboxInfo[]): SandboxInfo[] {
-    for (const s of sandboxes) {
-      this.#control.setOwner('sandbox', s.id, this.#tenant);
-      this.#control.setToken(s.id, newProxyToken());
-    }
-    return sandboxes.map((s) => this.#shown(s));
+    return sandboxes.map((s) => {
+      this.#claim(s.id);
+      return { ...s, proxyToken: mintProxyToken(this.#control, s.id) };
+    });
   }
 
-  /** What the owner sees: the sandbox and its proxy token (minted now for sandboxes older than tokens). */
+  /** Later answers never carry the token: it exists in plain text only in the answer that minted it. */
   #shown(s: SandboxInfo): SandboxInfo {
-    let token = this.#control.token(s.id);
-    if (!token) {
-      token = newProxyToken();
-      this.#control.setToken(s.id, token);
-    }
-    return { ...s, proxyToken: token };
+    const { proxyToken: _, ...rest } = s;
+    return rest;
   }
 
   async create(req: CreateSandboxRequest): Promise<SandboxInfo> {
     const template = req.template ?? 'base';
     if (!this.#templateVisible(template)) throw new ForkdError('NOT_FOUND', `template ${template} not found`);
-    return this.#adopt([await this.#svc.create(req)])[0]!;
+    return this.#adopt([await this.#svc.create(req, this.#claim)])[0]!;
   }
 
   get(id: string): SandboxInfo {
@@ -78,7 +89,7 @@ export class TenantView implements SandboxService {
     const mine = this.#control.owned('sandbox', this.#tenant);
     return this.#svc
       .list()
-      .filter((s) => mine.has(s.id) || (this.#tenant === DEFAULT_TENANT && this.#control.owner('sandbox', s.id) === undefined))
+      .filter((s) => mine.has(s.id) || (this.#admin && this.#control.owner('sandbox', s.id) === undefined))
       .map((s) => this.#shown(s));
   }
 
@@ -155,7 +166,7 @@ export class TenantView implements SandboxService {
   async fork(source: string, count: number): Promise<SandboxInfo[]> {
     if (source.startsWith('snap-')) this.#snapshot(source);
     else this.#sandbox(source);
-    return this.#adopt(await this.#svc.fork(source, count));
+    return this.#adopt(await this.#svc.fork(source, count, this.#claim));
   }
 
   tree(id: string): ForkTree {
@@ -163,13 +174,32 @@ export class TenantView implements SandboxService {
     return prune(this.#svc.tree(this.#sandbox(id)));
   }
 
-  async buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void): Promise<TemplateInfo> {
+  async buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>): Promise<TemplateInfo> {
     const from = req.from ?? 'base';
     if (!this.#templateVisible(from)) throw new ForkdError('NOT_FOUND', `template ${from} not found`);
-    if (this.#control.owner('template', req.name) !== undefined && !this.#templateVisible(req.name)) throw new ForkdError('ALREADY_EXISTS', `template name ${req.name} is taken`);
-    const t = await this.#svc.buildTemplate(req, progress);
-    this.#control.setOwner('template', t.name, this.#tenant);
-    return t;
+    // The name is reserved when the build starts, in one atomic claim: of two
+    // tenants racing, the second answers ALREADY_EXISTS. A shared template (no
+    // owner, like `base`) is rebuilt by admin keys only and stays shared.
+    const taken = () => new ForkdError('ALREADY_EXISTS', `template name ${req.name} is taken`);
+    const exists = () => this.#svc.templates().some((t) => t.name === req.name);
+    const prior = this.#control.owner('template', req.name);
+    let reserved = false;
+    if (prior === undefined) {
+      if (exists()) {
+        if (!this.#admin) throw taken();
+      } else {
+        if (this.#control.claimOwner('template', req.name, this.#tenant) !== this.#tenant) throw taken();
+        reserved = true;
+      }
+    } else if (prior !== this.#tenant) throw taken();
+    try {
+      // The build sandbox is the tenant's from its first instant, like any sandbox it creates.
+      return await this.#svc.buildTemplate(req, progress, this.#claim);
+    } catch (err) {
+      // A failed first build gives the name back; a failed rebuild keeps the template and its owner.
+      if (reserved && !exists()) this.#control.dropOwner('template', req.name);
+      throw err;
+    }
   }
 
   /** Node-wide: only the admin-only metrics endpoint asks, through the unscoped service. */
@@ -177,10 +207,11 @@ export class TenantView implements SandboxService {
     throw new ForkdError('PERMISSION_DENIED', 'node statistics are not tenant-scoped');
   }
 
-  deleteTemplate(name: string): Promise<void> {
+  async deleteTemplate(name: string): Promise<void> {
     const o = this.#control.owner('template', name);
     if (o !== undefined && o !== this.#tenant) throw new ForkdError('NOT_FOUND', `template ${name} not found`);
     if (o === undefined) throw new ForkdError('PERMISSION_DENIED', `template ${name} is shared by every tenant and cannot be deleted through the API`);
-    return this.#svc.deleteTemplate(name);
+    await this.#svc.deleteTemplate(name);
+    this.#control.dropOwner('template', name);
   }
 }

@@ -1,5 +1,5 @@
 import { ForkdError, type FileEntry, type ProcessInfo, type WatchEvent } from '@forkd/protocol';
-import { GuestConnection, guestError } from './guest-connection.js';
+import { GUEST_DEADLINE_MS, GuestConnection, guestError } from './guest-connection.js';
 import { FORKD_GUEST_PROTOCOL_MIN, K, MAX_DATA, ProtocolError, T, Tlv, type TlvInput } from './guest-frames.js';
 import { GuestProcess, type OutputHandlers } from './guest-process.js';
 
@@ -61,6 +61,11 @@ function joinPath(base: string, rel: string): string {
   return base.endsWith('/') ? base + rel : `${base}/${rel}`;
 }
 
+/** What one directory listing may hold: it is answered as one JSON reply. */
+export const MAX_LIST_ENTRIES = 100_000;
+/** ~Bytes of that reply (names, paths, link targets, ~100 per entry for the rest). */
+export const MAX_LIST_BYTES = 32 * 1024 * 1024;
+
 const WATCH_EVENTS = new Set(['create', 'write', 'remove', 'rename', 'chmod']);
 
 /**
@@ -75,6 +80,8 @@ export class GuestClient {
   /** Lowered once to an agent of an older snapshot that refuses ours. */
   #version: number | undefined;
   readonly #verify: (() => Promise<void>) | undefined;
+  /** Every connect, HELLO, answer and transfer step gets this long (see GUEST_DEADLINE_MS). */
+  readonly #deadlineMs: number;
   /** The socket's directory is known sealed (see #connect). */
   #trusted: boolean;
   #verifying: Promise<void> | undefined;
@@ -86,8 +93,9 @@ export class GuestClient {
    * is sealed (immutable) with a socket in it; without one (an agent outside
    * any sandbox, in tests) the path is trusted as it is.
    */
-  constructor(socketPath: string, opts: { verify?: () => Promise<void> } = {}) {
+  constructor(socketPath: string, opts: { verify?: () => Promise<void>; deadlineMs?: number } = {}) {
     this.#socketPath = socketPath;
+    this.#deadlineMs = opts.deadlineMs ?? GUEST_DEADLINE_MS;
     this.#verify = opts.verify;
     this.#trusted = !opts.verify;
   }
@@ -132,7 +140,7 @@ export class GuestClient {
    * made for an instance already running (a daemon restart) checks the seal
    * once before its first connect.
    */
-  async #connect(): Promise<GuestConnection> {
+  async #connect(deadlineMs = this.#deadlineMs): Promise<GuestConnection> {
     while (this.#gate) await this.#gate;
     while (!this.#trusted) {
       if (this.#sealing) {
@@ -146,7 +154,7 @@ export class GuestClient {
         .finally(() => (this.#verifying = undefined));
       await this.#verifying;
     }
-    const conn = await GuestConnection.open(this.#socketPath, this.#version);
+    const conn = await GuestConnection.open(this.#socketPath, this.#version, deadlineMs);
     this.#open.add(conn);
     conn.onClose(() => this.#open.delete(conn));
     return conn;
@@ -186,8 +194,8 @@ export class GuestClient {
     };
   }
 
-  async #request(type: number, fields: TlvInput): Promise<GuestConnection> {
-    const conn = await this.#connect();
+  async #request(type: number, fields: TlvInput, deadlineMs?: number): Promise<GuestConnection> {
+    const conn = await this.#connect(deadlineMs);
     try {
       conn.send(type, fields);
       await conn.handshake();
@@ -197,14 +205,14 @@ export class GuestClient {
       if (err instanceof ForkdError && err.details?.errno === 'EPROTO' && this.#version === undefined) {
         // An agent restored from an older snapshot: speak its version (its streams do not resume).
         this.#version = FORKD_GUEST_PROTOCOL_MIN;
-        return this.#request(type, fields);
+        return this.#request(type, fields, deadlineMs);
       }
       throw err;
     }
   }
 
-  async #simple(type: number, fields: TlvInput): Promise<Tlv> {
-    const conn = await this.#request(type, fields);
+  async #simple(type: number, fields: TlvInput, deadlineMs?: number): Promise<Tlv> {
+    const conn = await this.#request(type, fields, deadlineMs);
     try {
       return new Tlv((await conn.expect(T.OK)).payload);
     } finally {
@@ -212,8 +220,9 @@ export class GuestClient {
     }
   }
 
-  async info(): Promise<{ version: number; agent: string; pid: number; rssBytes: number; processes: number }> {
-    const t = await this.#simple(T.INFO, []);
+  /** `deadlineMs`: shorter than the client's for a liveness probe (see SandboxManager#waitReady). */
+  async info(deadlineMs?: number): Promise<{ version: number; agent: string; pid: number; rssBytes: number; processes: number }> {
+    const t = await this.#simple(T.INFO, [], deadlineMs);
     return { version: t.reqInt(K.VERSION), agent: t.str(K.AGENT) ?? '', pid: t.int(K.PID) ?? 0, rssBytes: t.int(K.SIZE) ?? 0, processes: t.int(K.ENTRIES) ?? 0 };
   }
 
@@ -266,7 +275,7 @@ export class GuestClient {
     const out: R[] = [];
     try {
       for (;;) {
-        const f = await conn.next();
+        const f = await conn.next(conn.deadlineMs);
         if (!f) throw new ForkdError('UNAVAILABLE', 'guest agent closed the connection');
         if (f.type === T.END) return out;
         if (f.type === T.ERROR) throw guestError(new Tlv(f.payload));
@@ -309,7 +318,7 @@ export class GuestClient {
     async function* chunks(): AsyncGenerator<Buffer> {
       try {
         for (;;) {
-          const f = await conn.next();
+          const f = await conn.next(conn.deadlineMs);
           if (!f) throw new ForkdError('UNAVAILABLE', 'guest agent closed the connection mid-file');
           if (f.type === T.END) return;
           if (f.type === T.ERROR) throw guestError(new Tlv(f.payload));
@@ -336,7 +345,7 @@ export class GuestClient {
       for await (const chunk of source) {
         const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
         for (let off = 0; off < buf.length; off += MAX_DATA) {
-          if (!conn.sendRaw(T.DATA, buf.subarray(off, off + MAX_DATA))) await conn.drained();
+          if (!conn.sendRaw(T.DATA, buf.subarray(off, off + MAX_DATA))) await conn.drained(conn.deadlineMs);
         }
       }
       conn.send(T.END);
@@ -352,7 +361,18 @@ export class GuestClient {
       [K.PATH, path],
       [K.DEPTH, depth],
     ]);
-    return this.#collect(conn, T.ENTRY, 1_000_000, (t) => toEntry(t, path));
+    // One JSON reply is built from it: refused past a cap (entries and bytes) long before
+    // the daemon would hold a million entries and their JSON at once.
+    let entries = 0;
+    let bytes = 0;
+    const what = `the listing of ${path} (depth ${depth})`;
+    return this.#collect(conn, T.ENTRY, MAX_LIST_ENTRIES + 1, (t) => {
+      const e = toEntry(t, path);
+      bytes += e.path.length + e.name.length + (e.linkTarget?.length ?? 0) + 100;
+      if (++entries > MAX_LIST_ENTRIES) throw new ForkdError('RESOURCE_EXHAUSTED', `${what} has more than ${MAX_LIST_ENTRIES} entries (the cap); list a narrower path or depth`, { limitEntries: MAX_LIST_ENTRIES });
+      if (bytes > MAX_LIST_BYTES) throw new ForkdError('RESOURCE_EXHAUSTED', `${what} is larger than ${MAX_LIST_BYTES} bytes (the cap); list a narrower path or depth`, { limitBytes: MAX_LIST_BYTES });
+      return e;
+    });
   }
 
   async stat(path: string): Promise<FileEntry> {
@@ -387,7 +407,7 @@ export class GuestClient {
   }
 
   /** Watches a directory until `close()` is called on the result; `done` says why it ended. */
-  async watch(path: string, recursive: boolean, onEvent: (e: WatchEvent) => void): Promise<{ close(): void; done: Promise<'quiesce' | 'lost' | 'client'> }> {
+  async watch(path: string, recursive: boolean, onEvent: (e: WatchEvent) => void | Promise<void>): Promise<{ close(): void; done: Promise<'quiesce' | 'lost' | 'client'> }> {
     let closedByUs = false;
     const conn = await this.#request(T.WATCH, [
       [K.PATH, path],
@@ -413,7 +433,9 @@ export class GuestClient {
           const t = new Tlv(f.payload);
           const type = t.reqStr(K.EVENT);
           if (!WATCH_EVENTS.has(type)) throw new ProtocolError(`unknown watch event ${type}`);
-          onEvent({ type: type as WatchEvent['type'], name: t.reqStr(K.NAME) });
+          // Awaited: a watcher that does not read stops this loop; the agent then stops reading
+          // inotify, whose queue overflows in the kernel, not in the daemon.
+          await onEvent({ type: type as WatchEvent['type'], name: t.reqStr(K.NAME) });
         }
       } finally {
         conn.close();

@@ -43,6 +43,19 @@ export function guestError(t: Tlv): ForkdError {
 }
 
 /**
+ * How long the host waits for the guest agent by default: to accept a
+ * connection, to answer HELLO, to answer a request, and between two frames
+ * of a listing or file transfer (progress, not the whole length). An agent
+ * that stops answering (stopped, wedged, a tenant's doing) must not hold a
+ * caller, or the sandbox's lifecycle lock behind it, for ever.
+ */
+export const GUEST_DEADLINE_MS = 30_000;
+
+function timedOut(what: string, ms: number): ForkdError {
+  return new ForkdError('TIMEOUT', `guest agent did not ${what} within ${Math.round(ms / 100) / 10} s`, { timeoutMs: ms });
+}
+
+/**
  * One connection = one operation (see docs/guest-protocol.md). Frames are
  * pulled with `next()`; a bounded queue plus pausing the socket keeps a fast
  * guest from flooding host memory.
@@ -55,6 +68,8 @@ export class GuestConnection {
   #ended = false;
   #error: Error | undefined;
   agent = '';
+  /** Deadline of each answer (see GUEST_DEADLINE_MS). */
+  deadlineMs = GUEST_DEADLINE_MS;
   /** The protocol version agreed in HELLO. */
   version = FORKD_GUEST_PROTOCOL;
   /**
@@ -100,13 +115,13 @@ export class GuestConnection {
     else this.#socket.once('close', cb);
   }
 
-  static async open(socketPath: string, version = FORKD_GUEST_PROTOCOL, timeoutMs = 5000): Promise<GuestConnection> {
+  static async open(socketPath: string, version = FORKD_GUEST_PROTOCOL, deadlineMs = GUEST_DEADLINE_MS): Promise<GuestConnection> {
     const socket = await new Promise<Socket>((resolve, reject) => {
       const s = createConnection(socketPath);
       const timer = setTimeout(() => {
         s.destroy();
-        reject(new ForkdError('UNAVAILABLE', 'guest agent did not accept the connection in time'));
-      }, timeoutMs);
+        reject(timedOut('accept the connection', deadlineMs));
+      }, deadlineMs);
       s.once('connect', () => {
         clearTimeout(timer);
         resolve(s);
@@ -118,6 +133,7 @@ export class GuestConnection {
     });
     const conn = new GuestConnection(socket);
     conn.version = version;
+    conn.deadlineMs = deadlineMs;
     conn.send(T.HELLO, [[K.VERSION, version]]);
     return conn;
   }
@@ -140,11 +156,18 @@ export class GuestConnection {
     return this.#socket.write(encodeFrame(type, payload));
   }
 
-  /** Resolves when the socket can take more (back-pressure for uploads). */
-  drained(): Promise<void> {
+  /**
+   * Resolves when the socket can take more (back-pressure for uploads). With
+   * `deadlineMs`, a guest that takes nothing for that long fails the
+   * connection with TIMEOUT (a file upload; a process's stdin has none: the
+   * process decides when it reads).
+   */
+  drained(deadlineMs?: number): Promise<void> {
     if (!this.#socket.writableNeedDrain) return Promise.resolve();
     return new Promise((resolve) => {
+      const timer = deadlineMs === undefined ? undefined : setTimeout(() => this.#fail(timedOut('take more data', deadlineMs)), deadlineMs);
       const done = () => {
+        clearTimeout(timer);
         this.#socket.off('drain', done);
         this.#socket.off('close', done);
         resolve();
@@ -154,8 +177,13 @@ export class GuestConnection {
     });
   }
 
-  /** Next frame, or null once the guest closed the connection. */
-  next(): Promise<Frame | null> {
+  /**
+   * Next frame, or null once the guest closed the connection. With
+   * `deadlineMs`, no frame for that long closes the connection and fails
+   * with TIMEOUT (process and watch streams wait without one: they may be
+   * quiet for hours).
+   */
+  next(deadlineMs?: number): Promise<Frame | null> {
     const f = this.#queue.shift();
     if (f) {
       if (this.#queue.length < 16) this.#socket.resume();
@@ -164,13 +192,21 @@ export class GuestConnection {
     if (this.#error) return Promise.reject(this.#error);
     if (this.#ended) return Promise.resolve(null);
     return new Promise((resolve, reject) => {
-      this.#waiter = { resolve, reject };
+      if (deadlineMs === undefined) {
+        this.#waiter = { resolve, reject };
+        return;
+      }
+      const timer = setTimeout(() => this.#fail(timedOut('answer', deadlineMs)), deadlineMs);
+      this.#waiter = {
+        resolve: (v) => (clearTimeout(timer), resolve(v)),
+        reject: (e) => (clearTimeout(timer), reject(e)),
+      };
     });
   }
 
-  /** Next frame, which must be `type` (an ERROR frame is thrown as ForkdError). */
-  async expect(type: number): Promise<Frame> {
-    const f = await this.next();
+  /** Next frame within the deadline, which must be `type` (an ERROR frame is thrown as ForkdError). */
+  async expect(type: number, deadlineMs = this.deadlineMs): Promise<Frame> {
+    const f = await this.next(deadlineMs);
     if (!f) throw new ForkdError('UNAVAILABLE', 'guest agent closed the connection');
     if (f.type === T.ERROR) throw guestError(new Tlv(f.payload));
     if (f.type !== type) throw new ProtocolError(`expected frame 0x${type.toString(16)}, got 0x${f.type.toString(16)}`);

@@ -1,6 +1,10 @@
 import type { SandboxRecord } from '../../store/store.js';
 import type { SandboxManager } from './sandbox-manager.js';
 import { snapshotDue, snapshotsToThin } from './timeline-policy.js';
+import { eachBounded } from './each-bounded.js';
+
+/** Sandboxes worked on at once in a pass (each may dump memory: CPU and disk bound). */
+export const PASS_CONCURRENCY = 4;
 
 /**
  * The periodic pass over every sandbox: lifetimes that ran out, processes
@@ -13,22 +17,46 @@ export class Reconciler {
   readonly #m: SandboxManager;
   readonly #cpu = new Map<string, { cpuNanos: number; at: number }>();
   #running = false;
+  /** Sandboxes whose work from an earlier pass overran its timeout and still runs: skipped until it ends. */
+  readonly #overrun = new Set<string>();
+  readonly #timeoutMs: number;
 
-  constructor(manager: SandboxManager) {
+  /**
+   * `timeoutMs`: how long a pass waits for one sandbox before it goes on
+   * without it. Its work is not cut (a lifecycle operation must end in a
+   * consistent state: the guest link's deadlines end it, see
+   * GUEST_DEADLINE_MS), only no longer waited for.
+   */
+  constructor(manager: SandboxManager, timeoutMs: number) {
     this.#m = manager;
+    this.#timeoutMs = timeoutMs;
   }
 
+  /** Works on sandboxes a few at a time, each within the timeout: one stuck sandbox delays no other. */
   async tick(now: number): Promise<void> {
     if (this.#running) return;
     this.#running = true;
     try {
-      for (const r of this.#m.records()) {
-        try {
-          await this.#one(r, now);
-        } catch (err) {
-          this.#m.logger.warn('policy tick failed', { sandbox: r.id, error: (err as Error).message });
-        }
-      }
+      const records = this.#m.records().filter((r) => !this.#overrun.has(r.id));
+      const late = new Set<string>();
+      await eachBounded(
+        records,
+        {
+          concurrency: PASS_CONCURRENCY,
+          timeoutMs: this.#timeoutMs,
+          onTimeout: (r) => {
+            late.add(r.id);
+            this.#overrun.add(r.id);
+            this.#m.logger.warn('policy tick gave up waiting for a sandbox; its work goes on', { sandbox: r.id, timeoutMs: this.#timeoutMs });
+          },
+          onError: (r, err) => this.#m.logger.warn('policy tick failed', { sandbox: r.id, error: (err as Error).message }),
+          // Work that overran is let back into passes once it ends.
+          onSettled: (r) => {
+            if (late.has(r.id)) this.#overrun.delete(r.id);
+          },
+        },
+        (r) => this.#one(r, now),
+      );
     } finally {
       this.#running = false;
     }

@@ -39,6 +39,9 @@ import { WarmPool } from './warm-pool.js';
 import { DEFAULT_TIMELINE_POLICY, type TimelinePolicy } from './timeline-policy.js';
 import { Reconciler } from './reconciler.js';
 import { LOST_AT_START, Recovery, stagedPath, sweepStaging } from './recovery.js';
+import { eachBounded } from './each-bounded.js';
+import { GUEST_DEADLINE_MS } from '../guest/guest-connection.js';
+import { RECOVERY_CONCURRENCY, sandboxTimeoutMs } from './sandbox-timeout.js';
 import type { NodeEventSink } from '../node-event.js';
 import { buildTemplate } from '../templates/template-builder.js';
 
@@ -64,6 +67,8 @@ export interface ManagerDeps {
   userns?: boolean;
   /** Things that happened to sandboxes without a call (lost, recovered): the control plane logs them. */
   onEvent?: NodeEventSink;
+  /** Deadline of every guest operation (default GUEST_DEADLINE_MS); the reconciler's and recovery's per-sandbox timeouts follow from it (see sandboxTimeoutMs). */
+  guestDeadlineMs?: number;
 }
 
 export interface NodeStats {
@@ -137,7 +142,7 @@ export class SandboxManager {
   /** Last API use per sandbox (idle hibernation). */
   readonly #activity = new Map<string, number>();
   readonly #pool: WarmPool;
-  readonly #reconciler: Reconciler = new Reconciler(this);
+  readonly #reconciler: Reconciler;
   readonly #recovery: Recovery;
   /** Id ranges of warm-pool members (no record yet) and of starts whose record does not have theirs yet. */
   readonly #pooledIdmap = new Map<string, IdMap | undefined>();
@@ -147,6 +152,7 @@ export class SandboxManager {
 
   constructor(deps: ManagerDeps) {
     this.#d = deps;
+    this.#reconciler = new Reconciler(this, sandboxTimeoutMs(this.#guestDeadline));
     this.#recovery = new Recovery({
       store: deps.store,
       runtime: deps.runtime,
@@ -252,7 +258,7 @@ export class SandboxManager {
     return this.#d.store.listSandboxes().map(toInfo);
   }
 
-  async create(input: CreateSandboxRequest): Promise<SandboxInfo> {
+  async create(input: CreateSandboxRequest, claim?: (id: string) => void): Promise<SandboxInfo> {
     const parsed = CreateSandboxRequest.safeParse(input);
     if (!parsed.success) throw new ForkdError('INVALID_ARGUMENT', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
     const req = parsed.data;
@@ -272,6 +278,12 @@ export class SandboxManager {
         ? { policy: freshLifetime({ snapshotIntervalSeconds: req.snapshotIntervalSeconds, idleTimeoutSeconds: req.idleTimeoutSeconds, timeoutSeconds: req.timeoutSeconds || undefined, onTimeout: req.onTimeout }) }
         : {}),
     };
+    try {
+      claim?.(rec.id);
+    } catch (err) {
+      if (warm) await this.#release(warm).catch(() => {});
+      throw err;
+    }
     // Listed from here on (as creating): a delete by id waits for the start to finish.
     this.#d.store.insertSandbox(rec);
     return this.#exclusive(rec.id, async () => {
@@ -428,7 +440,7 @@ export class SandboxManager {
           sealed = true;
           guest.sealed();
         }
-        await guest.info();
+        await guest.info(Math.max(1, Math.min(deadline - Date.now(), this.#guestDeadline)));
         // Restored from a dump, the agent is dumpable (see GuestClient.setDumpable); an older one does not know the request.
         await guest.setDumpable(false).catch(() => {});
         return;
@@ -467,7 +479,7 @@ export class SandboxManager {
     let g = this.#guests.get(key);
     if (!g) {
       const root = this.#rootfsOf(key);
-      g = new GuestClient(join(root, GUEST_DIR, AGENT_SOCKET), { verify: () => rootfsOps(root, [['check-agent', GUEST_DIR, AGENT_SOCKET]]).then(() => {}) });
+      g = new GuestClient(join(root, GUEST_DIR, AGENT_SOCKET), { verify: () => rootfsOps(root, [['check-agent', GUEST_DIR, AGENT_SOCKET]]).then(() => {}), deadlineMs: this.#guestDeadline });
       this.#guests.set(key, g);
     }
     return g;
@@ -524,7 +536,7 @@ export class SandboxManager {
   }
 
   /** A directory watch that is re-opened after every snapshot, pause or rewind. */
-  async watch(id: string, path: string, recursive: boolean, onEvent: (e: WatchEvent) => void): Promise<WatchHandle> {
+  async watch(id: string, path: string, recursive: boolean, onEvent: (e: WatchEvent) => void | Promise<void>): Promise<WatchHandle> {
     const guest = await this.guest(id);
     return watchSession(this.#sessionHost, id, await guest.watch(path, recursive, onEvent), (g) => g.watch(path, recursive, onEvent));
   }
@@ -651,36 +663,55 @@ export class SandboxManager {
     await this.#d.templates.sweep();
     const known = new Set<string>();
     const lost: SandboxRecord[] = [];
-    for (const r of this.#d.store.listSandboxes()) {
-      const key = r.instance ?? r.id;
-      known.add(key);
-      if (r.state === 'creating' || r.state === 'stopping') {
-        await this.#release(r.id).catch((err) => this.#d.logger.warn('cleanup failed', { sandbox: r.id, error: String(err) }));
-        this.#d.store.deleteSandbox(r.id);
-        continue;
-      }
-      if (r.state === 'paused') {
-        // Crashed between recording the pause and stopping the frozen processes.
-        if ((await this.#d.runtime.state(key)).status !== 'missing') await this.#d.runtime.destroy(key).catch(() => {});
-        continue;
-      }
-      if (r.state === 'running') {
-        let st = await this.#d.runtime.state(key);
-        // Crashed mid-snapshot (or mid-rewind, before the switch): the sandbox is still frozen.
-        if (st.status === 'paused') {
-          await this.#d.runtime.thaw(key).catch(() => {});
-          st = await this.#d.runtime.state(key);
-        }
-        let ok = st.status === 'running';
-        if (ok) ok = await this.#guestAt(key).info().then(() => true, () => false);
-        if (!ok) {
-          this.#recovery.markLost(r, st.status === 'running' ? 'its agent did not answer when the daemon started' : LOST_AT_START);
-          lost.push(r);
-        }
-      }
-      // Lost earlier and not brought back (recovery off, or it failed): its runc state is cleaned below.
-      else if (this.#recovery.isLost(r)) lost.push(r);
+    const records = this.#d.store.listSandboxes();
+    for (const r of records) known.add(r.instance ?? r.id);
+    // A few at a time, each within a timeout: an agent that does not answer costs one guest deadline, and delays no other sandbox.
+    await eachBounded(
+      records,
+      {
+        concurrency: RECOVERY_CONCURRENCY,
+        timeoutMs: sandboxTimeoutMs(this.#guestDeadline),
+        onTimeout: (r) => this.#d.logger.warn('start-up check of a sandbox overran its timeout; going on without it', { sandbox: r.id }),
+        onError: (r, err) => this.#d.logger.warn('start-up check of a sandbox failed', { sandbox: r.id, error: String(err) }),
+      },
+      (r) => this.#checkAtStart(r, lost),
+    );
+    await this.#sweepAtStart(known, lost);
+  }
+
+  /** recover()'s look at one sandbox: finishes an interrupted create or delete, or finds it lost. */
+  async #checkAtStart(r: SandboxRecord, lost: SandboxRecord[]): Promise<void> {
+    const key = r.instance ?? r.id;
+    if (r.state === 'creating' || r.state === 'stopping') {
+      await this.#release(r.id).catch((err) => this.#d.logger.warn('cleanup failed', { sandbox: r.id, error: String(err) }));
+      this.#d.store.deleteSandbox(r.id);
+      return;
     }
+    if (r.state === 'paused') {
+      // Crashed between recording the pause and stopping the frozen processes.
+      if ((await this.#d.runtime.state(key)).status !== 'missing') await this.#d.runtime.destroy(key).catch(() => {});
+      return;
+    }
+    if (r.state === 'running') {
+      let st = await this.#d.runtime.state(key);
+      // Crashed mid-snapshot (or mid-rewind, before the switch): the sandbox is still frozen.
+      if (st.status === 'paused') {
+        await this.#d.runtime.thaw(key).catch(() => {});
+        st = await this.#d.runtime.state(key);
+      }
+      let ok = st.status === 'running';
+      if (ok) ok = await this.#guestAt(key).info().then(() => true, () => false);
+      if (!ok) {
+        this.#recovery.markLost(r, st.status === 'running' ? 'its agent did not answer when the daemon started' : LOST_AT_START);
+        lost.push(r);
+      }
+    }
+    // Lost earlier and not brought back (recovery off, or it failed): its runc state is cleaned below.
+    else if (this.#recovery.isLost(r)) lost.push(r);
+  }
+
+  /** recover()'s second half: what no record owns goes, then lost sandboxes come back. */
+  async #sweepAtStart(known: Set<string>, lost: SandboxRecord[]): Promise<void> {
     const pooled = this.#pool.held();
     for (const id of await this.#d.runtime.list()) {
       if (!known.has(id) && !pooled.has(id)) await this.#d.runtime.destroy(id).catch(() => {});
@@ -706,8 +737,23 @@ export class SandboxManager {
     // The dead processes' runc state, cgroup and namespace; their root volumes stay.
     for (const r of lost) await this.#d.runtime.destroy(this.#key(r.id)).catch((err) => this.#d.logger.warn('cleanup failed', { sandbox: r.id, error: String(err) }));
     if (this.#d.recoverOnStart === false) return;
-    // One at a time, before the API listens: a host that ran them all before can run them again, not restore them all at once.
-    for (const r of lost) await this.#recovery.revive(r, { trigger: 'start' }).catch(() => {});
+    // Before the API listens, a few at a time (a host that ran them all before can run them again, not restore
+    // them all at once), each within a timeout: one that overruns goes on under its lock, so calls on it wait
+    // for it while the daemon starts.
+    await eachBounded(
+      lost,
+      {
+        concurrency: RECOVERY_CONCURRENCY,
+        timeoutMs: sandboxTimeoutMs(this.#guestDeadline),
+        onTimeout: (r) => this.#d.logger.warn('recovery of a sandbox overran its timeout; the daemon starts without waiting for it', { sandbox: r.id }),
+        onError: () => {},
+      },
+      (r) => this.#exclusive(r.id, () => this.#recovery.revive(r, { trigger: 'start' })),
+    );
+  }
+
+  get #guestDeadline(): number {
+    return this.#d.guestDeadlineMs ?? GUEST_DEADLINE_MS;
   }
 
   /** Recovery: a snapshot recorded with its images still in staging when the daemon stopped. */
@@ -1048,7 +1094,7 @@ export class SandboxManager {
    * implicit snapshot; the parent keeps running). Each gets its own id, root
    * volume, cgroup and network namespace and diverges independently.
    */
-  async fork(source: string, count = 1): Promise<SandboxInfo[]> {
+  async fork(source: string, count = 1, claim?: (id: string) => void): Promise<SandboxInfo[]> {
     if (!Number.isInteger(count) || count < 1 || count > 64) throw new ForkdError('INVALID_ARGUMENT', 'count must be between 1 and 64');
     const fromSnapshot = source.startsWith('snap-');
     const owner = fromSnapshot ? this.#snapshotRecord(source).sandboxId : source;
@@ -1076,6 +1122,7 @@ export class SandboxManager {
           forkedFrom: snap.id,
           policy: freshLifetime(parent?.policy),
         };
+        claim?.(rec.id);
         this.#d.store.insertSandbox(rec);
         let restored!: () => void;
         const imagesRead = new Promise<void>((resolve) => (restored = resolve));
@@ -1214,8 +1261,8 @@ export class SandboxManager {
     return this.#reconciler.tick(now);
   }
 
-  buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void = () => {}): Promise<TemplateInfo> {
-    return buildTemplate(this, this.#d.templates, req, progress);
+  buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void> = () => {}, claim?: (id: string) => void): Promise<TemplateInfo> {
+    return buildTemplate(this, this.#d.templates, req, progress, claim);
   }
 
   async deleteTemplate(name: string): Promise<void> {

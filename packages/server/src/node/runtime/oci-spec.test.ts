@@ -28,6 +28,12 @@ test('isolation: namespaces, limits, capabilities, seccomp', () => {
   assert.equal(joined.linux.namespaces.find((n: { type: string }) => n.type === 'network').path, '/run/forkd/netns/sbx-1', 'joins the host-made namespace');
 });
 
+test('rlimits are passed through; none without', () => {
+  const rlimits = [{ type: 'RLIMIT_CORE' as const, soft: 0, hard: 0 }];
+  assert.deepEqual((buildOciSpec(spec, { cgroupsPath: '/f', swapLimit: true, emptyDir: '/e', rlimits }) as any).process.rlimits, rlimits);
+  assert.equal((buildOciSpec(spec, { cgroupsPath: '/f', swapLimit: true, emptyDir: '/e' }) as any).process.rlimits, undefined);
+});
+
 test('no swap limit where the host has no swap accounting', () => {
   const c = buildOciSpec(spec, { cgroupsPath: '/forkd/sbx-1', swapLimit: false, emptyDir: '/e' }) as any;
   assert.equal(c.linux.resources.memory.swap, undefined);

@@ -1,5 +1,6 @@
 import type { IdMap, RuntimeSpec } from './runtime.js';
 import { seccompProfile } from './seccomp-profile.js';
+import type { Rlimit } from './rlimits.js';
 
 /** Docker's default capability set: enough for package managers and user switching, nothing that reaches the host. */
 export const DEFAULT_CAPS = [
@@ -34,6 +35,8 @@ export interface OciOptions {
   netns?: string | undefined;
   /** An empty host directory, bound read-only over host information (/sys/firmware). */
   emptyDir: string;
+  /** Resource limits of the sandbox's processes (see sandboxRlimits); none: the daemon's own. */
+  rlimits?: Rlimit[] | undefined;
 }
 
 function idMapping(m: IdMap) {
@@ -53,6 +56,7 @@ export function buildOciSpec(spec: RuntimeSpec, opts: OciOptions): Record<string
       cwd: '/',
       capabilities: { bounding: DEFAULT_CAPS, effective: DEFAULT_CAPS, permitted: DEFAULT_CAPS },
       noNewPrivileges: false,
+      ...(opts.rlimits ? { rlimits: opts.rlimits } : {}),
     },
     root: { path: spec.rootfs, readonly: false },
     hostname: spec.hostname,

@@ -7,6 +7,7 @@ import { waitForPath } from '../../shared/wait-for-path.js';
 import { childCgroups, freezerControl, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
 import type { Network } from '../network/network.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
+import { readHostLimits, sandboxRlimits } from './rlimits.js';
 import type { CheckpointOptions, CheckpointStats, IdMap, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
 
 export interface RuncOptions {
@@ -33,7 +34,12 @@ export interface RuncOptions {
   mountRoot: string;
   /** forkd-idmap (host-tools): makes those views. */
   idmapTool: string;
+  /** How long a dump may keep the tree frozen before it is given up (default CHECKPOINT_DEADLINE_MS; see checkpoint). */
+  checkpointDeadlineMs?: number;
 }
+
+/** Default deadline of a dump: far above what a large sandbox's takes here, far below for ever. */
+export const CHECKPOINT_DEADLINE_MS = 120_000;
 
 /** Runtime backed by runc: one OCI container per sandbox, the guest agent as its init. */
 export class RuncRuntime implements Runtime {
@@ -41,7 +47,7 @@ export class RuncRuntime implements Runtime {
   readonly #swap = swapAccounting();
 
   constructor(opts: RuncOptions) {
-    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', lazyRestore: false, ...opts };
+    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', lazyRestore: false, checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
     // runc ≥ 1.2 ignores --criu and runs the `criu` on its PATH: forkd's own comes first.
     this.#env = { ...process.env, PATH: `${dirname(this.#o.criu)}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
   }
@@ -60,6 +66,9 @@ export class RuncRuntime implements Runtime {
       return false;
     }
   })();
+
+  /** Read once: the daemon's hard limits do not change while it runs. */
+  readonly #rlimits = sandboxRlimits(readHostLimits());
 
   cgroupPath(id: string): string {
     return `/${this.#o.cgroupParent}/${id}`;
@@ -88,7 +97,7 @@ export class RuncRuntime implements Runtime {
     await chmod(emptyDir, 0o555);
     await traversable(this.#o.mountRoot);
     const rootfs = await this.#mountRoot(id, spec);
-    const config = buildOciSpec({ ...spec, rootfs }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir });
+    const config = buildOciSpec({ ...spec, rootfs }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir, rlimits: this.#rlimits });
     await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 });
     // The range goes with every checkpoint's images: a restore must recreate it (see checkpoint).
     if (spec.idmap) await writeFile(join(bundle, IDMAP_FILE), JSON.stringify(spec.idmap));
@@ -173,9 +182,20 @@ export class RuncRuntime implements Runtime {
     // Root's own file, made anew (never through something already there): the action script refuses any other.
     await writeFile(hook, [f.file, f.freeze, f.checkFile, f.frozenPattern, ...(o.whileFrozen ?? [])].join('\n') + '\n', { mode: 0o600, flag: 'wx' });
     const t0 = performance.now();
+    // A task stopped by SIGSTOP (a tenant's `kill -STOP`, or the host's) in a frozen cgroup wedges CRIU: its
+    // ptrace attach waits for the stopped task to trap, which a frozen task never does, and the dump, its
+    // freeze and the sandbox's lifecycle lock are held for ever. Past the deadline the cgroup is thawed (the
+    // attach then goes on) and the dump, whatever it became, is given up with TIMEOUT.
+    const deadlineMs = this.#o.checkpointDeadlineMs;
+    let expired = false;
+    const watchdog = setTimeout(() => {
+      expired = true;
+      void this.thaw(id).catch(() => {});
+    }, deadlineMs);
     try {
       const args = ['checkpoint', '--image-path', o.imagesDir, '--work-path', o.workDir, '--leave-running', '--tcp-established', '--file-locks', id];
-      const r = await this.#runc(args);
+      const r = await this.#runc(args).finally(() => clearTimeout(watchdog));
+      if (expired) throw new ForkdError('TIMEOUT', `the memory dump of ${id} did not finish within ${deadlineMs / 1000} s (a stopped process in it?)`, { timeoutMs: deadlineMs, logPath: join(o.workDir, 'dump.log') });
       if (r.code !== 0) {
         const log = await readFile(join(o.workDir, 'dump.log'), 'utf8').catch(() => '');
         throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });

@@ -24,7 +24,7 @@ describe('templates: build with setup commands and a start command (warm)', { sk
     const progress: string[] = [];
     const t = await node.manager.buildTemplate(
       { name: 'py-warm', from: 'base', setup: ['mkdir -p /app', `cat > /app/server.py <<'EOF'\n${SERVER}\nEOF`, 'echo built > /app/marker'], start: 'cd /app && exec python3 server.py' },
-      (l) => progress.push(l),
+      (l) => void progress.push(l),
     );
     assert.equal(t.warm, true);
     assert.equal(t.from, 'base');

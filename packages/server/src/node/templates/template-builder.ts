@@ -3,6 +3,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BuildTemplateRequest, ForkdError, type TemplateInfo } from '@forkd/protocol';
 import type { SandboxManager } from '../manager/sandbox-manager.js';
 import type { TemplateRegistry } from './template-registry.js';
+import { OutputTail } from './output-tail.js';
+
+/** What is kept of a setup command's output, for the error when it fails. */
+const OUTPUT_TAIL_BYTES = 64 * 1024;
 
 /**
  * Builds a template from another: runs the setup commands in a build sandbox,
@@ -11,28 +15,32 @@ import type { TemplateRegistry } from './template-registry.js';
  * that snapshot's root filesystem, plus its memory when there is a start
  * command (a warm template: sandboxes from it start by restore).
  */
-export async function buildTemplate(m: SandboxManager, templates: TemplateRegistry, input: BuildTemplateRequest, progress: (line: string) => void): Promise<TemplateInfo> {
+export async function buildTemplate(m: SandboxManager, templates: TemplateRegistry, input: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: (id: string) => void): Promise<TemplateInfo> {
   const req = BuildTemplateRequest.parse(input);
   if (req.name === req.from) throw new ForkdError('INVALID_ARGUMENT', 'a template cannot be built from itself');
   if (req.name === 'base') throw new ForkdError('FAILED_PRECONDITION', 'the base template is built by forkd setup and cannot be replaced');
   if (!(await templates.has(req.from))) throw new ForkdError('NOT_FOUND', `template ${req.from} not found`);
-  const build = await m.create({ template: req.from, memoryMb: 2048, cpus: 2, snapshotIntervalSeconds: 0, idleTimeoutSeconds: 0 });
+  // The build sandbox belongs to the building tenant from its first instant: the tenant's keys reach it, no other tenant's do.
+  const build = await m.create({ template: req.from, memoryMb: 2048, cpus: 2, snapshotIntervalSeconds: 0, idleTimeoutSeconds: 0 }, claim);
   try {
     for (const cmd of req.setup) {
-      progress(`$ ${cmd}`);
-      const out: Buffer[] = [];
+      await progress(`$ ${cmd}`);
+      // Only a bounded tail is kept (for the error); the rest streams with
+      // back-pressure: awaiting `progress` stops reading the guest, whose ring
+      // then holds or drops output, so `yes` cannot grow the daemon's memory.
+      const tail = new OutputTail(OUTPUT_TAIL_BYTES);
       const collect = (d: Buffer) => {
-        out.push(d);
-        progress(d.toString().trimEnd());
+        tail.push(d);
+        return progress(d.toString().trimEnd());
       };
       const { exit } = await m.spawn(build.id, { argv: ['/bin/bash', '-lc', cmd] }, { onStdout: collect, onStderr: collect });
       const e = await exit;
       if (!e || e.exitCode !== 0) {
-        throw new ForkdError('FAILED_PRECONDITION', `setup command failed (exit ${e?.exitCode ?? 'none'}): ${cmd}`, { outputTail: Buffer.concat(out).toString().slice(-4000) });
+        throw new ForkdError('FAILED_PRECONDITION', `setup command failed (exit ${e?.exitCode ?? 'none'}): ${cmd}`, { outputTail: tail.text().slice(-4000) });
       }
     }
     if (req.start) {
-      progress(`start: ${req.start}`);
+      await progress(`start: ${req.start}`);
       (await m.spawn(build.id, { argv: ['/bin/bash', '-lc', req.start], tag: 'start' })).process.detach();
       await settle(m, build.id);
     }
@@ -41,7 +49,7 @@ export async function buildTemplate(m: SandboxManager, templates: TemplateRegist
     if (!snap) throw new ForkdError('INTERNAL', 'the build snapshot is missing');
     const dir = m.snapshotDir(snap.id);
     await templates.publish(req.name, `snapshots/${snap.id}/rootfs`, req.start ? join(dir, 'memory') : undefined, req.from, m.recordOf(build.id)?.idmap);
-    progress(`template ${req.name} built${req.start ? ' (warm)' : ''}`);
+    await progress(`template ${req.name} built${req.start ? ' (warm)' : ''}`);
     const info = templates.list().find((t) => t.name === req.name);
     if (!info) throw new ForkdError('INTERNAL', `template ${req.name} vanished after build`);
     return info;
