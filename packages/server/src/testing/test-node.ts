@@ -163,7 +163,8 @@ export async function orphans(node: Node): Promise<string[]> {
   extra('snapshot dir', dirs, snapIds);
   missing('snapshot dir', snapIds, dirs);
   for (const n of await readdir(node.config.stagingDir).catch(() => [] as string[])) found.push(`staging dir ${n}`);
-  const netnsMounts = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => (l.split(' ')[4] ?? '').startsWith(`${node.config.runDir}/`)).length;
+  // Network namespaces only: a sandbox in a user namespace also has its idmapped root mounted under roots/.
+  const netnsMounts = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => (l.split(' ')[4] ?? '').startsWith(`${node.config.runDir}/netns/`)).length;
   if (netnsMounts !== running.size + pooled.size) found.push(`${netnsMounts} namespace mounts for ${running.size + pooled.size} running instances`);
   return found;
 }
