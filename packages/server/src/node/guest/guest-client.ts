@@ -186,8 +186,11 @@ export class GuestClient {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     this.#gate = gate;
-    await Promise.all([...this.#open].map((c) => (c.onQuiesce ? c.onQuiesce() : c.closedWithin(REQUEST_DRAIN_MS))));
-    this.detachAll();
+    const open = [...this.#open];
+    await Promise.all(open.map((c) => (c.onQuiesce ? c.onQuiesce() : c.closedWithin(REQUEST_DRAIN_MS))));
+    for (const c of open) c.close();
+    // Gone only once the agent has closed its end too: CRIU cannot dump one it still holds.
+    await Promise.all(open.map((c) => c.closedWithin(1000)));
     return () => {
       if (this.#gate === gate) this.#gate = undefined;
       release();

@@ -152,7 +152,7 @@ export class GuestConnection {
   }
 
   sendRaw(type: number, payload: Buffer): boolean {
-    if (this.#socket.destroyed) throw new ForkdError('UNAVAILABLE', 'guest connection closed');
+    if (this.closed) throw new ForkdError('UNAVAILABLE', 'guest connection closed');
     return this.#socket.write(encodeFrame(type, payload));
   }
 
@@ -213,8 +213,21 @@ export class GuestConnection {
     return f;
   }
 
+  /**
+   * Half-closes: the agent closes its end when it reads the EOF, and only
+   * then is the socket gone ('close'). A snapshot waits for that (see
+   * GuestClient.quiesce): an end the agent still holds would fail CRIU's
+   * dump. Destroyed after a second whatever happens.
+   */
   close(): void {
-    this.#socket.destroy();
+    if (this.#socket.destroyed || this.#socket.writableEnded) return;
+    this.#socket.end();
+    const t = setTimeout(() => this.#socket.destroy(), 1000);
+    t.unref();
+    this.#socket.once('close', () => clearTimeout(t));
+    // Nobody reads any more: let what is in flight flow so the agent's EOF arrives.
+    this.#queue = [];
+    this.#socket.resume();
   }
 
   /** Sends a last frame, then closes once it is written (destroy would drop it). */
@@ -237,7 +250,7 @@ export class GuestConnection {
   }
 
   get closed(): boolean {
-    return this.#socket.destroyed;
+    return this.#socket.destroyed || this.#socket.writableEnded;
   }
 
   #wake(): void {
