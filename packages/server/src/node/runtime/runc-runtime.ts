@@ -92,10 +92,7 @@ export class RuncRuntime implements Runtime {
     await mkdir(bundle, { recursive: true, mode: 0o700 });
     await mkdir(this.#o.stateRoot, { recursive: true });
     // Beside the roots, not in the private bundles: CRIU opens it from inside a sandbox's user namespace.
-    const emptyDir = join(this.#o.mountRoot, '.empty');
-    await mkdir(emptyDir, { recursive: true });
-    await chmod(emptyDir, 0o555);
-    await traversable(this.#o.mountRoot);
+    const emptyDir = await this.#sharedDirs();
     const rootfs = await this.#mountRoot(id, spec);
     const config = buildOciSpec({ ...spec, rootfs }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir, rlimits: this.#rlimits });
     await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 });
@@ -118,8 +115,7 @@ export class RuncRuntime implements Runtime {
     // traversable by the sandbox's root (host id hostId) and by nobody else.
     // The shared directory only lets others pass (0711, no listing); each
     // sandbox's own is its root's alone (0700).
-    await mkdir(this.#o.mountRoot, { recursive: true });
-    await traversable(this.#o.mountRoot);
+    await this.#sharedDirs();
     const own = join(this.#o.mountRoot, id);
     await mkdir(own, { mode: 0o700 });
     await chown(own, spec.idmap.hostId, spec.idmap.hostId);
@@ -140,6 +136,27 @@ export class RuncRuntime implements Runtime {
     await mkdir(target);
     await exec('mount', ['--bind', imagesDir, target]);
     return target;
+  }
+
+  #shared: Promise<string> | undefined;
+
+  /**
+   * The roots' directory (passable by every sandbox's root) and the empty
+   * directory beside it that masks /sys/firmware: made once per runtime, not
+   * at every start. Returns the empty directory.
+   */
+  #sharedDirs(): Promise<string> {
+    this.#shared ??= (async () => {
+      const emptyDir = join(this.#o.mountRoot, '.empty');
+      await mkdir(emptyDir, { recursive: true });
+      await chmod(emptyDir, 0o555);
+      await traversable(this.#o.mountRoot);
+      return emptyDir;
+    })().catch((err: unknown) => {
+      this.#shared = undefined;
+      throw err;
+    });
+    return this.#shared;
   }
 
   /** Only ever unmounted and rmdir'ed, never removed recursively: through the mount that would delete the volume's files. */
