@@ -13,7 +13,8 @@
  * pre-dump: record the instant (HOOK.frozen-at, ns since the epoch), freeze,
  * wait until frozen, then start the snapshot in the background, its exit
  * status to be written into the FIFO HOOK.snap-fifo. post-dump: wait for
- * that status. Every wait blocks in the kernel (inotify on cgroup.events, a
+ * that status. Stopped tasks get SIGCONT and SIGSTOP while frozen (see
+ * collect_stopped). Every wait blocks in the kernel (inotify on cgroup.events, a
  * FIFO read) or sleeps (v1's freezer.state has no notification): nothing
  * spins, and deadlines are in seconds, so a loaded host only makes it slower.
  *
@@ -22,6 +23,7 @@
  *
  * Exit 0 lets CRIU go on; anything else fails the dump (forkd then thaws).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <sys/socket.h>
 #include <sys/ioctl.h>
@@ -283,7 +285,61 @@ static int start_snapshot(char **argv)
     _exit(0);
 }
 
-static int pre_dump(void)
+/*
+ * Tasks of the cgroup at dir (and below) stopped by job control (state T: a
+ * shell's Ctrl-Z, a `kill -STOP`). CRIU's ptrace attach to a stopped task in
+ * a frozen cgroup waits in the kernel for it to trap again, which a frozen
+ * task never does: the dump would hang with the sandbox frozen. So, once the
+ * tree is frozen, each gets SIGCONT and then SIGSTOP: no longer stopped, it
+ * cannot run either (frozen), and CRIU finds the SIGSTOP pending, records
+ * the task as stopped and stops it again after the dump (and after every
+ * restore). Its parent sees one continue and one stop more.
+ */
+#define MAX_STOPPED 256
+static pid_t stopped_pids[MAX_STOPPED];
+static int nstopped;
+
+static void collect_stopped(const char *dir, int depth)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+    FILE *f = fopen(path, "re");
+    if (f) {
+        long pid;
+        while (nstopped < MAX_STOPPED && fscanf(f, "%ld", &pid) == 1) {
+            char stat_path[64], buf[512];
+            snprintf(stat_path, sizeof stat_path, "/proc/%ld/stat", pid);
+            int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0)
+                continue;
+            ssize_t n = read(fd, buf, sizeof buf - 1);
+            close(fd);
+            if (n <= 0)
+                continue;
+            buf[n] = 0;
+            /* The state follows the last ')': the command name may hold anything. */
+            char *p = strrchr(buf, ')');
+            if (p && p[1] == ' ' && p[2] == 'T')
+                stopped_pids[nstopped++] = (pid_t)pid;
+        }
+        fclose(f);
+    }
+    if (depth >= 8)
+        return;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_type != DT_DIR || e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        collect_stopped(path, depth + 1);
+    }
+    closedir(d);
+}
+
+static int write_frozen_at(void)
 {
     char at[4200];
     snprintf(at, sizeof at, "%s.frozen-at", hook);
@@ -293,8 +349,24 @@ static int pre_dump(void)
     if (fd < 0 || write(fd, stamp, strlen(stamp)) < 0)
         return fail(at);
     close(fd);
-    if (freeze() != 0)
+    return 0;
+}
+
+static int pre_dump(void)
+{
+    char cg[4096];
+    snprintf(cg, sizeof cg, "%s", lines[0]);
+    char *slash = strrchr(cg, '/');
+    if (slash) {
+        *slash = 0;
+        collect_stopped(cg, 0);
+    }
+    if (write_frozen_at() != 0 || freeze() != 0)
         return 1;
+    for (int i = 0; i < nstopped; i++) {
+        kill(stopped_pids[i], SIGCONT);
+        kill(stopped_pids[i], SIGSTOP);
+    }
     /* Frozen: the filesystem snapshot runs alongside CRIU's dump. */
     return nlines > 4 ? start_snapshot(&lines[4]) : 0;
 }

@@ -103,9 +103,10 @@ describe('a guest agent that never answers, and resource bombs (real sandboxes)'
     assert.ok(tick.ms < 4 * DEADLINE_MS + 5000, `the pass ended within the per-sandbox timeout (${tick.ms} ms)`);
     assert.equal(node.manager.snapshotRecords(neighbour).length, before + 1, 'the neighbour got its policy snapshot');
 
-    // A lifecycle operation holding the lock while it waits on the agent, and then on a dump CRIU cannot finish
-    // (a stopped task in a frozen cgroup), ends by its deadlines (guest: 2 s; dump: 60 s here, the node's
-    // minimum); a delete queued behind it then runs. Ahead of both in the lock: the pass's own snapshot, still going.
+    // A lifecycle operation holding the lock while it waits on the agent (the dumpable switch before the dump)
+    // ends by its deadline (guest: 2 s) with TIMEOUT; a delete queued behind it then runs. Ahead of both in the
+    // lock: the pass's own snapshot, still going. (A stopped task no longer wedges the dump itself: see
+    // snapshot.int.test.ts; the dump's own deadline, 60 s here, bounds whatever else could.)
     const snap = timed(node.manager.snapshot(id));
     const del = await timed(node.manager.delete(id));
     assert.equal(del.error, undefined, String(del.error));

@@ -85,11 +85,24 @@ export function criuActionPath(config: ForkdConfig): string {
  * swaps it under a running dump.
  */
 async function installCriuAction(config: ForkdConfig): Promise<void> {
-  const action = criuActionPath(config);
-  await mkdir(dirname(action), { recursive: true });
-  await copyFile(join(REPO_ROOT, 'packages/host-tools/build/forkd-criu-action'), `${action}.tmp`);
-  await chmod(`${action}.tmp`, 0o755);
-  await rename(`${action}.tmp`, action);
+  for (const [from, to] of [
+    ['forkd-criu-action', criuActionPath(config)],
+    ['libforkd-uffd.so', uffdPreloadPath(config)],
+  ] as const) {
+    await mkdir(dirname(to), { recursive: true });
+    await copyFile(join(REPO_ROOT, 'packages/host-tools/build', from), `${to}.tmp`);
+    await chmod(`${to}.tmp`, 0o755);
+    await rename(`${to}.tmp`, to);
+  }
+}
+
+/**
+ * Preloaded into criu when the runtime sets FORKD_UFFD_SOCK: it lets lazy
+ * restores into a user namespace get their userfaultfd from /dev/userfaultfd
+ * (see packages/host-tools/src/uffd-broker and uffd-preload).
+ */
+export function uffdPreloadPath(config: ForkdConfig): string {
+  return join(config.cacheDir, 'bin', 'libforkd-uffd.so');
 }
 
 /** The Debian suite CRIU comes from; its loader and libraries stay in their own root. */
@@ -138,13 +151,14 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
       timeoutMs: 1_800_000,
       umask: ROOTFS_UMASK,
       onStdout: (l) => detail(l.trim().split('\n').pop() ?? ''),
-    });
+    }).finally(() => releaseMounts(tmp));
     await exec('chroot', [tmp, 'apt-get', 'clean'], { umask: ROOTFS_UMASK });
     await rm(root, { recursive: true, force: true });
     await rename(tmp, root);
   }
   const lib = `${root}/lib/x86_64-linux-gnu:${root}/usr/lib/x86_64-linux-gnu`;
-  const body = `#!/bin/sh\nHOME=${home} exec ${root}/lib64/ld-linux-x86-64.so.2 --library-path ${lib} ${root}/usr/sbin/criu "$@"\n`;
+  const preload = `\${FORKD_UFFD_SOCK:+--preload ${uffdPreloadPath(config)}}`;
+  const body = `#!/bin/sh\nHOME=${home} exec ${root}/lib64/ld-linux-x86-64.so.2 ${preload} --library-path ${lib} ${root}/usr/sbin/criu "$@"\n`;
   if ((await readFile(wrapper, 'utf8').catch(() => '')) !== body) {
     await writeFile(`${wrapper}.tmp`, body, { mode: 0o755 });
     await rename(`${wrapper}.tmp`, wrapper);
@@ -154,6 +168,21 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
   // An older private root (Debian 13's criu 4.1) is no longer used.
   await rm(join(config.cacheDir, 'criu-root'), { recursive: true, force: true });
   return `criu ${got!.join('.')}`;
+}
+
+/**
+ * debootstrap mounts /proc and /sys inside its target and leaves them there
+ * when it fails or their unmount is refused as busy: a later copy of the
+ * root would then walk the host's /proc (kcore and all).
+ */
+async function releaseMounts(dir: string): Promise<void> {
+  const info = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
+  const under = info
+    .split('\n')
+    .map((l) => l.split(' ')[4] ?? '')
+    .filter((m) => m.startsWith(`${dir}/`))
+    .sort((a, b) => b.length - a.length);
+  for (const m of under) await exec('umount', ['--lazy', m], { allowFailure: true });
 }
 
 /** Builds the guest agent and the host tools when their sources are newer than the binaries. */
@@ -188,7 +217,7 @@ async function ensureBaseRootfs(config: ForkdConfig, host: HostInfo, detail: (d:
     timeoutMs: 1_800_000,
     umask: ROOTFS_UMASK,
     onStdout: (l) => detail(l.trim().split('\n').pop() ?? ''),
-  });
+  }).finally(() => releaseMounts(tmp));
   await exec('chroot', [tmp, 'useradd', '--create-home', '--shell', '/bin/bash', '--uid', '1000', 'user'], { umask: ROOTFS_UMASK });
   await exec('chroot', [tmp, 'apt-get', 'clean'], { umask: ROOTFS_UMASK });
   await rm(join(tmp, 'var/lib/apt/lists'), { recursive: true, force: true });

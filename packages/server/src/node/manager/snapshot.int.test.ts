@@ -1,4 +1,5 @@
-import { readFile, statfs } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readdir, readFile, statfs } from 'node:fs/promises';
 import { exec } from '../../shared/exec.js';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -144,12 +145,38 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
     await waitFor(async () => (await run(node.manager, id, ['test', '-e', '/tmp/h1'])).exitCode === 0, 20_000, 'hog ready');
     const snap = await node.manager.snapshot(id);
     const [f] = await node.manager.fork(snap.id);
+    // In a user namespace too: the restoring tasks got their userfaultfd through forkd-uffd-broker, which is gone now.
+    assert.match((await run(node.manager, f!.id, ['cat', '/proc/self/uid_map'])).stdout, /^\s*0\s+[1-9]\d*\s+65536\s*$/);
+    if (existsSync('/dev/userfaultfd')) assert.ok(existsSync(join(node.config.stateDir, 'bundles', f!.id, 'criu', 'lazy-pages.log')), 'the fork was restored lazily');
+    assert.deepEqual((await readdir(join(node.manager.snapshotDir(snap.id), 'memory'))).filter((n) => n.startsWith('.uffd-')), [], 'no broker socket left');
+    assert.equal((await exec('pgrep', ['-f', `forkd-uffd-broker ${node.config.runDir}`], { allowFailure: true })).stdout, '', 'no broker left');
+    const held = await run(node.manager, f!.id, ['sh', '-c', 'ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c userfaultfd']);
+    assert.equal(held.stdout.trim(), '0', 'no userfaultfd or its device is left in the sandbox');
     await node.manager.deleteSnapshot(snap.id);
     await node.manager.delete(id);
     await run(node.manager, f!.id, ['rm', '-f', '/tmp/h1']);
     await waitFor(async () => (await run(node.manager, f!.id, ['test', '-e', '/tmp/h1'])).exitCode === 0, 10_000, 'a fresh hash from the fork');
     assert.equal((await run(node.manager, f!.id, ['cat', '/tmp/h1'])).stdout, (await run(node.manager, f!.id, ['cat', '/tmp/h0'])).stdout, 'memory intact');
     await node.manager.delete(f!.id);
+  });
+
+  test('a stopped job (Ctrl-Z, kill -STOP) does not hold snapshots; it stays stopped in the sandbox and its fork', async () => {
+    const id = (await node.manager.create({})).id;
+    await run(node.manager, id, ['sh', '-c', 'nohup sleep 1000 >/dev/null 2>&1 & echo $! > /tmp/job; kill -STOP $!']);
+    const state = async (sb: string) => (await run(node.manager, sb, ['sh', '-c', 'cut -d" " -f3 /proc/$(cat /tmp/job)/stat'])).stdout.trim();
+    await waitFor(async () => (await state(id)) === 'T', 5000, 'the job to stop');
+    const t0 = Date.now();
+    const snap = await node.manager.snapshot(id);
+    // It used to hang in CRIU's ptrace attach until the 120 s checkpoint deadline, with the sandbox frozen.
+    assert.ok(Date.now() - t0 < 30_000, `snapshot took ${Date.now() - t0} ms`);
+    assert.equal(await state(id), 'T', 'still stopped in the sandbox');
+    const [f] = await node.manager.fork(snap.id);
+    assert.equal(await state(f!.id), 'T', 'stopped in the fork');
+    await run(node.manager, f!.id, ['sh', '-c', 'kill -CONT $(cat /tmp/job)']);
+    await waitFor(async () => (await state(f!.id)) === 'S', 5000, 'the job to go on in the fork');
+    assert.equal(await state(id), 'T', 'the original is untouched');
+    await node.manager.delete(f!.id);
+    await node.manager.delete(id);
   });
 
   test('10-way fork of one snapshot, all running at once', async () => {

@@ -5,6 +5,7 @@ import { REPO_ROOT } from '../../shared/config.js';
 import type { Network, PortConnection } from './network.js';
 
 const NETNS_CONNECT = join(REPO_ROOT, 'packages/host-tools/build/forkd-netns-connect');
+const NETNS_ADOPT = join(REPO_ROOT, 'packages/host-tools/build/forkd-netns-adopt');
 
 const NSFS_MAGIC = 0x6e736673;
 
@@ -39,8 +40,7 @@ export class NetnsNetwork implements Network {
     if (await isNamespace(p)) await exec('umount', [p], { allowFailure: true });
     await mkdir(this.#dir, { recursive: true });
     await writeFile(p, '');
-    await exec('mount', ['--bind', `/proc/${pid}/ns/net`, p]);
-    await exec('nsenter', [`--net=${p}`, 'ip', 'link', 'set', 'lo', 'up']);
+    await exec(NETNS_ADOPT, [String(pid), p, '--lo-up']);
     return p;
   }
 

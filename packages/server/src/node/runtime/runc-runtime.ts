@@ -27,6 +27,14 @@ export interface RuncOptions {
    * daemon per restore, which exits when everything is in.
    */
   lazyRestore?: boolean;
+  /**
+   * libforkd-uffd.so, which criu's wrapper preloads when FORKD_UFFD_SOCK is
+   * set, and forkd-uffd-broker, which answers it: how a lazy restore into a
+   * user namespace gets its userfaultfd without vm.unprivileged_userfaultfd
+   * (see host-tools/src/uffd-broker).
+   */
+  uffdPreload?: string;
+  uffdBroker?: string;
   runc?: string;
   /** Owner of each sandbox's network namespace. */
   network: Network;
@@ -38,6 +46,9 @@ export interface RuncOptions {
   checkpointDeadlineMs?: number;
 }
 
+/** sizeof(sockaddr_un.sun_path), with room for its NUL. */
+const UNIX_PATH_MAX = 108;
+
 /** Default deadline of a dump: far above what a large sandbox's takes here, far below for ever. */
 export const CHECKPOINT_DEADLINE_MS = 120_000;
 
@@ -47,8 +58,9 @@ export class RuncRuntime implements Runtime {
   readonly #swap = swapAccounting();
 
   constructor(opts: RuncOptions) {
-    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', lazyRestore: false, checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
+    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', lazyRestore: false, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
     // runc ≥ 1.2 ignores --criu and runs the `criu` on its PATH: forkd's own comes first.
+    this.#uffdBroker = [this.#o.uffdPreload, this.#o.uffdBroker, '/dev/userfaultfd'].every((p) => p !== '' && existsSync(p));
     this.#env = { ...process.env, PATH: `${dirname(this.#o.criu)}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
   }
 
@@ -57,7 +69,8 @@ export class RuncRuntime implements Runtime {
    * A lazy restore has the restored tasks open a userfaultfd, which inside a
    * user namespace the kernel allows only with vm.unprivileged_userfaultfd=1.
    * forkd does not set it (it would let every host user open one, a known
-   * exploit primitive): sandboxes with a user namespace restore eagerly then.
+   * exploit primitive): the broker preloaded into criu hands those tasks
+   * /dev/userfaultfd instead. With neither, such sandboxes restore eagerly.
    */
   readonly #uffdInUserns = (() => {
     try {
@@ -66,6 +79,15 @@ export class RuncRuntime implements Runtime {
       return false;
     }
   })();
+
+  readonly #uffdBroker: boolean;
+
+  /** Where the broker listens for one restore, or undefined when that restore must be eager (see #uffdBroker). */
+  #brokerSocket(id: string, imagesDir: string): string | undefined {
+    // In the images directory: the restoring tasks reach it through CRIU's descriptor of that directory.
+    const sock = join(imagesDir, `.uffd-${id}.sock`);
+    return this.#uffdBroker && Buffer.byteLength(sock) < UNIX_PATH_MAX ? sock : undefined;
+  }
 
   /** Read once: the daemon's hard limits do not change while it runs. */
   readonly #rlimits = sandboxRlimits(readHostLimits());
@@ -79,12 +101,12 @@ export class RuncRuntime implements Runtime {
    * go there and no stdio of ours is passed: a detached container's init
    * inherits runc's stdio.
    */
-  #runc(args: string[], logFile?: string) {
+  #runc(args: string[], logFile?: string, env?: NodeJS.ProcessEnv) {
     const base = ['--root', this.#o.stateRoot];
     if (logFile) base.push('--log', logFile, '--log-format', 'json');
     // 022: the cgroup directories runc makes must be readable by the sandbox's root (a user namespace's is not
     // host root): tools size themselves from their limits there. runc's own state is in a private directory.
-    return exec(this.#o.runc, [...base, ...args], { allowFailure: true, env: this.#env, umask: 0o022, stdio: logFile ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'] });
+    return exec(this.#o.runc, [...base, ...args], { allowFailure: true, env: env ? { ...this.#env, ...env } : this.#env, umask: 0o022, stdio: logFile ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'] });
   }
 
   async #writeBundle(id: string, spec: RuntimeSpec, netns: string | undefined): Promise<string> {
@@ -199,10 +221,12 @@ export class RuncRuntime implements Runtime {
     // Root's own file, made anew (never through something already there): the action script refuses any other.
     await writeFile(hook, [f.file, f.freeze, f.checkFile, f.frozenPattern, ...(o.whileFrozen ?? [])].join('\n') + '\n', { mode: 0o600, flag: 'wx' });
     const t0 = performance.now();
-    // A task stopped by SIGSTOP (a tenant's `kill -STOP`, or the host's) in a frozen cgroup wedges CRIU: its
-    // ptrace attach waits for the stopped task to trap, which a frozen task never does, and the dump, its
-    // freeze and the sandbox's lifecycle lock are held for ever. Past the deadline the cgroup is thawed (the
-    // attach then goes on) and the dump, whatever it became, is given up with TIMEOUT.
+    // A task stopped by SIGSTOP (a tenant's `kill -STOP`, a shell's Ctrl-Z) in a frozen cgroup wedges CRIU: its
+    // ptrace attach waits for the stopped task to trap, which a frozen task never does. The action script
+    // turns each into a frozen task with SIGSTOP pending, which CRIU attaches to and dumps as stopped; but
+    // a task stopped just after the freeze, or anything else that hangs CRIU, would hold the dump, its freeze
+    // and the sandbox's lifecycle lock for ever: past the deadline the cgroup is thawed (a stuck attach then
+    // goes on) and the dump, whatever it became, is given up with TIMEOUT.
     const deadlineMs = this.#o.checkpointDeadlineMs;
     let expired = false;
     const watchdog = setTimeout(() => {
@@ -258,17 +282,29 @@ export class RuncRuntime implements Runtime {
     const pidFile = join(bundle, 'init.pid');
     const args = ['restore', '--detach', '--image-path', imagesDir, '--work-path', workDir, '--tcp-established', '--file-locks', '--pid-file', pidFile, '--bundle', bundle, id];
     let lazyPid = 0;
-    if (this.#o.lazyRestore && (!spec.idmap || this.#uffdInUserns)) {
+    let brokerPid = 0;
+    const broker = spec.idmap && !this.#uffdInUserns ? this.#brokerSocket(id, imagesDir) : undefined;
+    if (this.#o.lazyRestore && (!spec.idmap || this.#uffdInUserns || broker)) {
       const sock = join(workDir, 'lazy-pages.socket');
       await rm(sock, { force: true });
-      let exited!: () => void;
-      const gone = new Promise<void>((r) => (exited = r));
-      lazyPid = spawnDaemon(this.#o.criu, ['lazy-pages', '--images-dir', imagesDir, '--work-dir', workDir, '-o', 'lazy-pages.log'], process.env, () => exited());
-      // Its socket appears in ~10 ms; a daemon that died or never listens means an eager restore.
-      if (await waitForPath(sock, LAZY_PAGES_START_MS, gone)) args.splice(1, 0, '--lazy-pages');
-      else killQuietly(lazyPid);
+      const lazy = listeningDaemon(sock, this.#o.criu, ['lazy-pages', '--images-dir', imagesDir, '--work-dir', workDir, '-o', 'lazy-pages.log']);
+      lazyPid = lazy.pid;
+      const brokered = broker ? listeningDaemon(broker, this.#o.uffdBroker, [broker, String(spec.idmap!.hostId)]) : undefined;
+      brokerPid = brokered?.pid ?? 0;
+      // Their sockets appear in ~10 ms; one that died or never listens means an eager restore.
+      if ((await lazy.listening) && (await (brokered?.listening ?? true))) args.splice(1, 0, '--lazy-pages');
+      else {
+        killQuietly(lazyPid);
+        if (brokerPid) killQuietly(brokerPid);
+        brokerPid = 0;
+      }
     }
-    const r = await this.#runc(args);
+    const viaBroker = brokerPid ? { FORKD_UFFD_SOCK: broker, FORKD_UFFD_UID: String(spec.idmap!.hostId) } : undefined;
+    const r = await this.#runc(args, undefined, viaBroker).finally(async () => {
+      if (!brokerPid) return;
+      killQuietly(brokerPid);
+      await rm(broker!, { force: true });
+    });
     if (r.code !== 0) {
       if (lazyPid) killQuietly(lazyPid);
       const log = await readFile(join(workDir, 'restore.log'), 'utf8').catch(() => '');
@@ -367,6 +403,17 @@ function lastRuncError(log: string): string {
     }
   }
   return (lines[0] ?? 'unknown error').slice(0, 500);
+}
+
+/**
+ * A helper daemon that listens on `sock` once ready: `listening` says whether
+ * it did within LAZY_PAGES_START_MS (false at once if it exits first).
+ */
+function listeningDaemon(sock: string, file: string, args: string[]): { pid: number; listening: Promise<boolean> } {
+  let exited!: () => void;
+  const gone = new Promise<void>((r) => (exited = r));
+  const pid = spawnDaemon(file, args, process.env, () => exited());
+  return { pid, listening: waitForPath(sock, LAZY_PAGES_START_MS, gone) };
 }
 
 /** The lazy-pages daemon exits by itself once the restore fails; it may already be gone. */
