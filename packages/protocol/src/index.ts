@@ -6,3 +6,4 @@ export * from './exec.js';
 export * from './files.js';
 export * from './snapshot.js';
 export * from './auth.js';
+export * from './tenant-limits.js';

@@ -5,11 +5,15 @@ import { TEMPLATE_NAME_PATTERN } from './ids.js';
 const MemoryMb = z.number().int().min(32).max(262144);
 const Cpus = z.number().min(0.05).max(256);
 const Pids = z.number().int().min(16).max(65536);
+/** Disk quota in MiB: what the sandbox's files may hold beyond its template's (1 MiB to 16 TiB). */
+export const DiskMb = z.number().int().min(1).max(16 * 1024 * 1024);
 
 export const Limits = z.object({
   memoryMb: MemoryMb.default(512),
   cpus: Cpus.default(1),
   pids: Pids.default(1024),
+  /** Absent only in records of older versions; the node fills in its default (FORKD_DEFAULT_DISK_MB). */
+  diskMb: DiskMb.optional(),
 });
 export type Limits = z.infer<typeof Limits>;
 
@@ -26,6 +30,8 @@ export const CreateSandboxRequest = z.strictObject({
   memoryMb: MemoryMb.optional(),
   cpus: Cpus.optional(),
   pids: Pids.optional(),
+  /** Disk quota (MiB) over the template; default: the server's (FORKD_DEFAULT_DISK_MB, 10240). */
+  diskMb: DiskMb.optional(),
   env: EnvMap.optional(),
   metadata: z.record(z.string().max(128), z.string().max(1024)).optional(),
   /** Rolling timeline: a snapshot this often while active (0 = none). Default: the server's (300). */
@@ -130,5 +136,9 @@ export const SandboxMetrics = z.object({
   diskBytes: z.number(),
   /** Of those, bytes no other volume shares (template, snapshots): roughly what it wrote since its latest snapshot. */
   diskWrittenBytes: z.number(),
+  /** What counts against the disk quota: bytes its files hold beyond its template's (Btrfs qgroup; absent when quotas are off). */
+  diskQuotaUsedBytes: z.number().optional(),
+  /** The disk quota (limits.diskMb) in bytes. */
+  diskQuotaBytes: z.number().optional(),
 });
 export type SandboxMetrics = z.infer<typeof SandboxMetrics>;

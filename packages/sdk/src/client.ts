@@ -4,6 +4,7 @@ import { Snapshots } from './snapshots.js';
 import { Templates } from './templates.js';
 import { Keys } from './keys.js';
 import { Audit } from './audit.js';
+import { Tenants } from './tenants.js';
 import type { WebSocketConstructor } from './websocket.js';
 
 export interface ForkdClientOptions {
@@ -31,6 +32,7 @@ export class ForkdClient {
   readonly templates: Templates;
   readonly keys: Keys;
   readonly audit: Audit;
+  readonly tenants: Tenants;
   readonly #http: HttpTransport;
 
   constructor(opts: ForkdClientOptions = {}) {
@@ -41,6 +43,7 @@ export class ForkdClient {
     this.snapshots = new Snapshots(this.#http, opts.WebSocket);
     this.keys = new Keys(this.#http);
     this.audit = new Audit(this.#http);
+    this.tenants = new Tenants(this.#http);
   }
 
   health(): Promise<{ ok: boolean }> {

@@ -18,6 +18,9 @@ test('create', () => {
     json: true,
   });
   assert.throws(() => parseCreateArgs(['--memory', 'lots']), UsageError);
+  assert.deepEqual(parseCreateArgs(['--disk', '2048']), { request: { diskMb: 2048 }, json: false });
+  assert.throws(() => parseCreateArgs(['--disk', '0']), UsageError);
+  assert.throws(() => parseCreateArgs(['--disk', '1.5']), UsageError);
   assert.throws(() => parseCreateArgs(['extra']), UsageError);
 });
 

@@ -14,6 +14,7 @@ Options:
   -m, --memory MB       memory limit in MiB (default 512)
       --cpus N          CPU limit, fractions allowed (default 1)
       --pids N          process limit (default 1024)
+      --disk MB         disk quota in MiB: what its files may hold beyond the template's (default: the server's, 10240)
   -e, --env K=V         environment of every process in it (repeatable)
       --metadata K=V    a label kept with the sandbox (repeatable; forkd ls --metadata filters)
       --timeout S       lifetime: time out S seconds after creation (default: none)
@@ -35,6 +36,7 @@ export function parseCreateArgs(argv: string[]): CreateArgs {
       memory: { type: 'string', short: 'm' },
       cpus: { type: 'string' },
       pids: { type: 'string' },
+      disk: { type: 'string' },
       env: { type: 'string', short: 'e', multiple: true },
       metadata: { type: 'string', multiple: true },
       timeout: { type: 'string' },
@@ -51,6 +53,8 @@ export function parseCreateArgs(argv: string[]): CreateArgs {
   if (cpus !== undefined) request.cpus = cpus;
   const pids = parsePositiveInt('--pids', values.pids);
   if (pids !== undefined) request.pids = pids;
+  const diskMb = parsePositiveInt('--disk', values.disk);
+  if (diskMb !== undefined) request.diskMb = diskMb;
   const env = parseEnvPairs(values.env);
   if (env) request.env = env;
   const metadata = parseLabelPairs('--metadata', values.metadata);

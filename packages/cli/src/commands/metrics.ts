@@ -31,6 +31,7 @@ export const metricsCommand: CliCommand = {
         `processes  ${m.pids}`,
         `oom kills  ${m.oomKills}`,
         `disk       ${formatBytes(m.diskBytes)} (${formatBytes(m.diskWrittenBytes)} not shared with its template or snapshots)`,
+        ...(m.diskQuotaBytes !== undefined ? [`disk quota ${formatBytes(m.diskQuotaUsedBytes ?? 0)} / ${formatBytes(m.diskQuotaBytes)} (beyond its template)`] : []),
       ].join('\n') + '\n',
     );
     return 0;

@@ -2,6 +2,7 @@ import type { CliCommand } from '../command.js';
 import { attachCommand } from './attach.js';
 import { auditCommand } from './audit.js';
 import { keysCommand } from './keys.js';
+import { tenantsCommand } from './tenants.js';
 import { logsCommand } from './logs.js';
 import { cpCommand } from './cp.js';
 import { createCommand } from './create.js';
@@ -49,6 +50,7 @@ export const COMMANDS: readonly CliCommand[] = [
   templateCommand,
   templatesCommand,
   keysCommand,
+  tenantsCommand,
   auditCommand,
 ];
 

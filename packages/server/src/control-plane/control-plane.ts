@@ -5,10 +5,13 @@ import type { ControlStore } from '../store/control-store.js';
 import { SqliteControlStore } from '../store/sqlite-control-store.js';
 import { ApiKeys } from './auth/api-keys.js';
 import { startAuditRetention } from './audit-retention.js';
+import { TenantQuotas } from './quota/tenant-quotas.js';
 
 export interface ControlPlane {
   store: ControlStore;
   keys: ApiKeys;
+  /** Per-tenant limits and the capacity operations in flight reserved (one instance: reservations are shared by every request). */
+  quotas: TenantQuotas;
   close(): void;
 }
 
@@ -26,6 +29,7 @@ export async function openControlPlane(config: ForkdConfig, logger?: Logger): Pr
   return {
     store,
     keys,
+    quotas: new TenantQuotas(store, config.tenantLimits, config.defaultDiskMb),
     close: () => {
       stopRetention();
       store.close();

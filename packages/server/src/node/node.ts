@@ -10,8 +10,10 @@ import { RuncRuntime } from './runtime/runc-runtime.js';
 import { NetnsNetwork } from './network/netns-network.js';
 import { BtrfsStorage } from './storage/btrfs-storage.js';
 import { ensurePool } from './storage/btrfs-pool.js';
+import { btrfsQuotas, enableQuotas } from './storage/disk-quota.js';
+import { QuotaKeeper } from './storage/quota-keeper.js';
 import { TemplateRegistry } from './templates/template-registry.js';
-import { criuActionPath, criuPath } from '../setup/setup.js';
+import { criuActionPath, criuPath, uffdPreloadPath } from '../setup/setup.js';
 import { runcPath } from '../setup/private-runc.js';
 import { refreshCriuKdat } from '../setup/criu-kdat.js';
 import { lockNode, type NodeLock } from './node-lock.js';
@@ -25,6 +27,8 @@ export interface Node {
   runtime: RuncRuntime;
   templates: TemplateRegistry;
   manager: SandboxManager;
+  /** Rescans qgroups the kernel left inconsistent (see quota-keeper.ts). */
+  quotaKeeper: QuotaKeeper;
   close(): Promise<void>;
 }
 
@@ -48,6 +52,10 @@ export async function openNode(config: ForkdConfig, logger: Logger, opts: { onEv
 async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?: NodeEventSink }, lock: NodeLock): Promise<Node> {
   await tightenPrivateState({ stateDir: config.stateDir, runDir: config.runDir, cacheDir: config.cacheDir, poolMountPoint: config.pool.mountPoint });
   await ensurePool(config.pool, (m) => logger.info(m));
+  const quotas = await enableQuotas(config.pool.mountPoint);
+  if (quotas.enabled || quotas.rescanMs > 1000) logger.info('disk quotas (Btrfs qgroups) on', { newlyEnabled: quotas.enabled, rescanMs: Math.round(quotas.rescanMs) });
+  const quotaKeeper = new QuotaKeeper(config.pool.mountPoint, logger);
+  quotaKeeper.start();
   await openStagingDir(config.stagingDir, (m) => logger.warn(m));
   if (!(await refreshCriuKdat(criuPath(config), config.cacheDir))) logger.warn('criu kernel probe not cached: every checkpoint and restore will probe again');
   const store = new SqliteStore(join(config.stateDir, 'forkd.db'));
@@ -64,6 +72,8 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?:
     criu: criuPath(config),
     criuAction: criuActionPath(config),
     lazyRestore: config.lazyRestore,
+    uffdPreload: uffdPreloadPath(config),
+    uffdBroker: join(REPO_ROOT, 'packages/host-tools/build/forkd-uffd-broker'),
     // At least a few guest deadlines (a test's short deadline must not cut real dumps short).
     checkpointDeadlineMs: Math.max(60_000, 4 * config.guestDeadlineS * 1000),
   });
@@ -83,6 +93,17 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?:
     recoverOnStart: config.recoverOnStart,
     userns: config.userns,
     guestDeadlineMs: config.guestDeadlineS * 1000,
+    admission: {
+      overcommit: { memory: config.memoryOvercommit, cpus: config.cpuOvercommit },
+      maxima: { memoryMb: config.maxMemoryMb, cpus: config.maxCpus, pids: config.maxPids },
+    },
+    disk: {
+      pool: config.pool.mountPoint,
+      defaultDiskMb: config.defaultDiskMb,
+      free: { minFreeMb: config.poolMinFreeMb, minFreePct: config.poolMinFreePct },
+      overcommit: config.diskOvercommit,
+      quotas: btrfsQuotas(config.pool.mountPoint),
+    },
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
   });
   await manager.recover();
@@ -93,7 +114,9 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?:
     runtime,
     templates,
     manager,
+    quotaKeeper,
     async close() {
+      await quotaKeeper.stop();
       await manager.close();
       store.close();
       await lock.release();

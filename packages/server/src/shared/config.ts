@@ -1,4 +1,5 @@
 import { join, resolve } from 'node:path';
+import type { EffectiveTenantLimits } from '@forkd/protocol';
 import { fileURLToPath } from 'node:url';
 
 export interface ForkdConfig {
@@ -35,6 +36,24 @@ export interface ForkdConfig {
   proxyDomain?: string | undefined;
   /** Audit records older than this many days are deleted (0: kept for ever). */
   auditRetentionDays: number;
+  /** Every tenant's limits unless an admin key set its own (FORKD_TENANT_MAX_*; unset: none). */
+  tenantLimits: EffectiveTenantLimits;
+  /** The largest memory, CPUs and pids one sandbox may ask for (FORKD_MAX_*; unset: from the host, see sandbox-maxima.ts). */
+  maxMemoryMb?: number | undefined;
+  maxCpus?: number | undefined;
+  maxPids?: number | undefined;
+  /** Memory limits of running sandboxes may add up to this many times the host's memory (FORKD_MEMORY_OVERCOMMIT, default 4). */
+  memoryOvercommit: number;
+  /** CPUs of running sandboxes may add up to this many times the host's (FORKD_CPU_OVERCOMMIT; 0, the default: not checked). */
+  cpuOvercommit: number;
+  /** Disk quota of a sandbox that asks for none (FORKD_DEFAULT_DISK_MB, default 10240). */
+  defaultDiskMb: number;
+  /** Creates, forks and snapshots are refused while the pool has less free than this (FORKD_POOL_MIN_FREE_MB, default 2048)… */
+  poolMinFreeMb: number;
+  /** …or than this share of its size (FORKD_POOL_MIN_FREE_PCT, default 5; 0: only the MB floor). */
+  poolMinFreePct: number;
+  /** Disk quotas of all sandboxes may add up to this many times the pool's size (FORKD_DISK_OVERCOMMIT, default 8; 0: not checked). */
+  diskOvercommit: number;
 }
 
 /** The repository root (packages/server/dist/shared → ../../../..). */
@@ -44,6 +63,22 @@ function int(v: string | undefined, def: number, name: string): number {
   if (v === undefined || v === '') return def;
   const n = Number(v);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** A positive number (fractions allowed), or undefined when unset. */
+function positive(v: string | undefined, name: string): number | undefined {
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** A limit: unset is none (null); 0 allows nothing. */
+function limit(v: string | undefined, name: string): number | null {
+  if (v === undefined || v === '') return null;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a number ≥ 0, got ${JSON.stringify(v)}`);
   return n;
 }
 
@@ -81,6 +116,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     guestDeadlineS: int(env.FORKD_GUEST_DEADLINE_S, 30, 'FORKD_GUEST_DEADLINE_S'),
     proxyDomain: env.FORKD_PROXY_DOMAIN || undefined,
     auditRetentionDays: nonNegative(env.FORKD_AUDIT_RETENTION_DAYS, 30, 'FORKD_AUDIT_RETENTION_DAYS'),
+    tenantLimits: {
+      runningSandboxes: limit(env.FORKD_TENANT_MAX_SANDBOXES, 'FORKD_TENANT_MAX_SANDBOXES'),
+      memoryMb: limit(env.FORKD_TENANT_MAX_MEMORY_MB, 'FORKD_TENANT_MAX_MEMORY_MB'),
+      cpus: limit(env.FORKD_TENANT_MAX_CPUS, 'FORKD_TENANT_MAX_CPUS'),
+      snapshots: limit(env.FORKD_TENANT_MAX_SNAPSHOTS, 'FORKD_TENANT_MAX_SNAPSHOTS'),
+      diskMb: limit(env.FORKD_TENANT_MAX_DISK_MB, 'FORKD_TENANT_MAX_DISK_MB'),
+    },
+    maxMemoryMb: positive(env.FORKD_MAX_MEMORY_MB, 'FORKD_MAX_MEMORY_MB'),
+    maxCpus: positive(env.FORKD_MAX_CPUS, 'FORKD_MAX_CPUS'),
+    maxPids: positive(env.FORKD_MAX_PIDS, 'FORKD_MAX_PIDS'),
+    memoryOvercommit: positive(env.FORKD_MEMORY_OVERCOMMIT, 'FORKD_MEMORY_OVERCOMMIT') ?? 4,
+    cpuOvercommit: env.FORKD_CPU_OVERCOMMIT === '0' ? 0 : (positive(env.FORKD_CPU_OVERCOMMIT, 'FORKD_CPU_OVERCOMMIT') ?? 0),
+    defaultDiskMb: int(env.FORKD_DEFAULT_DISK_MB, 10240, 'FORKD_DEFAULT_DISK_MB'),
+    poolMinFreeMb: nonNegative(env.FORKD_POOL_MIN_FREE_MB, 2048, 'FORKD_POOL_MIN_FREE_MB'),
+    poolMinFreePct: limit(env.FORKD_POOL_MIN_FREE_PCT, 'FORKD_POOL_MIN_FREE_PCT') ?? 5,
+    diskOvercommit: env.FORKD_DISK_OVERCOMMIT === '0' ? 0 : (positive(env.FORKD_DISK_OVERCOMMIT, 'FORKD_DISK_OVERCOMMIT') ?? 8),
     ...overrides,
   };
 }

@@ -1,4 +1,4 @@
-import type { AuditQuery, AuditRecord } from '@forkd/protocol';
+import type { AuditQuery, AuditRecord, TenantLimits } from '@forkd/protocol';
 
 export interface KeyRecord {
   id: string;
@@ -36,6 +36,10 @@ export interface ControlStore {
    */
   setTokenHash(id: string, hash: string): void;
   tokenHash(id: string): string | undefined;
+  /** A tenant's limit overrides (absent: the server's defaults apply). */
+  tenantLimits(tenant: string): TenantLimits | undefined;
+  /** Replaces a tenant's overrides; `{}` removes them. */
+  setTenantLimits(tenant: string, limits: TenantLimits): void;
   appendAudit(rec: Omit<AuditRecord, 'id'>): void;
   /** Deletes audit records older than `before` (ISO time); returns how many. */
   pruneAudit(before: string): number;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import type { AuditQuery, AuditRecord } from '@forkd/protocol';
+import type { AuditQuery, AuditRecord, TenantLimits } from '@forkd/protocol';
 import type { ControlStore, KeyRecord, OwnedKind } from './control-store.js';
 import { openSqlite } from './sqlite-open.js';
 
@@ -46,6 +46,12 @@ const MIGRATIONS = [
      hash TEXT NOT NULL
    );
    CREATE INDEX audit_by_at ON audit (at);`,
+  // JSON: the set of limits grows without a migration each time.
+  `CREATE TABLE tenant_limits (
+     tenant TEXT PRIMARY KEY,
+     limits TEXT NOT NULL,
+     updated_at TEXT NOT NULL
+   );`,
 ];
 
 interface KeyRow {
@@ -169,6 +175,16 @@ export class SqliteControlStore implements ControlStore {
 
   tokenHash(id: string): string | undefined {
     return (this.#db.prepare('SELECT hash FROM sandbox_token_hashes WHERE id = ?').get(id) as { hash: string } | undefined)?.hash;
+  }
+
+  tenantLimits(tenant: string): TenantLimits | undefined {
+    const r = this.#db.prepare('SELECT limits FROM tenant_limits WHERE tenant = ?').get(tenant) as { limits: string } | undefined;
+    return r && (JSON.parse(r.limits) as TenantLimits);
+  }
+
+  setTenantLimits(tenant: string, limits: TenantLimits): void {
+    if (Object.keys(limits).length === 0) this.#db.prepare('DELETE FROM tenant_limits WHERE tenant = ?').run(tenant);
+    else this.#db.prepare('INSERT OR REPLACE INTO tenant_limits (tenant, limits, updated_at) VALUES (?, ?, ?)').run(tenant, JSON.stringify(limits), new Date().toISOString());
   }
 
   pruneAudit(before: string): number {

@@ -36,6 +36,8 @@ export function testConfig(dir: string): { config: ForkdConfig; env: NodeJS.Proc
     FORKD_POOL_SIZE_GB: '16',
     FORKD_CGROUP_PARENT: `forkd-test-${randomBytes(4).toString('hex')}`,
     FORKD_WARM_POOL: '0',
+    // A 16 GiB pool: the default 8× would admit only 12 sandboxes at the default 10 GiB quota (the scale test makes 50).
+    FORKD_DISK_OVERCOMMIT: '64',
   };
   return { config: loadConfig(env), env };
 }

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { ERROR_CODES, ForkdError, type SandboxInfo } from '@forkd/protocol';
 import { silentLogger } from '../../shared/logger.js';
 import { ApiKeys } from '../auth/api-keys.js';
+import { TenantQuotas } from '../quota/tenant-quotas.js';
 import { AuthThrottle } from '../auth/auth-throttle.js';
 import { SqliteControlStore } from '../../store/sqlite-control-store.js';
 import { createApp } from './app.js';
@@ -127,7 +128,7 @@ function fakeService(): SandboxService & { created: unknown[]; probe: (id: strin
 /** An app over the fake service with a fresh control plane; `call` uses the admin key of tenant `default`. */
 function testApp(svc: SandboxService = fakeService(), throttle = new AuthThrottle({ burst: 10_000 })) {
   const store = new SqliteControlStore(':memory:');
-  const control = { store, keys: new ApiKeys(store, throttle), close: () => store.close() };
+  const control = { store, keys: new ApiKeys(store, throttle), quotas: new TenantQuotas(store), close: () => store.close() };
   const app = createApp({ svc, control, logger: silentLogger });
   const admin = control.keys.create({ format: 'forkd', admin: true }, undefined).key;
   const call = async (method: string, path: string, body?: string, key: string | null = admin) => {
@@ -496,7 +497,7 @@ test('proxy tokens: shown once at creation, stored as SHA-256 only; the proxy ac
     old.prepare('INSERT INTO sandbox_tokens (id, token) VALUES (?, ?)').run('sbx-oldoldoldold', 'plain-old-token-1234567890');
     old.close();
     store = new SqliteControlStore(file);
-    const control = { store, keys: new ApiKeys(store), close: () => store.close() };
+    const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
     const app = createApp({ svc: fakeService(), control, logger: silentLogger });
     const admin = control.keys.create({ format: 'forkd', admin: true }, undefined).key;
     const h = { authorization: `Bearer ${admin}`, 'content-type': 'application/json' };
@@ -512,7 +513,7 @@ test('proxy tokens: shown once at creation, stored as SHA-256 only; the proxy ac
     assert.equal(bytes.includes(s.proxyToken!), false);
     assert.equal(bytes.includes('plain-old-token-1234567890'), false);
     store = new SqliteControlStore(file);
-    const c2 = { store, keys: new ApiKeys(store), close: () => store.close() };
+    const c2 = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
     assert.equal(store.tokenHash(s.id), createHash('sha256').update(s.proxyToken!).digest('hex'));
     const target = (id: string) => ({ id, port: 8000, path: '/' });
     const tok = (t: string) => (n: string) => (n === 'x-forkd-token' ? t : undefined);

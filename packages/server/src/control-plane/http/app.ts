@@ -35,7 +35,8 @@ import { presentedKey, refuseKeyInQuery, type Principal } from '../auth/api-keys
 import { KeyedBuckets } from '../auth/keyed-buckets.js';
 import type { ControlPlane } from '../control-plane.js';
 import { mountAdminRoutes } from './admin-routes.js';
-import { TenantView } from './tenant-view.js';
+import { mountTenantRoutes } from './tenant-routes.js';
+import { callerView } from './caller-view.js';
 import { Metrics } from './metrics.js';
 import { proxyHttp, proxyTarget } from './port-proxy.js';
 import type { IncomingMessage } from 'node:http';
@@ -136,7 +137,7 @@ const v = (c: Context<AppEnv>): SandboxService => c.get('view');
 function auditRecord(c: Context<AppEnv>, who: Principal | undefined, code: string, status: number, t0: number): Omit<AuditRecord, 'id'> {
   const route = c.req.routePath && c.req.routePath !== '/v1/*' ? c.req.routePath : c.req.path.slice(0, 200);
   const sandboxId = c.get('sandbox') ?? /^\/v1\/sandboxes\/(sbx-[a-z0-9]{12})/.exec(c.req.path)?.[1];
-  const target = c.get('target') ?? c.req.query('path') ?? /^\/v1\/(?:snapshots|keys|templates)\/([^/]+)/.exec(c.req.path)?.[1];
+  const target = c.get('target') ?? c.req.query('path') ?? /^\/v1\/(?:snapshots|keys|templates|tenants)\/([^/]+)/.exec(c.req.path)?.[1];
   return {
     at: new Date().toISOString(),
     ...(who ? { keyId: who.keyId, tenant: who.tenant } : {}),
@@ -228,7 +229,7 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
       throw err;
     }
     c.set('who', who);
-    c.set('view', new TenantView(svc, control.store, who.tenant, who.admin));
+    c.set('view', callerView(svc, control, who));
     // Snapshot routes are filed under their sandbox (looked up first: a delete removes the record).
     const snap = /^\/v1\/snapshots\/(snap-[a-z0-9]{12})/.exec(c.req.path)?.[1];
     if (snap) {
@@ -253,6 +254,7 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
   });
 
   mountAdminRoutes(app, control);
+  mountTenantRoutes(app, control, svc);
 
   app.get('/v1/templates', (c) => c.json({ templates: v(c).templates() }));
   // Builds take minutes: progress lines stream as NDJSON, then `done` or `error`.

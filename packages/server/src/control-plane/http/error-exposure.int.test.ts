@@ -4,6 +4,7 @@ import { truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createLogger } from '../../shared/logger.js';
 import { ApiKeys } from '../auth/api-keys.js';
+import { TenantQuotas } from '../quota/tenant-quotas.js';
 import { SqliteControlStore } from '../../store/sqlite-control-store.js';
 import { createTestNode, isRoot, orphans, type TestNode } from '../../testing/test-node.js';
 import { createApp } from './app.js';
@@ -22,7 +23,7 @@ describe('errors as tenants and admins see them (real CRIU)', { skip: !isRoot &&
   before(async () => {
     node = await createTestNode();
     const store = new SqliteControlStore(':memory:');
-    const control = { store, keys: new ApiKeys(store), close: () => store.close() };
+    const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
     const app = createApp({ svc: node.manager, control, logger: createLogger('info', (l) => lines.push(l)) });
     admin = control.keys.create({ format: 'forkd', admin: true }, undefined).key;
     tenant = control.keys.create({ format: 'forkd', tenant: 'acme', admin: false }, undefined).key;

@@ -19,6 +19,8 @@ import {
   MoveRequest,
   PathQuery,
   PinRequest,
+  PutTenantLimitsRequest,
+  TenantLimitsInfo,
   ProcessInfo,
   RemoveQuery,
   RewindRequest,
@@ -98,6 +100,8 @@ export const OPERATIONS: readonly Operation[] = [
   { method: 'post', path: '/v1/keys', summary: 'Create an API key (admin keys only); the key is shown once', body: CreateKeyRequest, response: ok(CreatedKey, 201) },
   { method: 'get', path: '/v1/keys', summary: 'List API keys', response: ok(list('keys', KeyInfo)) },
   { method: 'delete', path: '/v1/keys/:id', summary: 'Revoke an API key', response: none },
+  { method: 'get', path: '/v1/tenants/:tenant/limits', summary: "A tenant's limits and what it uses (admin keys: any tenant; others: their own)", response: ok(TenantLimitsInfo) },
+  { method: 'put', path: '/v1/tenants/:tenant/limits', summary: "Replace a tenant's limit overrides (admin keys only): a number sets, null removes, absent means the server's default", body: PutTenantLimitsRequest, response: ok(TenantLimitsInfo) },
   { method: 'get', path: '/v1/audit', summary: 'The audit log, newest first', query: AuditQuery, response: ok(list('records', AuditRecord)) },
 ];
 

@@ -9,6 +9,7 @@ import type { ControlPlane } from '../control-plane.js';
 import { headerOf, refuseUpgrade } from './raw-http.js';
 import type { SandboxService } from './sandbox-service.js';
 import type { Logger } from '../../shared/logger.js';
+import { ownerView } from './caller-view.js';
 
 export interface ProxyTarget {
   id: string;
@@ -129,7 +130,7 @@ function badGateway(t: ProxyTarget, err: unknown): Response {
 /** One HTTP request through the proxy; the answer streams back as it comes. */
 export async function proxyHttp(svc: SandboxService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage): Promise<Response> {
   const { authWasKey } = authorizeProxy(control, t, (n) => headerOf(req, n), req.socket.remoteAddress);
-  const conn = await svc.connectPort(t.id, t.port);
+  const conn = await ownerView(svc, control, t.id).connectPort(t.id, t.port);
   const headers = forwardHeaders(req.rawHeaders, authWasKey, { 'x-forwarded-for': req.socket.remoteAddress ?? '', 'x-forwarded-host': req.headers.host ?? '' });
   return new Promise<Response>((resolve, reject) => {
     // No agent: createConnection is only used then. One connection per request.
@@ -159,7 +160,7 @@ export async function proxyUpgrade(svc: SandboxService, control: ControlPlane, t
   let authWasKey: boolean;
   try {
     ({ authWasKey } = authorizeProxy(control, t, (n) => headerOf(req, n), req.socket.remoteAddress));
-    conn = await svc.connectPort(t.id, t.port);
+    conn = await ownerView(svc, control, t.id).connectPort(t.id, t.port);
   } catch (err) {
     refuseUpgrade(socket, err, logger, req.url);
     return;

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { ForkdError, type SandboxInfo } from '@forkd/protocol';
 import { createLogger } from '../../shared/logger.js';
 import { ApiKeys } from '../auth/api-keys.js';
+import { TenantQuotas } from '../quota/tenant-quotas.js';
 import { SqliteControlStore } from '../../store/sqlite-control-store.js';
 import { createApp } from './app.js';
 import { publicError } from './public-error.js';
@@ -52,7 +53,7 @@ function failingService(): SandboxService {
 
 function setup() {
   const store = new SqliteControlStore(':memory:');
-  const control = { store, keys: new ApiKeys(store), close: () => store.close() };
+  const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
   const lines: string[] = [];
   const app = createApp({ svc: failingService(), control, logger: createLogger('debug', (l) => lines.push(l)) });
   const admin = control.keys.create({ format: 'forkd', admin: true }, undefined).key;

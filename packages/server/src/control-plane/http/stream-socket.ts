@@ -6,7 +6,7 @@ import { ForkdError, SpawnRequest, TAG_PATTERN, toForkdError } from '@forkd/prot
 import { presentedKey, type Principal } from '../auth/api-keys.js';
 import { signalNumber, spawnOptions, type AppDeps } from './app.js';
 import { headerOf, refuseUpgrade } from './raw-http.js';
-import { TenantView } from './tenant-view.js';
+import { callerView } from './caller-view.js';
 import { validate } from './validate.js';
 import { logRequestError, newRequestId, publicError } from './public-error.js';
 
@@ -57,7 +57,7 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
 
   function handle(ws: WebSocket, id: string, who: Principal) {
     const requestId = newRequestId();
-    const view = new TenantView(svc, control.store, who.tenant, who.admin);
+    const view = callerView(svc, control, who);
     // Messages that arrive while the process is still being started are kept, not lost.
     // Bounded by bytes, not count: 256 messages of 1 MiB each would be 256 MiB per socket.
     let onMessage: ((data: RawData, binary: boolean) => void) | undefined;

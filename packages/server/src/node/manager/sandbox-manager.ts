@@ -44,6 +44,10 @@ import { GUEST_DEADLINE_MS } from '../guest/guest-connection.js';
 import { RECOVERY_CONCURRENCY, sandboxTimeoutMs } from './sandbox-timeout.js';
 import type { NodeEventSink } from '../node-event.js';
 import { buildTemplate } from '../templates/template-builder.js';
+import { commitOf, NodeAdmission, type OvercommitPolicy } from './admission.js';
+import { readHostCapacity, type HostCapacity } from './host-capacity.js';
+import { checkMaxima, sandboxMaxima, type SandboxMaxima } from './sandbox-maxima.js';
+import { SandboxDisk, type SandboxDiskOptions } from './sandbox-disk.js';
 
 export interface ManagerDeps {
   store: Store;
@@ -69,6 +73,10 @@ export interface ManagerDeps {
   onEvent?: NodeEventSink;
   /** Deadline of every guest operation (default GUEST_DEADLINE_MS); the reconciler's and recovery's per-sandbox timeouts follow from it (see sandboxTimeoutMs). */
   guestDeadlineMs?: number;
+  /** Whether the host can take a sandbox (see admission.ts, sandbox-maxima.ts); default: this host, memory 4×, CPUs unchecked, maxima from the host. */
+  admission?: { host?: HostCapacity; overcommit?: OvercommitPolicy; maxima?: Partial<SandboxMaxima> };
+  /** Disk quotas, the pool's free-space watch and disk admission (see sandbox-disk.ts); default: none of them, 10 GiB recorded. */
+  disk?: SandboxDiskOptions;
 }
 
 export interface NodeStats {
@@ -149,9 +157,16 @@ export class SandboxManager {
   readonly #reservedIds = new Set<number>();
   /** Streams that lost their guest connection wait here for the sandbox to be reachable again. */
   readonly #reattach = new ReattachGate();
+  readonly #admission: NodeAdmission;
+  readonly #maxima: SandboxMaxima;
+  readonly #space: SandboxDisk;
 
   constructor(deps: ManagerDeps) {
     this.#d = deps;
+    this.#space = new SandboxDisk(deps.disk ?? { defaultDiskMb: 10240, free: { minFreeMb: 0, minFreePct: 0 }, overcommit: 0 }, deps.logger);
+    const host = deps.admission?.host ?? readHostCapacity();
+    this.#maxima = sandboxMaxima(host, deps.admission?.maxima);
+    this.#admission = new NodeAdmission(() => deps.store.listSandboxes(), host, deps.admission?.overcommit ?? { memory: 4, cpus: 0 });
     this.#reconciler = new Reconciler(this, sandboxTimeoutMs(this.#guestDeadline));
     this.#recovery = new Recovery({
       store: deps.store,
@@ -196,6 +211,11 @@ export class SandboxManager {
     return this.#d.logger;
   }
 
+  /** The largest sandbox this node makes (FORKD_MAX_*). */
+  get maxima(): SandboxMaxima {
+    return this.#maxima;
+  }
+
   /** Starts filling the warm pool (after recovery, so orphans are gone first). */
   startWarmPool(): void {
     this.#pool.fill();
@@ -237,6 +257,10 @@ export class SandboxManager {
     return this.#d.storage.path(this.#volumeOf(key));
   }
 
+  #templateRoot(template: string): string {
+    return this.#d.storage.path(this.#d.templates.volume(template));
+  }
+
   #record(id: string): SandboxRecord {
     const r = this.#d.store.getSandbox(id);
     if (!r) throw new ForkdError('NOT_FOUND', `sandbox ${id} not found`);
@@ -263,7 +287,12 @@ export class SandboxManager {
     if (!parsed.success) throw new ForkdError('INVALID_ARGUMENT', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
     const req = parsed.data;
     if (!(await this.#d.templates.has(req.template))) throw new ForkdError('NOT_FOUND', `template ${req.template} not found`);
-    const limits = Limits.parse({ memoryMb: req.memoryMb, cpus: req.cpus, pids: req.pids });
+    const space = await this.#space.checkFree('create a sandbox');
+    const limits = Limits.parse({ memoryMb: req.memoryMb, cpus: req.cpus, pids: req.pids, diskMb: req.diskMb ?? this.#space.defaultDiskMb });
+    checkMaxima(limits, this.#maxima);
+    // Admitted and recorded (insertSandbox below) with no await between: the record holds the room from here.
+    this.#admission.check(commitOf(limits));
+    this.#space.admit(space, this.#space.diskMbOf(limits), this.#d.store.listSandboxes());
     // A warm sandbox already has its id (its hostname, volume and container are keyed by it).
     const warm = this.#pool.take(req.template);
     const rec: SandboxRecord = {
@@ -315,6 +344,8 @@ export class SandboxManager {
     this.#pooledIdmap.delete(rec.id);
     try {
       await this.#guestAt(key).info();
+      // Pool members were started with the default quota.
+      if (this.#space.diskMbOf(rec.limits) !== this.#space.defaultDiskMb) await this.#space.apply(this.#rootfsOf(key), this.#templateRoot(rec.template), rec.limits.diskMb);
       const defaults = Limits.parse({});
       if (rec.limits.memoryMb !== defaults.memoryMb || rec.limits.cpus !== defaults.cpus || rec.limits.pids !== defaults.pids) {
         await this.#d.runtime.update(key, rec.limits);
@@ -357,6 +388,7 @@ export class SandboxManager {
   async #start(id: string, template: string, limits: Limits): Promise<IdMap | undefined> {
     const t0 = performance.now();
     const rootfs = await this.#d.storage.prepare(this.volume(id), this.#d.templates.volume(template));
+    await this.#space.limitForStart(rootfs, this.#templateRoot(template), limits.diskMb);
     const warm = this.#d.templates.get(template)?.images;
     // A warm template's memory maps the agent binary it was built with: keep that one.
     // (/dev is the runtime's own tmpfs, see oci-spec; the root's hidden /dev is emptied, see #prepareRoot.)
@@ -374,6 +406,8 @@ export class SandboxManager {
   async #startCold(key: string, r: SandboxRecord): Promise<void> {
     const rootfs = this.#rootfsOf(key);
     if (!existsSync(rootfs)) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${r.id} has neither a usable snapshot nor its files`);
+    // Also gives a root made before quotas its limit.
+    await this.#space.limitForStart(rootfs, this.#templateRoot(r.template), r.limits.diskMb);
     // The agent of today: nothing in memory maps an older one.
     await this.#prepareRoot(key, { install: true });
     await this.#d.runtime.start(key, this.#spec(r, key));
@@ -428,6 +462,11 @@ export class SandboxManager {
    * every 250 ms.
    */
   async #waitReady(key: string): Promise<void> {
+    await this.#waitAgent(key);
+    await this.#space.settle(this.#rootfsOf(key));
+  }
+
+  async #waitAgent(key: string): Promise<void> {
     const guest = this.#guestAt(key);
     const deadline = Date.now() + READY_TIMEOUT_MS;
     let checked = Date.now();
@@ -595,7 +634,9 @@ export class SandboxManager {
       d = { at: Date.now(), value: await this.#d.storage.diskUsage(this.volume(id)) };
       this.#disk.set(id, d);
     }
-    return { ...u, diskBytes: d.value.totalBytes, diskWrittenBytes: d.value.exclusiveBytes };
+    const r = this.#record(id);
+    const q = await this.#space.usage(this.rootfs(id), this.#templateRoot(r.template), r.limits.diskMb);
+    return { ...u, diskBytes: d.value.totalBytes, diskWrittenBytes: d.value.exclusiveBytes, ...(q ? { diskQuotaUsedBytes: q.usedBytes, diskQuotaBytes: q.limitBytes } : {}) };
   }
 
   async stats(): Promise<NodeStats> {
@@ -701,6 +742,8 @@ export class SandboxManager {
       }
       let ok = st.status === 'running';
       if (ok) ok = await this.#guestAt(key).info().then(() => true, () => false);
+      // A root from before quotas, or left with its start headroom by a crash, gets its exact limit.
+      if (ok) await this.#space.apply(this.#rootfsOf(key), this.#templateRoot(r.template), r.limits.diskMb).catch((err: unknown) => this.#d.logger.warn('disk quota not applied', { sandbox: r.id, error: String(err) }));
       if (!ok) {
         this.#recovery.markLost(r, st.status === 'running' ? 'its agent did not answer when the daemon started' : LOST_AT_START);
         lost.push(r);
@@ -812,6 +855,8 @@ export class SandboxManager {
    * into place, so a crash never leaves a half-made snapshot that looks whole.
    */
   async #takeSnapshot(r: SandboxRecord, opts: { name?: string | undefined; reason: SnapshotRecord['reason']; leaveRunning: boolean; deferStore?: boolean }): Promise<SnapshotRecord> {
+    // A pause or rewind keeps state that exists already (and frees memory): those may use the headroom the threshold keeps.
+    if (opts.reason !== 'pause' && opts.reason !== 'rewind') await this.#space.checkFree('take a snapshot');
     const snapId = newSnapshotId();
     const key = this.#key(r.id);
     const tmpKey = `snapshots/.tmp-${snapId}`;
@@ -826,7 +871,12 @@ export class SandboxManager {
     let memoryBytes = 0;
     try {
       const reopen = this.#reattach.hold(r.id);
-      await this.#guestAt(key).setDumpable(true).catch(() => {});
+      // An agent that never answers cannot be dumped (it stays non-dumpable): say so rather than let CRIU fail.
+      await this.#guestAt(key)
+        .setDumpable(true)
+        .catch((err: unknown) => {
+          if (err instanceof ForkdError && err.code === 'TIMEOUT') throw err;
+        });
       const release = await this.#guestAt(key).quiesce();
       try {
         stats = await this.#d.runtime.checkpoint(key, {
@@ -939,6 +989,8 @@ export class SandboxManager {
     const volume = this.#volumeOf(key);
     await this.#d.storage.remove(volume);
     await this.#d.storage.prepare(volume, `snapshots/${snap.id}/rootfs`);
+    // Room for forkd and CRIU to write, even into a root that was at its quota.
+    await this.#space.limitForStart(this.#d.storage.path(volume), this.#templateRoot(r.template), r.limits.diskMb);
     await this.#prepareRoot(key, { install: false });
     const release = await this.#guestAt(key).quiesce();
     try {
@@ -1025,9 +1077,15 @@ export class SandboxManager {
     if (this.#recovery.isLost(r)) return this.#revived(r, { trigger: 'resume' });
     if (r.state !== 'paused' || !r.resumeFrom) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
     const key = this.#key(id);
-    await this.#restoreInto(key, r, this.#snapshotRecord(r.resumeFrom));
-    await this.#waitReady(key);
-    this.#transition(r, 'running');
+    // Held while the restore runs (the record says paused until it is done), so two resumes cannot both take the last room.
+    const ticket = this.#admission.admit(commitOf(r.limits), [id]);
+    try {
+      await this.#restoreInto(key, r, this.#snapshotRecord(r.resumeFrom));
+      await this.#waitReady(key);
+      this.#transition(r, 'running');
+    } finally {
+      ticket.release();
+    }
     this.#d.store.setOrigin(id, { at: new Date().toISOString(), snapshot: r.resumeFrom });
     this.#d.store.setResumeFrom(id, undefined);
     // A lifetime that ran out starts anew; a hibernated sandbox keeps the one it had.
@@ -1098,6 +1156,9 @@ export class SandboxManager {
     if (!Number.isInteger(count) || count < 1 || count > 64) throw new ForkdError('INVALID_ARGUMENT', 'count must be between 1 and 64');
     const fromSnapshot = source.startsWith('snap-');
     const owner = fromSnapshot ? this.#snapshotRecord(source).sandboxId : source;
+    // Early, so a refused live fork takes no snapshot; checked again where the forks are recorded.
+    this.#admission.check(commitOf(this.#d.store.getSandbox(owner)?.limits ?? Limits.parse({}), count));
+    const space = await this.#space.checkFree(count > 1 ? `fork ${count} sandboxes` : 'fork a sandbox');
     // The owner's lock is held until every fork has its root volume and its
     // restore has read the images (a lazy restore's page server keeps them
     // open), so a delete of the snapshot or of its sandbox waits for that.
@@ -1110,6 +1171,8 @@ export class SandboxManager {
         snap = await this.#takeSnapshot(r, { reason: 'fork', leaveRunning: true });
       }
       const parent = this.#d.store.getSandbox(snap.sandboxId);
+      this.#admission.check(commitOf(parent?.limits ?? Limits.parse({}), count));
+      this.#space.admit(space, this.#space.diskMbOf(parent?.limits ?? {}) * count, this.#d.store.listSandboxes());
       const started = Array.from({ length: count }, () => {
         const rec: SandboxRecord = {
           id: newSandboxId(),
@@ -1252,7 +1315,13 @@ export class SandboxManager {
   async policySnapshot(id: string): Promise<void> {
     await this.#exclusive(id, async () => {
       const cur = this.#record(id);
-      if (cur.state === 'running') await this.#takeSnapshot(cur, { reason: 'policy', leaveRunning: true });
+      if (cur.state !== 'running') return;
+      await this.#takeSnapshot(cur, { reason: 'policy', leaveRunning: true }).catch((err: unknown) => {
+        // A full pool skips the timeline's snapshot; the sandbox runs on and the next tick tries again.
+        if (!(err instanceof ForkdError && err.code === 'RESOURCE_EXHAUSTED')) throw err;
+        this.#d.logger.warn('timeline snapshot skipped', { sandbox: id, error: err.message });
+        this.#d.onEvent?.({ at: new Date().toISOString(), sandboxId: id, operation: 'snapshot-skipped', detail: err.message, code: err.code, durationMs: 0 });
+      });
     });
   }
 

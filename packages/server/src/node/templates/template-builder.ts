@@ -4,6 +4,7 @@ import { BuildTemplateRequest, ForkdError, type TemplateInfo } from '@forkd/prot
 import type { SandboxManager } from '../manager/sandbox-manager.js';
 import type { TemplateRegistry } from './template-registry.js';
 import { OutputTail } from './output-tail.js';
+import { clampToMaxima } from '../manager/sandbox-maxima.js';
 
 /** What is kept of a setup command's output, for the error when it fails. */
 const OUTPUT_TAIL_BYTES = 64 * 1024;
@@ -21,7 +22,8 @@ export async function buildTemplate(m: SandboxManager, templates: TemplateRegist
   if (req.name === 'base') throw new ForkdError('FAILED_PRECONDITION', 'the base template is built by forkd setup and cannot be replaced');
   if (!(await templates.has(req.from))) throw new ForkdError('NOT_FOUND', `template ${req.from} not found`);
   // The build sandbox belongs to the building tenant from its first instant: the tenant's keys reach it, no other tenant's do.
-  const build = await m.create({ template: req.from, memoryMb: 2048, cpus: 2, snapshotIntervalSeconds: 0, idleTimeoutSeconds: 0 }, claim);
+  // Shrunk to the server's maxima on a small host (a 1-CPU machine still builds).
+  const build = await m.create({ template: req.from, ...clampToMaxima({ memoryMb: 2048, cpus: 2 }, m.maxima), snapshotIntervalSeconds: 0, idleTimeoutSeconds: 0 }, claim);
   try {
     for (const cmd of req.setup) {
       await progress(`$ ${cmd}`);

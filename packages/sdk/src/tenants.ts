@@ -1,0 +1,24 @@
+import type { PutTenantLimitsRequest, TenantLimitsInfo } from '@forkd/protocol';
+import type { HttpTransport } from './http-transport.js';
+
+/** Tenants' limits: every key reads its own tenant's; admin keys read and set any tenant's. */
+export class Tenants {
+  readonly #http: HttpTransport;
+
+  constructor(http: HttpTransport) {
+    this.#http = http;
+  }
+
+  /** The limits that apply, the tenant's own overrides, and what it uses now. */
+  limits(tenant: string): Promise<TenantLimitsInfo> {
+    return this.#http.json('GET', `/v1/tenants/${encodeURIComponent(tenant)}/limits`);
+  }
+
+  /**
+   * Replaces the tenant's overrides (admin keys only): a number sets a limit,
+   * null removes it, an absent field falls back to the server's default.
+   */
+  setLimits(tenant: string, limits: PutTenantLimitsRequest): Promise<TenantLimitsInfo> {
+    return this.#http.json('PUT', `/v1/tenants/${encodeURIComponent(tenant)}/limits`, { json: limits });
+  }
+}

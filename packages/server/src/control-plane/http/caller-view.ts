@@ -1,0 +1,21 @@
+import type { Principal } from '../auth/api-keys.js';
+import type { ControlPlane } from '../control-plane.js';
+import { quotaGate } from '../quota/quota-gate.js';
+import type { SandboxService } from './sandbox-service.js';
+import { TenantView } from './tenant-view.js';
+
+/** What one caller may reach and do: its tenant's objects (TenantView), within its tenant's limits (quotaGate). */
+export function callerView(svc: SandboxService, control: ControlPlane, who: Principal): SandboxService {
+  return new TenantView(quotaGate(svc, control.store, control.quotas, who.tenant), control.store, who.tenant, who.admin);
+}
+
+/**
+ * The service held to the limits of the tenant that owns `id`: for calls
+ * authorised by something other than a key (a port-proxy token), whose
+ * waking of a paused sandbox counts like any other. Unowned sandboxes are
+ * the operator's: no tenant's limits apply.
+ */
+export function ownerView(svc: SandboxService, control: ControlPlane, id: string): SandboxService {
+  const owner = control.store.owner('sandbox', id);
+  return owner === undefined ? svc : quotaGate(svc, control.store, control.quotas, owner);
+}

@@ -1,0 +1,126 @@
+import type { Logger } from '../../shared/logger.js';
+import type { DiskQuotas } from '../storage/disk-quota.js';
+import { checkPoolFree, readPoolSpace, type PoolFreePolicy, type PoolSpace } from '../storage/pool-space.js';
+import { checkDiskAdmission, committedDiskMb } from './disk-admission.js';
+
+const MB = 2 ** 20;
+/** Room above the quota while a root starts (see limitForStart). */
+export const HEADROOM_MB = 64;
+/** Templates are read-only, but a name can be rebuilt: their size is remembered this long. */
+const TEMPLATE_BYTES_TTL_MS = 60_000;
+
+export interface SandboxDiskOptions {
+  /** The pool's mount point (statfs); undefined: the free-space watch and disk admission are off. */
+  pool?: string | undefined;
+  /** Quota of a sandbox that asks for none, MiB. */
+  defaultDiskMb: number;
+  free: PoolFreePolicy;
+  /** Sum of quotas ≤ this × the pool's size (0: not checked). */
+  overcommit: number;
+  /** Undefined: quotas off; the free-space watch still works. */
+  quotas?: DiskQuotas | undefined;
+}
+
+export interface DiskQuotaUsage {
+  usedBytes: number;
+  limitBytes: number;
+}
+
+/**
+ * A sandbox's disk, as the manager sees it: the quota of its root volume
+ * (set whenever a root is made: create, fork, resume, rewind, recovery),
+ * the pool's free-space watch and disk admission. The quota is on what the
+ * root references, offset by its template's bytes (disk-quota.ts): the
+ * numbers depend only on the root and its template, so every new root of
+ * the same sandbox gets the same limit.
+ */
+export class SandboxDisk {
+  readonly #opts: SandboxDiskOptions;
+  readonly #logger: Logger;
+  /** Exact limits of roots being started (see limitForStart). */
+  readonly #pending = new Map<string, { qgroup: string; exact: number }>();
+  readonly #templates = new Map<string, { at: number; bytes: number }>();
+
+  constructor(opts: SandboxDiskOptions, logger: Logger) {
+    this.#opts = opts;
+    this.#logger = logger;
+  }
+
+  get defaultDiskMb(): number {
+    return this.#opts.defaultDiskMb;
+  }
+
+  diskMbOf(limits: { diskMb?: number | undefined }): number {
+    return limits.diskMb ?? this.#opts.defaultDiskMb;
+  }
+
+  /** The pool's free-space watch: RESOURCE_EXHAUSTED below the threshold. Resolves with the space read (for admit). */
+  async checkFree(what: string): Promise<PoolSpace> {
+    if (!this.#opts.pool) return { sizeBytes: 0, freeBytes: 0 };
+    const space = await readPoolSpace(this.#opts.pool);
+    checkPoolFree(space, this.#opts.free, what);
+    return space;
+  }
+
+  /** Synchronous, so a caller that records the sandbox right after cannot race another admission. */
+  admit(space: PoolSpace, demandMb: number, records: Iterable<{ limits: { diskMb?: number | undefined } }>): void {
+    checkDiskAdmission(committedDiskMb(records, this.#opts.defaultDiskMb), demandMb, space.sizeBytes, this.#opts.overcommit);
+  }
+
+  /** Limits a running root (made from `templateVolume`) to its template's bytes plus `diskMb`. */
+  async apply(root: string, templateVolume: string, diskMb: number | undefined): Promise<void> {
+    const q = this.#opts.quotas;
+    const u = await q?.usage(root);
+    if (!q || !u) return;
+    await q.setLimit(u.qgroup, (await this.#templateBytes(templateVolume)) + this.diskMbOf({ diskMb }) * MB);
+  }
+
+  /**
+   * Called on a new root before forkd writes into it (its agent, /dev) and
+   * starts or restores it (a new root copies the limit of the volume it was
+   * made from). Until the agent answers, the limit is HEADROOM_MB above the
+   * quota, or above what the root already holds if that is more (a copy of
+   * a full sandbox), so forkd's writes, CRIU's and the agent's socket always
+   * fit: a sandbox that filled its quota can still be resumed, forked and
+   * rewound. settle() then sets the exact limit; what the sandbox writes
+   * meanwhile is bounded by the headroom.
+   */
+  async limitForStart(root: string, templateVolume: string, diskMb: number | undefined): Promise<void> {
+    const q = this.#opts.quotas;
+    const u = await q?.usage(root);
+    if (!q || !u) return;
+    const exact = (await this.#templateBytes(templateVolume)) + this.diskMbOf({ diskMb }) * MB;
+    await q.setLimit(u.qgroup, Math.max(exact, u.referencedBytes) + HEADROOM_MB * MB);
+    this.#pending.set(root, { qgroup: u.qgroup, exact });
+  }
+
+  /** The exact limit once the agent answers (see limitForStart). */
+  async settle(root: string): Promise<void> {
+    const p = this.#pending.get(root);
+    if (!p) return;
+    this.#pending.delete(root);
+    await this.#opts.quotas?.setLimit(p.qgroup, p.exact);
+  }
+
+  async usage(root: string, templateVolume: string, diskMb: number | undefined): Promise<DiskQuotaUsage | undefined> {
+    const u = await this.#opts.quotas?.usage(root);
+    if (!u) return undefined;
+    const base = await this.#templateBytes(templateVolume);
+    return { usedBytes: Math.max(0, u.referencedBytes - base), limitBytes: this.diskMbOf({ diskMb }) * MB };
+  }
+
+  /**
+   * A template is a read-only volume: its qgroup's referenced bytes do not
+   * change while it exists. One that is gone (deleted after its sandboxes
+   * were made) counts 0: its bytes then count against the sandbox's quota.
+   */
+  async #templateBytes(templateVolume: string): Promise<number> {
+    const known = this.#templates.get(templateVolume);
+    if (known && Date.now() - known.at < TEMPLATE_BYTES_TTL_MS) return known.bytes;
+    const u = await this.#opts.quotas?.usage(templateVolume);
+    if (!u) this.#logger.warn('no qgroup for template volume: its bytes count against the quota', { volume: templateVolume });
+    const bytes = u?.referencedBytes ?? 0;
+    this.#templates.set(templateVolume, { at: Date.now(), bytes });
+    return bytes;
+  }
+}
