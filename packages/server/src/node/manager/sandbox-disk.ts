@@ -40,6 +40,7 @@ export class SandboxDisk {
   /** Exact limits of roots being started (see limitForStart). */
   readonly #pending = new Map<string, { qgroup: string; exact: number }>();
   readonly #templates = new Map<string, { at: number; bytes: number }>();
+  readonly #settling = new Map<string, Promise<void>>();
 
   constructor(opts: SandboxDiskOptions, logger: Logger) {
     this.#opts = opts;
@@ -87,19 +88,36 @@ export class SandboxDisk {
    */
   async limitForStart(root: string, templateVolume: string, diskMb: number | undefined): Promise<void> {
     const q = this.#opts.quotas;
-    const u = await q?.usage(root);
-    if (!q || !u) return;
+    if (!q) return;
+    // A settle of an earlier start of this root must not land after this one's headroom.
+    await this.#settling.get(root);
     const exact = (await this.#templateBytes(templateVolume)) + this.diskMbOf({ diskMb }) * MB;
-    await q.setLimit(u.qgroup, Math.max(exact, u.referencedBytes) + HEADROOM_MB * MB);
-    this.#pending.set(root, { qgroup: u.qgroup, exact });
+    const got = await q.limitForStart(root, exact, HEADROOM_MB * MB);
+    if (got) this.#pending.set(root, { qgroup: got.qgroup, exact });
   }
 
-  /** The exact limit once the agent answers (see limitForStart). */
-  async settle(root: string): Promise<void> {
+  /**
+   * The exact limit once the agent answers (see limitForStart): in the
+   * background, so no create, fork or resume waits for it; what the
+   * sandbox writes meanwhile is still bounded by the headroom.
+   */
+  settle(root: string): void {
     const p = this.#pending.get(root);
-    if (!p) return;
+    const q = this.#opts.quotas;
+    if (!p || !q) return;
     this.#pending.delete(root);
-    await this.#opts.quotas?.setLimit(p.qgroup, p.exact);
+    const done = q
+      .setLimit(p.qgroup, p.exact)
+      .catch((err: unknown) => this.#logger.warn('could not set the exact disk quota', { root, error: String(err) }))
+      .finally(() => {
+        if (this.#settling.get(root) === done) this.#settling.delete(root);
+      });
+    this.#settling.set(root, done);
+  }
+
+  /** Waits for every exact limit being set (tests, shutdown). */
+  async settled(): Promise<void> {
+    await Promise.all(this.#settling.values());
   }
 
   async usage(root: string, templateVolume: string, diskMb: number | undefined): Promise<DiskQuotaUsage | undefined> {

@@ -233,7 +233,7 @@ export class SandboxManager {
 
   /** Resolves once the work operations left to the background is done (rewinds: release of the instance left, store of its images). */
   async settled(): Promise<void> {
-    await Promise.all([...this.#background, ...this.#storing.values()]);
+    await Promise.all([...this.#background, ...this.#storing.values(), this.#space.settled()]);
   }
 
   /** Runtime key of a sandbox's current instance (warm-pool sandboxes have no record yet: their id). */
@@ -463,7 +463,7 @@ export class SandboxManager {
    */
   async #waitReady(key: string): Promise<void> {
     await this.#waitAgent(key);
-    await this.#space.settle(this.#rootfsOf(key));
+    this.#space.settle(this.#rootfsOf(key));
   }
 
   async #waitAgent(key: string): Promise<void> {

@@ -2,6 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
+import { REPO_ROOT } from '../../shared/config.js';
 
 /** A volume's qgroup numbers (bytes on disk, after compression). */
 export interface QgroupUsage {
@@ -33,6 +34,8 @@ export interface DiskQuotas {
    */
   setLimit(qgroup: string, limitBytes: number | undefined): Promise<void>;
   usage(path: string): Promise<QgroupUsage | undefined>;
+  /** One call for a root about to start: limit = max(exactBytes, referenced) + headroomBytes. Undefined: no qgroup. */
+  limitForStart(path: string, exactBytes: number, headroomBytes: number): Promise<{ qgroup: string; referencedBytes: number } | undefined>;
 }
 
 /**
@@ -89,19 +92,42 @@ export async function quotasOn(pool: string): Promise<boolean> {
   return (await exec('btrfs', ['qgroup', 'show', pool], { allowFailure: true })).code === 0;
 }
 
-/** Quotas through the btrfs tool, on the subvolumes of a pool with quotas on (enableQuotas). */
+/** forkd-qgroup (host-tools): the btrfs tool's qgroup calls by ioctl and sysfs, one small process each. */
+export const QGROUP_TOOL = join(REPO_ROOT, 'packages/host-tools/build/forkd-qgroup');
+
+/** Exit status of forkd-qgroup when the volume has no qgroup (quotas off, not a subvolume). */
+const NO_QGROUP = 3;
+
+/** Quotas on the subvolumes of a pool with quotas on (enableQuotas), through forkd-qgroup. */
 export function btrfsQuotas(pool: string): DiskQuotas {
   return {
     async setLimit(qgroup, limitBytes) {
-      if (!/^0\/\d+$/.test(qgroup) || (limitBytes !== undefined && (!Number.isSafeInteger(limitBytes) || limitBytes <= 0))) throw new ForkdError('INTERNAL', `invalid qgroup limit ${limitBytes} for ${qgroup}`);
-      await exec('btrfs', ['qgroup', 'limit', limitBytes === undefined ? 'none' : String(limitBytes), qgroup, pool]);
+      const id = /^0\/(\d+)$/.exec(qgroup)?.[1];
+      if (!id || (limitBytes !== undefined && (!Number.isSafeInteger(limitBytes) || limitBytes <= 0))) throw new ForkdError('INTERNAL', `invalid qgroup limit ${limitBytes} for ${qgroup}`);
+      await exec(QGROUP_TOOL, ['limit-id', pool, id, limitBytes === undefined ? 'none' : String(limitBytes)]);
     },
     async usage(path) {
-      const r = await exec('btrfs', ['qgroup', 'show', '--raw', '-r', '-f', path], { allowFailure: true });
-      if (r.code !== 0) return undefined;
-      return parseQgroupShow(r.stdout);
+      const r = await exec(QGROUP_TOOL, ['show', pool, path], { allowFailure: true });
+      if (r.code === NO_QGROUP) return undefined;
+      if (r.code !== 0) throw new ForkdError('INTERNAL', `forkd-qgroup show failed: ${r.stderr.trim()}`, { stderrTail: r.stderr });
+      return parseQgroupTool(r.stdout);
+    },
+    async limitForStart(path, exactBytes, headroomBytes) {
+      if (!Number.isSafeInteger(exactBytes) || exactBytes <= 0 || !Number.isSafeInteger(headroomBytes) || headroomBytes < 0) throw new ForkdError('INTERNAL', `invalid qgroup start limit ${exactBytes}+${headroomBytes}`);
+      const r = await exec(QGROUP_TOOL, ['start', pool, path, String(exactBytes), String(headroomBytes)], { allowFailure: true });
+      if (r.code === NO_QGROUP) return undefined;
+      if (r.code !== 0) throw new ForkdError('INTERNAL', `forkd-qgroup start failed: ${r.stderr.trim()}`, { stderrTail: r.stderr });
+      const [id, referenced] = r.stdout.trim().split(' ');
+      return { qgroup: `0/${id}`, referencedBytes: Number(referenced) };
     },
   };
+}
+
+/** `forkd-qgroup show`: "ID REFERENCED EXCLUSIVE LIMIT|none". */
+export function parseQgroupTool(out: string): QgroupUsage | undefined {
+  const m = /^(\d+) (\d+) (\d+) (\d+|none)$/.exec(out.trim());
+  if (!m) return undefined;
+  return { qgroup: `0/${m[1]}`, referencedBytes: Number(m[2]), exclusiveBytes: Number(m[3]), limitBytes: m[4] === 'none' ? undefined : Number(m[4]) };
 }
 
 /** The level-0 row of `btrfs qgroup show --raw -r -f <path>` (columns: id, referenced, exclusive, max referenced, path). */
