@@ -34,7 +34,7 @@ export async function quotaCostRows(rootfs: string, quick: boolean): Promise<Quo
     rows.push({ name: 'read-only snapshot of a sandbox root, quotas on', unit: 'ms', target: 'p50 ≤ off + 10', summary: summarize(on.snapshot) });
     rows.push({ name: 'delete root + snapshot, until dropped, quotas off', unit: 'ms', summary: summarize(off.delete) });
     rows.push({ name: 'delete root + snapshot, until dropped, quotas on', unit: 'ms', summary: summarize(on.delete) });
-    rows.push({ name: 'qgroup show + limit (each start or restore: this, and one more limit once the agent answers)', unit: 'ms', summary: summarize(on.limit) });
+    rows.push({ name: 'forkd-qgroup start (each start or restore of a root; the exact limit follows in the background)', unit: 'ms', summary: summarize(on.limit) });
     rows.push({ name: `enabling quotas on a pool with the base template (rescan)`, unit: 'ms', summary: summarize([on.enable]) });
   } finally {
     await rm(tmp, { recursive: true, force: true });
@@ -61,7 +61,7 @@ async function measure(dir: string, rootfs: string, rounds: number, withQuotas: 
       const root = await storage.prepare(`sandboxes/s${i}`, 'templates/base');
       if (withQuotas) {
         const t0 = performance.now();
-        await quotas.setLimit((await quotas.usage(root))!.qgroup, 10 * 2 ** 30);
+        await quotas.limitForStart(root, 10 * 2 ** 30, 64 * 2 ** 20);
         out.limit.push(performance.now() - t0);
       }
       await exec('dd', ['if=/dev/urandom', `of=${join(root, 'data')}`, 'bs=1M', 'count=20', 'conv=fsync']);

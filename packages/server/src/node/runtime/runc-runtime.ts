@@ -109,13 +109,13 @@ export class RuncRuntime implements Runtime {
     return exec(this.#o.runc, [...base, ...args], { allowFailure: true, env: env ? { ...this.#env, ...env } : this.#env, umask: 0o022, stdio: logFile ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'] });
   }
 
-  async #writeBundle(id: string, spec: RuntimeSpec, netns: string | undefined): Promise<string> {
+  async #writeBundle(id: string, spec: RuntimeSpec, netns: string | undefined, images?: string): Promise<string> {
     const bundle = join(this.#o.bundleRoot, id);
     await mkdir(bundle, { recursive: true, mode: 0o700 });
     await mkdir(this.#o.stateRoot, { recursive: true });
     // Beside the roots, not in the private bundles: CRIU opens it from inside a sandbox's user namespace.
     const emptyDir = await this.#sharedDirs();
-    const rootfs = await this.#mountRoot(id, spec);
+    const rootfs = await this.#mountRoot(id, spec, images);
     const config = buildOciSpec({ ...spec, rootfs }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir, rlimits: this.#rlimits });
     await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 });
     // The range goes with every checkpoint's images: a restore must recreate it (see checkpoint).
@@ -128,9 +128,11 @@ export class RuncRuntime implements Runtime {
    * The root runc is given: the volume itself, or (with a user namespace) an
    * idmapped view of it, in which the files' ids on disk (the template's,
    * shared by every sandbox) read as the sandbox's range. No tree walk, no
-   * copy: the mount is made in ~1 ms whatever the size of the root.
+   * copy: the mount is made in ~1 ms whatever the size of the root. With
+   * `images`, the same process also binds that directory next to the root
+   * (see #imagesInReach).
    */
-  async #mountRoot(id: string, spec: RuntimeSpec): Promise<string> {
+  async #mountRoot(id: string, spec: RuntimeSpec, images?: string): Promise<string> {
     if (!spec.idmap) return spec.rootfs;
     await this.#unmountRoot(id);
     // runc resolves the root from inside the user namespace: the path must be
@@ -143,7 +145,9 @@ export class RuncRuntime implements Runtime {
     await chown(own, spec.idmap.hostId, spec.idmap.hostId);
     const target = join(own, 'root');
     await mkdir(target);
-    await exec(this.#o.idmapTool, [spec.rootfs, target, String(spec.idmap.hostId), String(spec.idmap.size)]);
+    const bind = images ? ['--bind', images, join(own, 'images')] : [];
+    if (images) await mkdir(join(own, 'images'));
+    await exec(this.#o.idmapTool, [spec.rootfs, target, String(spec.idmap.hostId), String(spec.idmap.size), ...bind]);
     return target;
   }
 
@@ -152,12 +156,8 @@ export class RuncRuntime implements Runtime {
    * namespace: they are bound into the sandbox's own directory next to its
    * root (reachable by its root only), instead of opening the pool to it.
    */
-  async #imagesInReach(id: string, imagesDir: string, hostId: number): Promise<string> {
-    await ownImages(imagesDir, hostId);
-    const target = join(this.#o.mountRoot, id, 'images');
-    await mkdir(target);
-    await exec('mount', ['--bind', imagesDir, target]);
-    return target;
+  #imagesInReach(id: string): string {
+    return join(this.#o.mountRoot, id, 'images');
   }
 
   #shared: Promise<string> | undefined;
@@ -275,8 +275,10 @@ export class RuncRuntime implements Runtime {
     const spec = { ...requested, idmap: await readIdmap(o.imagesDir) };
     // With a user namespace the network namespace is the sandbox's own, in its images (see Network.adopt).
     const ownNetns = spec.idmap !== undefined || (await carriesOwnNetns(o.imagesDir));
-    const bundle = await this.#writeBundle(id, spec, ownNetns ? undefined : await this.#o.network.prepare(id));
-    const imagesDir = spec.idmap ? await this.#imagesInReach(id, o.imagesDir, spec.idmap.hostId) : o.imagesDir;
+    // Owned by the range's root before they are bound into its reach with the root (#mountRoot).
+    if (spec.idmap) await ownImages(o.imagesDir, spec.idmap.hostId);
+    const bundle = await this.#writeBundle(id, spec, ownNetns ? undefined : await this.#o.network.prepare(id), spec.idmap ? o.imagesDir : undefined);
+    const imagesDir = spec.idmap ? this.#imagesInReach(id) : o.imagesDir;
     const workDir = join(bundle, 'criu');
     await mkdir(workDir, { recursive: true });
     const pidFile = join(bundle, 'init.pid');
