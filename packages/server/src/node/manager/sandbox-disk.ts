@@ -56,9 +56,9 @@ export class SandboxDisk {
   }
 
   /** The pool's free-space watch: RESOURCE_EXHAUSTED below the threshold. Resolves with the space read (for admit). */
-  async checkFree(what: string): Promise<PoolSpace> {
+  checkFree(what: string): PoolSpace {
     if (!this.#opts.pool) return { sizeBytes: 0, freeBytes: 0 };
-    const space = await readPoolSpace(this.#opts.pool);
+    const space = readPoolSpace(this.#opts.pool);
     checkPoolFree(space, this.#opts.free, what);
     return space;
   }

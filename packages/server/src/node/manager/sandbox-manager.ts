@@ -287,7 +287,7 @@ export class SandboxManager {
     if (!parsed.success) throw new ForkdError('INVALID_ARGUMENT', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
     const req = parsed.data;
     if (!(await this.#d.templates.has(req.template))) throw new ForkdError('NOT_FOUND', `template ${req.template} not found`);
-    const space = await this.#space.checkFree('create a sandbox');
+    const space = this.#space.checkFree('create a sandbox');
     const limits = Limits.parse({ memoryMb: req.memoryMb, cpus: req.cpus, pids: req.pids, diskMb: req.diskMb ?? this.#space.defaultDiskMb });
     checkMaxima(limits, this.#maxima);
     // Admitted and recorded (insertSandbox below) with no await between: the record holds the room from here.
@@ -856,7 +856,7 @@ export class SandboxManager {
    */
   async #takeSnapshot(r: SandboxRecord, opts: { name?: string | undefined; reason: SnapshotRecord['reason']; leaveRunning: boolean; deferStore?: boolean }): Promise<SnapshotRecord> {
     // A pause or rewind keeps state that exists already (and frees memory): those may use the headroom the threshold keeps.
-    if (opts.reason !== 'pause' && opts.reason !== 'rewind') await this.#space.checkFree('take a snapshot');
+    if (opts.reason !== 'pause' && opts.reason !== 'rewind') this.#space.checkFree('take a snapshot');
     const snapId = newSnapshotId();
     const key = this.#key(r.id);
     const tmpKey = `snapshots/.tmp-${snapId}`;
@@ -1158,10 +1158,11 @@ export class SandboxManager {
     const owner = fromSnapshot ? this.#snapshotRecord(source).sandboxId : source;
     // Early, so a refused live fork takes no snapshot; checked again where the forks are recorded.
     this.#admission.check(commitOf(this.#d.store.getSandbox(owner)?.limits ?? Limits.parse({}), count));
-    const space = await this.#space.checkFree(count > 1 ? `fork ${count} sandboxes` : 'fork a sandbox');
+    const space = this.#space.checkFree(count > 1 ? `fork ${count} sandboxes` : 'fork a sandbox');
     // The owner's lock is held until every fork has its root volume and its
     // restore has read the images (a lazy restore's page server keeps them
     // open), so a delete of the snapshot or of its sandbox waits for that.
+    // Taken in the caller's turn (nothing is awaited before): a delete asked for after the fork waits for it.
     const forks = await this.#exclusive(owner, async () => {
       let snap: SnapshotRecord;
       if (fromSnapshot) snap = this.#snapshotRecord(source);

@@ -42,7 +42,8 @@ describe('snapshot under load (real CRIU, real Btrfs)', { skip: !isRoot && 'need
     let t0 = performance.now();
     const ids: string[] = [];
     await pool(Array.from({ length: DELETED }, (_, i) => i), PARALLEL, async (i) => {
-      const s = await m.create({ memoryMb: 64 });
+      // A small disk quota: 500 of the default 10 GiB would pass the test pool's disk admission (64 × 16 GiB).
+      const s = await m.create({ memoryMb: 64, diskMb: 256 });
       // Some data of its own, so its subvolume is real work for the cleaner.
       if (i % 5 === 0) await run(m, s.id, 'head -c 4M /dev/urandom > /root/data');
       ids.push(s.id);

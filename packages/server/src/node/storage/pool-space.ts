@@ -1,4 +1,4 @@
-import { statfs } from 'node:fs/promises';
+import { statfsSync } from 'node:fs';
 import { ForkdError } from '@forkd/protocol';
 
 export interface PoolSpace {
@@ -15,8 +15,13 @@ export interface PoolFreePolicy {
 
 const MB = 2 ** 20;
 
-export async function readPoolSpace(path: string): Promise<PoolSpace> {
-  const s = await statfs(path);
+/**
+ * Synchronous (one statfs, microseconds): a caller checks and then takes its
+ * sandbox's lock or records its object in the same turn, so a delete asked
+ * for after it cannot slip in between.
+ */
+export function readPoolSpace(path: string): PoolSpace {
+  const s = statfsSync(path);
   return { sizeBytes: s.blocks * s.bsize, freeBytes: s.bavail * s.bsize };
 }
 
