@@ -352,6 +352,66 @@ static int write_frozen_at(void)
     return 0;
 }
 
+/*
+ * Whether a thread of the cgroup at dir (or below) is a parent waiting for
+ * its vfork child to exec or exit (wchan kernel_clone, or
+ * wait_for_vfork_done where that is not inlined). CRIU cannot dump one:
+ * once it has seized the child, the parent never leaves that wait, and the
+ * dump fails after CRIU's 10 s timeout with "Unseizable non-zombie ...
+ * state D" (a shell loop running commands is in that window often, the
+ * more so where exec is slow). The window lasts until the child's exec.
+ */
+static int in_vfork(const char *dir, int depth)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+    FILE *f = fopen(path, "re");
+    int found = 0;
+    if (f) {
+        long pid;
+        while (!found && fscanf(f, "%ld", &pid) == 1) {
+            char task_dir[64];
+            snprintf(task_dir, sizeof task_dir, "/proc/%ld/task", pid);
+            DIR *t = opendir(task_dir);
+            if (!t)
+                continue;
+            struct dirent *e;
+            while (!found && (e = readdir(t))) {
+                if (e->d_name[0] == '.')
+                    continue;
+                char wchan_path[400], wchan[64] = {0};
+                snprintf(wchan_path, sizeof wchan_path, "%s/%s/wchan", task_dir, e->d_name);
+                int fd = open(wchan_path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                    continue;
+                ssize_t n = read(fd, wchan, sizeof wchan - 1);
+                close(fd);
+                found = n > 0 && (strcmp(wchan, "kernel_clone") == 0 || strcmp(wchan, "wait_for_vfork_done") == 0);
+            }
+            closedir(t);
+        }
+        fclose(f);
+    }
+    if (found || depth >= 8)
+        return found;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        if (e->d_type != DT_DIR || e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        found = in_vfork(path, depth + 1);
+    }
+    closedir(d);
+    return found;
+}
+
+/* How often a freeze that caught a vfork is let go and made again before the dump is left to CRIU as it is. */
+#define VFORK_RETRIES 100
+#define VFORK_RETRY_NS 2000000L
+
 static int pre_dump(void)
 {
     char cg[4096];
@@ -363,6 +423,16 @@ static int pre_dump(void)
     }
     if (write_frozen_at() != 0 || freeze() != 0)
         return 1;
+    /* A vfork caught in the freeze: thaw for a moment so the child can exec, then freeze again. */
+    const char *thawed = strcmp(lines[1], "FROZEN") == 0 ? "THAWED" : "0";
+    for (int i = 0; slash && i < VFORK_RETRIES && in_vfork(cg, 0); i++) {
+        if (write_str(lines[0], thawed) < 0)
+            return fail(lines[0]);
+        struct timespec ts = { 0, VFORK_RETRY_NS };
+        nanosleep(&ts, NULL);
+        if (write_frozen_at() != 0 || freeze() != 0)
+            return 1;
+    }
     for (int i = 0; i < nstopped; i++) {
         kill(stopped_pids[i], SIGCONT);
         kill(stopped_pids[i], SIGSTOP);
