@@ -14,7 +14,7 @@
  * wait until frozen, then start the snapshot in the background, its exit
  * status to be written into the FIFO HOOK.snap-fifo. post-dump: wait for
  * that status. Stopped tasks get SIGCONT and SIGSTOP while frozen (see
- * collect_stopped). Every wait blocks in the kernel (inotify on cgroup.events, a
+ * note_if_stopped). Every wait blocks in the kernel (inotify on cgroup.events, a
  * FIFO read) or sleeps (v1's freezer.state has no notification): nothing
  * spins, and deadlines are in seconds, so a loaded host only makes it slower.
  *
@@ -299,44 +299,57 @@ static int start_snapshot(char **argv)
 static pid_t stopped_pids[MAX_STOPPED];
 static int nstopped;
 
-static void collect_stopped(const char *dir, int depth)
+/*
+ * Calls visit for every pid in cgroup.procs of the cgroup at dir and of the
+ * cgroups below it (8 levels at most) until visit returns nonzero, which is
+ * then returned.
+ */
+static int each_cgroup_pid(const char *dir, int depth, int (*visit)(long pid))
 {
     char path[4400];
     snprintf(path, sizeof path, "%s/cgroup.procs", dir);
     FILE *f = fopen(path, "re");
+    int stop = 0;
     if (f) {
         long pid;
-        while (nstopped < MAX_STOPPED && fscanf(f, "%ld", &pid) == 1) {
-            char stat_path[64], buf[512];
-            snprintf(stat_path, sizeof stat_path, "/proc/%ld/stat", pid);
-            int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
-            if (fd < 0)
-                continue;
-            ssize_t n = read(fd, buf, sizeof buf - 1);
-            close(fd);
-            if (n <= 0)
-                continue;
-            buf[n] = 0;
-            /* The state follows the last ')': the command name may hold anything. */
-            char *p = strrchr(buf, ')');
-            if (p && p[1] == ' ' && p[2] == 'T')
-                stopped_pids[nstopped++] = (pid_t)pid;
-        }
+        while (!stop && fscanf(f, "%ld", &pid) == 1)
+            stop = visit(pid);
         fclose(f);
     }
-    if (depth >= 8)
-        return;
+    if (stop || depth >= 8)
+        return stop;
     DIR *d = opendir(dir);
     if (!d)
-        return;
+        return 0;
     struct dirent *e;
-    while ((e = readdir(d))) {
+    while (!stop && (e = readdir(d))) {
         if (e->d_type != DT_DIR || e->d_name[0] == '.')
             continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        collect_stopped(path, depth + 1);
+        stop = each_cgroup_pid(path, depth + 1, visit);
     }
     closedir(d);
+    return stop;
+}
+
+/* Notes pid if it is stopped; nonzero once the list is full. */
+static int note_if_stopped(long pid)
+{
+    char stat_path[64], buf[512];
+    snprintf(stat_path, sizeof stat_path, "/proc/%ld/stat", pid);
+    int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    /* The state follows the last ')': the command name may hold anything. */
+    char *p = strrchr(buf, ')');
+    if (p && p[1] == ' ' && p[2] == 'T')
+        stopped_pids[nstopped++] = (pid_t)pid;
+    return nstopped >= MAX_STOPPED;
 }
 
 static int write_frozen_at(void)
@@ -353,7 +366,7 @@ static int write_frozen_at(void)
 }
 
 /*
- * Whether a thread of the cgroup at dir (or below) is a parent waiting for
+ * Whether a thread of pid is a parent waiting for
  * its vfork child to exec or exit (wchan kernel_clone, or
  * wait_for_vfork_done where that is not inlined). CRIU cannot dump one:
  * once it has seized the child, the parent never leaves that wait, and the
@@ -361,50 +374,28 @@ static int write_frozen_at(void)
  * state D" (a shell loop running commands is in that window often, the
  * more so where exec is slow). The window lasts until the child's exec.
  */
-static int in_vfork(const char *dir, int depth)
+static int waits_for_vfork(long pid)
 {
-    char path[4400];
-    snprintf(path, sizeof path, "%s/cgroup.procs", dir);
-    FILE *f = fopen(path, "re");
-    int found = 0;
-    if (f) {
-        long pid;
-        while (!found && fscanf(f, "%ld", &pid) == 1) {
-            char task_dir[64];
-            snprintf(task_dir, sizeof task_dir, "/proc/%ld/task", pid);
-            DIR *t = opendir(task_dir);
-            if (!t)
-                continue;
-            struct dirent *e;
-            while (!found && (e = readdir(t))) {
-                if (e->d_name[0] == '.')
-                    continue;
-                char wchan_path[400], wchan[64] = {0};
-                snprintf(wchan_path, sizeof wchan_path, "%s/%s/wchan", task_dir, e->d_name);
-                int fd = open(wchan_path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                    continue;
-                ssize_t n = read(fd, wchan, sizeof wchan - 1);
-                close(fd);
-                found = n > 0 && (strcmp(wchan, "kernel_clone") == 0 || strcmp(wchan, "wait_for_vfork_done") == 0);
-            }
-            closedir(t);
-        }
-        fclose(f);
-    }
-    if (found || depth >= 8)
-        return found;
-    DIR *d = opendir(dir);
-    if (!d)
+    char task_dir[64];
+    snprintf(task_dir, sizeof task_dir, "/proc/%ld/task", pid);
+    DIR *t = opendir(task_dir);
+    if (!t)
         return 0;
+    int found = 0;
     struct dirent *e;
-    while (!found && (e = readdir(d))) {
-        if (e->d_type != DT_DIR || e->d_name[0] == '.')
+    while (!found && (e = readdir(t))) {
+        if (e->d_name[0] == '.')
             continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        found = in_vfork(path, depth + 1);
+        char wchan_path[400], wchan[64] = {0};
+        snprintf(wchan_path, sizeof wchan_path, "%s/%s/wchan", task_dir, e->d_name);
+        int fd = open(wchan_path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, wchan, sizeof wchan - 1);
+        close(fd);
+        found = n > 0 && (strcmp(wchan, "kernel_clone") == 0 || strcmp(wchan, "wait_for_vfork_done") == 0);
     }
-    closedir(d);
+    closedir(t);
     return found;
 }
 
@@ -419,13 +410,13 @@ static int pre_dump(void)
     char *slash = strrchr(cg, '/');
     if (slash) {
         *slash = 0;
-        collect_stopped(cg, 0);
+        each_cgroup_pid(cg, 0, note_if_stopped);
     }
     if (write_frozen_at() != 0 || freeze() != 0)
         return 1;
     /* A vfork caught in the freeze: thaw for a moment so the child can exec, then freeze again. */
     const char *thawed = strcmp(lines[1], "FROZEN") == 0 ? "THAWED" : "0";
-    for (int i = 0; slash && i < VFORK_RETRIES && in_vfork(cg, 0); i++) {
+    for (int i = 0; slash && i < VFORK_RETRIES && each_cgroup_pid(cg, 0, waits_for_vfork); i++) {
         if (write_str(lines[0], thawed) < 0)
             return fail(lines[0]);
         struct timespec ts = { 0, VFORK_RETRY_NS };
