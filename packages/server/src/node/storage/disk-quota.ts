@@ -129,12 +129,3 @@ export function parseQgroupTool(out: string): QgroupUsage | undefined {
   if (!m) return undefined;
   return { qgroup: `0/${m[1]}`, referencedBytes: Number(m[2]), exclusiveBytes: Number(m[3]), limitBytes: m[4] === 'none' ? undefined : Number(m[4]) };
 }
-
-/** The level-0 row of `btrfs qgroup show --raw -r -f <path>` (columns: id, referenced, exclusive, max referenced, path). */
-export function parseQgroupShow(out: string): QgroupUsage | undefined {
-  for (const line of out.split('\n')) {
-    const m = /^(0\/\d+)\s+(\d+)\s+(\d+)\s+(\d+|none)\b/.exec(line.trim());
-    if (m) return { qgroup: m[1]!, referencedBytes: Number(m[2]), exclusiveBytes: Number(m[3]), limitBytes: m[4] === 'none' ? undefined : Number(m[4]) };
-  }
-  return undefined;
-}
