@@ -1,5 +1,5 @@
 import { createTestNode, type TestNode } from '../testing/test-node.js';
-import { run } from '../testing/helpers.js';
+import { run, waitFor } from '../testing/helpers.js';
 import { summarize, type Summary } from './stats.js';
 
 export interface UsernsCostRow {
@@ -34,7 +34,7 @@ export async function usernsCostRows(quick: boolean): Promise<UsernsCostRow[]> {
         nodes[mode] = { node, big: '', snap: '' };
         const big = (await node.manager.create({ memoryMb: 512 })).id;
         (await node.manager.spawn(big, { argv: ['python3', '-c', HOG], tag: 'hog' })).process.detach();
-        for (let i = 0; i < 200 && (await run(node.manager, big, ['test', '-e', '/tmp/ready'])).exitCode !== 0; i++) await new Promise((r) => setTimeout(r, 100));
+        await waitFor(async () => (await run(node.manager, big, ['test', '-e', '/tmp/ready'])).exitCode === 0, 20_000, 'the 100 MB process');
         nodes[mode] = { node, big, snap: (await node.manager.snapshot(big)).id };
       } finally {
         if (saved === undefined) delete process.env.FORKD_USERNS;
