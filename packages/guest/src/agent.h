@@ -1,4 +1,4 @@
-/* Shared agent state: connections. */
+/* A connection's state, shared by the units that serve it. Data only. */
 #ifndef FORKD_AGENT_H
 #define FORKD_AGENT_H
 #include <dirent.h>
@@ -64,17 +64,5 @@ struct client {
   uint64_t list_cursor; /* LIST_PROCS */
   struct watch *watch;
 };
-
-extern struct client *g_clients;
-
-void client_close(struct client *c);
-int client_flush(struct client *c); /* -1 if the client got closed */
-void client_pump(struct client *c);
-void client_parse(struct client *c);
-void client_error(struct client *c, int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-void client_error_code(struct client *c, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-void client_ok_end(struct client *c); /* queue an empty OK and finish */
 
 #endif

@@ -1,114 +1,31 @@
-/* Connections: frame reading, the per-connection state machine, output. */
+/* Connections: frame reading, the per-connection state machine, dispatch. */
+#include "conn.h"
+
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <errno.h>
-#include <malloc.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "conn.h"
+#include "client.h"
 #include "files.h"
-#include "proc.h"
+#include "proctab.h"
+#include "spawn.h"
+#include "stdin.h"
+#include "stream.h"
 #include "util.h"
 #include "watch.h"
 
-struct client *g_clients;
-int g_nclients;
-
 #define IN_KEEP (MAX_DATA * 2 + 64) /* WRITE_FILE keeps its input buffer */
-#define BUF_KEEP 16384
-#define REQUEST_TIMEOUT_MS 10000
 #define IN_AHEAD_MAX (256u * 1024u)
 
-struct client *client_new(int fd) {
-  struct client *c = calloc(1, sizeof *c);
-  if (!c) return NULL;
-  c->fd = fd;
-  c->file_fd = -1;
-  c->state = CS_HELLO;
-  c->request_deadline = now_ms() + REQUEST_TIMEOUT_MS;
-  c->next = g_clients;
-  g_clients = c;
-  g_nclients++;
-  return c;
-}
-
-void client_close(struct client *c) {
-  if (c->dead) return;
-  c->dead = true;
+/* What an operation holds on a connection (its process, file, listing or
+   watch), given back when the connection closes or the operation ends in
+   an error (no error is sent while a process is attached: then only the
+   file, listing or watch is let go). */
+void conn_release(struct client *c) {
   proc_detach(c);
   files_cleanup(c);
   watch_free(c);
-  if (c->fd >= 0) close(c->fd);
-  c->fd = -1;
-  g_nclients--;
-}
-
-/* A connection that never completes HELLO and its request would hold one of
-   the MAX_CLIENTS places for ever: give it REQUEST_TIMEOUT_MS. */
-int client_expire(int64_t now) {
-  int64_t next = -1;
-  for (struct client *c = g_clients; c; c = c->next) {
-    if (c->dead || (c->state != CS_HELLO && c->state != CS_REQ)) continue;
-    if (now >= c->request_deadline) client_close(c);
-    else if (next < 0 || c->request_deadline - now < next) next = c->request_deadline - now;
-  }
-  return (int)next;
-}
-
-void client_sweep(void) {
-  bool freed = false;
-  for (struct client **pp = &g_clients; *pp;) {
-    struct client *c = *pp;
-    if (!c->dead) {
-      pp = &c->next;
-      continue;
-    }
-    *pp = c->next;
-    buf_free(&c->in);
-    buf_free(&c->out);
-    free(c);
-    freed = true;
-  }
-  /* the host closes every connection before a memory snapshot: give free
-     heap pages back then, so they are not part of the snapshot */
-  if (freed && g_nclients == 0) malloc_trim(0);
-}
-
-int client_flush(struct client *c) {
-  if (c->dead) return -1;
-  if (c->out.err) { /* could not build a frame: give up on this client */
-    client_close(c);
-    return -1;
-  }
-  while (buf_size(&c->out)) {
-    ssize_t n = write(c->fd, buf_data(&c->out), buf_size(&c->out));
-    if (n > 0) {
-      buf_consume(&c->out, (size_t)n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return 0;
-    client_close(c);
-    return -1;
-  }
-  if (c->state != CS_READ) buf_shrink(&c->out, BUF_KEEP);
-  return 0;
-}
-
-/* After the final frame the guest only half-closes: the host may still be
-   sending (STDIN_EOF racing an EXIT), and a full close would make its write
-   fail with EPIPE and reset the connection before it has read our frames.
-   The host closes once it has the final frame; until then input is discarded. */
-static void linger(struct client *c) {
-  shutdown(c->fd, SHUT_WR);
-  c->state = CS_LINGER;
-  buf_free(&c->in);
-  buf_free(&c->out);
 }
 
 void client_pump(struct client *c) {
@@ -116,13 +33,15 @@ void client_pump(struct client *c) {
     if (client_flush(c) < 0 || buf_size(&c->out)) return;
     int more;
     switch (c->state) {
-    case CS_CLOSING:
-      /* v2 hosts acknowledge the EXIT (a snapshot may cut it off in flight) */
-      if (c->exit_queued && c->proc && c->version < 2) c->proc->exit_delivered = true;
-      linger(c);
-      return;
+    case CS_CLOSING: client_finish(c); return;
     case CS_PROC: proc_client_pump(c); return;
-    case CS_READ: more = files_read_pump(c); break;
+    case CS_READ:
+      more = files_read_pump(c);
+      if (more < 0) {
+        client_close(c);
+        return;
+      }
+      break;
     case CS_LIST: more = files_list_pump(c); break;
     case CS_PROCS: more = proc_list_pump(c); break;
     default: return;
@@ -149,37 +68,6 @@ bool client_want_write(const struct client *c) {
   case CS_PROCS: return true;
   default: return false;
   }
-}
-
-static void verror(struct client *c, const char *code, const char *fmt, va_list ap) {
-  char msg[1024];
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  size_t m = fr_begin(&c->out, T_ERROR);
-  tlv_str(&c->out, K_CODE, code);
-  tlv_str(&c->out, K_MESSAGE, msg);
-  fr_end(&c->out, m);
-  files_cleanup(c);
-  watch_free(c);
-  c->state = CS_CLOSING;
-}
-
-void client_error(struct client *c, int err, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  verror(c, errno_name(err), fmt, ap);
-  va_end(ap);
-}
-
-void client_error_code(struct client *c, const char *code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  verror(c, code, fmt, ap);
-  va_end(ap);
-}
-
-void client_ok_end(struct client *c) {
-  fr_empty(&c->out, T_OK);
-  c->state = CS_CLOSING;
 }
 
 static void handle_info(struct client *c) {
@@ -231,7 +119,10 @@ static int handle_request(struct client *c, uint8_t type, const uint8_t *pl, siz
   switch (type) {
   case T_SPAWN: proc_handle_spawn(c, &r); break;
   case T_ATTACH: proc_handle_attach(c, &r); break;
-  case T_LIST_PROCS: proc_handle_list(c); break;
+  case T_LIST_PROCS:
+    proc_handle_list(c);
+    client_pump(c);
+    break;
   case T_KILL: proc_handle_kill(c, &r); break;
   case T_WRITE_STDIN: ret = proc_handle_write_stdin(c, &r, pl); break;
   case T_INFO: handle_info(c); break;
@@ -329,7 +220,7 @@ static void scan_ahead(struct client *c) {
   }
 }
 
-void client_parse(struct client *c) {
+static void client_parse(struct client *c) {
   while (!c->dead && c->state != CS_CLOSING) {
     if (c->stdin_pending) {
       scan_ahead(c);
@@ -416,4 +307,9 @@ void client_read(struct client *c) {
   c->in.len += (size_t)n;
   client_parse(c);
   client_pump(c);
+}
+
+void client_stdin_ready(struct client *c) {
+  if (proc_stdin_continue(c)) client_parse(c);
+  if (!c->dead) client_pump(c);
 }

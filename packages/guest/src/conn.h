@@ -1,14 +1,14 @@
-/* Connection bookkeeping used by the event loop. */
+/* Connections as the event loop drives them: reading, state machine, pumping. */
 #ifndef FORKD_CONN_H
 #define FORKD_CONN_H
 #include "agent.h"
 
-extern int g_nclients;
-
-struct client *client_new(int fd);
-void client_sweep(void); /* free closed clients */
-int client_expire(int64_t now); /* closes connections that never sent their request; ms to the next deadline, or -1 */
+void conn_release(struct client *c); /* for client_set_release */
 void client_read(struct client *c);
+void client_pump(struct client *c);
+/* the process took the blocked STDIN (or its stdin went away): go on with
+   the input behind it */
+void client_stdin_ready(struct client *c);
 bool client_want_read(const struct client *c);
 bool client_want_write(const struct client *c);
 

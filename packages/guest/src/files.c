@@ -9,20 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "users.h"
 #include "util.h"
 
 #define LIST_MAX_DEPTH 32
 #define RM_MAX_DEPTH 256
-
-const char *need_str(struct client *c, const struct req *r, int key, const char *what) {
-  const char *s = req_str(r, key);
-  if (!s || !*s) {
-    client_error_code(c, "EINVAL", "missing %s", what);
-    return NULL;
-  }
-  return s;
-}
 
 /* NAME = a + b without building the string */
 static void tlv_str2(struct buf *b, uint8_t key, const char *x, const char *y) {
@@ -118,10 +110,7 @@ void files_handle_read(struct client *c, const struct req *r) {
 
 int files_read_pump(struct client *c) {
   if (c->aux_wait) return 0;
-  if (buf_reserve(&c->out, MAX_DATA + 5) < 0) {
-    client_close(c);
-    return 0;
-  }
+  if (buf_reserve(&c->out, MAX_DATA + 5) < 0) return -1;
   size_t m = fr_begin(&c->out, T_DATA);
   ssize_t n = read(c->file_fd, c->out.p + c->out.len, MAX_DATA);
   int e = errno;

@@ -4,7 +4,7 @@
 #include "agent.h"
 
 void files_handle_read(struct client *c, const struct req *r);
-int files_read_pump(struct client *c);
+int files_read_pump(struct client *c); /* 1 more to do, 0 wait, -1 close the connection */
 void files_handle_write(struct client *c, const struct req *r);
 int files_write_frame(struct client *c, uint8_t type, const uint8_t *p, size_t n);
 void files_handle_list(struct client *c, const struct req *r);
@@ -14,8 +14,5 @@ void files_handle_mkdir(struct client *c, const struct req *r);
 void files_handle_move(struct client *c, const struct req *r);
 void files_handle_remove(struct client *c, const struct req *r);
 void files_cleanup(struct client *c);
-
-/* A required non-empty str key, or NULL after queueing an EINVAL error. */
-const char *need_str(struct client *c, const struct req *r, int key, const char *what);
 
 #endif

@@ -15,9 +15,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "client.h"
 #include "conn.h"
-#include "proc.h"
+#include "output.h"
+#include "proctab.h"
+#include "stdin.h"
 #include "util.h"
 #include "watch.h"
 
@@ -118,10 +120,8 @@ static void do_signals(void) {
 static void service(int64_t now) {
   proc_service(now);
   for (struct client *c = g_clients; c; c = c->next)
-    if (!c->dead && c->stdin_pending && proc_client_stdin_fd(c) < 0) {
-      proc_stdin_continue(c); /* the process's stdin went away: drop input */
-      if (!c->dead) client_pump(c);
-    }
+    if (!c->dead && c->stdin_pending && proc_client_stdin_fd(c) < 0)
+      client_stdin_ready(c); /* the process's stdin went away: drop input */
   client_sweep();
   proc_sweep();
 }
@@ -179,12 +179,12 @@ static void dispatch(size_t i) {
       client_pump(c);
     } else if (c->state == CS_WATCH && fd == watch_fd(c)) {
       watch_on_readable(c);
+      client_pump(c);
     }
     break;
   case PK_STDIN:
     if (c->dead || !c->stdin_pending || proc_client_stdin_fd(c) != fd) break;
-    proc_stdin_continue(c);
-    if (!c->dead) client_pump(c);
+    client_stdin_ready(c);
     break;
   case PK_PROC:
     if (!p->removed && (fd == p->out_fd || fd == p->err_fd)) proc_on_readable(p, fd);
@@ -238,6 +238,7 @@ int main(int argc, char **argv) {
   g_sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
   g_lfd = listen_at(sock);
   if (g_sfd < 0 || g_lfd < 0) return 1; /* stdio is /dev/null: the exit status tells */
+  client_set_release(conn_release);
 
   for (;;) {
     int64_t now = now_ms();

@@ -1,4 +1,5 @@
-/* Process table, spawn, output rings, reaping. */
+/* A tracked process: what the process units (ring, proctab, output, stream,
+   stdin, spawn) share. Data only. */
 #ifndef FORKD_PROC_H
 #define FORKD_PROC_H
 #include <stdbool.h>
@@ -30,32 +31,5 @@ struct proc {
   struct client *clients;
   int nclients;
 };
-
-extern struct proc *g_procs;
-extern int g_nprocs;
-
-void proc_handle_spawn(struct client *c, const struct req *r);
-void proc_handle_attach(struct client *c, const struct req *r);
-void proc_handle_kill(struct client *c, const struct req *r);
-void proc_handle_list(struct client *c);
-int proc_list_pump(struct client *c);
-/* frames from the host on a process stream; returns 1 when the frame is
-   blocked (stdin pipe full), 0 otherwise */
-int proc_stream_frame(struct client *c, uint8_t type, const uint8_t *p, size_t n);
-void proc_client_pump(struct client *c);
-void proc_detach(struct client *c);
-void proc_linger_frame(struct client *c, uint8_t type, const uint8_t *p, size_t n);
-int proc_stdin_fd(const struct proc *p);
-int proc_client_stdin_fd(struct client *c); /* where c's pending stdin goes, or -1 */
-void proc_stdin_continue(struct client *c); /* that fd is writable (or gone) */
-/* returns 1 when the request is blocked on the stdin pipe, else 0 */
-int proc_handle_write_stdin(struct client *c, const struct req *r, const uint8_t *payload);
-
-bool proc_want_read(const struct proc *p);
-void proc_on_readable(struct proc *p, int fd);
-void proc_reap(void);
-void proc_service(int64_t now); /* drains exited processes, timers */
-int proc_poll_timeout(int64_t now); /* ms until next timer, -1 none */
-void proc_sweep(void);
 
 #endif

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "files.h"
+#include "client.h"
 
 #define WATCH_MAX 8192 /* watches per WATCH request */
 #define SCAN_MAX_DEPTH 64
@@ -225,5 +225,4 @@ void watch_on_readable(struct client *c) {
       handle_event(c, w, ev);
     }
   }
-  client_pump(c);
 }
