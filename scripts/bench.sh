@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ./forkd setup >/dev/null
-exec node --enable-source-maps packages/server/dist/bench/bench.js "$@"
+exec node --enable-source-maps packages/bench/dist/bench.js "$@"

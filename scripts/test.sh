@@ -25,5 +25,5 @@ node --experimental-websocket --no-warnings=ExperimentalWarning --enable-source-
   --test --test-concurrency=1 --test-timeout=900000 --test-reporter=spec "${files[@]}"
 if [ "$unit_only" = 0 ]; then
   # The benchmark's quick mode: every measurement, forkd's and Podman's, runs once.
-  node --enable-source-maps packages/server/dist/bench/bench.js --quick
+  node --enable-source-maps packages/bench/dist/bench.js --quick
 fi

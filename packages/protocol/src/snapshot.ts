@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_FORK_COUNT, SNAPSHOT_ID_PATTERN } from './ids.js';
 
 export const SnapshotInfo = z.object({
   id: z.string(),
@@ -23,9 +24,9 @@ export const CreateSnapshotRequest = z.strictObject({
 export const PinRequest = z.strictObject({ pinned: z.boolean() });
 
 export const ForkRequest = z.strictObject({
-  count: z.number().int().min(1).max(64).default(1),
+  count: z.number().int().min(1).max(MAX_FORK_COUNT).default(1),
 });
 
 export const RewindRequest = z.strictObject({
-  snapshot: z.string().regex(/^snap-[a-z0-9]{12}$/, 'invalid snapshot id'),
+  snapshot: z.string().regex(SNAPSHOT_ID_PATTERN, 'invalid snapshot id'),
 });

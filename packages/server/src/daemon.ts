@@ -6,11 +6,14 @@ import { openControlPlane, type ControlPlane } from './control-plane/control-pla
 import { setupHost, type Progress } from './setup/setup.js';
 import { auditNodeEvents } from './control-plane/node-audit.js';
 import { privateDir, usePrivateUmask } from './shared/private-state.js';
+import type { NodeEventSink } from './node/node-event.js';
+import { listenNode, type RunningNodeServer } from './node-http/node-http-server.js';
+import { nodeToken, nodeTokenPath } from './node-http/node-token.js';
 
 /** Host set-up plus the pool, the `base` template in it and the admin key. Idempotent; seconds when done. */
 export async function setup(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Node> {
   const { node, control } = await setupWithControl(config, logger, progress);
-  control.close();
+  await control.close();
   return node;
 }
 
@@ -24,17 +27,31 @@ async function setupWithControl(config: ForkdConfig, logger: Logger, progress: P
   const host = await setupHost(config, progress);
   await privateDir(config.stateDir);
   const control = await openControlPlane(config, logger);
+  const node = await openSetUpNode(config, logger, progress, host.baseRootfs, auditNodeEvents(control));
+  return { node, control };
+}
+
+/** The pool opened (lost sandboxes recovered, their events to `onEvent`) and the `base` template in it. */
+async function openSetUpNode(config: ForkdConfig, logger: Logger, progress: Progress, baseRootfs: string, onEvent: NodeEventSink): Promise<Node> {
   progress({ step: 'storage pool' });
   const t0 = Date.now();
-  const node = await openNode(config, logger, { onEvent: auditNodeEvents(control) });
+  const node = await openNode(config, logger, { onEvent });
   progress({ step: 'storage pool', done: true, ms: Date.now() - t0 });
   if (!(await node.templates.has('base'))) {
     const t1 = Date.now();
     progress({ step: 'template base', detail: 'importing into the pool' });
-    await node.templates.importDir('base', host.baseRootfs);
+    await node.templates.importDir('base', baseRootfs);
     progress({ step: 'template base', done: true, ms: Date.now() - t1 });
   }
-  return { node, control };
+  return node;
+}
+
+/** What a node does on its own while it serves: the warm pool and the periodic policy pass. Returns the stop. */
+function startNodeLoops(node: Node, config: ForkdConfig, logger: Logger): () => void {
+  node.manager.startWarmPool();
+  const ticker = setInterval(() => void node.manager.tick().catch((err) => logger.error('policy tick failed', { error: String(err) })), config.policyTickS * 1000);
+  ticker.unref();
+  return () => clearInterval(ticker);
 }
 
 export interface Daemon {
@@ -50,19 +67,57 @@ export interface Daemon {
  */
 export async function startDaemon(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Daemon> {
   const { node, control } = await setupWithControl(config, logger, progress);
-  const server = await listen({ svc: node.manager, control, logger, proxyDomain: config.proxyDomain }, config.host, config.port);
-  node.manager.startWarmPool();
-  const ticker = setInterval(() => void node.manager.tick().catch((err) => logger.error('policy tick failed', { error: String(err) })), config.policyTickS * 1000);
-  ticker.unref();
+  const server = await listen({ svc: node.service, control, logger, proxyDomain: config.proxyDomain }, config.host, config.port);
+  const stopLoops = startNodeLoops(node, config, logger);
   return {
     node,
     control,
     server,
     async close() {
-      clearInterval(ticker);
+      stopLoops();
       await server.close();
       await node.close();
-      control.close();
+      await control.close();
+    },
+  };
+}
+
+export interface NodeDaemon {
+  node: Node;
+  server: RunningNodeServer;
+  /** The file holding the token a control plane presents (`authorization: Bearer …`). */
+  tokenPath: string;
+  close(): Promise<void>;
+}
+
+/**
+ * `forkd serve --role node`: set-up when needed, then only the node, its
+ * contract over HTTP (node-http/node-http-server.ts) for a control plane
+ * elsewhere; no tenant keys, no public API. Sandboxes outlive it as with
+ * `forkd serve`.
+ */
+export async function startNodeDaemon(config: ForkdConfig, logger: Logger, progress: Progress): Promise<NodeDaemon> {
+  usePrivateUmask();
+  const host = await setupHost(config, progress);
+  await privateDir(config.stateDir);
+  // No control plane here to file them in its audit log: the node's own log keeps them.
+  const node = await openSetUpNode(config, logger, progress, host.baseRootfs, (e) => logger.info('sandbox event', { ...e }));
+  let server: RunningNodeServer;
+  try {
+    server = await listenNode({ node: node.service, token: await nodeToken(config.stateDir), logger }, config.host, config.port);
+  } catch (err) {
+    await node.close();
+    throw err;
+  }
+  const stopLoops = startNodeLoops(node, config, logger);
+  return {
+    node,
+    server,
+    tokenPath: nodeTokenPath(config.stateDir),
+    async close() {
+      stopLoops();
+      await server.close();
+      await node.close();
     },
   };
 }

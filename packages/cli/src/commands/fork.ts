@@ -1,3 +1,4 @@
+import { MAX_FORK_COUNT } from '@forkd/protocol';
 import { expectPositionals, parseOptions, parsePositiveInt } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';
@@ -5,7 +6,7 @@ import { printJson } from '../format.js';
 import { UsageError } from '../usage-error.js';
 
 /** The server's limit (ForkRequest in @forkd/protocol). */
-const MAX_FORKS = 64;
+const MAX_FORKS = MAX_FORK_COUNT;
 
 const USAGE = `Usage: forkd fork ID|SNAPSHOT [--count N] [--json]
 

@@ -1,10 +1,10 @@
-import { createLogger, loadConfig, startDaemon, usePrivateUmask, type ForkdConfig } from '@forkd/server';
+import { createLogger, loadConfig, SERVE_ROLES, startDaemon, startNodeDaemon, usePrivateUmask, type ForkdConfig, type ServeRole } from '@forkd/server';
 import { expectPositionals, parseOptions, parsePositiveInt } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { StepProgress } from '../step-progress.js';
 import { UsageError } from '../usage-error.js';
 
-const USAGE = `Usage: forkd serve [--port N] [--host H]
+const USAGE = `Usage: forkd serve [--port N] [--host H] [--role all|node]
 
 Runs the forkd API in the foreground (set-up first when needed). Ctrl-C or
 SIGTERM stops it; sandboxes keep running and are adopted on the next start.
@@ -12,10 +12,14 @@ SIGTERM stops it; sandboxes keep running and are adopted on the next start.
 Options:
   -p, --port N   port to listen on (default $FORKD_PORT or 8080)
       --host H   address to listen on (default $FORKD_HOST or 127.0.0.1)
+      --role R   all: the API and the node in one process (default $FORKD_ROLE or all);
+                 node: only the node, serving the node contract under /node/v1 to a
+                 control plane elsewhere, authenticated by the token in
+                 <state dir>/node.token (made at first start, root only)
 `;
 
 export function parseServeArgs(argv: string[]): Partial<ForkdConfig> {
-  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { port: { type: 'string', short: 'p' }, host: { type: 'string' } } });
+  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { port: { type: 'string', short: 'p' }, host: { type: 'string' }, role: { type: 'string' } } });
   expectPositionals(positionals, []);
   const overrides: Partial<ForkdConfig> = {};
   const port = parsePositiveInt('--port', values.port);
@@ -24,6 +28,10 @@ export function parseServeArgs(argv: string[]): Partial<ForkdConfig> {
     overrides.port = port;
   }
   if (values.host !== undefined) overrides.host = values.host;
+  if (values.role !== undefined) {
+    if (!(SERVE_ROLES as readonly string[]).includes(values.role)) throw new UsageError(`--role must be one of ${SERVE_ROLES.join(', ')}`);
+    overrides.role = values.role as ServeRole;
+  }
   return overrides;
 }
 
@@ -39,12 +47,13 @@ export const serveCommand: CliCommand = {
     const progress = new StepProgress(process.stderr);
     let daemon;
     try {
-      daemon = await startDaemon(config, createLogger(), progress.event);
+      daemon = config.role === 'node' ? await startNodeDaemon(config, createLogger(), progress.event) : await startDaemon(config, createLogger(), progress.event);
     } catch (err) {
       progress.fail();
       throw err;
     }
-    process.stderr.write(`forkd serving on ${daemon.server.url} (Ctrl-C to stop)\n`);
+    if ('tokenPath' in daemon) process.stderr.write(`forkd node serving on ${daemon.server.url}, token in ${daemon.tokenPath} (Ctrl-C to stop)\n`);
+    else process.stderr.write(`forkd serving on ${daemon.server.url} (Ctrl-C to stop)\n`);
     const d = daemon;
     return new Promise<number>((resolve) => {
       let stopping = false;

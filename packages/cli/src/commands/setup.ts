@@ -46,7 +46,7 @@ export const setupCommand: CliCommand = {
     try {
       const s = styleFor(process.stdout);
       const pool = config.pool.image ? `${config.pool.mountPoint} (loop image ${config.pool.image}, ${formatBytes(config.pool.sizeBytes)})` : config.pool.mountPoint;
-      const templates = node.templates.list().map((t) => t.name);
+      const templates = (await node.templates.list()).map((t) => t.name);
       process.stdout.write(
         [
           `${s.green('forkd is set up')} ${s.dim(`(${formatDuration(Date.now() - t0)})`)}`,

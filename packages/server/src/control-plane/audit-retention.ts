@@ -11,16 +11,16 @@ const PRUNE_EVERY_MS = 60 * 60 * 1000;
  */
 export function startAuditRetention(store: ControlStore, days: number, logger?: Logger): () => void {
   if (days <= 0) return () => {};
-  const prune = () => {
+  const prune = async () => {
     try {
-      const n = store.pruneAudit(new Date(Date.now() - days * 86_400_000).toISOString());
+      const n = await store.pruneAudit(new Date(Date.now() - days * 86_400_000).toISOString());
       if (n > 0) logger?.info('audit records past retention deleted', { count: n, retentionDays: days });
     } catch (err) {
       logger?.warn('audit pruning failed', { error: String(err) });
     }
   };
-  prune();
-  const timer = setInterval(prune, PRUNE_EVERY_MS);
+  void prune();
+  const timer = setInterval(() => void prune(), PRUNE_EVERY_MS);
   timer.unref();
   return () => clearInterval(timer);
 }

@@ -12,7 +12,7 @@ export interface ControlPlane {
   keys: ApiKeys;
   /** Per-tenant limits and the capacity operations in flight reserved (one instance: reservations are shared by every request). */
   quotas: TenantQuotas;
-  close(): void;
+  close(): Promise<void>;
 }
 
 /** Where `forkd setup` leaves the machine's admin key (root only). */
@@ -30,9 +30,9 @@ export async function openControlPlane(config: ForkdConfig, logger?: Logger): Pr
     store,
     keys,
     quotas: new TenantQuotas(store, config.tenantLimits, config.defaultDiskMb),
-    close: () => {
+    close: async () => {
       stopRetention();
-      store.close();
+      await store.close();
     },
   };
 }

@@ -199,9 +199,9 @@ describe('adversarial paths: the host never follows a path a sandbox controls', 
     await settle('fork', node.manager.fork(snap.id, 1));
     await node.manager.pause(id);
     await settle('resume', node.manager.resume(id));
-    for (const s of node.manager.list().filter((x) => x.state === 'running')) await tryCorePattern(s.id);
+    for (const s of (await node.manager.list()).filter((x) => x.state === 'running')) await tryCorePattern(s.id);
     await assertHostIntact(`a sandbox that reshaped its own /dev (${outcomes.join(', ')})`);
-    for (const s of node.manager.list()) await node.manager.delete(s.id).catch(() => {});
+    for (const s of await node.manager.list()) await node.manager.delete(s.id).catch(() => {});
   });
 
   test('/dev itself a symlink to a host directory', async () => {
@@ -235,7 +235,7 @@ describe('adversarial paths: the host never follows a path a sandbox controls', 
     });
     await assert.rejects(node.manager.create({ template: 'evil-warm-dir' }), (err: unknown) => err instanceof ForkdError && ['FAILED_PRECONDITION', 'INTERNAL'].includes(err.code));
     await assertHostIntact('warm template with a symlinked agent directory');
-    assert.deepEqual(node.manager.list().filter((s) => s.template === 'evil-warm-dir'), [], 'the refused sandbox is gone');
+    assert.deepEqual((await node.manager.list()).filter((s) => s.template === 'evil-warm-dir'), [], 'the refused sandbox is gone');
   });
 
   test('a warm template whose agent socket is a symlink to a host socket', async () => {

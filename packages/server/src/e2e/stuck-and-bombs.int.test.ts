@@ -85,23 +85,23 @@ describe('a guest agent that never answers, and resource bombs (real sandboxes)'
     process.kill(pid, 'SIGSTOP');
     await waitFor(() => stopped(pid), 5000, 'the agent to stop');
 
-    const stuckCall = timed(node.manager.guestClient(id).info());
+    const stuckCall = timed(node.manager.guestClient(id).then((g) => g.info()));
     const neighbourCall = timed(neighbourWorks());
     const [s, n] = await Promise.all([stuckCall, neighbourCall]);
     assertTimeout(s, 'info on the stuck agent');
     assert.equal(n.error, undefined, String(n.error));
     assert.ok(n.ms < DEADLINE_MS, `the neighbour answered without waiting for it (${n.ms} ms)`);
     assertTimeout(await timed(run(node.manager, id, ['echo', 'never'])), 'exec on the stuck agent');
-    assertTimeout(await timed(node.manager.guestClient(id).listDir('/')), 'a listing on the stuck agent');
+    assertTimeout(await timed(node.manager.guestClient(id).then((g) => g.listDir('/'))), 'a listing on the stuck agent');
 
     // A reconciler pass with a snapshot due for both: the neighbour's is taken, the pass is not held by the stuck one.
     node.manager.markActive(id);
     node.manager.markActive(neighbour);
-    const before = node.manager.snapshotRecords(neighbour).length;
+    const before = (await node.manager.snapshotRecords(neighbour)).length;
     const tick = await timed(node.manager.tick(Date.now() + 6 * 60_000));
     assert.equal(tick.error, undefined, String(tick.error));
     assert.ok(tick.ms < 4 * DEADLINE_MS + 5000, `the pass ended within the per-sandbox timeout (${tick.ms} ms)`);
-    assert.equal(node.manager.snapshotRecords(neighbour).length, before + 1, 'the neighbour got its policy snapshot');
+    assert.equal((await node.manager.snapshotRecords(neighbour)).length, before + 1, 'the neighbour got its policy snapshot');
 
     // A lifecycle operation holding the lock while it waits on the agent (the dumpable switch before the dump)
     // ends by its deadline (guest: 2 s) with TIMEOUT; a delete queued behind it then runs. Ahead of both in the
@@ -113,7 +113,7 @@ describe('a guest agent that never answers, and resource bombs (real sandboxes)'
     assert.ok(del.ms < 2 * (60_000 + 2 * DEADLINE_MS) + 20_000, `the delete got the lock (${del.ms} ms)`);
     const s2 = await snap;
     assert.equal((s2.error as ForkdError | undefined)?.code, 'TIMEOUT', `the snapshot failed with TIMEOUT: ${String(s2.error)}`);
-    assert.equal(node.manager.recordOf(id), undefined);
+    assert.equal(await node.manager.recordOf(id), undefined);
     const runMounts = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').map((l) => l.split(' ')[4] ?? '').filter((m) => m.startsWith(`${node.config.runDir}/`));
     assert.deepEqual(await orphans(node), [], `mounts under the run dir: ${runMounts.join(', ')}`);
     await neighbourWorks();
@@ -157,7 +157,7 @@ describe('a guest agent that never answers, and resource bombs (real sandboxes)'
     assert.equal(errno, 24, `EMFILE: ${r.stdout}`);
     assert.ok(n! > want - 10 && n! < want, `opened ${n} of ${want}`);
     await neighbourWorks();
-    assert.ok(node.manager.records().length >= 1, 'the node answers');
+    assert.ok((await node.manager.records()).length >= 1, 'the node answers');
   });
 
   test('a fork bomb stops at the pids limit; the neighbour is fine', async () => {

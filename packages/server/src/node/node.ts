@@ -19,6 +19,8 @@ import { refreshCriuKdat } from '../setup/criu-kdat.js';
 import { lockNode, type NodeLock } from './node-lock.js';
 import { privateDir, tightenPrivateState, usePrivateUmask } from '../shared/private-state.js';
 import { openStagingDir } from './storage/staging-dir.js';
+import type { NodeService } from '../node-contract/node-service.js';
+import { LocalNode } from './local-node.js';
 
 export interface Node {
   config: ForkdConfig;
@@ -27,6 +29,8 @@ export interface Node {
   runtime: RuncRuntime;
   templates: TemplateRegistry;
   manager: SandboxManager;
+  /** The node contract over the manager: what a control plane (in this process or over HTTP) uses. */
+  service: NodeService;
   /** Rescans qgroups the kernel left inconsistent (see quota-keeper.ts). */
   quotaKeeper: QuotaKeeper;
   close(): Promise<void>;
@@ -114,11 +118,12 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?:
     runtime,
     templates,
     manager,
+    service: new LocalNode(manager),
     quotaKeeper,
     async close() {
       await quotaKeeper.stop();
       await manager.close();
-      store.close();
+      await store.close();
       await lock.release();
     },
   };

@@ -2,7 +2,13 @@ import { join, resolve } from 'node:path';
 import type { EffectiveTenantLimits } from '@forkd/protocol';
 import { fileURLToPath } from 'node:url';
 
+/** What `forkd serve` runs: `all`, the control plane and the node in one process (the default); `node`, only the node, its contract served over HTTP to a control plane elsewhere. */
+export type ServeRole = 'all' | 'node';
+export const SERVE_ROLES: readonly ServeRole[] = ['all', 'node'];
+
 export interface ForkdConfig {
+  /** FORKD_ROLE or `forkd serve --role`. */
+  role: ServeRole;
   /** Durable state: database, bundles, pool image, admin key. */
   stateDir: string;
   /** Toolchain (private CRIU root) and root-filesystem cache shared by every pool on this host. */
@@ -82,6 +88,12 @@ function limit(v: string | undefined, name: string): number | null {
   return n;
 }
 
+function role(v: string | undefined): ServeRole {
+  if (v === undefined || v === '') return 'all';
+  if (!(SERVE_ROLES as readonly string[]).includes(v)) throw new Error(`FORKD_ROLE must be one of ${SERVE_ROLES.join(', ')}, got ${JSON.stringify(v)}`);
+  return v as ServeRole;
+}
+
 function nonNegative(v: string | undefined, def: number, name: string): number {
   return v === '0' ? 0 : int(v, def, name);
 }
@@ -95,6 +107,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const stateDir = env.FORKD_STATE_DIR || '/var/lib/forkd';
   const existing = env.FORKD_POOL;
   return {
+    role: role(env.FORKD_ROLE),
     stateDir,
     cacheDir: env.FORKD_CACHE_DIR || '/var/lib/forkd/cache',
     pool: existing

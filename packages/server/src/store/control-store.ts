@@ -14,37 +14,37 @@ export interface KeyRecord {
 
 /** What the control plane owns beside the nodes: who may call, what each tenant owns, what was done. */
 export interface ControlStore {
-  insertKey(rec: KeyRecord): void;
-  keyByHash(hash: string): KeyRecord | undefined;
-  listKeys(tenant?: string): KeyRecord[];
+  insertKey(rec: KeyRecord): Promise<void>;
+  keyByHash(hash: string): Promise<KeyRecord | undefined>;
+  listKeys(tenant?: string): Promise<KeyRecord[]>;
   /** Returns false when no such key is active (in that tenant, when given). */
-  revokeKey(id: string, at: string, tenant?: string): boolean;
-  setOwner(kind: OwnedKind, id: string, tenant: string): void;
+  revokeKey(id: string, at: string, tenant?: string): Promise<boolean>;
+  setOwner(kind: OwnedKind, id: string, tenant: string): Promise<void>;
   /**
    * Records `tenant` as the owner unless the object already has one, in one
    * statement (two tenants racing for a template name cannot both win).
    * Returns the owner after the call: `tenant` when it won or already owned it.
    */
-  claimOwner(kind: OwnedKind, id: string, tenant: string): string;
-  dropOwner(kind: OwnedKind, id: string): void;
-  owner(kind: OwnedKind, id: string): string | undefined;
+  claimOwner(kind: OwnedKind, id: string, tenant: string): Promise<string>;
+  dropOwner(kind: OwnedKind, id: string): Promise<void>;
+  owner(kind: OwnedKind, id: string): Promise<string | undefined>;
   /** Every id of a kind a tenant owns. */
-  owned(kind: OwnedKind, tenant: string): Set<string>;
+  owned(kind: OwnedKind, tenant: string): Promise<Set<string>>;
   /**
    * The SHA-256 of a sandbox's port-proxy token: minted by the control plane,
    * shown once, never stored in the sandbox nor in plain text here.
    */
-  setTokenHash(id: string, hash: string): void;
-  tokenHash(id: string): string | undefined;
+  setTokenHash(id: string, hash: string): Promise<void>;
+  tokenHash(id: string): Promise<string | undefined>;
   /** A tenant's limit overrides (absent: the server's defaults apply). */
-  tenantLimits(tenant: string): TenantLimits | undefined;
+  tenantLimits(tenant: string): Promise<TenantLimits | undefined>;
   /** Replaces a tenant's overrides; `{}` removes them. */
-  setTenantLimits(tenant: string, limits: TenantLimits): void;
-  appendAudit(rec: Omit<AuditRecord, 'id'>): void;
+  setTenantLimits(tenant: string, limits: TenantLimits): Promise<void>;
+  appendAudit(rec: Omit<AuditRecord, 'id'>): Promise<void>;
   /** Deletes audit records older than `before` (ISO time); returns how many. */
-  pruneAudit(before: string): number;
-  queryAudit(q: AuditQuery & { tenant?: string | undefined }): AuditRecord[];
-  close(): void;
+  pruneAudit(before: string): Promise<number>;
+  queryAudit(q: AuditQuery & { tenant?: string | undefined }): Promise<AuditRecord[]>;
+  close(): Promise<void>;
 }
 
 export type OwnedKind = 'sandbox' | 'template';

@@ -125,79 +125,82 @@ export class SqliteControlStore implements ControlStore {
     this.#db.pragma('wal_checkpoint(TRUNCATE)');
   }
 
-  insertKey(k: KeyRecord): void {
+  async insertKey(k: KeyRecord): Promise<void> {
     this.#db
       .prepare('INSERT INTO api_keys (id, tenant, hash, prefix, name, admin, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
       .run(k.id, k.tenant, k.hash, k.prefix, k.name ?? null, k.admin ? 1 : 0, k.createdAt, k.revokedAt ?? null);
   }
 
-  keyByHash(hash: string): KeyRecord | undefined {
+  async keyByHash(hash: string): Promise<KeyRecord | undefined> {
     const r = this.#db.prepare('SELECT * FROM api_keys WHERE hash = ?').get(hash) as KeyRow | undefined;
     return r && toKey(r);
   }
 
-  listKeys(tenant?: string): KeyRecord[] {
+  async listKeys(tenant?: string): Promise<KeyRecord[]> {
     const rows = tenant === undefined ? this.#db.prepare('SELECT * FROM api_keys ORDER BY created_at').all() : this.#db.prepare('SELECT * FROM api_keys WHERE tenant = ? ORDER BY created_at').all(tenant);
     return (rows as KeyRow[]).map(toKey);
   }
 
-  revokeKey(id: string, at: string, tenant?: string): boolean {
+  async revokeKey(id: string, at: string, tenant?: string): Promise<boolean> {
     const r = tenant === undefined
       ? this.#db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, id)
       : this.#db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND tenant = ? AND revoked_at IS NULL').run(at, id, tenant);
     return r.changes === 1;
   }
 
-  setOwner(kind: OwnedKind, id: string, tenant: string): void {
+  async setOwner(kind: OwnedKind, id: string, tenant: string): Promise<void> {
     this.#db.prepare('INSERT OR REPLACE INTO owners (kind, id, tenant) VALUES (?, ?, ?)').run(kind, id, tenant);
   }
 
-  claimOwner(kind: OwnedKind, id: string, tenant: string): string {
-    this.#db.prepare('INSERT OR IGNORE INTO owners (kind, id, tenant) VALUES (?, ?, ?)').run(kind, id, tenant);
-    return this.owner(kind, id)!;
+  async claimOwner(kind: OwnedKind, id: string, tenant: string): Promise<string> {
+    // One transaction, no await inside: the insert and the read see the same row even with other callers in between.
+    return this.#db.transaction(() => {
+      this.#db.prepare('INSERT OR IGNORE INTO owners (kind, id, tenant) VALUES (?, ?, ?)').run(kind, id, tenant);
+      return (this.#db.prepare('SELECT tenant FROM owners WHERE kind = ? AND id = ?').get(kind, id) as { tenant: string }).tenant;
+    })();
   }
 
-  dropOwner(kind: OwnedKind, id: string): void {
+  async dropOwner(kind: OwnedKind, id: string): Promise<void> {
     this.#db.prepare('DELETE FROM owners WHERE kind = ? AND id = ?').run(kind, id);
   }
 
-  owner(kind: OwnedKind, id: string): string | undefined {
+  async owner(kind: OwnedKind, id: string): Promise<string | undefined> {
     return (this.#db.prepare('SELECT tenant FROM owners WHERE kind = ? AND id = ?').get(kind, id) as { tenant: string } | undefined)?.tenant;
   }
 
-  owned(kind: OwnedKind, tenant: string): Set<string> {
+  async owned(kind: OwnedKind, tenant: string): Promise<Set<string>> {
     return new Set((this.#db.prepare('SELECT id FROM owners WHERE kind = ? AND tenant = ?').all(kind, tenant) as { id: string }[]).map((r) => r.id));
   }
 
-  setTokenHash(id: string, hash: string): void {
+  async setTokenHash(id: string, hash: string): Promise<void> {
     this.#db.prepare('INSERT OR REPLACE INTO sandbox_token_hashes (id, hash) VALUES (?, ?)').run(id, hash);
   }
 
-  tokenHash(id: string): string | undefined {
+  async tokenHash(id: string): Promise<string | undefined> {
     return (this.#db.prepare('SELECT hash FROM sandbox_token_hashes WHERE id = ?').get(id) as { hash: string } | undefined)?.hash;
   }
 
-  tenantLimits(tenant: string): TenantLimits | undefined {
+  async tenantLimits(tenant: string): Promise<TenantLimits | undefined> {
     const r = this.#db.prepare('SELECT limits FROM tenant_limits WHERE tenant = ?').get(tenant) as { limits: string } | undefined;
     return r && (JSON.parse(r.limits) as TenantLimits);
   }
 
-  setTenantLimits(tenant: string, limits: TenantLimits): void {
+  async setTenantLimits(tenant: string, limits: TenantLimits): Promise<void> {
     if (Object.keys(limits).length === 0) this.#db.prepare('DELETE FROM tenant_limits WHERE tenant = ?').run(tenant);
     else this.#db.prepare('INSERT OR REPLACE INTO tenant_limits (tenant, limits, updated_at) VALUES (?, ?, ?)').run(tenant, JSON.stringify(limits), new Date().toISOString());
   }
 
-  pruneAudit(before: string): number {
+  async pruneAudit(before: string): Promise<number> {
     return this.#db.prepare('DELETE FROM audit WHERE at < ?').run(before).changes;
   }
 
-  appendAudit(a: Omit<AuditRecord, 'id'>): void {
+  async appendAudit(a: Omit<AuditRecord, 'id'>): Promise<void> {
     this.#db
       .prepare('INSERT INTO audit (at, key_id, tenant, sandbox_id, operation, target, code, status, duration_ms, request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
       .run(a.at, a.keyId ?? null, a.tenant ?? null, a.sandboxId ?? null, a.operation, a.target ?? null, a.code, a.status, a.durationMs, a.requestId ?? null);
   }
 
-  queryAudit(q: AuditQuery & { tenant?: string | undefined }): AuditRecord[] {
+  async queryAudit(q: AuditQuery & { tenant?: string | undefined }): Promise<AuditRecord[]> {
     const where: string[] = [];
     const args: unknown[] = [];
     const add = (sql: string, v: unknown) => {
@@ -217,7 +220,7 @@ export class SqliteControlStore implements ControlStore {
     return (this.#db.prepare(sql).all(...args, q.limit) as AuditRow[]).map(toAudit);
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.#db.close();
   }
 }

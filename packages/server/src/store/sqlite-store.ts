@@ -123,7 +123,17 @@ function toRecord(r: SandboxRow): SandboxRecord {
   };
 }
 
-/** The default Store: one SQLite file in WAL mode, migrated on open. */
+/** A JSON column: null for an absent value. */
+function json(value: object | undefined): string | null {
+  return value ? JSON.stringify(value) : null;
+}
+
+/**
+ * The default Store: one SQLite file in WAL mode, migrated on open.
+ * better-sqlite3 is synchronous: each method does its work before its
+ * Promise is returned, so a write is committed by the time a caller awaits it
+ * and calls made in one turn still apply in the order they were made.
+ */
 export class SqliteStore implements Store {
   readonly #db: Database.Database;
 
@@ -131,97 +141,114 @@ export class SqliteStore implements Store {
     this.#db = openSqlite(file, MIGRATIONS);
   }
 
-  insertSandbox(rec: SandboxRecord): void {
+  async insertSandbox(rec: SandboxRecord): Promise<void> {
     this.#db
-      .prepare('INSERT INTO sandboxes (id, template, state, limits, env, metadata, created_at, error, forked_from, resume_from, policy, instance, idmap) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(rec.id, rec.template, rec.state, JSON.stringify(rec.limits), JSON.stringify(rec.env), JSON.stringify(rec.metadata), rec.createdAt, rec.error ?? null, rec.forkedFrom ?? null, rec.resumeFrom ?? null, rec.policy ? JSON.stringify(rec.policy) : null, rec.instance ?? null, rec.idmap ?? null);
+      .prepare('INSERT INTO sandboxes (id, template, state, limits, env, metadata, created_at, error, forked_from, resume_from, policy, instance, lost, recovered, origin, idmap) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(
+        rec.id,
+        rec.template,
+        rec.state,
+        JSON.stringify(rec.limits),
+        JSON.stringify(rec.env),
+        JSON.stringify(rec.metadata),
+        rec.createdAt,
+        rec.error ?? null,
+        rec.forkedFrom ?? null,
+        rec.resumeFrom ?? null,
+        json(rec.policy),
+        rec.instance ?? null,
+        json(rec.lost),
+        json(rec.recovered),
+        json(rec.origin),
+        rec.idmap ?? null,
+      );
   }
 
-  transition(id: string, from: SandboxRecord['state'], to: SandboxRecord['state'], error?: string): boolean {
+  async transition(id: string, from: SandboxRecord['state'], to: SandboxRecord['state'], error?: string): Promise<boolean> {
     const r = this.#db.prepare('UPDATE sandboxes SET state = ?, error = ? WHERE id = ? AND state = ?').run(to, error ?? null, id, from);
     return r.changes === 1;
   }
 
-  getSandbox(id: string): SandboxRecord | undefined {
+  async getSandbox(id: string): Promise<SandboxRecord | undefined> {
     const r = this.#db.prepare('SELECT * FROM sandboxes WHERE id = ?').get(id) as SandboxRow | undefined;
     return r ? toRecord(r) : undefined;
   }
 
-  listSandboxes(): SandboxRecord[] {
+  async listSandboxes(): Promise<SandboxRecord[]> {
     return (this.#db.prepare('SELECT * FROM sandboxes ORDER BY created_at, id').all() as SandboxRow[]).map(toRecord);
   }
 
-  deleteSandbox(id: string): void {
+  async deleteSandbox(id: string): Promise<void> {
     this.#db.prepare('DELETE FROM sandboxes WHERE id = ?').run(id);
   }
 
-  setPolicy(id: string, policy: SandboxPolicy | undefined): void {
+  async setPolicy(id: string, policy: SandboxPolicy | undefined): Promise<void> {
     this.#db.prepare('UPDATE sandboxes SET policy = ? WHERE id = ?').run(policy ? JSON.stringify(policy) : null, id);
   }
 
-  setResumeFrom(id: string, snapshotId: string | undefined): void {
+  async setResumeFrom(id: string, snapshotId: string | undefined): Promise<void> {
     this.#db.prepare('UPDATE sandboxes SET resume_from = ? WHERE id = ?').run(snapshotId ?? null, id);
   }
 
-  setInstance(id: string, instance: string, origin?: SandboxOrigin): void {
+  async setInstance(id: string, instance: string, origin?: SandboxOrigin): Promise<void> {
     const key = instance === id ? null : instance;
     if (origin) this.#db.prepare('UPDATE sandboxes SET instance = ?, origin = ? WHERE id = ?').run(key, JSON.stringify(origin), id);
     else this.#db.prepare('UPDATE sandboxes SET instance = ? WHERE id = ?').run(key, id);
   }
 
-  setIdmap(id: string, hostId: number | undefined): void {
+  async setIdmap(id: string, hostId: number | undefined): Promise<void> {
     this.#db.prepare('UPDATE sandboxes SET idmap = ? WHERE id = ?').run(hostId ?? null, id);
   }
 
-  setOrigin(id: string, origin: SandboxOrigin | undefined): void {
+  async setOrigin(id: string, origin: SandboxOrigin | undefined): Promise<void> {
     this.#db.prepare('UPDATE sandboxes SET origin = ? WHERE id = ?').run(origin ? JSON.stringify(origin) : null, id);
   }
 
-  setLost(id: string, lost: SandboxLoss | undefined): void {
+  async setLost(id: string, lost: SandboxLoss | undefined): Promise<void> {
     this.#db.prepare('UPDATE sandboxes SET lost = ? WHERE id = ?').run(lost ? JSON.stringify(lost) : null, id);
   }
 
-  setRecovered(id: string, recovered: SandboxRecovery | undefined): void {
+  async setRecovered(id: string, recovered: SandboxRecovery | undefined): Promise<void> {
     this.#db.prepare('UPDATE sandboxes SET recovered = ? WHERE id = ?').run(recovered ? JSON.stringify(recovered) : null, id);
   }
 
-  insertSnapshot(rec: SnapshotRecord): void {
+  async insertSnapshot(rec: SnapshotRecord): Promise<void> {
     this.#db
       .prepare('INSERT INTO snapshots (id, sandbox_id, name, created_at, frozen_ms, size_bytes, parent_id, pinned, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
       .run(rec.id, rec.sandboxId, rec.name ?? null, rec.createdAt, rec.frozenMs, rec.sizeBytes, rec.parentId ?? null, rec.pinned ? 1 : 0, rec.reason);
   }
 
-  getSnapshot(id: string): SnapshotRecord | undefined {
+  async getSnapshot(id: string): Promise<SnapshotRecord | undefined> {
     const r = this.#db.prepare('SELECT * FROM snapshots WHERE id = ?').get(id) as SnapshotRow | undefined;
     return r ? toSnapshot(r) : undefined;
   }
 
-  setSnapshotSize(id: string, bytes: number): void {
+  async setSnapshotSize(id: string, bytes: number): Promise<void> {
     this.#db.prepare('UPDATE snapshots SET size_bytes = ? WHERE id = ?').run(bytes, id);
   }
 
-  setPinned(id: string, pinned: boolean): void {
+  async setPinned(id: string, pinned: boolean): Promise<void> {
     this.#db.prepare('UPDATE snapshots SET pinned = ? WHERE id = ?').run(pinned ? 1 : 0, id);
   }
 
-  snapshotTotals(): { count: number; bytes: number } {
+  async snapshotTotals(): Promise<{ count: number; bytes: number }> {
     const r = this.#db.prepare('SELECT COUNT(*) AS count, COALESCE(SUM(size_bytes), 0) AS bytes FROM snapshots').get() as { count: number; bytes: number };
     return { count: r.count, bytes: r.bytes };
   }
 
-  listSnapshots(sandboxId: string): SnapshotRecord[] {
+  async listSnapshots(sandboxId: string): Promise<SnapshotRecord[]> {
     return (this.#db.prepare('SELECT * FROM snapshots WHERE sandbox_id = ? ORDER BY created_at, rowid').all(sandboxId) as SnapshotRow[]).map(toSnapshot);
   }
 
-  deleteSnapshot(id: string): void {
+  async deleteSnapshot(id: string): Promise<void> {
     this.#db.prepare('DELETE FROM snapshots WHERE id = ?').run(id);
   }
 
-  listForks(snapshotId: string): SandboxRecord[] {
+  async listForks(snapshotId: string): Promise<SandboxRecord[]> {
     return (this.#db.prepare('SELECT * FROM sandboxes WHERE forked_from = ? ORDER BY created_at, id').all(snapshotId) as SandboxRow[]).map(toRecord);
   }
 
-  upsertTemplate(rec: TemplateRecord): void {
+  async upsertTemplate(rec: TemplateRecord): Promise<void> {
     this.#db
       .prepare(
         'INSERT INTO templates (name, created_at, volume, images, from_template, idmap) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET created_at = excluded.created_at, volume = excluded.volume, images = excluded.images, from_template = excluded.from_template, idmap = excluded.idmap',
@@ -229,20 +256,20 @@ export class SqliteStore implements Store {
       .run(rec.name, rec.createdAt, rec.volume, rec.images ?? null, rec.from ?? null, rec.idmap ?? null);
   }
 
-  getTemplate(name: string): TemplateRecord | undefined {
+  async getTemplate(name: string): Promise<TemplateRecord | undefined> {
     const r = this.#db.prepare('SELECT * FROM templates WHERE name = ?').get(name) as TemplateRow | undefined;
     return r ? toTemplate(r) : undefined;
   }
 
-  listTemplates(): TemplateRecord[] {
+  async listTemplates(): Promise<TemplateRecord[]> {
     return (this.#db.prepare('SELECT * FROM templates ORDER BY name').all() as TemplateRow[]).map(toTemplate);
   }
 
-  deleteTemplate(name: string): void {
+  async deleteTemplate(name: string): Promise<void> {
     this.#db.prepare('DELETE FROM templates WHERE name = ?').run(name);
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.#db.close();
   }
 }

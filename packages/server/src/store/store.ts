@@ -90,40 +90,45 @@ export interface TemplateRecord {
 }
 
 /**
- * Durable state of one node. Writes are synchronous and transactional so a
- * crash never leaves a half-written record; the filesystem and runc are
- * reconciled against it on start.
+ * Durable state of one node. Every method is async so the records may live in
+ * another process (PostgreSQL as well as the SQLite file); each write is one
+ * atomic statement, committed when its Promise resolves, so a crash never
+ * leaves a half-written record. Callers await every call: a write not awaited
+ * may not have happened, and a rejected one would go unhandled. The
+ * filesystem and runc are reconciled against it on start. Every
+ * implementation passes store-conformance.ts, which states what unknown ids
+ * and absent fields do.
  */
 export interface Store {
-  insertSandbox(rec: SandboxRecord): void;
+  insertSandbox(rec: SandboxRecord): Promise<void>;
   /** Compare-and-set on state: returns false when the current state is not `from`. */
-  transition(id: string, from: SandboxRecord['state'], to: SandboxRecord['state'], error?: string): boolean;
-  getSandbox(id: string): SandboxRecord | undefined;
-  listSandboxes(): SandboxRecord[];
-  deleteSandbox(id: string): void;
-  setResumeFrom(id: string, snapshotId: string | undefined): void;
+  transition(id: string, from: SandboxRecord['state'], to: SandboxRecord['state'], error?: string): Promise<boolean>;
+  getSandbox(id: string): Promise<SandboxRecord | undefined>;
+  listSandboxes(): Promise<SandboxRecord[]>;
+  deleteSandbox(id: string): Promise<void>;
+  setResumeFrom(id: string, snapshotId: string | undefined): Promise<void>;
   /** Points the sandbox at another runtime instance (one write: a crash sees the old or the new one). */
-  setInstance(id: string, instance: string, origin?: SandboxOrigin): void;
-  setOrigin(id: string, origin: SandboxOrigin | undefined): void;
-  setIdmap(id: string, hostId: number | undefined): void;
-  setLost(id: string, lost: SandboxLoss | undefined): void;
-  setRecovered(id: string, recovered: SandboxRecovery | undefined): void;
-  setPolicy(id: string, policy: SandboxPolicy | undefined): void;
-  insertSnapshot(rec: SnapshotRecord): void;
-  getSnapshot(id: string): SnapshotRecord | undefined;
+  setInstance(id: string, instance: string, origin?: SandboxOrigin): Promise<void>;
+  setOrigin(id: string, origin: SandboxOrigin | undefined): Promise<void>;
+  setIdmap(id: string, hostId: number | undefined): Promise<void>;
+  setLost(id: string, lost: SandboxLoss | undefined): Promise<void>;
+  setRecovered(id: string, recovered: SandboxRecovery | undefined): Promise<void>;
+  setPolicy(id: string, policy: SandboxPolicy | undefined): Promise<void>;
+  insertSnapshot(rec: SnapshotRecord): Promise<void>;
+  getSnapshot(id: string): Promise<SnapshotRecord | undefined>;
   /** A sandbox's snapshots, oldest first. */
-  listSnapshots(sandboxId: string): SnapshotRecord[];
+  listSnapshots(sandboxId: string): Promise<SnapshotRecord[]>;
   /** Count and memory-image bytes of every snapshot on the node (metrics). */
-  snapshotTotals(): { count: number; bytes: number };
-  deleteSnapshot(id: string): void;
-  setPinned(id: string, pinned: boolean): void;
+  snapshotTotals(): Promise<{ count: number; bytes: number }>;
+  deleteSnapshot(id: string): Promise<void>;
+  setPinned(id: string, pinned: boolean): Promise<void>;
   /** Memory bytes of a snapshot whose images were stored after it was recorded. */
-  setSnapshotSize(id: string, bytes: number): void;
+  setSnapshotSize(id: string, bytes: number): Promise<void>;
   /** Sandboxes forked from a snapshot. */
-  listForks(snapshotId: string): SandboxRecord[];
-  upsertTemplate(rec: TemplateRecord): void;
-  getTemplate(name: string): TemplateRecord | undefined;
-  listTemplates(): TemplateRecord[];
-  deleteTemplate(name: string): void;
-  close(): void;
+  listForks(snapshotId: string): Promise<SandboxRecord[]>;
+  upsertTemplate(rec: TemplateRecord): Promise<void>;
+  getTemplate(name: string): Promise<TemplateRecord | undefined>;
+  listTemplates(): Promise<TemplateRecord[]>;
+  deleteTemplate(name: string): Promise<void>;
+  close(): Promise<void>;
 }

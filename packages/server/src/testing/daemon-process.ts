@@ -14,9 +14,17 @@ export interface DaemonProcess {
   log(): string;
 }
 
-/** Starts a real `forkd serve` on a random port and resolves once it listens. */
-export function startDaemonProcess(env: NodeJS.ProcessEnv): Promise<DaemonProcess> {
-  const child = spawn(process.execPath, [...NODE_FLAGS, CLI, 'serve'], {
+export interface NodeProcess {
+  child: ChildProcess;
+  url: string;
+  /** The node token `forkd serve --role node` made in its state dir. */
+  token: string;
+  log(): string;
+}
+
+/** Runs `forkd serve ARGS` on a random port; resolves with its URL and log once it listens. */
+function startServe(env: NodeJS.ProcessEnv, args: string[]): Promise<{ child: ChildProcess; url: string; log(): string }> {
+  const child = spawn(process.execPath, [...NODE_FLAGS, CLI, 'serve', ...args], {
     // Below Linux's ephemeral range (32768+): an outgoing connection's local port there made a CI run's listen fail.
     env: { ...env, FORKD_PORT: String(20000 + Math.floor(Math.random() * 12000)) },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -26,7 +34,7 @@ export function startDaemonProcess(env: NodeJS.ProcessEnv): Promise<DaemonProces
     const onData = (d: Buffer) => {
       log += d.toString();
       const m = /"msg":"listening","url":"([^"]+)"/.exec(log);
-      if (m) resolve({ child, url: m[1]!, apiKey: readFileSync(join(env.FORKD_STATE_DIR ?? '/var/lib/forkd', 'admin.key'), 'utf8').trim(), log: () => log });
+      if (m) resolve({ child, url: m[1]!, log: () => log });
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
@@ -34,7 +42,21 @@ export function startDaemonProcess(env: NodeJS.ProcessEnv): Promise<DaemonProces
   });
 }
 
-export async function stopDaemonProcess(d: DaemonProcess | undefined, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+const stateDir = (env: NodeJS.ProcessEnv) => env.FORKD_STATE_DIR ?? '/var/lib/forkd';
+
+/** Starts a real `forkd serve` on a random port and resolves once it listens. */
+export async function startDaemonProcess(env: NodeJS.ProcessEnv): Promise<DaemonProcess> {
+  const d = await startServe(env, []);
+  return { ...d, apiKey: readFileSync(join(stateDir(env), 'admin.key'), 'utf8').trim() };
+}
+
+/** Starts a real `forkd serve --role node` (the node contract over HTTP) on a random port. */
+export async function startNodeProcess(env: NodeJS.ProcessEnv): Promise<NodeProcess> {
+  const d = await startServe(env, ['--role', 'node']);
+  return { ...d, token: readFileSync(join(stateDir(env), 'node.token'), 'utf8').trim() };
+}
+
+export async function stopDaemonProcess(d: { child: ChildProcess } | undefined, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
   if (!d || d.child.exitCode !== null || d.child.signalCode !== null) return;
   const exited = new Promise((r) => d.child.once('exit', r));
   d.child.kill(signal);

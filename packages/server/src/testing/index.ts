@@ -1,4 +1,8 @@
 /** Test fixtures for integration tests in other packages (not part of the public API). */
 export { createTestNode, disposeNodeDir, testConfig, isRoot, hostFootprint, type TestNode } from './test-node.js';
-export { startDaemonProcess, stopDaemonProcess, CLI, NODE_FLAGS, type DaemonProcess } from './daemon-process.js';
+export { startDaemonProcess, startNodeProcess, stopDaemonProcess, CLI, NODE_FLAGS, type DaemonProcess, type NodeProcess } from './daemon-process.js';
 export { run, waitFor } from './helpers.js';
+/** Storage internals the benchmark (packages/bench) drives directly to measure what disk quotas cost. */
+export { ensurePool, unmountPool, type PoolOptions } from '../node/storage/btrfs-pool.js';
+export { BtrfsStorage } from '../node/storage/btrfs-storage.js';
+export { btrfsQuotas, enableQuotas } from '../node/storage/disk-quota.js';

@@ -62,7 +62,7 @@ export async function createTestNode(opts: { verbose?: boolean; warmPool?: numbe
 
 export async function disposeNodeDir(node: Node | undefined, dir: string, config: ForkdConfig): Promise<void> {
   if (node) {
-    for (const s of node.manager.list()) await node.manager.delete(s.id).catch(() => {});
+    for (const s of await node.manager.list()) await node.manager.delete(s.id).catch(() => {});
     await node.close();
   } else {
     // A daemon ran on this dir: kill whatever runc still knows about.
@@ -133,7 +133,7 @@ export async function hostFootprint(node: Node, cgroupParent: string): Promise<{
  */
 export async function orphans(node: Node): Promise<string[]> {
   const found: string[] = [];
-  const records = node.store.listSandboxes();
+  const records = await node.store.listSandboxes();
   const key = (r: (typeof records)[number]) => r.instance ?? r.id;
   const running = new Set(records.filter((r) => r.state === 'running').map(key));
   const withFiles = new Set(records.map(key));
@@ -157,8 +157,8 @@ export async function orphans(node: Node): Promise<string[]> {
   const volumes = new Set((await node.storage.list('sandboxes')).map((k) => k.split('/')[1] ?? ''));
   extra('volume', volumes, withFiles);
   missing('volume', withFiles, volumes);
-  const snaps = records.flatMap((r) => node.store.listSnapshots(r.id));
-  const total = node.store.snapshotTotals().count;
+  const snaps = (await Promise.all(records.map((r) => node.store.listSnapshots(r.id)))).flat();
+  const total = (await node.store.snapshotTotals()).count;
   if (total !== snaps.length) found.push(`${total - snaps.length} snapshot records of sandboxes that are gone`);
   const snapIds = new Set(snaps.map((s) => s.id));
   const dirs = new Set((await node.storage.list('snapshots')).map((k) => k.split('/')[1] ?? ''));

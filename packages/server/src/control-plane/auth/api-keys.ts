@@ -43,20 +43,20 @@ export class ApiKeys {
    * alike. With a source address, its failures are counted and a source that
    * used up its budget is refused (RESOURCE_EXHAUSTED) before the key is looked at.
    */
-  authenticate(key: string | undefined, source?: string): Principal {
+  async authenticate(key: string | undefined, source?: string): Promise<Principal> {
     if (source !== undefined) this.throttle.check(source);
     const fail = (message: string) => {
       if (source !== undefined) this.throttle.failed(source);
       return new ForkdError('UNAUTHENTICATED', message);
     };
     if (!key) throw fail('an API key is required (Authorization: Bearer KEY or X-API-Key: KEY)');
-    const k = key.length <= 200 ? this.#store.keyByHash(hashKey(key)) : undefined;
+    const k = key.length <= 200 ? await this.#store.keyByHash(hashKey(key)) : undefined;
     if (!k || k.revokedAt) throw fail('invalid or revoked API key');
     return { keyId: k.id, tenant: k.tenant, admin: k.admin };
   }
 
   /** Only admin keys mint keys; a key for another tenant than the caller's needs admin too. */
-  create(req: { tenant?: string | undefined; format: 'forkd' | 'e2b'; name?: string | undefined; admin: boolean }, by: Principal | undefined): CreatedKey {
+  async create(req: { tenant?: string | undefined; format: 'forkd' | 'e2b'; name?: string | undefined; admin: boolean }, by: Principal | undefined): Promise<CreatedKey> {
     if (by && !by.admin) throw new ForkdError('PERMISSION_DENIED', 'only an admin key can create keys');
     const key = mintKey(req.format);
     const rec: KeyRecord = {
@@ -68,12 +68,12 @@ export class ApiKeys {
       admin: req.admin,
       createdAt: new Date().toISOString(),
     };
-    this.#store.insertKey(rec);
+    await this.#store.insertKey(rec);
     return { key, info: keyInfo(rec) };
   }
 
-  list(by: Principal): KeyInfo[] {
-    return this.#store.listKeys(by.admin ? undefined : by.tenant).map(keyInfo);
+  async list(by: Principal): Promise<KeyInfo[]> {
+    return (await this.#store.listKeys(by.admin ? undefined : by.tenant)).map(keyInfo);
   }
 
   /**
@@ -81,12 +81,12 @@ export class ApiKeys {
    * tenant key locking out its admins would be a privilege it does not have).
    * Unknown ids, and other tenants' keys, are NOT_FOUND.
    */
-  revoke(id: string, by: Principal): void {
+  async revoke(id: string, by: Principal): Promise<void> {
     if (!by.admin) {
-      const k = this.#store.listKeys(by.tenant).find((r) => r.id === id && !r.revokedAt);
+      const k = (await this.#store.listKeys(by.tenant)).find((r) => r.id === id && !r.revokedAt);
       if (k?.admin) throw new ForkdError('PERMISSION_DENIED', 'only an admin key can revoke an admin key');
     }
-    if (!this.#store.revokeKey(id, new Date().toISOString(), by.admin ? undefined : by.tenant)) throw new ForkdError('NOT_FOUND', `no active key ${id}`);
+    if (!(await this.#store.revokeKey(id, new Date().toISOString(), by.admin ? undefined : by.tenant))) throw new ForkdError('NOT_FOUND', `no active key ${id}`);
   }
 
   /**
@@ -97,10 +97,10 @@ export class ApiKeys {
   async ensureAdminKey(file: string): Promise<string> {
     const existing = (await readFile(file, 'utf8').catch(() => '')).trim();
     if (existing) {
-      const k = this.#store.keyByHash(hashKey(existing));
+      const k = await this.#store.keyByHash(hashKey(existing));
       if (k && !k.revokedAt && k.admin) return existing;
     }
-    const { key } = this.create({ format: 'forkd', name: 'admin (forkd setup)', admin: true }, undefined);
+    const { key } = await this.create({ format: 'forkd', name: 'admin (forkd setup)', admin: true }, undefined);
     await writeFile(`${file}.tmp`, `${key}\n`, { mode: 0o600 });
     await chmod(`${file}.tmp`, 0o600);
     await rename(`${file}.tmp`, file);

@@ -15,15 +15,15 @@ function hashToken(token: string): string {
  * only its SHA-256: like API keys, 192 random bits need no slow hash, and a
  * leaked control.db opens no sandbox. The plain token is returned once.
  */
-export function mintProxyToken(store: ControlStore, sandboxId: string): string {
+export async function mintProxyToken(store: ControlStore, sandboxId: string): Promise<string> {
   const token = newToken();
-  store.setTokenHash(sandboxId, hashToken(token));
+  await store.setTokenHash(sandboxId, hashToken(token));
   return token;
 }
 
 /** Whether `presented` is the sandbox's token (constant-time on the hashes). */
-export function proxyTokenMatches(store: ControlStore, sandboxId: string, presented: string): boolean {
-  const expected = store.tokenHash(sandboxId);
+export async function proxyTokenMatches(store: ControlStore, sandboxId: string, presented: string): Promise<boolean> {
+  const expected = await store.tokenHash(sandboxId);
   if (!expected || presented.length > 200) return false;
   return timingSafeEqual(Buffer.from(hashToken(presented), 'hex'), Buffer.from(expected, 'hex'));
 }

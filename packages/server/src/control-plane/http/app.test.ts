@@ -2,13 +2,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ERROR_CODES, ForkdError, type SandboxInfo } from '@forkd/protocol';
 import { silentLogger } from '../../shared/logger.js';
+import { waitFor } from '../../testing/helpers.js';
 import { ApiKeys } from '../auth/api-keys.js';
 import { TenantQuotas } from '../quota/tenant-quotas.js';
 import { AuthThrottle } from '../auth/auth-throttle.js';
 import { SqliteControlStore } from '../../store/sqlite-control-store.js';
 import { createApp } from './app.js';
-import { OPERATIONS } from './openapi.js';
-import type { ClaimSandbox, SandboxService } from './sandbox-service.js';
+import { ROUTES } from './routes/index.js';
+import type { ClaimSandbox, NodeService } from '../../node-contract/index.js';
 
 const info: SandboxInfo = {
   id: 'sbx-aaaaaaaaaaaa',
@@ -27,16 +28,16 @@ const info: SandboxInfo = {
  * Template builds make a build sandbox like the node does and wait for
  * `buildGate` (when set) before publishing, so a test can act mid-build.
  */
-function fakeService(): SandboxService & { created: unknown[]; probe: (id: string) => void; buildGate: Promise<void> | undefined; buildSandboxes: string[]; failBuild: boolean } {
+function fakeService(): NodeService & { created: unknown[]; probe: (id: string) => void | Promise<void>; buildGate: Promise<void> | undefined; buildSandboxes: string[]; failBuild: boolean } {
   const created: unknown[] = [];
   const boxes = new Map([[info.id, info]]);
   const templates = [{ name: 'base', createdAt: info.createdAt }];
   const missing = (id: string) => new ForkdError('NOT_FOUND', `sandbox ${id} not found`);
   let n = 0;
-  const make = (claim: ClaimSandbox | undefined, extra: Partial<SandboxInfo> = {}) => {
+  const make = async (claim: ClaimSandbox | undefined, extra: Partial<SandboxInfo> = {}) => {
     const id = `sbx-${String(++n).padStart(12, 'b')}`;
-    claim?.(id);
-    fake.probe(id);
+    await claim?.(id);
+    await fake.probe(id);
     const s = { ...info, id, hostname: id, createdAt: new Date(n * 1000).toISOString(), ...extra };
     boxes.set(id, s);
     return s;
@@ -51,17 +52,14 @@ function fakeService(): SandboxService & { created: unknown[]; probe: (id: strin
       created.push(req);
       return make(claim, { metadata: (req as { metadata?: Record<string, string> }).metadata ?? {} });
     },
-    get(id) {
+    async get(id) {
       const s = boxes.get(id);
       if (!s) throw missing(id);
       return s;
     },
-    list: () => [...boxes.values()],
+    list: async () => [...boxes.values()],
     async delete(id) {
       if (!boxes.delete(id)) throw missing(id);
-    },
-    async guest(id) {
-      throw missing(id);
     },
     async spawn(id) {
       throw missing(id);
@@ -78,32 +76,36 @@ function fakeService(): SandboxService & { created: unknown[]; probe: (id: strin
     async metrics(id) {
       throw missing(id);
     },
-    templates: () => [...templates],
+    listProcesses: async (id) => Promise.reject(missing(id)),
+    signal: async (id) => Promise.reject(missing(id)),
+    writeStdin: async (id) => Promise.reject(missing(id)),
+    readFile: async (id) => Promise.reject(missing(id)),
+    writeFile: async (id) => Promise.reject(missing(id)),
+    listDir: async (id) => Promise.reject(missing(id)),
+    stat: async (id) => Promise.reject(missing(id)),
+    mkdir: async (id) => Promise.reject(missing(id)),
+    move: async (id) => Promise.reject(missing(id)),
+    remove: async (id) => Promise.reject(missing(id)),
+    templates: async () => [...templates],
     snapshot: async (id) => Promise.reject(missing(id)),
-    timeline: (id) => {
-      throw missing(id);
-    },
-    getSnapshot: (id) => {
-      throw missing(id);
-    },
+    timeline: async (id) => Promise.reject(missing(id)),
+    getSnapshot: async (id) => Promise.reject(missing(id)),
     deleteSnapshot: async (id) => Promise.reject(missing(id)),
-    pinSnapshot: (id) => {
-      throw missing(id);
-    },
+    pinSnapshot: async (id) => Promise.reject(missing(id)),
     pause: async (id) => Promise.reject(missing(id)),
     setTimeout: async (id) => Promise.reject(missing(id)),
     resume: async (id) => Promise.reject(missing(id)),
     rewind: async (id) => Promise.reject(missing(id)),
     fork: async (id, count, claim) => {
       if (!boxes.has(id)) throw missing(id);
-      return Array.from({ length: count }, () => make(claim));
+      const out: SandboxInfo[] = [];
+      for (let i = 0; i < count; i++) out.push(await make(claim));
+      return out;
     },
-    tree: (id) => {
-      throw missing(id);
-    },
+    tree: async (id) => Promise.reject(missing(id)),
     buildTemplate: async (req, _progress, claim) => {
       if (req.name === 'base') throw new ForkdError('FAILED_PRECONDITION', 'the base template cannot be replaced');
-      const build = make(claim);
+      const build = await make(claim);
       fake.buildSandboxes.push(build.id);
       try {
         await fake.buildGate;
@@ -126,11 +128,11 @@ function fakeService(): SandboxService & { created: unknown[]; probe: (id: strin
 }
 
 /** An app over the fake service with a fresh control plane; `call` uses the admin key of tenant `default`. */
-function testApp(svc: SandboxService = fakeService(), throttle = new AuthThrottle({ burst: 10_000 })) {
+async function testApp(svc: NodeService = fakeService(), throttle = new AuthThrottle({ burst: 10_000 })) {
   const store = new SqliteControlStore(':memory:');
   const control = { store, keys: new ApiKeys(store, throttle), quotas: new TenantQuotas(store), close: () => store.close() };
   const app = createApp({ svc, control, logger: silentLogger });
-  const admin = control.keys.create({ format: 'forkd', admin: true }, undefined).key;
+  const admin = (await control.keys.create({ format: 'forkd', admin: true }, undefined)).key;
   const call = async (method: string, path: string, body?: string, key: string | null = admin) => {
     const headers: Record<string, string> = { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) };
     const r = await app.request(path, { method, body: body ?? null, headers });
@@ -141,14 +143,14 @@ function testApp(svc: SandboxService = fakeService(), throttle = new AuthThrottl
 
 test('create validates with the protocol schema and applies defaults', async () => {
   const svc = fakeService();
-  const { call } = testApp(svc);
+  const { call } = await testApp(svc);
   const ok = await call('POST', '/v1/sandboxes', JSON.stringify({ memoryMb: 256 }));
   assert.equal(ok.status, 201);
   assert.deepEqual(svc.created[0], { template: 'base', memoryMb: 256 });
 });
 
 test('bad input is INVALID_ARGUMENT with a stable shape, never a 500', async () => {
-  const { call } = testApp();
+  const { call } = await testApp();
   for (const body of ['{nope', JSON.stringify({ memoryMb: -1 }), JSON.stringify({ template: '../etc' }), JSON.stringify({ bogus: 1 }), JSON.stringify({ cpus: 'many' })]) {
     const r = await call('POST', '/v1/sandboxes', body);
     assert.equal(r.status, 400, body);
@@ -172,35 +174,35 @@ test('bad input is INVALID_ARGUMENT with a stable shape, never a 500', async () 
 });
 
 test('unknown sandboxes and routes are NOT_FOUND', async () => {
-  const { call } = testApp();
+  const { call } = await testApp();
   assert.equal((await call('GET', '/v1/sandboxes/sbx-zzzzzzzzzzzz')).json.error.code, 'NOT_FOUND');
   assert.equal((await call('DELETE', '/v1/sandboxes/sbx-zzzzzzzzzzzz')).status, 404);
   assert.equal((await call('GET', '/v1/nope')).json.error.code, 'NOT_FOUND');
 });
 
 test('oversized bodies are INVALID_ARGUMENT, like any other bad input', async () => {
-  const { app, admin } = testApp();
+  const { app, admin } = await testApp();
   const r = await app.request('/v1/sandboxes', { method: 'POST', body: 'x'.repeat(10), headers: { 'content-length': String(100 * 1024 * 1024), authorization: `Bearer ${admin}` } });
   assert.equal(r.status, 400);
   assert.equal(((await r.json()) as any).error.code, 'INVALID_ARGUMENT');
 });
 
 test('no key, a wrong key or a revoked key is UNAUTHENTICATED; health needs none', async () => {
-  const { call, control } = testApp();
+  const { call, control } = await testApp();
   assert.equal((await call('GET', '/v1/health', undefined, null)).status, 200);
   const none = await call('GET', '/v1/sandboxes', undefined, null);
   assert.equal(none.status, 401);
   assert.equal(none.json.error.code, 'UNAUTHENTICATED');
   assert.equal((await call('GET', '/v1/sandboxes', undefined, 'forkd_0000')).json.error.code, 'UNAUTHENTICATED');
-  const k = control.keys.create({ format: 'e2b', admin: false }, undefined);
+  const k = await control.keys.create({ format: 'e2b', admin: false }, undefined);
   assert.match(k.key, /^e2b_[0-9a-f]{40}$/);
   assert.equal((await call('GET', '/v1/sandboxes', undefined, k.key)).status, 200);
-  control.keys.revoke(k.info.id, { keyId: 'x', tenant: 'default', admin: true });
+  await control.keys.revoke(k.info.id, { keyId: 'x', tenant: 'default', admin: true });
   assert.equal((await call('GET', '/v1/sandboxes', undefined, k.key)).status, 401);
 });
 
 test('tenants see only their own sandboxes; other ids answer NOT_FOUND', async () => {
-  const { call } = testApp();
+  const { call } = await testApp();
   const a = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json.key as string;
   const b = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'beta' }))).json.key as string;
   const mine = (await call('POST', '/v1/sandboxes', '{}', a)).json;
@@ -219,7 +221,7 @@ test('tenants see only their own sandboxes; other ids answer NOT_FOUND', async (
 });
 
 test('every call lands in the audit log with key, tenant, sandbox, operation, target, code and duration', async () => {
-  const { call } = testApp();
+  const { call } = await testApp();
   const a = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json.key as string;
   const s = (await call('POST', '/v1/sandboxes', '{}', a)).json;
   await call('GET', `/v1/sandboxes/${s.id}/files?path=/etc/hostname`, undefined, a);
@@ -244,7 +246,7 @@ test('every call lands in the audit log with key, tenant, sandbox, operation, ta
 
 test('list: filters by state and metadata, pages with a cursor', async () => {
   const svc = fakeService();
-  const { call } = testApp(svc);
+  const { call } = await testApp(svc);
   for (let i = 0; i < 5; i++) await call('POST', '/v1/sandboxes', JSON.stringify({ metadata: { n: String(i % 2) } }));
   const all = (await call('GET', '/v1/sandboxes')).json;
   assert.equal(all.sandboxes.length, 6);
@@ -265,7 +267,7 @@ test('list: filters by state and metadata, pages with a cursor', async () => {
 });
 
 test('/metrics: Prometheus text for admin keys only', async () => {
-  const { app, admin, call } = testApp();
+  const { app, admin, call } = await testApp();
   await call('GET', '/v1/sandboxes');
   const r = await app.request('/metrics', { headers: { authorization: `Bearer ${admin}` } });
   assert.equal(r.status, 200);
@@ -281,7 +283,7 @@ test('/metrics: Prometheus text for admin keys only', async () => {
 });
 
 test('/openapi.json is generated from the zod schemas and covers every route the app serves', async () => {
-  const { app } = testApp();
+  const { app } = await testApp();
   const r = await app.request('/openapi.json');
   assert.equal(r.status, 200);
   const doc = (await r.json()) as any;
@@ -297,8 +299,8 @@ test('/openapi.json is generated from the zod schemas and covers every route the
 });
 
 test('every route: no key is UNAUTHENTICATED; unknown ids and bad input get a coded error, never a 500', async () => {
-  const { call } = testApp();
-  for (const op of OPERATIONS) {
+  const { call } = await testApp();
+  for (const op of ROUTES) {
     const path = op.path.replace(':id', 'sbx-zzzzzzzzzzzz').replace(':snap', 'snap-zzzzzzzzzzzz').replace(':sel', 'tag:nope').replace(':name', 'nope').replace(/:[a-z]+/, 'x');
     const method = op.method.toUpperCase();
     const anon = await call(method, path, op.body ? '{}' : undefined, null);
@@ -319,10 +321,12 @@ async function ndjson(r: Response): Promise<any[]> {
 
 test('the owner is written before the node records a sandbox: create, fork and a template build sandbox', async () => {
   const svc = fakeService();
-  const { app, call, control } = testApp(svc);
+  const { app, call, control } = await testApp(svc);
   const acme = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json.key as string;
   const owners: (string | undefined)[] = [];
-  svc.probe = (id) => owners.push(control.store.owner('sandbox', id));
+  svc.probe = async (id) => {
+    owners.push(await control.store.owner('sandbox', id));
+  };
   const s = (await call('POST', '/v1/sandboxes', '{}', acme)).json;
   const forks = (await call('POST', `/v1/sandboxes/${s.id}/fork`, JSON.stringify({ count: 2 }), acme)).json.sandboxes;
   assert.equal(forks.length, 2);
@@ -335,7 +339,7 @@ test('a default-tenant key cannot reach another tenant\'s template build sandbox
   const svc = fakeService();
   let open!: () => void;
   svc.buildGate = new Promise<void>((r) => (open = r));
-  const { app, call } = testApp(svc);
+  const { app, call } = await testApp(svc);
   const acme = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json.key as string;
   const dflt = (await call('POST', '/v1/keys', '{}')).json.key as string;
   const building = app.request('/v1/templates', { method: 'POST', headers: { authorization: `Bearer ${acme}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'secret', setup: ['echo $TOKEN'] }) });
@@ -363,7 +367,7 @@ test('template names: of two tenants racing for a name the second answers ALREAD
   const svc = fakeService();
   let open!: () => void;
   svc.buildGate = new Promise<void>((r) => (open = r));
-  const { app, call } = testApp(svc);
+  const { app, call } = await testApp(svc);
   const acme = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json.key as string;
   const beta = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'beta' }))).json.key as string;
   const build = (key: string, name: string) => app.request('/v1/templates', { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ name, setup: ['true'] }) });
@@ -391,7 +395,7 @@ test('template names: of two tenants racing for a name the second answers ALREAD
 });
 
 test('a non-admin key cannot revoke an admin key; it still revokes its tenant\'s other keys', async () => {
-  const { call } = testApp();
+  const { call } = await testApp();
   const acmeAdmin = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme', admin: true }))).json;
   const member = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json;
   const other = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json;
@@ -404,7 +408,7 @@ test('a non-admin key cannot revoke an admin key; it still revokes its tenant\'s
 });
 
 test('a key in a query string is refused on REST routes, with a message naming the header', async () => {
-  const { app, admin } = testApp();
+  const { app, admin } = await testApp();
   for (const headers of [{}, { authorization: `Bearer ${admin}` }] as Record<string, string>[]) {
     const r = await app.request(`/v1/sandboxes?api_key=${admin}`, { headers });
     assert.equal(r.status, 401);
@@ -418,7 +422,7 @@ test('a key in a query string is refused on REST routes, with a message naming t
 
 test('WebSocket upgrades still take ?api_key= (browsers cannot set headers); a wrong one is refused', async () => {
   const { listen } = await import('./server.js');
-  const { control, admin } = testApp();
+  const { control, admin } = await testApp();
   const server = await listen({ svc: fakeService(), control, logger: silentLogger }, '127.0.0.1', 0);
   try {
     const open = (key: string) =>
@@ -439,7 +443,7 @@ test('WebSocket upgrades still take ?api_key= (browsers cannot set headers); a w
 
 test('failed authentications are throttled per source address, with a retry hint; other sources and later retries work', async () => {
   let now = 1_000_000;
-  const { app, admin } = testApp(fakeService(), new AuthThrottle({ burst: 5, perSecond: 1 / 3, now: () => now }));
+  const { app, admin } = await testApp(fakeService(), new AuthThrottle({ burst: 5, perSecond: 1 / 3, now: () => now }));
   const from = (ip: string, key: string) => app.request('/v1/sandboxes', { headers: { authorization: `Bearer ${key}` } }, { incoming: { socket: { remoteAddress: ip } } });
   for (let i = 0; i < 5; i++) assert.equal((await from('10.0.0.1', `forkd_guess${i}`)).status, 401);
   const blocked = await from('10.0.0.1', 'forkd_guess5');
@@ -455,12 +459,12 @@ test('failed authentications are throttled per source address, with a retry hint
 });
 
 test('unauthenticated calls are audited at a bounded rate; authenticated calls always are', async () => {
-  const { app, call, control } = testApp();
+  const { app, call, control } = await testApp();
   for (let i = 0; i < 300; i++) await app.request('/v1/sandboxes', { headers: { authorization: `Bearer forkd_flood${i}` } }, { incoming: { socket: { remoteAddress: `10.1.${i >> 8}.${i & 255}` } } });
-  const refused = control.store.queryAudit({ limit: 1000 }).filter((r) => r.keyId === undefined);
+  const refused = (await control.store.queryAudit({ limit: 1000 })).filter((r) => r.keyId === undefined);
   assert.ok(refused.length >= 50 && refused.length <= 70, `${refused.length} rows for 300 refused calls`);
   await call('GET', '/v1/sandboxes');
-  assert.equal(control.store.queryAudit({ limit: 1 })[0]!.operation, 'GET /v1/sandboxes');
+  assert.equal((await control.store.queryAudit({ limit: 1 }))[0]!.operation, 'GET /v1/sandboxes');
 });
 
 test('audit retention: records older than the configured days are pruned, newer ones kept', async () => {
@@ -471,13 +475,15 @@ test('audit retention: records older than the configured days are pruned, newer 
   assert.equal(loadConfig({ FORKD_AUDIT_RETENTION_DAYS: '0' }).auditRetentionDays, 0);
   const store = new SqliteControlStore(':memory:');
   const rec = (daysAgo: number) => ({ at: new Date(Date.now() - daysAgo * 86_400_000).toISOString(), operation: `GET /${daysAgo}`, code: 'OK', status: 200, durationMs: 1 });
-  for (const d of [400, 31, 29, 0]) store.appendAudit(rec(d));
+  for (const d of [400, 31, 29, 0]) await store.appendAudit(rec(d));
   startAuditRetention(store, 0)();
-  assert.equal(store.queryAudit({ limit: 100 }).length, 4, '0 keeps everything');
+  assert.equal((await store.queryAudit({ limit: 100 })).length, 4, '0 keeps everything');
   const stop = startAuditRetention(store, 30);
   stop();
-  assert.deepEqual(store.queryAudit({ limit: 100 }).map((r) => r.operation).sort(), ['GET /0', 'GET /29']);
-  store.close();
+  // The first pruning runs at start, without waiting for the interval.
+  await waitFor(async () => (await store.queryAudit({ limit: 100 })).length === 2);
+  assert.deepEqual((await store.queryAudit({ limit: 100 })).map((r) => r.operation).sort(), ['GET /0', 'GET /29']);
+  await store.close();
 });
 
 test('proxy tokens: shown once at creation, stored as SHA-256 only; the proxy accepts the token, not a wrong one', async () => {
@@ -492,14 +498,14 @@ test('proxy tokens: shown once at creation, stored as SHA-256 only; the proxy ac
     const file = join(dir, 'control.db');
     // An older version's database, with a plain token.
     let store = new SqliteControlStore(file);
-    store.close();
+    await store.close();
     const old = new Database(file);
     old.prepare('INSERT INTO sandbox_tokens (id, token) VALUES (?, ?)').run('sbx-oldoldoldold', 'plain-old-token-1234567890');
     old.close();
     store = new SqliteControlStore(file);
     const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
     const app = createApp({ svc: fakeService(), control, logger: silentLogger });
-    const admin = control.keys.create({ format: 'forkd', admin: true }, undefined).key;
+    const admin = (await control.keys.create({ format: 'forkd', admin: true }, undefined)).key;
     const h = { authorization: `Bearer ${admin}`, 'content-type': 'application/json' };
     const s = (await (await app.request('/v1/sandboxes', { method: 'POST', headers: h, body: '{}' })).json()) as SandboxInfo;
     assert.match(s.proxyToken ?? '', /^[A-Za-z0-9_-]{32}$/);
@@ -508,20 +514,20 @@ test('proxy tokens: shown once at creation, stored as SHA-256 only; the proxy ac
     const listed = (await (await app.request('/v1/sandboxes', { headers: h })).json()) as { sandboxes: SandboxInfo[] };
     assert.ok(listed.sandboxes.every((x) => x.proxyToken === undefined));
     // The database holds no plain token, new or migrated (file and WAL).
-    store.close();
+    await store.close();
     const bytes = Buffer.concat([await readFile(file), await readFile(`${file}-wal`).catch(() => Buffer.alloc(0))]);
     assert.equal(bytes.includes(s.proxyToken!), false);
     assert.equal(bytes.includes('plain-old-token-1234567890'), false);
     store = new SqliteControlStore(file);
     const c2 = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
-    assert.equal(store.tokenHash(s.id), createHash('sha256').update(s.proxyToken!).digest('hex'));
+    assert.equal(await store.tokenHash(s.id), createHash('sha256').update(s.proxyToken!).digest('hex'));
     const target = (id: string) => ({ id, port: 8000, path: '/' });
     const tok = (t: string) => (n: string) => (n === 'x-forkd-token' ? t : undefined);
-    assert.deepEqual(authorizeProxy(c2, target(s.id), tok(s.proxyToken!)), { authWasKey: false });
-    assert.deepEqual(authorizeProxy(c2, target('sbx-oldoldoldold'), tok('plain-old-token-1234567890')), { authWasKey: false }, 'migrated tokens keep working');
-    assert.throws(() => authorizeProxy(c2, target(s.id), tok('plain-old-token-1234567890')), /invalid proxy token/);
-    assert.throws(() => authorizeProxy(c2, target(s.id), tok(store.tokenHash(s.id)!)), /invalid proxy token/, 'the hash itself is not a token');
-    store.close();
+    assert.deepEqual(await authorizeProxy(c2, target(s.id), tok(s.proxyToken!)), { authWasKey: false });
+    assert.deepEqual(await authorizeProxy(c2, target('sbx-oldoldoldold'), tok('plain-old-token-1234567890')), { authWasKey: false }, 'migrated tokens keep working');
+    await assert.rejects(authorizeProxy(c2, target(s.id), tok('plain-old-token-1234567890')), /invalid proxy token/);
+    await assert.rejects(authorizeProxy(c2, target(s.id), tok((await store.tokenHash(s.id))!)), /invalid proxy token/, 'the hash itself is not a token');
+    await store.close();
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -1,11 +1,11 @@
+import type { NodeService } from '../../node-contract/index.js';
 import type { Principal } from '../auth/api-keys.js';
 import type { ControlPlane } from '../control-plane.js';
 import { quotaGate } from '../quota/quota-gate.js';
-import type { SandboxService } from './sandbox-service.js';
 import { TenantView } from './tenant-view.js';
 
 /** What one caller may reach and do: its tenant's objects (TenantView), within its tenant's limits (quotaGate). */
-export function callerView(svc: SandboxService, control: ControlPlane, who: Principal): SandboxService {
+export function callerView(svc: NodeService, control: ControlPlane, who: Principal): NodeService {
   return new TenantView(quotaGate(svc, control.store, control.quotas, who.tenant), control.store, who.tenant, who.admin);
 }
 
@@ -15,7 +15,7 @@ export function callerView(svc: SandboxService, control: ControlPlane, who: Prin
  * waking of a paused sandbox counts like any other. Unowned sandboxes are
  * the operator's: no tenant's limits apply.
  */
-export function ownerView(svc: SandboxService, control: ControlPlane, id: string): SandboxService {
-  const owner = control.store.owner('sandbox', id);
+export async function ownerView(svc: NodeService, control: ControlPlane, id: string): Promise<NodeService> {
+  const owner = await control.store.owner('sandbox', id);
   return owner === undefined ? svc : quotaGate(svc, control.store, control.quotas, owner);
 }

@@ -24,9 +24,9 @@ describe('errors as tenants and admins see them (real CRIU)', { skip: !isRoot &&
     node = await createTestNode();
     const store = new SqliteControlStore(':memory:');
     const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
-    const app = createApp({ svc: node.manager, control, logger: createLogger('info', (l) => lines.push(l)) });
-    admin = control.keys.create({ format: 'forkd', admin: true }, undefined).key;
-    tenant = control.keys.create({ format: 'forkd', tenant: 'acme', admin: false }, undefined).key;
+    const app = createApp({ svc: node.service, control, logger: createLogger('info', (l) => lines.push(l)) });
+    admin = (await control.keys.create({ format: 'forkd', admin: true }, undefined)).key;
+    tenant = (await control.keys.create({ format: 'forkd', tenant: 'acme', admin: false }, undefined)).key;
     call = async (method, path, key, body) => {
       const r = await app.request(path, { method, body: body === undefined ? null : JSON.stringify(body), headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } });
       const text = await r.text();
@@ -74,7 +74,7 @@ describe('errors as tenants and admins see them (real CRIU)', { skip: !isRoot &&
   });
 
   test('the failed forks left nothing behind', async () => {
-    for (const s of node.manager.list()) await node.manager.delete(s.id);
+    for (const s of await node.manager.list()) await node.manager.delete(s.id);
     await node.manager.settled();
     assert.deepEqual(await orphans(node), []);
   });

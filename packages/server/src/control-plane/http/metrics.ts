@@ -1,5 +1,5 @@
 import { SANDBOX_STATES, type SandboxInfo } from '@forkd/protocol';
-import type { NodeStats } from '../../node/manager/sandbox-manager.js';
+import type { NodeStats } from '../../node-contract/index.js';
 
 /** Upper bounds (seconds) of the API latency histogram: from an exec round trip to a template build. */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120];

@@ -1,13 +1,12 @@
 import http, { type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable, type Duplex } from 'node:stream';
-import { ForkdError, type ErrorBody } from '@forkd/protocol';
-import type { PortConnection } from '../../node/network/network.js';
+import { ForkdError, SANDBOX_ID_SOURCE, type ErrorBody } from '@forkd/protocol';
+import type { NodeService, PortConnection } from '../../node-contract/index.js';
 import { presentedKey } from '../auth/api-keys.js';
 import { proxyTokenMatches } from '../auth/proxy-tokens.js';
 import type { ControlPlane } from '../control-plane.js';
 import { headerOf, refuseUpgrade } from './raw-http.js';
-import type { SandboxService } from './sandbox-service.js';
 import type { Logger } from '../../shared/logger.js';
 import { ownerView } from './caller-view.js';
 
@@ -18,7 +17,7 @@ export interface ProxyTarget {
   path: string;
 }
 
-const PATH = /^\/sandboxes\/(sbx-[a-z0-9]{12})\/ports\/(\d{1,5})(\/[^?]*)?(\?.*)?$/;
+const PATH = new RegExp(`^/sandboxes/(${SANDBOX_ID_SOURCE})/ports/(\\d{1,5})(/[^?]*)?(\\?.*)?$`);
 const TOKEN_HEADER = 'x-forkd-token';
 const TOKEN_PARAM = 'forkd_token';
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and forkd's own credentials never cross the proxy. */
@@ -34,7 +33,7 @@ function escapeRe(s: string): string {
  */
 export function proxyTarget(host: string | undefined, url: string, domain: string | undefined): ProxyTarget | undefined {
   let t: ProxyTarget | undefined;
-  const byHost = domain && host ? new RegExp(`^(\\d{1,5})-(sbx-[a-z0-9]{12})\\.${escapeRe(domain)}(?::\\d+)?$`, 'i').exec(host) : null;
+  const byHost = domain && host ? new RegExp(`^(\\d{1,5})-(${SANDBOX_ID_SOURCE})\\.${escapeRe(domain)}(?::\\d+)?$`, 'i').exec(host) : null;
   if (byHost) t = { port: Number(byHost[1]), id: byHost[2]!.toLowerCase(), path: url || '/' };
   else {
     const m = PATH.exec(url);
@@ -61,13 +60,13 @@ function stripTokenParam(path: string): string {
  * Returns whether the Authorization header was forkd's (then it is not
  * forwarded: an API key must never reach the sandbox).
  */
-export function authorizeProxy(control: ControlPlane, t: ProxyTarget, header: (name: string) => string | undefined, source?: string): { authWasKey: boolean } {
+export async function authorizeProxy(control: ControlPlane, t: ProxyTarget, header: (name: string) => string | undefined, source?: string): Promise<{ authWasKey: boolean }> {
   const q = t.path.includes('?') ? new URLSearchParams(t.path.slice(t.path.indexOf('?') + 1)) : new URLSearchParams();
   const token = header(TOKEN_HEADER) ?? q.get(TOKEN_PARAM) ?? undefined;
   if (token) {
     // Wrong tokens spend the same per-source budget as wrong keys.
     if (source !== undefined) control.keys.throttle.check(source);
-    if (!proxyTokenMatches(control.store, t.id, token)) {
+    if (!(await proxyTokenMatches(control.store, t.id, token))) {
       if (source !== undefined) control.keys.throttle.failed(source);
       throw new ForkdError('UNAUTHENTICATED', `invalid proxy token for sandbox ${t.id}`);
     }
@@ -75,9 +74,9 @@ export function authorizeProxy(control: ControlPlane, t: ProxyTarget, header: (n
   }
   const key = presentedKey(header, new URLSearchParams());
   if (!key) throw new ForkdError('UNAUTHENTICATED', `the port proxy needs the sandbox's token (${TOKEN_HEADER} header or ?${TOKEN_PARAM}=) or an API key`);
-  const who = control.keys.authenticate(key, source);
+  const who = await control.keys.authenticate(key, source);
   // A sandbox with no owner is an admin's alone (see TenantView).
-  const owner = control.store.owner('sandbox', t.id);
+  const owner = await control.store.owner('sandbox', t.id);
   if (owner === undefined ? !who.admin : owner !== who.tenant) throw new ForkdError('NOT_FOUND', `sandbox ${t.id} not found`);
   return { authWasKey: true };
 }
@@ -128,9 +127,9 @@ function badGateway(t: ProxyTarget, err: unknown): Response {
 }
 
 /** One HTTP request through the proxy; the answer streams back as it comes. */
-export async function proxyHttp(svc: SandboxService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage): Promise<Response> {
-  const { authWasKey } = authorizeProxy(control, t, (n) => headerOf(req, n), req.socket.remoteAddress);
-  const conn = await ownerView(svc, control, t.id).connectPort(t.id, t.port);
+export async function proxyHttp(svc: NodeService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage): Promise<Response> {
+  const { authWasKey } = await authorizeProxy(control, t, (n) => headerOf(req, n), req.socket.remoteAddress);
+  const conn = await (await ownerView(svc, control, t.id)).connectPort(t.id, t.port);
   const headers = forwardHeaders(req.rawHeaders, authWasKey, { 'x-forwarded-for': req.socket.remoteAddress ?? '', 'x-forwarded-host': req.headers.host ?? '' });
   return new Promise<Response>((resolve, reject) => {
     // No agent: createConnection is only used then. One connection per request.
@@ -155,12 +154,12 @@ export async function proxyHttp(svc: SandboxService, control: ControlPlane, t: P
 }
 
 /** WebSocket (any upgrade) through the proxy: the request head is replayed, then bytes flow both ways. */
-export async function proxyUpgrade(svc: SandboxService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage, socket: Duplex, head: Buffer, logger?: Logger): Promise<void> {
+export async function proxyUpgrade(svc: NodeService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage, socket: Duplex, head: Buffer, logger?: Logger): Promise<void> {
   let conn: PortConnection;
   let authWasKey: boolean;
   try {
-    ({ authWasKey } = authorizeProxy(control, t, (n) => headerOf(req, n), req.socket.remoteAddress));
-    conn = await ownerView(svc, control, t.id).connectPort(t.id, t.port);
+    ({ authWasKey } = await authorizeProxy(control, t, (n) => headerOf(req, n), req.socket.remoteAddress));
+    conn = await (await ownerView(svc, control, t.id)).connectPort(t.id, t.port);
   } catch (err) {
     refuseUpgrade(socket, err, logger, req.url);
     return;

@@ -7,7 +7,7 @@ import { TenantQuotas } from '../quota/tenant-quotas.js';
 import { SqliteControlStore } from '../../store/sqlite-control-store.js';
 import { createApp } from './app.js';
 import { publicError } from './public-error.js';
-import type { SandboxService } from './sandbox-service.js';
+import type { NodeService } from '../../node-contract/index.js';
 
 /** What a CRIU failure carries (shape of RuncRuntime.checkpoint's error): host paths, a command, CRIU's log. */
 const criuFailure = () =>
@@ -27,22 +27,20 @@ const HOST = /\/(var|run|dev|proc|sys|usr|tmp)\//;
 const info: SandboxInfo = { id: 'sbx-aaaaaaaaaaaa', template: 'base', state: 'running', limits: { memoryMb: 512, cpus: 1, pids: 1024 }, env: {}, metadata: {}, createdAt: new Date(0).toISOString(), hostname: 'sbx-aaaaaaaaaaaa' };
 
 /** Only what these tests call; anything else is a test bug. */
-function failingService(): SandboxService {
-  const svc: Partial<SandboxService> = {
+function failingService(): NodeService {
+  const svc: Partial<NodeService> = {
     create: async () => info,
-    list: () => [info],
-    getSnapshot: () => {
-      throw new ForkdError('NOT_FOUND', 'no snapshot');
-    },
+    list: async () => [info],
+    getSnapshot: async () => Promise.reject(new ForkdError('NOT_FOUND', 'no snapshot')),
     snapshot: async () => Promise.reject(criuFailure()),
     pause: async () => Promise.reject(toolTimeout()),
     resume: async () => Promise.reject(rawError()),
     fork: async () => Promise.reject(new ForkdError('FAILED_PRECONDITION', `sandbox ${info.id} is paused; fork one of its snapshots instead`)),
     buildTemplate: async () => Promise.reject(criuFailure()),
     // The tenant view checks whether a name is free before a build.
-    templates: () => [{ name: 'base', createdAt: info.createdAt }],
+    templates: async () => [{ name: 'base', createdAt: info.createdAt }],
   };
-  return new Proxy(svc as SandboxService, {
+  return new Proxy(svc as NodeService, {
     get: (t, k) =>
       (t as unknown as Record<string | symbol, unknown>)[k] ??
       (() => {
@@ -51,13 +49,13 @@ function failingService(): SandboxService {
   });
 }
 
-function setup() {
+async function setup() {
   const store = new SqliteControlStore(':memory:');
   const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
   const lines: string[] = [];
   const app = createApp({ svc: failingService(), control, logger: createLogger('debug', (l) => lines.push(l)) });
-  const admin = control.keys.create({ format: 'forkd', admin: true }, undefined).key;
-  const tenant = control.keys.create({ format: 'forkd', tenant: 'acme', admin: false }, undefined).key;
+  const admin = (await control.keys.create({ format: 'forkd', admin: true }, undefined)).key;
+  const tenant = (await control.keys.create({ format: 'forkd', tenant: 'acme', admin: false }, undefined)).key;
   const call = async (method: string, path: string, key: string, body = '{}') => {
     const r = await app.request(path, { method, body: method === 'GET' ? null : body, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } });
     return { status: r.status, header: r.headers.get('x-request-id'), text: await r.text() };
@@ -66,7 +64,7 @@ function setup() {
 }
 
 test('an INTERNAL error reaches a tenant as code, a generic message and the request id: no host path, command or tool output', async () => {
-  const { call, tenant, lines } = setup();
+  const { call, tenant, lines } = await setup();
   assert.equal((await call('POST', '/v1/sandboxes', tenant)).status, 201);
   const r = await call('POST', `/v1/sandboxes/${info.id}/snapshots`, tenant);
   assert.equal(r.status, 500);
@@ -88,7 +86,7 @@ test('an INTERNAL error reaches a tenant as code, a generic message and the requ
 });
 
 test('tool errors of other codes and raw errors are hidden the same way; forkd\'s own messages stay', async () => {
-  const { call, tenant } = setup();
+  const { call, tenant } = await setup();
   await call('POST', '/v1/sandboxes', tenant);
   const timeout = await call('POST', `/v1/sandboxes/${info.id}/pause`, tenant);
   assert.equal(timeout.status, 504);
@@ -104,18 +102,18 @@ test('tool errors of other codes and raw errors are hidden the same way; forkd\'
 });
 
 test('an admin key sees the details; the audit record has the request id', async () => {
-  const { call, admin, control } = setup();
+  const { call, admin, control } = await setup();
   const r = await call('POST', `/v1/sandboxes/${info.id}/snapshots`, admin);
   const body = JSON.parse(r.text);
   assert.match(body.error.message, /criu dump failed/);
   assert.match(body.error.details.cmd, /^runc /);
   assert.equal(body.error.requestId, r.header);
-  const rec = control.store.queryAudit({ limit: 10 }).find((a) => a.code === 'INTERNAL');
+  const rec = (await control.store.queryAudit({ limit: 10 })).find((a) => a.code === 'INTERNAL');
   assert.equal(rec?.requestId, r.header);
 });
 
 test('NDJSON error events are scrubbed for tenants too (template build)', async () => {
-  const { call, tenant, lines } = setup();
+  const { call, tenant, lines } = await setup();
   const r = await call('POST', '/v1/templates', tenant, JSON.stringify({ name: 'py', setup: ['true'] }));
   assert.equal(r.status, 200);
   const ev = r.text.trim().split('\n').map((l) => JSON.parse(l)).find((e) => e.type === 'error');
@@ -127,7 +125,7 @@ test('NDJSON error events are scrubbed for tenants too (template build)', async 
 });
 
 test('every response carries a request id, errors or not; ids differ', async () => {
-  const { app, admin } = setup();
+  const { app, admin } = await setup();
   const a = await app.request('/v1/sandboxes', { headers: { authorization: `Bearer ${admin}` } });
   const b = await app.request('/v1/health');
   const c = await app.request('/v1/nope', { headers: { authorization: `Bearer ${admin}` } });

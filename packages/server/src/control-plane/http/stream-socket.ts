@@ -2,15 +2,16 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket, type RawData } from 'ws';
 import { z } from 'zod';
-import { ForkdError, SpawnRequest, TAG_PATTERN, toForkdError } from '@forkd/protocol';
+import { ForkdError, SANDBOX_ID_SOURCE, SpawnRequest, TAG_PATTERN, toForkdError } from '@forkd/protocol';
 import { presentedKey, type Principal } from '../auth/api-keys.js';
-import { signalNumber, spawnOptions, type AppDeps } from './app.js';
+import type { AppDeps } from './app.js';
+import { signalNumber, spawnOptions } from './process-request.js';
 import { headerOf, refuseUpgrade } from './raw-http.js';
 import { callerView } from './caller-view.js';
 import { validate } from './validate.js';
 import { logRequestError, newRequestId, publicError } from './public-error.js';
 
-const PATH = /^\/v1\/sandboxes\/(sbx-[a-z0-9]{12})\/stream$/;
+const PATH = new RegExp(`^/v1/sandboxes/(${SANDBOX_ID_SOURCE})/stream$`);
 
 const Open = z.union([
   z.object({ op: z.literal('spawn'), spawn: SpawnRequest }),
@@ -88,7 +89,9 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
       const audit = (err?: unknown) => {
         audited = true;
         const fe = err === undefined ? undefined : toForkdError(err);
-        control.store.appendAudit({ at: new Date().toISOString(), keyId: who.keyId, tenant: who.tenant, sandboxId: id, operation: 'WS /v1/sandboxes/:id/stream', ...(target ? { target } : {}), code: fe?.code ?? 'OK', status: fe?.status ?? 101, durationMs: Math.round(performance.now() - t0), requestId });
+        void control.store
+          .appendAudit({ at: new Date().toISOString(), keyId: who.keyId, tenant: who.tenant, sandboxId: id, operation: 'WS /v1/sandboxes/:id/stream', ...(target ? { target } : {}), code: fe?.code ?? 'OK', status: fe?.status ?? 101, durationMs: Math.round(performance.now() - t0), requestId })
+          .catch((e: unknown) => logger.warn('stream call not audited', { requestId, error: String(e) }));
       };
       try {
         if (isBinary) throw new ForkdError('INVALID_ARGUMENT', 'first message must be a JSON open request');
@@ -165,14 +168,10 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
     const url = new URL(req.url ?? '/', 'http://localhost');
     const m = PATH.exec(url.pathname);
     if (!m) return false;
-    let who: Principal;
-    try {
-      who = control.keys.authenticate(presentedKey((n) => headerOf(req, n), url.searchParams), req.socket.remoteAddress ?? 'unknown');
-    } catch (err) {
-      refuseUpgrade(socket, err, logger, req.url);
-      return true;
-    }
-    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, m[1], who));
+    control.keys.authenticate(presentedKey((n) => headerOf(req, n), url.searchParams), req.socket.remoteAddress ?? 'unknown').then(
+      (who) => wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, m[1], who)),
+      (err: unknown) => refuseUpgrade(socket, err, logger, req.url),
+    );
     return true;
   };
 }

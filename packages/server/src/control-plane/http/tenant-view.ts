@@ -1,23 +1,21 @@
 import { ForkdError, type BuildTemplateRequest, type CreateSandboxRequest, type SandboxInfo, type SnapshotInfo, type TemplateInfo } from '@forkd/protocol';
-import type { GuestClient } from '../../node/guest/guest-client.js';
-import type { ForkTree } from '../../node/manager/sandbox-manager.js';
+import type { ClaimSandbox, ForkTree, NodeService } from '../../node-contract/index.js';
 import type { ControlStore } from '../../store/control-store.js';
 import { mintProxyToken } from '../auth/proxy-tokens.js';
-import type { ClaimSandbox, SandboxService } from './sandbox-service.js';
 
 /**
- * The SandboxService as one tenant sees it: only its own sandboxes, their
+ * The NodeService as one tenant sees it: only its own sandboxes, their
  * snapshots, and its own or the shared templates. Anything else answers
  * exactly like an id that does not exist, so ids never leak across tenants.
  * Ownership is the control plane's: nodes know nothing of tenants.
  */
-export class TenantView implements SandboxService {
-  readonly #svc: SandboxService;
+export class TenantView implements NodeService {
+  readonly #svc: NodeService;
   readonly #control: ControlStore;
   readonly #tenant: string;
   readonly #admin: boolean;
 
-  constructor(svc: SandboxService, control: ControlStore, tenant: string, admin = false) {
+  constructor(svc: NodeService, control: ControlStore, tenant: string, admin = false) {
     this.#svc = svc;
     this.#control = control;
     this.#tenant = tenant;
@@ -29,30 +27,30 @@ export class TenantView implements SandboxService {
    * template build) is reachable by admin keys only: falling back to a tenant
    * would hand it to every key of that tenant.
    */
-  #owns(id: string): boolean {
-    const o = this.#control.owner('sandbox', id);
+  async #owns(id: string): Promise<boolean> {
+    const o = await this.#control.owner('sandbox', id);
     return o === undefined ? this.#admin : o === this.#tenant;
   }
 
   /** Written before the node records the sandbox (see ClaimSandbox); a fresh id owned by anyone else is refused. */
-  readonly #claim: ClaimSandbox = (id) => {
-    if (this.#control.claimOwner('sandbox', id, this.#tenant) !== this.#tenant) throw new ForkdError('CONFLICT', `sandbox id ${id} is already taken`);
+  readonly #claim: ClaimSandbox = async (id) => {
+    if ((await this.#control.claimOwner('sandbox', id, this.#tenant)) !== this.#tenant) throw new ForkdError('CONFLICT', `sandbox id ${id} is already taken`);
   };
 
-  #sandbox(id: string): string {
-    if (!this.#owns(id)) throw new ForkdError('NOT_FOUND', `sandbox ${id} not found`);
+  async #sandbox(id: string): Promise<string> {
+    if (!(await this.#owns(id))) throw new ForkdError('NOT_FOUND', `sandbox ${id} not found`);
     return id;
   }
 
-  #snapshot(snapId: string): SnapshotInfo {
-    const s = this.#svc.getSnapshot(snapId);
-    if (!this.#owns(s.sandboxId)) throw new ForkdError('NOT_FOUND', `snapshot ${snapId} not found`);
+  async #snapshot(snapId: string): Promise<SnapshotInfo> {
+    const s = await this.#svc.getSnapshot(snapId);
+    if (!(await this.#owns(s.sandboxId))) throw new ForkdError('NOT_FOUND', `snapshot ${snapId} not found`);
     return s;
   }
 
   /** Templates nobody owns (the base ones) are shared. */
-  #templateVisible(name: string): boolean {
-    const o = this.#control.owner('template', name);
+  async #templateVisible(name: string): Promise<boolean> {
+    const o = await this.#control.owner('template', name);
     return o === undefined || o === this.#tenant;
   }
 
@@ -62,11 +60,13 @@ export class TenantView implements SandboxService {
    * owner was claimed before the node made them; claimed again here in case
    * a service did not call the claim, so none is ever left unowned.
    */
-  #adopt(sandboxes: SandboxInfo[]): SandboxInfo[] {
-    return sandboxes.map((s) => {
-      this.#claim(s.id);
-      return { ...s, proxyToken: mintProxyToken(this.#control, s.id) };
-    });
+  async #adopt(sandboxes: SandboxInfo[]): Promise<SandboxInfo[]> {
+    const out: SandboxInfo[] = [];
+    for (const s of sandboxes) {
+      await this.#claim(s.id);
+      out.push({ ...s, proxyToken: await mintProxyToken(this.#control, s.id) });
+    }
+    return out;
   }
 
   /** Later answers never carry the token: it exists in plain text only in the answer that minted it. */
@@ -77,118 +77,160 @@ export class TenantView implements SandboxService {
 
   async create(req: CreateSandboxRequest): Promise<SandboxInfo> {
     const template = req.template ?? 'base';
-    if (!this.#templateVisible(template)) throw new ForkdError('NOT_FOUND', `template ${template} not found`);
-    return this.#adopt([await this.#svc.create(req, this.#claim)])[0]!;
+    if (!(await this.#templateVisible(template))) throw new ForkdError('NOT_FOUND', `template ${template} not found`);
+    return (await this.#adopt([await this.#svc.create(req, this.#claim)]))[0]!;
   }
 
-  get(id: string): SandboxInfo {
-    return this.#shown(this.#svc.get(this.#sandbox(id)));
+  async get(id: string): Promise<SandboxInfo> {
+    return this.#shown(await this.#svc.get(await this.#sandbox(id)));
   }
 
-  list(): SandboxInfo[] {
-    const mine = this.#control.owned('sandbox', this.#tenant);
-    return this.#svc
-      .list()
-      .filter((s) => mine.has(s.id) || (this.#admin && this.#control.owner('sandbox', s.id) === undefined))
-      .map((s) => this.#shown(s));
+  async list(): Promise<SandboxInfo[]> {
+    const mine = await this.#control.owned('sandbox', this.#tenant);
+    const all = await this.#svc.list();
+    const out: SandboxInfo[] = [];
+    for (const s of all) if (mine.has(s.id) || (this.#admin && (await this.#control.owner('sandbox', s.id)) === undefined)) out.push(this.#shown(s));
+    return out;
   }
 
-  delete(id: string): Promise<void> {
-    return this.#svc.delete(this.#sandbox(id));
+  async delete(id: string): Promise<void> {
+    return this.#svc.delete(await this.#sandbox(id));
   }
 
-  guest(id: string): Promise<GuestClient> {
-    return this.#svc.guest(this.#sandbox(id));
+  async setTimeout(id: string, seconds: number): Promise<SandboxInfo> {
+    return this.#shown(await this.#svc.setTimeout(await this.#sandbox(id), seconds));
   }
 
-  spawn(...[id, ...rest]: Parameters<SandboxService['spawn']>): ReturnType<SandboxService['spawn']> {
-    return this.#svc.spawn(this.#sandbox(id), ...rest);
+  async metrics(id: string): ReturnType<NodeService['metrics']> {
+    return this.#svc.metrics(await this.#sandbox(id));
   }
 
-  attach(...[id, ...rest]: Parameters<SandboxService['attach']>): ReturnType<SandboxService['attach']> {
-    return this.#svc.attach(this.#sandbox(id), ...rest);
+  async spawn(...[id, ...rest]: Parameters<NodeService['spawn']>): ReturnType<NodeService['spawn']> {
+    return this.#svc.spawn(await this.#sandbox(id), ...rest);
   }
 
-  watch(...[id, ...rest]: Parameters<SandboxService['watch']>): ReturnType<SandboxService['watch']> {
-    return this.#svc.watch(this.#sandbox(id), ...rest);
+  async attach(...[id, ...rest]: Parameters<NodeService['attach']>): ReturnType<NodeService['attach']> {
+    return this.#svc.attach(await this.#sandbox(id), ...rest);
   }
 
-  metrics(id: string): ReturnType<SandboxService['metrics']> {
-    return this.#svc.metrics(this.#sandbox(id));
+  async listProcesses(id: string): ReturnType<NodeService['listProcesses']> {
+    return this.#svc.listProcesses(await this.#sandbox(id));
   }
 
-  connectPort(id: string, port: number): ReturnType<SandboxService['connectPort']> {
-    return this.#svc.connectPort(this.#sandbox(id), port);
+  async signal(...[id, ...rest]: Parameters<NodeService['signal']>): ReturnType<NodeService['signal']> {
+    return this.#svc.signal(await this.#sandbox(id), ...rest);
   }
 
-  templates(): TemplateInfo[] {
-    return this.#svc.templates().filter((t) => this.#templateVisible(t.name));
+  async writeStdin(...[id, ...rest]: Parameters<NodeService['writeStdin']>): ReturnType<NodeService['writeStdin']> {
+    return this.#svc.writeStdin(await this.#sandbox(id), ...rest);
   }
 
-  snapshot(id: string, opts: { name?: string | undefined }): Promise<SnapshotInfo> {
-    return this.#svc.snapshot(this.#sandbox(id), opts);
+  async readFile(...[id, ...rest]: Parameters<NodeService['readFile']>): ReturnType<NodeService['readFile']> {
+    return this.#svc.readFile(await this.#sandbox(id), ...rest);
   }
 
-  timeline(id: string): SnapshotInfo[] {
-    return this.#svc.timeline(this.#sandbox(id));
+  async writeFile(...[id, ...rest]: Parameters<NodeService['writeFile']>): ReturnType<NodeService['writeFile']> {
+    return this.#svc.writeFile(await this.#sandbox(id), ...rest);
   }
 
-  getSnapshot(snapId: string): SnapshotInfo {
+  async listDir(...[id, ...rest]: Parameters<NodeService['listDir']>): ReturnType<NodeService['listDir']> {
+    return this.#svc.listDir(await this.#sandbox(id), ...rest);
+  }
+
+  async stat(...[id, ...rest]: Parameters<NodeService['stat']>): ReturnType<NodeService['stat']> {
+    return this.#svc.stat(await this.#sandbox(id), ...rest);
+  }
+
+  async mkdir(...[id, ...rest]: Parameters<NodeService['mkdir']>): ReturnType<NodeService['mkdir']> {
+    return this.#svc.mkdir(await this.#sandbox(id), ...rest);
+  }
+
+  async move(...[id, ...rest]: Parameters<NodeService['move']>): ReturnType<NodeService['move']> {
+    return this.#svc.move(await this.#sandbox(id), ...rest);
+  }
+
+  async remove(...[id, ...rest]: Parameters<NodeService['remove']>): ReturnType<NodeService['remove']> {
+    return this.#svc.remove(await this.#sandbox(id), ...rest);
+  }
+
+  async watch(...[id, ...rest]: Parameters<NodeService['watch']>): ReturnType<NodeService['watch']> {
+    return this.#svc.watch(await this.#sandbox(id), ...rest);
+  }
+
+  async connectPort(id: string, port: number): ReturnType<NodeService['connectPort']> {
+    return this.#svc.connectPort(await this.#sandbox(id), port);
+  }
+
+  async snapshot(id: string, opts: { name?: string | undefined }): Promise<SnapshotInfo> {
+    return this.#svc.snapshot(await this.#sandbox(id), opts);
+  }
+
+  async timeline(id: string): Promise<SnapshotInfo[]> {
+    return this.#svc.timeline(await this.#sandbox(id));
+  }
+
+  getSnapshot(snapId: string): Promise<SnapshotInfo> {
     return this.#snapshot(snapId);
   }
 
-  pinSnapshot(snapId: string, pinned: boolean): Promise<SnapshotInfo> {
-    return this.#svc.pinSnapshot(this.#snapshot(snapId).id, pinned);
+  async deleteSnapshot(snapId: string): Promise<void> {
+    return this.#svc.deleteSnapshot((await this.#snapshot(snapId)).id);
   }
 
-  deleteSnapshot(snapId: string): Promise<void> {
-    return this.#svc.deleteSnapshot(this.#snapshot(snapId).id);
+  async pinSnapshot(snapId: string, pinned: boolean): Promise<SnapshotInfo> {
+    return this.#svc.pinSnapshot((await this.#snapshot(snapId)).id, pinned);
   }
 
-  pause(id: string): Promise<SandboxInfo> {
-    return this.#svc.pause(this.#sandbox(id)).then((s) => this.#shown(s));
+  async pause(id: string): Promise<SandboxInfo> {
+    return this.#shown(await this.#svc.pause(await this.#sandbox(id)));
   }
 
-  setTimeout(id: string, seconds: number): Promise<SandboxInfo> {
-    return this.#svc.setTimeout(this.#sandbox(id), seconds).then((s) => this.#shown(s));
+  async resume(id: string): Promise<SandboxInfo> {
+    return this.#shown(await this.#svc.resume(await this.#sandbox(id)));
   }
 
-  resume(id: string): Promise<SandboxInfo> {
-    return this.#svc.resume(this.#sandbox(id)).then((s) => this.#shown(s));
-  }
-
-  rewind(id: string, snapId: string): Promise<SandboxInfo> {
-    this.#snapshot(snapId);
-    return this.#svc.rewind(this.#sandbox(id), snapId).then((s) => this.#shown(s));
+  async rewind(id: string, snapId: string): Promise<SandboxInfo> {
+    await this.#snapshot(snapId);
+    return this.#shown(await this.#svc.rewind(await this.#sandbox(id), snapId));
   }
 
   /** Forks belong to the tenant of their source, never to anyone else. */
   async fork(source: string, count: number): Promise<SandboxInfo[]> {
-    if (source.startsWith('snap-')) this.#snapshot(source);
-    else this.#sandbox(source);
+    if (source.startsWith('snap-')) await this.#snapshot(source);
+    else await this.#sandbox(source);
     return this.#adopt(await this.#svc.fork(source, count, this.#claim));
   }
 
-  tree(id: string): ForkTree {
-    const prune = (t: ForkTree): ForkTree => ({ sandbox: t.sandbox, children: t.children.filter((c) => this.#owns(c.sandbox.id)).map(prune) });
-    return prune(this.#svc.tree(this.#sandbox(id)));
+  async tree(id: string): Promise<ForkTree> {
+    const prune = async (t: ForkTree): Promise<ForkTree> => {
+      const children: ForkTree[] = [];
+      for (const c of t.children) if (await this.#owns(c.sandbox.id)) children.push(await prune(c));
+      return { sandbox: t.sandbox, children };
+    };
+    return prune(await this.#svc.tree(await this.#sandbox(id)));
+  }
+
+  async templates(): Promise<TemplateInfo[]> {
+    const out: TemplateInfo[] = [];
+    for (const t of await this.#svc.templates()) if (await this.#templateVisible(t.name)) out.push(t);
+    return out;
   }
 
   async buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>): Promise<TemplateInfo> {
     const from = req.from ?? 'base';
-    if (!this.#templateVisible(from)) throw new ForkdError('NOT_FOUND', `template ${from} not found`);
+    if (!(await this.#templateVisible(from))) throw new ForkdError('NOT_FOUND', `template ${from} not found`);
     // The name is reserved when the build starts, in one atomic claim: of two
     // tenants racing, the second answers ALREADY_EXISTS. A shared template (no
     // owner, like `base`) is rebuilt by admin keys only and stays shared.
     const taken = () => new ForkdError('ALREADY_EXISTS', `template name ${req.name} is taken`);
-    const exists = () => this.#svc.templates().some((t) => t.name === req.name);
-    const prior = this.#control.owner('template', req.name);
+    const exists = async () => (await this.#svc.templates()).some((t) => t.name === req.name);
+    const prior = await this.#control.owner('template', req.name);
     let reserved = false;
     if (prior === undefined) {
-      if (exists()) {
+      if (await exists()) {
         if (!this.#admin) throw taken();
       } else {
-        if (this.#control.claimOwner('template', req.name, this.#tenant) !== this.#tenant) throw taken();
+        if ((await this.#control.claimOwner('template', req.name, this.#tenant)) !== this.#tenant) throw taken();
         reserved = true;
       }
     } else if (prior !== this.#tenant) throw taken();
@@ -197,21 +239,21 @@ export class TenantView implements SandboxService {
       return await this.#svc.buildTemplate(req, progress, this.#claim);
     } catch (err) {
       // A failed first build gives the name back; a failed rebuild keeps the template and its owner.
-      if (reserved && !exists()) this.#control.dropOwner('template', req.name);
+      if (reserved && !(await exists())) await this.#control.dropOwner('template', req.name);
       throw err;
     }
   }
 
-  /** Node-wide: only the admin-only metrics endpoint asks, through the unscoped service. */
-  stats(): ReturnType<SandboxService['stats']> {
-    throw new ForkdError('PERMISSION_DENIED', 'node statistics are not tenant-scoped');
-  }
-
   async deleteTemplate(name: string): Promise<void> {
-    const o = this.#control.owner('template', name);
+    const o = await this.#control.owner('template', name);
     if (o !== undefined && o !== this.#tenant) throw new ForkdError('NOT_FOUND', `template ${name} not found`);
     if (o === undefined) throw new ForkdError('PERMISSION_DENIED', `template ${name} is shared by every tenant and cannot be deleted through the API`);
     await this.#svc.deleteTemplate(name);
-    this.#control.dropOwner('template', name);
+    await this.#control.dropOwner('template', name);
+  }
+
+  /** Node-wide: only the admin-only metrics endpoint asks, through the unscoped service. */
+  async stats(): ReturnType<NodeService['stats']> {
+    throw new ForkdError('PERMISSION_DENIED', 'node statistics are not tenant-scoped');
   }
 }

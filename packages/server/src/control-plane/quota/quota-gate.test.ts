@@ -4,7 +4,7 @@ import type { ForkdError, SandboxInfo } from '@forkd/protocol';
 import { SqliteControlStore } from '../../store/sqlite-control-store.js';
 import { ApiKeys } from '../auth/api-keys.js';
 import { ownerView } from '../http/caller-view.js';
-import type { SandboxService } from '../http/sandbox-service.js';
+import type { NodeService } from '../../node-contract/index.js';
 import { TenantQuotas } from './tenant-quotas.js';
 
 const box = (id: string, state: SandboxInfo['state']): SandboxInfo => ({ id, template: 'base', state, limits: { memoryMb: 512, cpus: 1, pids: 1024 }, env: {}, metadata: {}, createdAt: '', hostname: id });
@@ -13,22 +13,22 @@ test('a port-proxy call that would wake a paused sandbox is held to its owner\'s
   const boxes = new Map([box('sbx-run', 'running'), box('sbx-paused', 'paused'), box('sbx-nobody', 'paused')].map((b) => [b.id, b]));
   let woken = 0;
   const svc = {
-    get: (id: string) => boxes.get(id)!,
-    list: () => [...boxes.values()],
-    timeline: () => [],
+    get: async (id: string) => boxes.get(id)!,
+    list: async () => [...boxes.values()],
+    timeline: async () => [],
     connectPort: async () => {
       woken++;
       return {} as never;
     },
-  } as unknown as SandboxService;
+  } as unknown as NodeService;
   const store = new SqliteControlStore(':memory:');
   const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
-  store.setOwner('sandbox', 'sbx-run', 'acme');
-  store.setOwner('sandbox', 'sbx-paused', 'acme');
-  store.setTenantLimits('acme', { runningSandboxes: 1 });
-  await ownerView(svc, control, 'sbx-run').connectPort('sbx-run', 80);
-  await assert.rejects(ownerView(svc, control, 'sbx-paused').connectPort('sbx-paused', 80), (e: ForkdError) => e.code === 'RESOURCE_EXHAUSTED' && e.details?.limit === 'runningSandboxes');
-  await ownerView(svc, control, 'sbx-nobody').connectPort('sbx-nobody', 80);
+  await store.setOwner('sandbox', 'sbx-run', 'acme');
+  await store.setOwner('sandbox', 'sbx-paused', 'acme');
+  await store.setTenantLimits('acme', { runningSandboxes: 1 });
+  await (await ownerView(svc, control, 'sbx-run')).connectPort('sbx-run', 80);
+  await assert.rejects((await ownerView(svc, control, 'sbx-paused')).connectPort('sbx-paused', 80), (e: ForkdError) => e.code === 'RESOURCE_EXHAUSTED' && e.details?.limit === 'runningSandboxes');
+  await (await ownerView(svc, control, 'sbx-nobody')).connectPort('sbx-nobody', 80);
   assert.equal(woken, 2);
-  store.close();
+  await store.close();
 });

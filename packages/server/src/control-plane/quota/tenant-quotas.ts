@@ -21,18 +21,21 @@ interface Pending {
 }
 
 /**
- * Per-tenant limits and the capacity reserved by operations in flight. A
- * check and its reservation happen in one synchronous step (no await
- * between reading the usage and adding the reservation), so two calls of
- * one tenant never both pass for the last slot: the second sees the first's
- * reservation. A reservation lasts until its operation is done, so the slow
- * part (a start, a restore) needs no lock and calls of a tenant run in
- * parallel. With a control plane scaled out this becomes a row lock.
+ * Per-tenant limits and the capacity reserved by operations in flight. The
+ * check and its reservation of one tenant run one at a time (a per-tenant
+ * queue: reading the usage is async now), so two calls of one tenant never
+ * both pass for the last slot: the second sees the first's reservation. A
+ * reservation lasts until its operation is done, so the slow part (a start,
+ * a restore) holds no lock and calls of a tenant run in parallel; only the
+ * short check waits its turn. With a control plane scaled out this becomes
+ * a row lock.
  */
 export class TenantQuotas {
   readonly #store: ControlStore;
   readonly #defaults: EffectiveTenantLimits;
   readonly #pending = new Map<string, Set<Pending>>();
+  /** The last check of each tenant in the queue (see admit). */
+  readonly #checks = new Map<string, Promise<unknown>>();
   /** The disk quota a create that names none gets on the node (FORKD_DEFAULT_DISK_MB): what it is counted with. */
   readonly defaultDiskMb: number;
 
@@ -46,16 +49,16 @@ export class TenantQuotas {
     return this.#defaults;
   }
 
-  overrides(tenant: string): TenantLimits {
-    return this.#store.tenantLimits(tenant) ?? {};
+  async overrides(tenant: string): Promise<TenantLimits> {
+    return (await this.#store.tenantLimits(tenant)) ?? {};
   }
 
-  setOverrides(tenant: string, limits: TenantLimits): void {
-    this.#store.setTenantLimits(tenant, limits);
+  async setOverrides(tenant: string, limits: TenantLimits): Promise<void> {
+    await this.#store.setTenantLimits(tenant, limits);
   }
 
-  limits(tenant: string): EffectiveTenantLimits {
-    return effectiveLimits(this.#store.tenantLimits(tenant), this.#defaults);
+  async limits(tenant: string): Promise<EffectiveTenantLimits> {
+    return effectiveLimits(await this.#store.tenantLimits(tenant), this.#defaults);
   }
 
   /** Holdings plus what operations in flight reserved; a sandbox bound to a reservation counts once, by it. */
@@ -68,12 +71,28 @@ export class TenantQuotas {
     return u;
   }
 
-  /** Throws RESOURCE_EXHAUSTED naming the limit, or reserves `demand` until the reservation is released. */
-  admit(tenant: string, demand: TenantUsage, holdings: () => TenantHoldings): Reservation {
-    const limits = this.limits(tenant);
+  /** Rejects with RESOURCE_EXHAUSTED naming the limit, or reserves `demand` until the reservation is released. */
+  admit(tenant: string, demand: TenantUsage, holdings: () => Promise<TenantHoldings>): Promise<Reservation> {
+    // Queued behind the tenant's earlier checks, whatever they ended in.
+    const prior = this.#checks.get(tenant) ?? Promise.resolve();
+    const check = prior.then(
+      () => this.#check(tenant, demand, holdings),
+      () => this.#check(tenant, demand, holdings),
+    );
+    const settled = check.catch(() => {});
+    this.#checks.set(tenant, settled);
+    void settled.then(() => {
+      if (this.#checks.get(tenant) === settled) this.#checks.delete(tenant);
+    });
+    return check;
+  }
+
+  /** One check and its reservation; runs alone among the tenant's (see admit). */
+  async #check(tenant: string, demand: TenantUsage, holdings: () => Promise<TenantHoldings>): Promise<Reservation> {
+    const limits = await this.limits(tenant);
     // Nothing limited that this demand adds: no need to list the tenant's holdings.
     const limited = (Object.keys(demand) as (keyof TenantUsage)[]).some((k) => demand[k] > 0 && limits[k] !== null);
-    if (limited) checkTenantQuota(tenant, this.usage(tenant, holdings()), demand, limits);
+    if (limited) checkTenantQuota(tenant, this.usage(tenant, await holdings()), demand, limits);
     const p: Pending = { demand, ids: new Set() };
     let set = this.#pending.get(tenant);
     if (!set) this.#pending.set(tenant, (set = new Set()));

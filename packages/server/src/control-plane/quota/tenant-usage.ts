@@ -14,7 +14,7 @@ export function diskMbOf(limits: SandboxInfo['limits']): number {
 
 /** What one sandbox adds to its tenant's usage, in the state it is in. */
 export function sandboxUsage(s: Pick<SandboxInfo, 'state' | 'limits'>): TenantUsage {
-  if (s.state === 'deleted' || s.state === 'stopping') return NO_USAGE;
+  if (s.state === 'stopping') return NO_USAGE;
   const active = ACTIVE.has(s.state);
   return { runningSandboxes: active ? 1 : 0, memoryMb: active ? s.limits.memoryMb : 0, cpus: active ? s.limits.cpus : 0, snapshots: 0, diskMb: diskMbOf(s.limits) };
 }

@@ -5,17 +5,9 @@ import { GuestProcess, type OutputHandlers } from './guest-process.js';
 
 export { GuestProcess, type DetachReason, type OutputHandlers, type ProcessExit } from './guest-process.js';
 
-export interface SpawnOptions {
-  argv: string[];
-  env?: Record<string, string> | undefined;
-  cwd?: string | undefined;
-  user?: string | undefined;
-  tag?: string | undefined;
-  pty?: { cols: number; rows: number } | undefined;
-  stdin?: boolean | undefined;
-}
-
-export type ProcessSelector = { pid: number } | { tag: string };
+// The contract's types: a remote node's client speaks them too (node-contract/node-types.ts).
+import type { SpawnOptions, ProcessSelector } from '../../node-contract/node-types.js';
+export type { SpawnOptions, ProcessSelector };
 
 /** Where a re-attach resumes a stream (protocol 2): that very process, from that ring offset. */
 export interface ResumePoint {

@@ -2,19 +2,9 @@ import type { GuestConnection } from './guest-connection.js';
 import { guestError } from './guest-connection.js';
 import { K, MAX_DATA, ProtocolError, T, Tlv, type TlvInput } from './guest-frames.js';
 
-/** Output callbacks; a returned promise holds back further reads (back-pressure to the guest). */
-export interface OutputHandlers {
-  onStdout?: (data: Buffer) => void | Promise<void>;
-  onStderr?: (data: Buffer) => void | Promise<void>;
-  onDropped?: (bytes: number) => void | Promise<void>;
-  /** The sandbox went back to an earlier state under a stream that goes on (see ProcessSession). */
-  onRewound?: () => void | Promise<void>;
-}
-
-export interface ProcessExit {
-  exitCode: number;
-  signal: number;
-}
+// The contract's types (node-contract/node-types.ts), re-exported for the guest side.
+import type { OutputHandlers, ProcessExit } from '../../node-contract/node-types.js';
+export type { OutputHandlers, ProcessExit };
 
 /**
  * Why a process stream ended without an exit: the client let go (`client`),

@@ -27,17 +27,17 @@ test('running and creating records count, paused ones do not; a held ticket coun
     { id: 'b', state: 'paused', limits: { memoryMb: 1000, cpus: 1 } },
     { id: 'c', state: 'creating', limits: { memoryMb: 1000, cpus: 1 } },
   ];
-  const a = new NodeAdmission(() => records, host, { memory: 3, cpus: 0 });
-  assert.deepEqual(a.committed(), { memoryMb: 2000, cpus: 2 });
+  const a = new NodeAdmission(host, { memory: 3, cpus: 0 });
+  assert.deepEqual(a.committed(records), { memoryMb: 2000, cpus: 2 });
   // b resumes: held while it restores; the second resume of the same size finds no room.
-  const t = a.admit(commitOf(records[1]!.limits), ['b']);
-  assert.throws(() => a.check(commitOf({ memoryMb: 1000, cpus: 1 })), (e: ForkdError) => e.code === 'RESOURCE_EXHAUSTED');
+  const t = a.admit(commitOf(records[1]!.limits), ['b'], records);
+  assert.throws(() => a.check(commitOf({ memoryMb: 1000, cpus: 1 }), records), (e: ForkdError) => e.code === 'RESOURCE_EXHAUSTED');
   records[1]!.state = 'running';
-  assert.equal(a.committed().memoryMb, 3000);
+  assert.equal(a.committed(records).memoryMb, 3000);
   t.release();
-  assert.equal(a.committed().memoryMb, 3000);
+  assert.equal(a.committed(records).memoryMb, 3000);
   records.splice(0, 1);
-  a.check(commitOf({ memoryMb: 1000, cpus: 1 }));
+  a.check(commitOf({ memoryMb: 1000, cpus: 1 }), records);
 });
 
 test('maxima follow the host unless configured; a request above one is INVALID_ARGUMENT naming it', () => {

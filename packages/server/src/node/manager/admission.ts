@@ -66,19 +66,18 @@ export interface AdmissionTicket {
 
 /**
  * Node admission: the sum of running sandboxes' limits (from the node's
- * records) plus what operations in flight were admitted for, checked and
- * reserved in one synchronous step, so two resumes or creates cannot both
- * take the last room. A ticket names the sandboxes it stands for: their
- * records are left out of the sum while it is held (no double count).
+ * records) plus what operations in flight were admitted for. A ticket names
+ * the sandboxes it stands for: their records are left out of the sum while it
+ * is held (no double count). The records are read by the caller (the store is
+ * async); AdmissionGate (admission-gate.ts) serializes the read, the check
+ * and the hold, so two resumes or creates cannot both take the last room.
  */
 export class NodeAdmission {
-  readonly #records: () => Iterable<AdmissionRecord>;
   readonly #host: HostCapacity;
   readonly #policy: OvercommitPolicy;
   readonly #held = new Set<{ ids: ReadonlySet<string>; demand: Committed }>();
 
-  constructor(records: () => Iterable<AdmissionRecord>, host: HostCapacity, policy: OvercommitPolicy) {
-    this.#records = records;
+  constructor(host: HostCapacity, policy: OvercommitPolicy) {
     this.#host = host;
     this.#policy = policy;
   }
@@ -87,23 +86,23 @@ export class NodeAdmission {
     return this.#host;
   }
 
-  committed(): Committed {
+  committed(records: Iterable<AdmissionRecord>): Committed {
     const held = [...this.#held];
     const skip = new Set(held.flatMap((h) => [...h.ids]));
     let c = NOTHING;
-    for (const r of this.#records()) if (COMMITTING_STATES.has(r.state) && !skip.has(r.id)) c = addCommitted(c, commitOf(r.limits));
+    for (const r of records) if (COMMITTING_STATES.has(r.state) && !skip.has(r.id)) c = addCommitted(c, commitOf(r.limits));
     for (const h of held) c = addCommitted(c, h.demand);
     return c;
   }
 
-  /** Checks only: for a caller that records the sandbox in the same synchronous step (its record then counts). */
-  check(demand: Committed): void {
-    checkAdmission(this.committed(), demand, this.#host, this.#policy);
+  /** Checks only (an early refusal before work that would be wasted); `admit` holds. */
+  check(demand: Committed, records: Iterable<AdmissionRecord>): void {
+    checkAdmission(this.committed(records), demand, this.#host, this.#policy);
   }
 
-  /** Checks and holds `demand` for `ids` until released (a resume: the record says paused until the restore is done). */
-  admit(demand: Committed, ids: Iterable<string>): AdmissionTicket {
-    this.check(demand);
+  /** Checks and holds `demand` for `ids` until released (their records, once written, are not counted twice meanwhile). */
+  admit(demand: Committed, ids: Iterable<string>, records: Iterable<AdmissionRecord>): AdmissionTicket {
+    this.check(demand, records);
     const h = { ids: new Set(ids), demand };
     this.#held.add(h);
     return { release: () => void this.#held.delete(h) };

@@ -20,7 +20,7 @@ describe('disk quotas and the pool free-space watch (real Btrfs)', { skip: !isRo
   const fill = async (id: string, mb: number) => (await run(node.manager, id, `dd if=/dev/urandom of=/root/fill-$RANDOM bs=1M count=${mb} conv=fsync 2>&1; echo rc=$?`)).stdout;
   const quotas = () => btrfsQuotas(node.config.pool.mountPoint);
   const templateBytes = async () => (await quotas().usage(node.storage.path(node.templates.volume('base'))))!.referencedBytes;
-  const limitOf = async (id: string) => (await quotas().usage(node.manager.rootfs(id)))?.limitBytes;
+  const limitOf = async (id: string) => (await quotas().usage(await node.manager.rootfs(id)))?.limitBytes;
   const refused = /Disk quota exceeded|No space left on device/;
   const rejects = async (p: Promise<unknown>, code: string, message: RegExp) =>
     assert.rejects(p, (e: unknown) => {
@@ -51,7 +51,7 @@ describe('disk quotas and the pool free-space watch (real Btrfs)', { skip: !isRo
     // Qgroup numbers are those of the last transaction (enforcement also counts what is reserved since).
     await exec('btrfs', ['filesystem', 'sync', node.config.pool.mountPoint]);
     assert.equal((await run(node.manager, a.id, ['echo', 'ok'])).stdout, 'ok\n');
-    assert.equal(node.manager.get(a.id).state, 'running');
+    assert.equal((await node.manager.get(a.id)).state, 'running');
 
     const m = await node.manager.metrics(a.id);
     assert.equal(m.diskQuotaBytes, QUOTA_MB * MiB);
@@ -109,19 +109,19 @@ describe('disk quotas and the pool free-space watch (real Btrfs)', { skip: !isRo
 
   test('bad diskMb values get a validation error naming the field', async () => {
     for (const v of [0, -1, 1.5, 2 ** 40, '10']) await rejects(node.manager.create({ diskMb: v as number }), 'INVALID_ARGUMENT', /diskMb/);
-    assert.equal(node.manager.list().length, 0);
+    assert.equal((await node.manager.list()).length, 0);
   });
 
   test('disk admission: quotas beyond overcommit × the pool are refused, naming the limit', async () => {
     await node.manager.settled();
-    const before = { ...(await hostFootprint(node, node.config.cgroupParent)), snapshots: node.store.snapshotTotals().count };
+    const before = { ...(await hostFootprint(node, node.config.cgroupParent)), snapshots: (await node.store.snapshotTotals()).count };
     // 16 GiB pool × FORKD_DISK_OVERCOMMIT 64 (test config) = 1 TiB.
     await rejects(node.manager.create({ diskMb: 2 * 1024 * 1024 }), 'RESOURCE_EXHAUSTED', /FORKD_DISK_OVERCOMMIT/);
     const a = (await node.manager.create({ diskMb: 600 * 1024, memoryMb: 128 })).id;
     await rejects(node.manager.fork(a, 1), 'RESOURCE_EXHAUSTED', /FORKD_DISK_OVERCOMMIT/);
     await node.manager.delete(a);
     // The refused live fork took no snapshot either.
-    assert.deepEqual({ ...(await hostFootprint(node, node.config.cgroupParent)), snapshots: node.store.snapshotTotals().count }, before);
+    assert.deepEqual({ ...(await hostFootprint(node, node.config.cgroupParent)), snapshots: (await node.store.snapshotTotals()).count }, before);
   });
 
   test('a pool filled to the threshold refuses creates, forks and snapshots before making anything', async () => {
@@ -137,7 +137,7 @@ describe('disk quotas and the pool free-space watch (real Btrfs)', { skip: !isRo
       await exec('fallocate', ['-l', String(Math.floor(s.bavail * s.bsize - threshold + 256 * MiB)), filler]);
       await exec('btrfs', ['filesystem', 'sync', node.config.pool.mountPoint]);
       await node.manager.settled();
-      const before = { ...(await hostFootprint(node, node.config.cgroupParent)), records: node.manager.list().length, snapshots: node.store.snapshotTotals().count };
+      const before = { ...(await hostFootprint(node, node.config.cgroupParent)), records: (await node.manager.list()).length, snapshots: (await node.store.snapshotTotals()).count };
       const full = /storage pool is almost full.*FORKD_POOL_MIN_FREE_MB/;
       await rejects(node.manager.create({}), 'RESOURCE_EXHAUSTED', full);
       await rejects(node.manager.fork(a), 'RESOURCE_EXHAUSTED', full);
@@ -146,8 +146,8 @@ describe('disk quotas and the pool free-space watch (real Btrfs)', { skip: !isRo
       // The timeline's own snapshot is skipped, with an event: the sandbox is not harmed.
       await node.manager.policySnapshot(a);
       assert.ok(events.some((e) => e.sandboxId === a && e.operation === 'snapshot-skipped' && e.code === 'RESOURCE_EXHAUSTED'));
-      assert.equal(node.manager.get(a).state, 'running');
-      assert.deepEqual({ ...(await hostFootprint(node, node.config.cgroupParent)), records: node.manager.list().length, snapshots: node.store.snapshotTotals().count }, before);
+      assert.equal((await node.manager.get(a)).state, 'running');
+      assert.deepEqual({ ...(await hostFootprint(node, node.config.cgroupParent)), records: (await node.manager.list()).length, snapshots: (await node.store.snapshotTotals()).count }, before);
       assert.deepEqual(await orphans(node), []);
       assert.equal((await run(node.manager, a, ['echo', 'ok'])).stdout, 'ok\n');
     } finally {

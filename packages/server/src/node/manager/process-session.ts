@@ -3,18 +3,8 @@ import { ForkdError } from '@forkd/protocol';
 import type { GuestClient } from '../guest/guest-client.js';
 import type { GuestProcess, OutputHandlers, ProcessExit } from '../guest/guest-process.js';
 
-/** A process as a client-facing stream sees it: the same whether or not the guest connection under it was replaced. */
-export interface ProcessHandle {
-  readonly pid: number;
-  readonly tag: string | undefined;
-  readonly pty: boolean;
-  write(data: Buffer): Promise<void>;
-  closeStdin(): void;
-  signal(signal: number): void;
-  resize(cols: number, rows: number): void;
-  /** Lets go of the process; it keeps running in the sandbox. */
-  detach(): void;
-}
+import type { ProcessHandle } from '../../node-contract/node-types.js';
+export type { ProcessHandle };
 
 /** What a session needs of the node to come back after its guest connection went away. */
 export interface SessionHost {

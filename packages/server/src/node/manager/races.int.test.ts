@@ -41,8 +41,8 @@ describe('deletes racing lifecycle operations (real CRIU, real Btrfs)', { skip: 
     assert.deepEqual(await orphans(node), [], `after ${what}`);
   }
 
-  function assertGone(id: string): void {
-    assert.throws(() => m().get(id), (e: unknown) => e instanceof ForkdError && e.code === 'NOT_FOUND');
+  async function assertGone(id: string): Promise<void> {
+    await assert.rejects(m().get(id), (e: unknown) => e instanceof ForkdError && e.code === 'NOT_FOUND');
   }
 
   async function assertForksWork(forks: SandboxInfo[]): Promise<void> {
@@ -56,8 +56,8 @@ describe('deletes racing lifecycle operations (real CRIU, real Btrfs)', { skip: 
       await sleep(delay);
       const del = m().delete(s.id);
       const [taken] = await Promise.all([snap, del]).catch(explain);
-      assertGone(s.id);
-      assert.throws(() => m().getSnapshot(taken.id), /not found/);
+      await assertGone(s.id);
+      await assert.rejects(m().getSnapshot(taken.id), /not found/);
       await assertConsistent(`snapshot + delete at ${delay} ms`);
     }
   });
@@ -78,7 +78,7 @@ describe('deletes racing lifecycle operations (real CRIU, real Btrfs)', { skip: 
       await sleep(delay);
       const del = m().delete(s.id);
       const [forks] = await Promise.all([fork, del]).catch(explain);
-      assertGone(s.id);
+      await assertGone(s.id);
       await assertForksWork(forks);
       for (const f of forks) await m().delete(f.id);
       await assertConsistent(`live fork + delete at ${delay} ms`);
@@ -108,7 +108,7 @@ describe('deletes racing lifecycle operations (real CRIU, real Btrfs)', { skip: 
       const del = m().deleteSnapshot(snap.id);
       const [forks] = await Promise.all([fork, del]).catch(explain);
       await assertForksWork(forks);
-      assert.throws(() => m().getSnapshot(snap.id), /not found/);
+      await assert.rejects(m().getSnapshot(snap.id), /not found/);
       for (const f of [...forks, s]) await m().delete(f.id);
       await assertConsistent(`fork of a snapshot + snapshot delete at ${delay} ms`);
     }
@@ -123,7 +123,7 @@ describe('deletes racing lifecycle operations (real CRIU, real Btrfs)', { skip: 
       await sleep(delay);
       const del = m().delete(s.id);
       await Promise.all([rewind, del]).catch(explain);
-      assertGone(s.id);
+      await assertGone(s.id);
       await assertConsistent(`rewind + delete at ${delay} ms`);
     }
   });
@@ -133,7 +133,7 @@ describe('deletes racing lifecycle operations (real CRIU, real Btrfs)', { skip: 
     const pause = m().pause(s.id);
     await sleep(15);
     await Promise.all([pause, m().delete(s.id)]);
-    assertGone(s.id);
+    await assertGone(s.id);
     await assertConsistent('pause + delete');
     const t = await sandbox();
     await m().pause(t.id);
@@ -148,13 +148,13 @@ describe('deletes racing lifecycle operations (real CRIU, real Btrfs)', { skip: 
     const snap = await m().snapshot(s.id);
     const fork = m().fork(snap.id, 1);
     await sleep(0);
-    const child = m().list().find((x) => x.forkedFrom === snap.id);
+    const child = (await m().list()).find((x) => x.forkedFrom === snap.id);
     assert.ok(child, 'the fork is listed while it is made');
     assert.equal(child.state, 'creating');
     const del = m().delete(child.id);
     const [forks] = await Promise.all([fork, del]).catch(explain);
     assert.equal(forks[0]?.id, child.id);
-    assertGone(child.id);
+    await assertGone(child.id);
     await m().delete(s.id);
     await assertConsistent('delete of a creating fork');
   });

@@ -1,10 +1,45 @@
-import type { SandboxRecord } from '../../store/store.js';
-import type { SandboxManager } from './sandbox-manager.js';
-import { snapshotDue, snapshotsToThin } from './timeline-policy.js';
+import type { Logger } from '../../shared/logger.js';
+import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
+import { DEFAULT_TIMELINE_POLICY, snapshotDue, snapshotsToThin, type TimelinePolicy } from './timeline-policy.js';
 import { eachBounded } from './each-bounded.js';
 
 /** Sandboxes worked on at once in a pass (each may dump memory: CPU and disk bound). */
 export const PASS_CONCURRENCY = 4;
+
+/** What the pass needs of the node: public methods of the SandboxManager. */
+export interface ReconcilerHost {
+  readonly logger: Logger;
+  records(): Promise<SandboxRecord[]>;
+  recordOf(id: string): Promise<SandboxRecord | undefined>;
+  snapshotRecords(id: string): Promise<SnapshotRecord[]>;
+  usage(id: string): Promise<{ cpuNanos: number }>;
+  markActive(id: string, at?: number): void;
+  lastActive(id: string): number | undefined;
+  openConnections(id: string): Promise<number>;
+  timeOut(id: string): Promise<void>;
+  reviveIfDead(id: string): Promise<boolean>;
+  pause(id: string): Promise<unknown>;
+  policySnapshot(id: string): Promise<void>;
+  deleteSnapshot(snapId: string): Promise<void>;
+}
+
+/** The server's defaults of the rolling timeline and of hibernation (a sandbox's policy may override them). */
+export interface PolicyDefaults {
+  timeline?: TimelinePolicy | undefined;
+  /** Idle time before hibernation, ms (0 = never). */
+  idleTimeoutMs?: number | undefined;
+}
+
+/** Effective policy: the sandbox's overrides over the server's defaults. */
+export function effectivePolicy(r: SandboxRecord, defaults: PolicyDefaults): { timeline: TimelinePolicy; idleMs: number } {
+  const base = defaults.timeline ?? DEFAULT_TIMELINE_POLICY;
+  const interval = r.policy?.snapshotIntervalSeconds;
+  const idle = r.policy?.idleTimeoutSeconds;
+  return {
+    timeline: interval === undefined ? base : { ...base, intervalMs: interval * 1000 },
+    idleMs: idle === undefined ? (defaults.idleTimeoutMs ?? 0) : idle * 1000,
+  };
+}
 
 /**
  * The periodic pass over every sandbox: lifetimes that ran out, processes
@@ -14,7 +49,8 @@ export const PASS_CONCURRENCY = 4;
  * core since the previous pass.
  */
 export class Reconciler {
-  readonly #m: SandboxManager;
+  readonly #m: ReconcilerHost;
+  readonly #defaults: PolicyDefaults;
   readonly #cpu = new Map<string, { cpuNanos: number; at: number }>();
   #running = false;
   /** Sandboxes whose work from an earlier pass overran its timeout and still runs: skipped until it ends. */
@@ -27,17 +63,18 @@ export class Reconciler {
    * consistent state: the guest link's deadlines end it, see
    * GUEST_DEADLINE_MS), only no longer waited for.
    */
-  constructor(manager: SandboxManager, timeoutMs: number) {
+  constructor(manager: ReconcilerHost, timeoutMs: number, defaults: PolicyDefaults = {}) {
     this.#m = manager;
+    this.#defaults = defaults;
     this.#timeoutMs = timeoutMs;
   }
 
   /** Works on sandboxes a few at a time, each within the timeout: one stuck sandbox delays no other. */
-  async tick(now: number): Promise<void> {
+  async tick(now = Date.now()): Promise<void> {
     if (this.#running) return;
     this.#running = true;
     try {
-      const records = this.#m.records().filter((r) => !this.#overrun.has(r.id));
+      const records = (await this.#m.records()).filter((r) => !this.#overrun.has(r.id));
       const late = new Set<string>();
       await eachBounded(
         records,
@@ -69,7 +106,7 @@ export class Reconciler {
       this.#cpu.set(r.id, { cpuNanos: u.cpuNanos, at: now });
       if (prev && now > prev.at && (u.cpuNanos - prev.cpuNanos) / ((now - prev.at) * 1e6) > 0.02) this.#m.markActive(r.id, now);
     }
-    if (this.#m.openConnections(r.id) > 0) this.#m.markActive(r.id, now);
+    if ((await this.#m.openConnections(r.id)) > 0) this.#m.markActive(r.id, now);
     const last = this.#m.lastActive(r.id);
     if (last !== undefined) return last;
     this.#m.markActive(r.id, now);
@@ -79,7 +116,7 @@ export class Reconciler {
   async #one(r: SandboxRecord, now: number): Promise<void> {
     const expires = r.policy?.expiresAt ? Date.parse(r.policy.expiresAt) : Number.NaN;
     if ((r.state === 'running' || r.state === 'paused') && now >= expires) return this.#m.timeOut(r.id);
-    const { timeline, idleMs } = this.#m.policy(r);
+    const { timeline, idleMs } = effectivePolicy(r, this.#defaults);
     // Its processes died (init killed, e.g. by the OOM killer): it is brought back, nothing else this pass.
     if (r.state === 'running' && (await this.#m.reviveIfDead(r.id))) return;
     if (r.state === 'running') {
@@ -88,14 +125,14 @@ export class Reconciler {
         this.#m.logger.info('hibernating idle sandbox', { sandbox: r.id, idleMs: now - last });
         await this.#m.pause(r.id);
       } else {
-        const snaps = this.#m.snapshotRecords(r.id);
+        const snaps = await this.#m.snapshotRecords(r.id);
         const lastSnap = snaps.length ? Date.parse(snaps[snaps.length - 1]!.createdAt) : Date.parse(r.createdAt);
         if (snapshotDue(timeline, now, lastSnap, last)) await this.#m.policySnapshot(r.id);
       }
     }
-    const current = this.#m.recordOf(r.id);
+    const current = await this.#m.recordOf(r.id);
     if (!current || (current.state !== 'running' && current.state !== 'paused')) return;
-    const entries = this.#m.snapshotRecords(r.id).map((s) => ({ id: s.id, createdAt: Date.parse(s.createdAt), pinned: s.pinned || s.id === current.resumeFrom || s.id === current.origin?.snapshot }));
+    const entries = (await this.#m.snapshotRecords(r.id)).map((s) => ({ id: s.id, createdAt: Date.parse(s.createdAt), pinned: s.pinned || s.id === current.resumeFrom || s.id === current.origin?.snapshot }));
     for (const id of snapshotsToThin(timeline, now, entries)) await this.#m.deleteSnapshot(id);
   }
 }

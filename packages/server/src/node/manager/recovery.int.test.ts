@@ -24,7 +24,7 @@ describe('recovery of a sandbox whose init died (real CRIU)', { skip: !isRoot &&
     await waitFor(async () => (await count()) > c, 5000, 'the counter to go on');
   };
   const killInit = async () => {
-    const key = node.manager.recordOf(id)?.instance ?? id;
+    const key = (await node.manager.recordOf(id))?.instance ?? id;
     const { pid } = await node.runtime.state(key);
     assert.ok(pid > 0);
     process.kill(pid, 'SIGKILL');
@@ -49,7 +49,7 @@ describe('recovery of a sandbox whose init died (real CRIU)', { skip: !isRoot &&
     await killInit();
     await node.manager.tick();
 
-    const info = node.manager.get(id);
+    const info = (await node.manager.get(id));
     assert.equal(info.state, 'running', JSON.stringify(info));
     assert.equal(info.recovered?.fromSnapshot, snap.id);
     assert.match(info.recovered?.reason ?? '', /init process died while the daemon ran/);
@@ -72,7 +72,7 @@ describe('recovery of a sandbox whose init died (real CRIU)', { skip: !isRoot &&
   test('dying again soon after its recovery: left failed, not brought back in a loop; resume brings it back', async () => {
     await killInit();
     await node.manager.tick();
-    const info = node.manager.get(id);
+    const info = (await node.manager.get(id));
     assert.equal(info.state, 'failed');
     assert.match(info.error ?? '', /not brought back automatically/);
     await assert.rejects(node.manager.guest(id), (e: ForkdError) => e.code === 'FAILED_PRECONDITION');

@@ -1,5 +1,3 @@
-import { readdir, readFile, rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import { toForkdError, type SandboxRecovery, type SandboxState } from '@forkd/protocol';
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
@@ -21,7 +19,7 @@ export interface RecoveryDeps {
   runtime: Runtime;
   logger: Logger;
   onEvent?: NodeEventSink | undefined;
-  key(id: string): string;
+  key(id: string): Promise<string>;
   /** Drops the dead processes' leftovers of an instance (runc state, cgroup, namespace, guest link); its root volume stays. */
   dropProcesses(key: string): Promise<void>;
   /** Whether a snapshot's memory images are whole (stored into the pool, not lost with staging). */
@@ -30,7 +28,7 @@ export interface RecoveryDeps {
   /** Starts the agent afresh on the instance's existing root volume (no memory). */
   startCold(key: string, r: SandboxRecord): Promise<void>;
   waitReady(key: string): Promise<void>;
-  transition(r: SandboxRecord, to: SandboxState, error?: string): void;
+  transition(r: SandboxRecord, to: SandboxState, error?: string): Promise<void>;
 }
 
 export type RecoveryTrigger = 'start' | 'resume' | 'rewind' | 'reconciler';
@@ -54,12 +52,12 @@ export class Recovery {
   }
 
   /** A running sandbox's processes are gone: failed, marked so it can come back (`note`: said in its error only). */
-  markLost(r: SandboxRecord, reason: string, note = ''): void {
+  async markLost(r: SandboxRecord, reason: string, note = ''): Promise<void> {
     const lost = { at: new Date().toISOString(), reason };
     // Marker first: a crash before the transition leaves it running, and the next start looks again.
-    this.#d.store.setLost(r.id, lost);
+    await this.#d.store.setLost(r.id, lost);
     r.lost = lost;
-    this.#d.transition(r, 'failed', `the sandbox processes were lost (${reason}${note}); its files are kept: resume brings it back from its latest snapshot, rewind from a chosen one`);
+    await this.#d.transition(r, 'failed', `the sandbox processes were lost (${reason}${note}); its files are kept: resume brings it back from its latest snapshot, rewind from a chosen one`);
     this.#d.logger.warn('sandbox lost its processes', { sandbox: r.id, reason });
     this.#emit({ sandboxId: r.id, operation: 'lost', detail: `${reason}${note}`, code: 'UNAVAILABLE', durationMs: 0 });
   }
@@ -71,13 +69,13 @@ export class Recovery {
    * sandbox's lock. Returns whether it was found dead.
    */
   async noticeDeath(r: SandboxRecord, now = Date.now()): Promise<boolean> {
-    const key = this.#d.key(r.id);
+    const key = await this.#d.key(r.id);
     const st = await this.#d.runtime.state(key);
     if (st.status !== 'stopped' && st.status !== 'missing') return false;
     const oomKills = (await this.#d.runtime.usage(key).catch(() => undefined))?.oomKills ?? 0;
     const reason = `its init process died while the daemon ran (${oomKills ? `the OOM killer killed ${oomKills} of its processes` : 'no OOM kill recorded: killed from outside, or it crashed'})`;
     const relapsed = !!r.recovered && now - Date.parse(r.recovered.at) < RELAPSE_MS;
-    this.markLost(r, reason, relapsed ? `, less than ${RELAPSE_MS / 60_000} minutes after its last recovery: not brought back automatically` : '');
+    await this.markLost(r, reason, relapsed ? `, less than ${RELAPSE_MS / 60_000} minutes after its last recovery: not brought back automatically` : '');
     await this.#d.dropProcesses(key);
     if (!relapsed) await this.revive(r, { trigger: 'reconciler' }).catch(() => {});
     return true;
@@ -90,14 +88,11 @@ export class Recovery {
    * state left are another line of its history: only an explicit rewind
    * goes there.
    */
-  candidates(r: SandboxRecord): SnapshotRecord[] {
+  async candidates(r: SandboxRecord): Promise<SnapshotRecord[]> {
     const since = r.origin ? Date.parse(r.origin.at) : Number.NEGATIVE_INFINITY;
-    const later = this.#d.store
-      .listSnapshots(r.id)
-      .filter((s) => Date.parse(s.createdAt) > since)
-      .reverse();
+    const later = (await this.#d.store.listSnapshots(r.id)).filter((s) => Date.parse(s.createdAt) > since).reverse();
     const originId = r.origin ? r.origin.snapshot : r.forkedFrom;
-    const origin = originId ? this.#d.store.getSnapshot(originId) : undefined;
+    const origin = originId ? await this.#d.store.getSnapshot(originId) : undefined;
     return origin && !later.some((s) => s.id === origin.id) ? [...later, origin] : later;
   }
 
@@ -110,7 +105,7 @@ export class Recovery {
    */
   async revive(r: SandboxRecord, opts: { trigger: RecoveryTrigger; snapshot?: SnapshotRecord | undefined }): Promise<void> {
     const t0 = performance.now();
-    const key = this.#d.key(r.id);
+    const key = await this.#d.key(r.id);
     const reason = r.lost?.reason ?? 'its processes were lost';
     try {
       await this.#d.dropProcesses(key);
@@ -120,7 +115,7 @@ export class Recovery {
         await this.#d.waitReady(key);
         from = opts.snapshot;
       } else {
-        for (const s of this.candidates(r)) {
+        for (const s of await this.candidates(r)) {
           if (!(await this.#d.restorable(s.id))) {
             this.#d.logger.warn('recovery skips a snapshot whose memory images are not intact', { sandbox: r.id, snapshot: s.id });
             continue;
@@ -146,10 +141,10 @@ export class Recovery {
         reason,
         ...(from ? { fromSnapshot: from.id, lostSeconds: Math.round((at.getTime() - Date.parse(from.createdAt)) / 100) / 10 } : {}),
       };
-      this.#d.store.setOrigin(r.id, { at: recovered.at, ...(from ? { snapshot: from.id } : {}) });
-      this.#d.store.setRecovered(r.id, recovered);
-      this.#d.transition(r, 'running');
-      this.#d.store.setLost(r.id, undefined);
+      await this.#d.store.setOrigin(r.id, { at: recovered.at, ...(from ? { snapshot: from.id } : {}) });
+      await this.#d.store.setRecovered(r.id, recovered);
+      await this.#d.transition(r, 'running');
+      await this.#d.store.setLost(r.id, undefined);
       r.lost = undefined;
       const detail = from
         ? `brought back (${opts.trigger}) from snapshot ${from.id} of ${from.createdAt}: ${recovered.lostSeconds} s of work lost (${reason})`
@@ -173,23 +168,4 @@ export class Recovery {
       this.#d.logger.warn('event hook failed', { sandbox: e.sandboxId, error: String(err) });
     }
   }
-}
-
-/**
- * Staging directories (tmpfs) nothing will move into the pool any more: a
- * dump interrupted by a crash, a store cut short. Those a `staged` marker
- * still names (`keep`) are being stored.
- */
-export async function sweepStaging(stagingDir: string, keep: ReadonlySet<string>, logger: Logger): Promise<void> {
-  for (const name of await readdir(stagingDir).catch(() => [] as string[])) {
-    const p = join(stagingDir, name);
-    if (keep.has(p)) continue;
-    logger.info('removing a staging directory left by an interrupted operation', { path: p });
-    await rm(p, { recursive: true, force: true }).catch(() => {});
-  }
-}
-
-/** The staging path a snapshot directory's marker names, if its images are still there. */
-export async function stagedPath(marker: string): Promise<string | undefined> {
-  return (await readFile(marker, 'utf8').catch(() => '')).trim() || undefined;
 }

@@ -148,7 +148,7 @@ describe('sandbox (real Btrfs, runc, guest agent)', { skip: !isRoot && 'needs ro
       const name = `forkd-escape-${randomBytes(4).toString('hex')}`;
       await g.writeFile(`/../../../../../tmp/${name}`, Buffer.from('inside'));
       assert.equal(existsSync(`/tmp/${name}`), false, 'nothing written on the host');
-      assert.equal(existsSync(`${node.manager.rootfs(id)}/tmp/${name}`), true, 'written inside the sandbox root');
+      assert.equal(existsSync(`${(await node.manager.rootfs(id))}/tmp/${name}`), true, 'written inside the sandbox root');
       const st = await g.stat(`/../../..${REPO_ROOT}`).catch((e) => e);
       assert.equal(st.code, 'NOT_FOUND');
     });
@@ -201,7 +201,7 @@ describe('sandbox (real Btrfs, runc, guest agent)', { skip: !isRoot && 'needs ro
     });
 
     test('a connection that never sends its request is closed by the agent', async () => {
-      const sock = createConnection(`${node.manager.rootfs(id)}/.forkd/agent.sock`);
+      const sock = createConnection(`${(await node.manager.rootfs(id))}/.forkd/agent.sock`);
       const t0 = Date.now();
       await new Promise<void>((resolve, reject) => {
         sock.on('close', () => resolve());

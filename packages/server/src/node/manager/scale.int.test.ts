@@ -29,6 +29,6 @@ describe('many sandboxes', { skip: !isRoot && 'needs root' }, () => {
     await Promise.all(ids.map((id) => node.manager.delete(id)));
     const afterAll = await hostFootprint(node, node.config.cgroupParent);
     assert.deepEqual(afterAll, before);
-    assert.equal(node.manager.list().length, 0);
+    assert.equal((await node.manager.list()).length, 0);
   });
 });

@@ -78,7 +78,7 @@ describe('snapshot under load (real CRIU, real Btrfs)', { skip: !isRoot && 'need
 
     assert.ok(during.length >= 1, 'at least one snapshot was taken while deletes ran');
     // The snapshot is whole: a fork of the last one has the hog's memory and runs.
-    const [fork] = await m.fork(m.timeline(big.id).at(-1)!.id);
+    const [fork] = await m.fork((await m.timeline(big.id)).at(-1)!.id);
     assert.equal((await run(m, fork!.id, ['test', '-e', '/tmp/ready'])).exitCode, 0);
     // By name, not command line: a lazy restore may not have paged in the hog's argument area yet.
     assert.equal((await run(m, fork!.id, ['pgrep', '-x', 'python3'])).exitCode, 0, 'the hog runs in the fork');

@@ -56,12 +56,12 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
     assert.ok(back < before && back >= atSnap, `rewind took the counter back: ${before} -> ${back}`);
     assert.equal((await run(node.manager, a, ['test', '-e', '/tmp/after.txt'])).exitCode, 1, 'file absent after rewind');
 
-    const leftBehind = node.manager.timeline(a).find((s) => s.reason === 'rewind');
+    const leftBehind = (await node.manager.timeline(a)).find((s) => s.reason === 'rewind');
     assert.ok(leftBehind, 'the state left by the rewind was snapshotted');
     // Its images are stored (with page sharing) after the rewind returned; rewinding to it waits for that.
     await node.manager.rewind(a, leftBehind.id);
     assert.equal((await run(node.manager, a, ['cat', '/tmp/after.txt'])).stdout, 'later\n', 'present again after rewinding forward');
-    await waitFor(() => node.manager.getSnapshot(leftBehind.id).sizeBytes > 0, 10_000, 'the size of the state left to be recorded');
+    await waitFor(async () => (await node.manager.getSnapshot(leftBehind.id)).sizeBytes > 0, 10_000, 'the size of the state left to be recorded');
     assert.ok((await count(a)) >= before, 'counter forward again');
     await node.manager.delete(b.id);
   });
@@ -70,7 +70,7 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
     const p = await node.manager.pause(a);
     assert.equal(p.state, 'paused');
     assert.equal((await node.runtime.state(a)).status, 'missing', 'no processes while paused');
-    const snap = node.manager.timeline(a).at(-1)!;
+    const snap = (await node.manager.timeline(a)).at(-1)!;
     assert.equal(snap.reason, 'pause');
     const atPause = Number(await readFile(join(node.manager.snapshotDir(snap.id), 'rootfs/tmp/count'), 'utf8'));
     const r = await node.manager.resume(a);
@@ -90,7 +90,7 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
     await waitFor(async () => (await run(node.manager, id, ['curl', '-s', 'http://127.0.0.1:8080/index.html'])).stdout === 'hello\n', 10_000, 'web server up');
 
     await node.manager.pause(id);
-    assert.equal(node.manager.get(id).state, 'paused');
+    assert.equal((await node.manager.get(id)).state, 'paused');
     await node.manager.resume(id);
 
     const procs = await (await node.manager.guest(id)).listProcesses();
@@ -200,12 +200,12 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
     await new Promise((r) => setTimeout(r, 300));
     const later = await Promise.all(forks.map((f) => count(f.id)));
     later.forEach((v, i) => assert.ok(v > counts[i]!, `fork ${i} runs on`));
-    const tree = node.manager.tree(a);
+    const tree = (await node.manager.tree(a));
     assert.equal(tree.children.length, 10);
     // Forks of forks: a fork is a sandbox like any other.
     const [grandchild] = await node.manager.fork(forks[0]!.id);
     assert.ok(await counterRunning(grandchild!.id));
-    const deep = node.manager.tree(a);
+    const deep = (await node.manager.tree(a));
     assert.equal(deep.children.find((c) => c.sandbox.id === forks[0]!.id)?.children[0]?.sandbox.id, grandchild!.id);
     await node.manager.delete(grandchild!.id);
     await Promise.all(forks.map((f) => node.manager.delete(f.id)));

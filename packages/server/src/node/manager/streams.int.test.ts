@@ -49,7 +49,7 @@ describe('client streams survive snapshots, pause/resume, hibernation and rewind
     await waitFor(() => lines() >= 130, 20_000, 'output after the resume');
     // Hibernation is a pause by the reconciler; the next call wakes the sandbox under the stream.
     await node.manager.pause(id);
-    assert.equal(node.manager.get(id).state, 'paused');
+    assert.equal((await node.manager.get(id)).state, 'paused');
     assert.equal((await run(node.manager, id, ['true'])).exitCode, 0);
     const e = await exit;
     assert.deepEqual(e && { exitCode: e.exitCode, signal: e.signal }, { exitCode: 0, signal: 0 });

@@ -31,7 +31,7 @@ describe('warm pool', { skip: !isRoot && 'needs root' }, () => {
     assert.ok(!node.manager.warmPool.held().has(s.id));
     // Pool members are not user sandboxes.
     assert.deepEqual(
-      node.manager.list().map((x) => x.id),
+      (await node.manager.list()).map((x) => x.id),
       [s.id],
     );
   });

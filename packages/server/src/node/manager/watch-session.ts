@@ -1,11 +1,8 @@
 import type { GuestClient } from '../guest/guest-client.js';
 import type { SessionHost } from './process-session.js';
 
-export interface WatchHandle {
-  close(): void;
-  /** Resolves when the watch ends for good (closed, or the sandbox went away). */
-  done: Promise<void>;
-}
+import type { WatchHandle } from '../../node-contract/node-types.js';
+export type { WatchHandle };
 
 type GuestWatch = Awaited<ReturnType<GuestClient['watch']>>;
 

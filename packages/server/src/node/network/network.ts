@@ -1,4 +1,4 @@
-import type { Duplex } from 'node:stream';
+import type { PortConnection } from '../../node-contract/node-types.js';
 
 /**
  * A sandbox's network identity, owned by the host rather than by the OCI
@@ -24,9 +24,4 @@ export interface Network {
   connect(id: string, port: number): PortConnection;
 }
 
-export interface PortConnection {
-  stream: Duplex;
-  /** Settles when the connection is over; `refused` when nothing listened. */
-  done: Promise<{ refused: boolean; error?: string | undefined }>;
-  close(): void;
-}
+export type { PortConnection };

@@ -29,7 +29,7 @@ describe('templates: build with setup commands and a start command (warm)', { sk
     assert.equal(t.warm, true);
     assert.equal(t.from, 'base');
     assert.ok(progress.some((l) => l.includes('mkdir -p /app')));
-    assert.ok(node.manager.templates().some((x) => x.name === 'py-warm' && x.warm));
+    assert.ok((await node.manager.templates()).some((x) => x.name === 'py-warm' && x.warm));
 
     const a = await node.manager.create({ template: 'py-warm' });
     const b = await node.manager.create({ template: 'py-warm' });
@@ -43,13 +43,13 @@ describe('templates: build with setup commands and a start command (warm)', { sk
     // Sandboxes from it are independent.
     await run(node.manager, a.id, 'echo only-a > /app/own');
     assert.equal((await run(node.manager, b.id, ['test', '-e', '/app/own'])).exitCode, 1);
-    assert.equal(node.manager.list().length, 2, 'the build sandbox is gone');
+    assert.equal((await node.manager.list()).length, 2, 'the build sandbox is gone');
   });
 
   test('a failing setup command fails the build and leaves nothing', async () => {
     await assert.rejects(node.manager.buildTemplate({ name: 'broken', setup: ['exit 3'] }), { code: 'FAILED_PRECONDITION' });
-    assert.ok(!node.manager.templates().some((x) => x.name === 'broken'));
-    assert.equal(node.manager.list().filter((s) => s.template === 'base').length, 0);
+    assert.ok(!(await node.manager.templates()).some((x) => x.name === 'broken'));
+    assert.equal((await node.manager.list()).filter((s) => s.template === 'base').length, 0);
   });
 
   test('a cold template (no start command) is a plain root filesystem', async () => {

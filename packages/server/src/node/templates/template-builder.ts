@@ -1,13 +1,33 @@
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BuildTemplateRequest, ForkdError, type TemplateInfo } from '@forkd/protocol';
-import type { SandboxManager } from '../manager/sandbox-manager.js';
+import type { CreateSandboxRequest, SandboxInfo, SnapshotInfo } from '@forkd/protocol';
+import type { ClaimSandbox, OutputHandlers, ProcessStream, SpawnOptions } from '../../node-contract/node-types.js';
+import type { Logger } from '../../shared/logger.js';
+import type { SandboxMaxima } from '../manager/sandbox-maxima.js';
 import type { TemplateRegistry } from './template-registry.js';
 import { OutputTail } from './output-tail.js';
 import { clampToMaxima } from '../manager/sandbox-maxima.js';
 
 /** What is kept of a setup command's output, for the error when it fails. */
 const OUTPUT_TAIL_BYTES = 64 * 1024;
+
+/** What a build needs of the node: public methods of the SandboxManager. */
+export interface TemplateBuildHost {
+  readonly logger: Logger;
+  readonly maxima: SandboxMaxima;
+  create(req: CreateSandboxRequest, claim?: ClaimSandbox): Promise<SandboxInfo>;
+  spawn(id: string, opts: SpawnOptions, handlers?: OutputHandlers): Promise<ProcessStream>;
+  usage(id: string): Promise<{ cpuNanos: number }>;
+  pause(id: string): Promise<SandboxInfo>;
+  timeline(id: string): Promise<SnapshotInfo[]>;
+  /** Host path of a snapshot's memory images. */
+  snapshotMemoryDir(snapId: string): string;
+  /** Storage key of a snapshot's read-only root. */
+  snapshotRootfsKey(snapId: string): string;
+  /** First host id of its user namespace range (SandboxRecord.idmap). */
+  idmapOf(id: string): Promise<number | undefined>;
+  delete(id: string): Promise<void>;
+}
 
 /**
  * Builds a template from another: runs the setup commands in a build sandbox,
@@ -16,7 +36,7 @@ const OUTPUT_TAIL_BYTES = 64 * 1024;
  * that snapshot's root filesystem, plus its memory when there is a start
  * command (a warm template: sandboxes from it start by restore).
  */
-export async function buildTemplate(m: SandboxManager, templates: TemplateRegistry, input: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: (id: string) => void): Promise<TemplateInfo> {
+export async function buildTemplate(m: TemplateBuildHost, templates: TemplateRegistry, input: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo> {
   const req = BuildTemplateRequest.parse(input);
   if (req.name === req.from) throw new ForkdError('INVALID_ARGUMENT', 'a template cannot be built from itself');
   if (req.name === 'base') throw new ForkdError('FAILED_PRECONDITION', 'the base template is built by forkd setup and cannot be replaced');
@@ -47,12 +67,11 @@ export async function buildTemplate(m: SandboxManager, templates: TemplateRegist
       await settle(m, build.id);
     }
     await m.pause(build.id);
-    const snap = m.timeline(build.id).at(-1);
+    const snap = (await m.timeline(build.id)).at(-1);
     if (!snap) throw new ForkdError('INTERNAL', 'the build snapshot is missing');
-    const dir = m.snapshotDir(snap.id);
-    await templates.publish(req.name, `snapshots/${snap.id}/rootfs`, req.start ? join(dir, 'memory') : undefined, req.from, m.recordOf(build.id)?.idmap);
+    await templates.publish(req.name, m.snapshotRootfsKey(snap.id), req.start ? m.snapshotMemoryDir(snap.id) : undefined, req.from, await m.idmapOf(build.id));
     await progress(`template ${req.name} built${req.start ? ' (warm)' : ''}`);
-    const info = templates.list().find((t) => t.name === req.name);
+    const info = (await templates.list()).find((t) => t.name === req.name);
     if (!info) throw new ForkdError('INTERNAL', `template ${req.name} vanished after build`);
     return info;
   } finally {
@@ -65,7 +84,7 @@ export async function buildTemplate(m: SandboxManager, templates: TemplateRegist
  * warming up), at most 60 s. A measurement over time, so it samples every
  * 200 ms: there is no event to block on for "the CPU went quiet".
  */
-async function settle(m: SandboxManager, id: string): Promise<void> {
+async function settle(m: TemplateBuildHost, id: string): Promise<void> {
   const deadline = Date.now() + 60_000;
   let prev = (await m.usage(id)).cpuNanos;
   await sleep(300);

@@ -25,14 +25,14 @@ export class TemplateRegistry {
   }
 
   async has(name: string): Promise<boolean> {
-    return this.#store.getTemplate(name) !== undefined && (await this.#storage.exists(this.volume(name)));
+    return (await this.#store.getTemplate(name)) !== undefined && (await this.#storage.exists(this.volume(name)));
   }
 
-  list(): TemplateInfo[] {
-    return this.#store.listTemplates().map((t) => ({ name: t.name, createdAt: t.createdAt, warm: !!t.images, ...(t.from ? { from: t.from } : {}) }));
+  async list(): Promise<TemplateInfo[]> {
+    return (await this.#store.listTemplates()).map((t) => ({ name: t.name, createdAt: t.createdAt, warm: !!t.images, ...(t.from ? { from: t.from } : {}) }));
   }
 
-  get(name: string): TemplateRecord | undefined {
+  get(name: string): Promise<TemplateRecord | undefined> {
     return this.#store.getTemplate(name);
   }
 
@@ -55,11 +55,11 @@ export class TemplateRegistry {
       await mkdir(this.#storage.path('template-images'), { recursive: true });
       await rename(imagesDir, this.imagesDir(name));
     }
-    this.#store.upsertTemplate({ name, createdAt: new Date().toISOString(), volume: this.volume(name), ...(imagesDir ? { images: `template-images/${name}`, idmap } : {}), from });
+    await this.#store.upsertTemplate({ name, createdAt: new Date().toISOString(), volume: this.volume(name), ...(imagesDir ? { images: `template-images/${name}`, idmap } : {}), from });
   }
 
   async remove(name: string): Promise<void> {
-    this.#store.deleteTemplate(name);
+    await this.#store.deleteTemplate(name);
     await this.#storage.remove(this.volume(name));
     await rm(this.imagesDir(name), { recursive: true, force: true });
   }
@@ -74,7 +74,7 @@ export class TemplateRegistry {
       await exec('btrfs', ['property', 'set', '-ts', path, 'ro', 'true']);
       await this.#storage.remove(this.volume(name));
       await this.#storage.rename(tmp, this.volume(name));
-      this.#store.upsertTemplate({ name, createdAt: new Date().toISOString(), volume: this.volume(name) });
+      await this.#store.upsertTemplate({ name, createdAt: new Date().toISOString(), volume: this.volume(name) });
     } catch (err) {
       await this.#storage.remove(tmp).catch(() => {});
       throw err;

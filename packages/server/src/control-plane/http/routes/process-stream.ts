@@ -1,0 +1,50 @@
+import type { Context } from 'hono';
+import type { ErrorBody, ExecEvent } from '@forkd/protocol';
+import type { ExecExit, OutputHandlers, ProcessStream } from '../../../node-contract/index.js';
+import type { Logger } from '../../../shared/logger.js';
+import type { Principal } from '../../auth/api-keys.js';
+import { ndjsonStream } from '../ndjson.js';
+import { logRequestError, newRequestId, publicError } from '../public-error.js';
+
+function exitEvent(e: ExecExit): ExecEvent {
+  return { type: 'exit', exitCode: e.exitCode, signal: e.signal, oomKilled: e.oomKilled };
+}
+
+/** An error event of a stream already answered (NDJSON): logged whole, shown as the caller may see it. */
+export function streamError(c: Context, err: unknown): ErrorBody['error'] {
+  const requestId = (c.get('requestId') as string | undefined) ?? newRequestId();
+  const who = c.get('who') as Principal | undefined;
+  const log = c.get('logger') as Logger | undefined;
+  if (log) logRequestError(log, err, { requestId, method: c.req.method, path: c.req.path, ...(who ? { tenant: who.tenant, keyId: who.keyId } : {}), stream: true });
+  return publicError(err, requestId, !!who?.admin);
+}
+
+export const NDJSON_HEADERS = { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' };
+
+/** Streams a process (already started or attached) as NDJSON events. */
+export function processStream(c: Context, start: (h: Required<OutputHandlers>) => Promise<ProcessStream>, after?: (p: { pid: number }) => Promise<void>) {
+  let detach = () => {};
+  const out = ndjsonStream(() => detach());
+  const h = {
+    onStdout: (d: Buffer) => out.write({ type: 'stdout', data: d.toString('base64') }),
+    onStderr: (d: Buffer) => out.write({ type: 'stderr', data: d.toString('base64') }),
+    onDropped: (n: number) => out.write({ type: 'dropped', bytes: n }),
+    onRewound: () => out.write({ type: 'rewound' }),
+  };
+  return start(h).then(async ({ process, exit }) => {
+    detach = () => process.detach();
+    void out.write({ type: 'started', pid: process.pid, ...(process.tag ? { tag: process.tag } : {}), pty: process.pty });
+    void (async () => {
+      try {
+        if (after) await after(process);
+        const e = await exit;
+        if (e) await out.write(exitEvent(e));
+      } catch (err) {
+        await out.write({ type: 'error', error: streamError(c, err) });
+      } finally {
+        out.close();
+      }
+    })();
+    return c.body(out.stream, 200, NDJSON_HEADERS);
+  });
+}

@@ -1,0 +1,92 @@
+import { constants as osConstants } from 'node:os';
+import type { Context } from 'hono';
+import { ExecEvent, ExecRequest, ForkdError, parseProcessSelector, ProcessInfo, SignalRequest, StdinRequest } from '@forkd/protocol';
+import type { ProcessSelector } from '../../../node-contract/index.js';
+import type { AppEnv } from '../app-env.js';
+import { signalNumber, spawnOptions } from '../process-request.js';
+import { processStream } from './process-stream.js';
+import { list, none, ok, param, route, view as v } from './route.js';
+
+function selector(c: Context<AppEnv>): ProcessSelector {
+  const sel = parseProcessSelector(param(c, 'sel'));
+  if (!sel) throw new ForkdError('INVALID_ARGUMENT', 'process selector must be a pid or tag:<tag>');
+  return sel;
+}
+
+/** Processes: exec (streamed or in the background), list, re-attach, signals and stdin. */
+export const PROCESS_ROUTES = [
+  route({
+    method: 'post',
+    path: '/v1/sandboxes/:id/exec',
+    summary: 'Run a command; output streams as NDJSON (background: returns the pid at once)',
+    body: ExecRequest,
+    ndjson: ExecEvent,
+    handler: async (c, _deps, input) => {
+      const id = param(c, 'id');
+      const req = await input.body();
+      const opts = spawnOptions({ ...req, stdin: req.stdin || req.stdinData !== undefined });
+      c.set('target', opts.argv.join(' '));
+      const view = v(c);
+      if (req.background) {
+        const { process } = await view.spawn(id, opts);
+        process.detach();
+        return c.json({ pid: process.pid, ...(process.tag ? { tag: process.tag } : {}) }, 201);
+      }
+      return processStream(
+        c,
+        (h) => view.spawn(id, opts, h),
+        async (p) => {
+          if (req.stdinData !== undefined) await view.writeStdin(id, { pid: p.pid }, Buffer.from(req.stdinData, 'base64'), true);
+          if (req.timeoutMs) {
+            const t = setTimeout(() => void view.signal(id, { pid: p.pid }, osConstants.signals.SIGKILL).catch(() => {}), req.timeoutMs);
+            t.unref();
+          }
+        },
+      );
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/v1/sandboxes/:id/processes',
+    summary: 'List processes started through the API',
+    response: ok(list('processes', ProcessInfo)),
+    handler: async (c) => c.json({ processes: await v(c).listProcesses(param(c, 'id')) }),
+  }),
+  route({
+    method: 'get',
+    path: '/v1/sandboxes/:id/processes/:sel/output',
+    summary: 'Re-attach to a process (pid or tag:NAME)',
+    ndjson: ExecEvent,
+    handler: (c) => {
+      const id = param(c, 'id');
+      const sel = selector(c);
+      return processStream(c, (h) => v(c).attach(id, sel, h));
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/sandboxes/:id/processes/:sel/signal',
+    summary: 'Signal a process',
+    body: SignalRequest,
+    response: none,
+    handler: async (c, _deps, input) => {
+      const sel = selector(c);
+      const { signal } = await input.body();
+      await v(c).signal(param(c, 'id'), sel, signalNumber(signal));
+      return c.body(null, 204);
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/sandboxes/:id/processes/:sel/stdin',
+    summary: "Write to a process's stdin",
+    body: StdinRequest,
+    response: none,
+    handler: async (c, _deps, input) => {
+      const sel = selector(c);
+      const r = await input.body();
+      await v(c).writeStdin(param(c, 'id'), sel, r.data !== undefined ? Buffer.from(r.data, 'base64') : undefined, r.eof ?? false);
+      return c.body(null, 204);
+    },
+  }),
+];

@@ -1,0 +1,81 @@
+import { z } from 'zod';
+import { CreateSandboxRequest, ListSandboxesQuery, SandboxInfo, SandboxMetrics, SetTimeoutRequest } from '@forkd/protocol';
+import { listPage } from '../list-sandboxes.js';
+import { none, ok, param, route, view as v } from './route.js';
+
+/** Sandboxes: create, read, list, delete, pause and resume, lifetime and resource usage. */
+export const SANDBOX_ROUTES = [
+  route({
+    method: 'post',
+    path: '/v1/sandboxes',
+    summary: 'Create a sandbox',
+    body: CreateSandboxRequest,
+    response: ok(SandboxInfo, 201),
+    handler: async (c, _deps, input) => {
+      const req = await input.body();
+      const created = await v(c).create(req);
+      c.set('sandbox', created.id);
+      return c.json(created, 201);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/v1/sandboxes',
+    summary: 'List sandboxes (filters: state, metadata; paged by cursor)',
+    query: ListSandboxesQuery,
+    response: ok(z.object({ sandboxes: z.array(SandboxInfo), nextCursor: z.string().optional() })),
+    handler: async (c, _deps, input) => {
+      const q = input.query();
+      return c.json(listPage(await v(c).list(), q));
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/v1/sandboxes/:id',
+    summary: 'Get a sandbox',
+    response: ok(SandboxInfo),
+    handler: async (c) => c.json(await v(c).get(param(c, 'id'))),
+  }),
+  route({
+    method: 'delete',
+    path: '/v1/sandboxes/:id',
+    summary: 'Delete a sandbox, its processes and files',
+    response: none,
+    handler: async (c) => {
+      await v(c).delete(param(c, 'id'));
+      return c.body(null, 204);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/v1/sandboxes/:id/metrics',
+    summary: 'Resource usage (memory, CPU, processes)',
+    response: ok(SandboxMetrics),
+    handler: async (c) => c.json(await v(c).metrics(param(c, 'id'))),
+  }),
+  route({
+    method: 'post',
+    path: '/v1/sandboxes/:id/pause',
+    summary: 'Pause: snapshot, then stop (no CPU or memory used)',
+    response: ok(SandboxInfo),
+    handler: async (c) => c.json(await v(c).pause(param(c, 'id'))),
+  }),
+  route({
+    method: 'post',
+    path: '/v1/sandboxes/:id/resume',
+    summary: 'Resume a paused sandbox in place',
+    response: ok(SandboxInfo),
+    handler: async (c) => c.json(await v(c).resume(param(c, 'id'))),
+  }),
+  route({
+    method: 'post',
+    path: '/v1/sandboxes/:id/timeout',
+    summary: 'Set the lifetime: time out this many seconds from now (0: never)',
+    body: SetTimeoutRequest,
+    response: ok(SandboxInfo),
+    handler: async (c, _deps, input) => {
+      const r = await input.body();
+      return c.json(await v(c).setTimeout(param(c, 'id'), r.timeoutSeconds));
+    },
+  }),
+];

@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import { BuildTemplateRequest, TemplateInfo } from '@forkd/protocol';
+import { ndjsonStream } from '../ndjson.js';
+import { NDJSON_HEADERS, streamError } from './process-stream.js';
+import { list, none, ok, param, route, view as v } from './route.js';
+
+/** Templates: the tenant's own and the shared ones. */
+export const TEMPLATE_ROUTES = [
+  route({
+    method: 'get',
+    path: '/v1/templates',
+    summary: 'List templates (own and shared)',
+    response: ok(list('templates', TemplateInfo)),
+    handler: async (c) => c.json({ templates: await v(c).templates() }),
+  }),
+  // Builds take minutes: progress lines stream as NDJSON, then `done` or `error`.
+  route({
+    method: 'post',
+    path: '/v1/templates',
+    summary: 'Build a template; progress lines, then done or error',
+    body: BuildTemplateRequest,
+    ndjson: z.union([z.object({ type: z.literal('progress'), line: z.string() }), z.object({ type: z.literal('done'), template: TemplateInfo })]),
+    handler: async (c, _deps, input) => {
+      const req = await input.body();
+      const out = ndjsonStream(() => {});
+      void v(c)
+        // Awaited: a client that reads slowly slows the build's output, not the daemon's memory.
+        .buildTemplate(req, (line) => out.write({ type: 'progress', line }))
+        .then(
+          (template) => out.write({ type: 'done', template }),
+          (err) => out.write({ type: 'error', error: streamError(c, err) }),
+        )
+        .finally(() => out.close());
+      return c.body(out.stream, 200, NDJSON_HEADERS);
+    },
+  }),
+  route({
+    method: 'delete',
+    path: '/v1/templates/:name',
+    summary: 'Delete a template',
+    response: none,
+    handler: async (c) => {
+      await v(c).deleteTemplate(param(c, 'name'));
+      return c.body(null, 204);
+    },
+  }),
+];

@@ -1,0 +1,2 @@
+export type { NodeService } from './node-service.js';
+export type * from './node-types.js';

@@ -1,0 +1,279 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { FileEntry, ForkdError, ProcessInfo, SANDBOX_ID_PATTERN, SandboxInfo, SandboxMetrics, SnapshotInfo, TemplateInfo, type WatchEvent } from '@forkd/protocol';
+import type { NodeService } from './node-service.js';
+import type { ExecExit, SpawnOptions } from './node-types.js';
+
+export interface OpenedNode {
+  node: NodeService;
+  close(): Promise<void>;
+}
+
+interface Ran extends ExecExit {
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to completion and collects its output (a string goes through `bash -lc`). */
+async function run(node: NodeService, id: string, cmd: string | string[], opts: Partial<SpawnOptions> & { input?: string } = {}): Promise<Ran> {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  const { input, ...spawn } = opts;
+  const { process, exit } = await node.spawn(
+    id,
+    { argv: typeof cmd === 'string' ? ['/bin/bash', '-lc', cmd] : cmd, stdin: input !== undefined, ...spawn },
+    { onStdout: (d) => void out.push(d), onStderr: (d) => void err.push(d) },
+  );
+  if (input !== undefined) {
+    await process.write(Buffer.from(input));
+    process.closeStdin();
+  }
+  const e = await exit;
+  if (!e) throw new Error('the process stream ended without an exit');
+  return { ...e, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const code = (c: ForkdError['code']) => (e: unknown) => e instanceof ForkdError && e.code === c;
+
+async function readAll(chunks: AsyncIterable<Buffer>): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const c of chunks) parts.push(c);
+  return Buffer.concat(parts);
+}
+
+/** One HTTP/1.0 GET through connectPort: the answer's text, or `refused` when nothing listened. */
+async function httpGet(node: NodeService, id: string, port: number, path: string): Promise<{ refused: boolean; text: string }> {
+  const c = await node.connectPort(id, port);
+  const parts: Buffer[] = [];
+  c.stream.on('data', (d: Buffer) => parts.push(d));
+  c.stream.on('error', () => {});
+  c.stream.write(`GET ${path} HTTP/1.0\r\nHost: sandbox\r\n\r\n`);
+  const ended = new Promise<void>((r) => {
+    c.stream.once('end', r);
+    c.stream.once('close', r);
+  });
+  const d = await c.done;
+  await Promise.race([ended, new Promise((r) => setTimeout(r, 1000))]);
+  return { refused: d.refused, text: Buffer.concat(parts).toString() };
+}
+
+/**
+ * What every implementation of the node contract must do, against a real
+ * node: registers node:test tests under `name`. `open` is called once; one
+ * sandbox serves most tests (they run in order), so the whole suite stays
+ * within a few minutes on a small machine.
+ */
+export function nodeConformance(name: string, open: () => Promise<OpenedNode>, opts: { skip?: string | false } = {}): void {
+  describe(`node contract: ${name}`, { concurrency: 1, skip: opts.skip ?? false }, () => {
+    let opened: OpenedNode | undefined;
+    let node: NodeService;
+    let id = '';
+    /** A snapshot of `id` holding /root/before.txt only (the rewind test's). */
+    let earlier = '';
+    const made: string[] = [];
+
+    before(async () => {
+      opened = await open();
+      node = opened.node;
+    });
+    after(async () => {
+      for (const s of made) await node.delete(s).catch(() => {});
+      await opened?.close();
+    });
+
+    test('create answers a running sandbox; get and list show it', async () => {
+      const s = await node.create({ template: 'base', memoryMb: 256, env: { GREETING: 'hello' }, metadata: { suite: 'conformance' } });
+      id = s.id;
+      made.push(id);
+      SandboxInfo.parse(s);
+      assert.match(s.id, SANDBOX_ID_PATTERN);
+      assert.equal(s.state, 'running');
+      assert.equal(s.template, 'base');
+      assert.equal(s.limits.memoryMb, 256);
+      assert.deepEqual(s.metadata, { suite: 'conformance' });
+      assert.equal((await node.get(id)).id, id);
+      assert.ok((await node.list()).some((x) => x.id === id));
+      await assert.rejects(node.get('sbx-000000000000'), code('NOT_FOUND'));
+      await assert.rejects(node.spawn('sbx-000000000000', { argv: ['true'] }), code('NOT_FOUND'));
+    });
+
+    test('spawn: output, exit code, env (the sandbox\'s and its own), stdin', async () => {
+      const r = await run(node, id, 'echo "$GREETING $WHO"; echo oops >&2; exit 7', { env: { WHO: 'world' } });
+      assert.deepEqual([r.stdout, r.stderr, r.exitCode, r.signal, r.oomKilled], ['hello world\n', 'oops\n', 7, 0, false]);
+      assert.equal((await run(node, id, ['cat'], { input: 'through stdin' })).stdout, 'through stdin');
+      const tty = await run(node, id, ['stty', 'size'], { pty: { cols: 101, rows: 33 } });
+      assert.equal(tty.stdout.trim(), '33 101', 'a pty of the size asked for');
+      await assert.rejects(node.spawn(id, { argv: ['/no/such/program'] }));
+    });
+
+    test('a background process: listed, attached by tag, signalled by selector', async () => {
+      const bg = await node.spawn(id, { argv: ['/bin/bash', '-c', 'while true; do echo tick; sleep 0.2; done'], tag: 'conf-bg' });
+      bg.process.detach();
+      assert.equal(await bg.exit, null, 'a detached stream ends without an exit');
+      const procs = await node.listProcesses(id);
+      for (const p of procs) ProcessInfo.parse(p);
+      assert.ok(procs.some((p) => p.tag === 'conf-bg' && p.running && p.pid === bg.process.pid));
+      const out: Buffer[] = [];
+      const att = await node.attach(id, { tag: 'conf-bg' }, { onStdout: (d) => void out.push(d) });
+      assert.equal(att.process.pid, bg.process.pid);
+      await until('output of the attached process', async () => Buffer.concat(out).toString().includes('tick'));
+      await node.signal(id, { tag: 'conf-bg' }, 15);
+      const e = await att.exit;
+      assert.equal(e?.signal, 15);
+      await assert.rejects(node.attach(id, { tag: 'no-such-tag' }));
+    });
+
+    test('stdin by selector and a signal through the handle', async () => {
+      const out: Buffer[] = [];
+      const cat = await node.spawn(id, { argv: ['cat'], tag: 'conf-cat', stdin: true }, { onStdout: (d) => void out.push(d) });
+      await node.writeStdin(id, { tag: 'conf-cat' }, Buffer.from('by selector'), true);
+      assert.equal((await cat.exit)?.exitCode, 0);
+      assert.equal(Buffer.concat(out).toString(), 'by selector');
+      const sleeper = await node.spawn(id, { argv: ['sleep', '600'] });
+      sleeper.process.signal(9);
+      assert.equal((await sleeper.exit)?.signal, 9);
+    });
+
+    test('files: write and read byte for byte (1 MB), stat, listDir, mkdir, move, remove', async () => {
+      const big = randomBytes(1024 * 1024 + 3);
+      assert.equal(await node.mkdir(id, '/tmp/conf'), undefined);
+      assert.equal(await node.writeFile(id, '/tmp/conf/big.bin', big), big.length);
+      const f = await node.readFile(id, '/tmp/conf/big.bin');
+      assert.equal(f.size, big.length);
+      assert.ok((await readAll(f.chunks)).equals(big), 'the same bytes');
+      async function* parts() {
+        yield Buffer.from('one,');
+        yield Buffer.from('two');
+      }
+      assert.equal(await node.writeFile(id, '/tmp/conf/small.txt', parts(), { mode: 0o640 }), 7);
+      const st = FileEntry.parse(await node.stat(id, '/tmp/conf/small.txt'));
+      assert.deepEqual([st.type, st.size, st.mode & 0o777], ['file', 7, 0o640]);
+      await node.mkdir(id, '/tmp/conf/sub');
+      const names = (await node.listDir(id, '/tmp/conf')).map((e) => e.name).sort();
+      assert.deepEqual(names, ['big.bin', 'small.txt', 'sub']);
+      await node.move(id, '/tmp/conf/small.txt', '/tmp/conf/sub/moved.txt');
+      assert.equal((await readAll((await node.readFile(id, '/tmp/conf/sub/moved.txt')).chunks)).toString(), 'one,two');
+      await assert.rejects(node.stat(id, '/tmp/conf/small.txt'), code('NOT_FOUND'));
+      await assert.rejects(node.readFile(id, '/tmp/conf/missing'), code('NOT_FOUND'));
+      await node.remove(id, '/tmp/conf', true);
+      await assert.rejects(node.stat(id, '/tmp/conf'), code('NOT_FOUND'));
+    });
+
+    test('watch sees a write', async () => {
+      await node.mkdir(id, '/tmp/watched');
+      const events: WatchEvent[] = [];
+      const w = await node.watch(id, '/tmp/watched', false, (e) => void events.push(e));
+      await node.writeFile(id, '/tmp/watched/new.txt', Buffer.from('x'));
+      await until('a watch event', async () => events.some((e) => e.name === 'new.txt'), 10_000);
+      w.close();
+      await w.done;
+    });
+
+    test('connectPort reaches a server in the sandbox; a port nobody listens on is refused', async () => {
+      await node.mkdir(id, '/tmp/www');
+      await node.writeFile(id, '/tmp/www/hello.txt', Buffer.from('hi from the sandbox'));
+      const srv = await node.spawn(id, { argv: ['python3', '-m', 'http.server', '8123', '--bind', '127.0.0.1', '--directory', '/tmp/www'], tag: 'conf-www' });
+      srv.process.detach();
+      const got = await until('the server in the sandbox', async () => {
+        const r = await httpGet(node, id, 8123, '/hello.txt');
+        return !r.refused && r.text.includes('hi from the sandbox') && r;
+      });
+      assert.match(got.text, /^HTTP\/1\.0 200/);
+      assert.equal((await httpGet(node, id, 8124, '/')).refused, true);
+      await node.signal(id, { tag: 'conf-www' }, 9);
+    });
+
+    test('snapshot, timeline, getSnapshot, pin, deleteSnapshot', async () => {
+      const snap = SnapshotInfo.parse(await node.snapshot(id, { name: 'conf-1' }));
+      assert.deepEqual([snap.sandboxId, snap.name, snap.reason], [id, 'conf-1', 'manual']);
+      assert.ok((await node.timeline(id)).some((s) => s.id === snap.id));
+      assert.equal((await node.getSnapshot(snap.id)).id, snap.id);
+      assert.equal((await node.pinSnapshot(snap.id, true)).pinned, true);
+      assert.equal((await node.pinSnapshot(snap.id, false)).pinned, false);
+      await node.deleteSnapshot(snap.id);
+      await assert.rejects(node.getSnapshot(snap.id), code('NOT_FOUND'));
+      assert.equal((await run(node, id, 'echo still here')).stdout, 'still here\n');
+    });
+
+    test('pause then resume', async () => {
+      assert.equal((await node.pause(id)).state, 'paused');
+      assert.equal((await node.get(id)).state, 'paused');
+      assert.equal((await node.resume(id)).state, 'running');
+      assert.equal((await run(node, id, 'echo awake')).stdout, 'awake\n');
+    });
+
+    test('rewind to an earlier snapshot: a file written after it is gone', async () => {
+      await node.writeFile(id, '/root/before.txt', Buffer.from('before'));
+      const snap = await node.snapshot(id, {});
+      earlier = snap.id;
+      await node.writeFile(id, '/root/after.txt', Buffer.from('after'));
+      assert.equal((await node.rewind(id, snap.id)).state, 'running');
+      await assert.rejects(node.stat(id, '/root/after.txt'), code('NOT_FOUND'));
+      assert.equal((await readAll((await node.readFile(id, '/root/before.txt')).chunks)).toString(), 'before');
+    });
+
+    test('fork: both children see the parent\'s file, their own writes diverge; tree; a fork of a snapshot', async () => {
+      await node.writeFile(id, '/root/parent.txt', Buffer.from('from the parent'));
+      const kids = await node.fork(id, 2);
+      made.push(...kids.map((k) => k.id));
+      assert.equal(kids.length, 2);
+      const [a, b] = kids as [SandboxInfo, SandboxInfo];
+      assert.notEqual(a.id, b.id);
+      for (const k of kids) {
+        assert.equal(k.state, 'running');
+        assert.equal((await run(node, k.id, 'cat /root/parent.txt')).stdout, 'from the parent');
+      }
+      await node.writeFile(a.id, '/root/own.txt', Buffer.from('a'));
+      await assert.rejects(node.stat(b.id, '/root/own.txt'), code('NOT_FOUND'));
+      await assert.rejects(node.stat(id, '/root/own.txt'), code('NOT_FOUND'));
+      const tree = await node.tree(id);
+      assert.equal(tree.sandbox.id, id);
+      const ids = new Set<string>();
+      const walk = (t: typeof tree) => {
+        ids.add(t.sandbox.id);
+        t.children.forEach(walk);
+      };
+      walk(tree);
+      assert.ok(ids.has(a.id) && ids.has(b.id), 'the forks are in the parent\'s tree');
+      await node.delete(b.id);
+      await assert.rejects(node.get(b.id), code('NOT_FOUND'));
+      const [c] = await node.fork(earlier, 1);
+      made.push(c!.id);
+      assert.equal((await run(node, c!.id, 'cat /root/before.txt; test -e /root/parent.txt || echo " no parent file"')).stdout, 'before no parent file\n', 'a fork of a snapshot has that snapshot\'s files');
+      await node.delete(c!.id);
+    });
+
+    test('lifetime, metrics and templates', async () => {
+      assert.ok((await node.setTimeout(id, 3600)).expiresAt, 'a lifetime shows as expiresAt');
+      assert.equal((await node.setTimeout(id, 0)).expiresAt, undefined);
+      const m = SandboxMetrics.parse(await node.metrics(id));
+      assert.ok(m.memoryBytes > 0 && m.pids > 0);
+      const templates = await node.templates();
+      for (const t of templates) TemplateInfo.parse(t);
+      assert.ok(templates.some((t) => t.name === 'base'));
+      await assert.rejects(node.deleteTemplate('base'), code('FAILED_PRECONDITION'));
+    });
+
+    test('node-wide stats', async () => {
+      const st = await node.stats();
+      assert.ok(st.poolSizeBytes > 0 && st.poolUsedBytes > 0 && st.snapshots >= 1);
+    });
+
+    test('delete: the sandbox is gone (NOT_FOUND)', async () => {
+      await node.delete(id);
+      await assert.rejects(node.get(id), code('NOT_FOUND'));
+      assert.ok(!(await node.list()).some((s) => s.id === id));
+    });
+  });
+}

@@ -1,0 +1,71 @@
+import type {
+  BuildTemplateRequest,
+  CreateSandboxRequest,
+  FileEntry,
+  ProcessInfo,
+  SandboxInfo,
+  SandboxMetrics,
+  SnapshotInfo,
+  TemplateInfo,
+  WatchEvent,
+} from '@forkd/protocol';
+import type { ClaimSandbox, FileContent, ForkTree, NodeStats, OutputHandlers, PortConnection, ProcessSelector, ProcessStream, SpawnOptions, WatchHandle, WriteFileOptions } from './node-types.js';
+
+/**
+ * Everything the control plane needs from a node: the one seam between them
+ * (the control plane imports nothing else of a node). Every method is async
+ * so that an implementation may be in this process (the SandboxManager's
+ * LocalNode) or across a network (NodeHttpClient, `forkd serve --role node`).
+ * Calls that reach inside a sandbox (processes, files, ports) resume a
+ * hibernated one first and count as activity. Errors are ForkdErrors with
+ * the protocol's closed codes.
+ */
+export interface NodeService {
+  create(req: CreateSandboxRequest, claim?: ClaimSandbox): Promise<SandboxInfo>;
+  get(id: string): Promise<SandboxInfo>;
+  list(): Promise<SandboxInfo[]>;
+  delete(id: string): Promise<void>;
+  /** Lifetime: times out `seconds` from now (0: never). */
+  setTimeout(id: string, seconds: number): Promise<SandboxInfo>;
+  /** Memory, CPU, processes and disk. */
+  metrics(id: string): Promise<SandboxMetrics>;
+
+  /** Process streams survive snapshots, pauses and rewinds. */
+  spawn(id: string, opts: SpawnOptions, handlers?: OutputHandlers): Promise<ProcessStream>;
+  attach(id: string, sel: ProcessSelector, handlers?: OutputHandlers): Promise<ProcessStream>;
+  listProcesses(id: string): Promise<ProcessInfo[]>;
+  signal(id: string, sel: ProcessSelector, signal: number): Promise<void>;
+  writeStdin(id: string, sel: ProcessSelector, data: Buffer | undefined, eof: boolean): Promise<void>;
+
+  readFile(id: string, path: string): Promise<FileContent>;
+  /** Returns the bytes written. */
+  writeFile(id: string, path: string, data: AsyncIterable<Uint8Array> | Uint8Array, opts?: WriteFileOptions): Promise<number>;
+  listDir(id: string, path: string, depth?: number): Promise<FileEntry[]>;
+  stat(id: string, path: string): Promise<FileEntry>;
+  mkdir(id: string, path: string, user?: string): Promise<void>;
+  move(id: string, from: string, to: string): Promise<void>;
+  remove(id: string, path: string, recursive?: boolean): Promise<void>;
+  /** Watches a directory; the watch is re-opened after every snapshot. */
+  watch(id: string, path: string, recursive: boolean, onEvent: (e: WatchEvent) => void | Promise<void>): Promise<WatchHandle>;
+  /** A connection to a port inside the sandbox. */
+  connectPort(id: string, port: number): Promise<PortConnection>;
+
+  snapshot(id: string, opts: { name?: string | undefined }): Promise<SnapshotInfo>;
+  timeline(id: string): Promise<SnapshotInfo[]>;
+  getSnapshot(snapId: string): Promise<SnapshotInfo>;
+  deleteSnapshot(snapId: string): Promise<void>;
+  pinSnapshot(snapId: string, pinned: boolean): Promise<SnapshotInfo>;
+  pause(id: string): Promise<SandboxInfo>;
+  resume(id: string): Promise<SandboxInfo>;
+  rewind(id: string, snapId: string): Promise<SandboxInfo>;
+  /** A sandbox id forks it live (implicit snapshot); a snapshot id forks that snapshot. All or nothing. */
+  fork(source: string, count: number, claim?: ClaimSandbox): Promise<SandboxInfo[]>;
+  tree(id: string): Promise<ForkTree>;
+
+  templates(): Promise<TemplateInfo[]>;
+  /** `claim` is called with the build sandbox's id, like a create's. */
+  buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo>;
+  deleteTemplate(name: string): Promise<void>;
+  /** Node-wide numbers (not tenant-scoped: admin only). */
+  stats(): Promise<NodeStats>;
+}

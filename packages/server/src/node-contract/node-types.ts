@@ -1,0 +1,104 @@
+import type { Duplex } from 'node:stream';
+import type { SandboxInfo } from '@forkd/protocol';
+
+/**
+ * The types of the node contract (node-service.ts). They depend on nothing
+ * of a node's implementation: a remote node's client speaks them as well as
+ * the in-process manager does.
+ */
+
+export interface SpawnOptions {
+  argv: string[];
+  env?: Record<string, string> | undefined;
+  cwd?: string | undefined;
+  user?: string | undefined;
+  tag?: string | undefined;
+  pty?: { cols: number; rows: number } | undefined;
+  stdin?: boolean | undefined;
+}
+
+export type ProcessSelector = { pid: number } | { tag: string };
+
+/** Output callbacks; a returned promise holds back further reads (back-pressure to the guest). */
+export interface OutputHandlers {
+  onStdout?: (data: Buffer) => void | Promise<void>;
+  onStderr?: (data: Buffer) => void | Promise<void>;
+  onDropped?: (bytes: number) => void | Promise<void>;
+  /** The sandbox went back to an earlier state under a stream that goes on. */
+  onRewound?: () => void | Promise<void>;
+}
+
+export interface ProcessExit {
+  exitCode: number;
+  signal: number;
+}
+
+/** An exit with OOM attribution: the kernel says only SIGKILL, the sandbox's cgroup says whether the OOM killer did it. */
+export interface ExecExit extends ProcessExit {
+  oomKilled: boolean;
+}
+
+/** A process as a client-facing stream sees it: the same whether or not the connection under it was replaced. */
+export interface ProcessHandle {
+  readonly pid: number;
+  readonly tag: string | undefined;
+  readonly pty: boolean;
+  write(data: Buffer): Promise<void>;
+  closeStdin(): void;
+  signal(signal: number): void;
+  resize(cols: number, rows: number): void;
+  /** Lets go of the process; it keeps running in the sandbox. */
+  detach(): void;
+}
+
+/** A started or attached process; `exit` is null when the stream was let go (detach), and rejects with REWOUND when a rewind took the process away. */
+export interface ProcessStream {
+  process: ProcessHandle;
+  exit: Promise<ExecExit | null>;
+}
+
+export interface WatchHandle {
+  close(): void;
+  /** Resolves when the watch ends for good (closed, or the sandbox went away). */
+  done: Promise<void>;
+}
+
+export interface PortConnection {
+  stream: Duplex;
+  /** Settles when the connection is over; `refused` when nothing listened. */
+  done: Promise<{ refused: boolean; error?: string | undefined }>;
+  close(): void;
+}
+
+export interface FileContent {
+  size: number;
+  chunks: AsyncIterable<Buffer>;
+}
+
+export interface WriteFileOptions {
+  mode?: number | undefined;
+  append?: boolean | undefined;
+  user?: string | undefined;
+}
+
+export interface ForkTree {
+  sandbox: SandboxInfo;
+  children: ForkTree[];
+}
+
+/** Node-wide numbers for the metrics endpoint (admin only). */
+export interface NodeStats {
+  snapshots: number;
+  snapshotBytes: number;
+  poolUsedBytes: number;
+  poolSizeBytes: number;
+  warmPoolHeld: number;
+}
+
+/**
+ * Called with a new sandbox's id before the node records it anywhere (create,
+ * each fork, a template's build sandbox): the control plane writes its owner
+ * first, so no sandbox is ever listed or reachable without one. A throw
+ * (or rejection) aborts the creation.
+ */
+export type ClaimSandbox = (id: string) => void | Promise<void>;

@@ -1,0 +1,271 @@
+import type { Duplex } from 'node:stream';
+import { ForkdError, fromErrorBody } from '@forkd/protocol';
+import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo, SandboxInfo, SandboxMetrics, SnapshotInfo, TemplateInfo, WatchEvent } from '@forkd/protocol';
+import type { NodeService } from '../node-contract/node-service.js';
+import type {
+  ClaimSandbox,
+  FileContent,
+  ForkTree,
+  NodeStats,
+  OutputHandlers,
+  PortConnection,
+  ProcessSelector,
+  ProcessStream,
+  SpawnOptions,
+  WatchHandle,
+  WriteFileOptions,
+} from '../node-contract/node-types.js';
+import { ndjsonLines, NodeTransport, ok, type NodeEndpoint } from './node-transport.js';
+import { openProcessStream } from './remote-process.js';
+import { PORT_CONNECTION_HEADER, PORT_UPGRADE, selectorSegment, toSpawnRequest, type BuildLine, type WatchLine } from './node-wire.js';
+
+const e = encodeURIComponent;
+const sbx = (id: string) => `/sandboxes/${e(id)}`;
+
+/**
+ * The node contract spoken to a `forkd serve --role node` over HTTP (the
+ * wire format is described in node-http-server.ts). Errors the node answers
+ * are rethrown with their code; a node that cannot be reached is UNAVAILABLE.
+ *
+ * Claims are weaker than in process: a ClaimSandbox cannot cross the wire
+ * before the node records the sandbox, so the client claims each new id
+ * right after the node answers (create, fork, a build's `claim` line) and,
+ * if a claim throws, deletes those sandboxes and rethrows. A control plane
+ * that dies between the two leaves a sandbox without an owner, which only
+ * admin keys see (and may delete). Accepted for now.
+ */
+export class NodeHttpClient implements NodeService {
+  readonly #t: NodeTransport;
+
+  constructor(endpoint: NodeEndpoint) {
+    this.#t = new NodeTransport(endpoint);
+  }
+
+  /** Lets go of idle connections to the node (open streams are the caller's to close). */
+  close(): void {
+    this.#t.close();
+  }
+
+  /** Claims each new sandbox; when one claim throws, deletes them all and rethrows (see the class comment). */
+  async #claimed(ids: string[], claim: ClaimSandbox | undefined): Promise<void> {
+    if (!claim) return;
+    try {
+      for (const id of ids) await claim(id);
+    } catch (err) {
+      for (const id of ids) await this.delete(id).catch(() => {});
+      throw err;
+    }
+  }
+
+  async create(req: CreateSandboxRequest, claim?: ClaimSandbox): Promise<SandboxInfo> {
+    const s = await this.#t.call<SandboxInfo>('POST', '/sandboxes', { json: req });
+    await this.#claimed([s.id], claim);
+    return s;
+  }
+
+  async get(id: string): Promise<SandboxInfo> {
+    return this.#t.call('GET', sbx(id));
+  }
+
+  async list(): Promise<SandboxInfo[]> {
+    return (await this.#t.call<{ sandboxes: SandboxInfo[] }>('GET', '/sandboxes')).sandboxes;
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.#t.call('DELETE', sbx(id));
+  }
+
+  async setTimeout(id: string, seconds: number): Promise<SandboxInfo> {
+    return this.#t.call('POST', `${sbx(id)}/timeout`, { json: { timeoutSeconds: seconds } });
+  }
+
+  async metrics(id: string): Promise<SandboxMetrics> {
+    return this.#t.call('GET', `${sbx(id)}/metrics`);
+  }
+
+  async spawn(id: string, opts: SpawnOptions, handlers?: OutputHandlers): Promise<ProcessStream> {
+    return openProcessStream(this.#t, id, `${sbx(id)}/processes`, toSpawnRequest(opts), handlers);
+  }
+
+  async attach(id: string, sel: ProcessSelector, handlers?: OutputHandlers): Promise<ProcessStream> {
+    return openProcessStream(this.#t, id, `${sbx(id)}/processes/${e(selectorSegment(sel))}/attach`, {}, handlers);
+  }
+
+  async listProcesses(id: string): Promise<ProcessInfo[]> {
+    return (await this.#t.call<{ processes: ProcessInfo[] }>('GET', `${sbx(id)}/processes`)).processes;
+  }
+
+  async signal(id: string, sel: ProcessSelector, signal: number): Promise<void> {
+    await this.#t.call('POST', `${sbx(id)}/processes/${e(selectorSegment(sel))}/signal`, { json: { signal } });
+  }
+
+  async writeStdin(id: string, sel: ProcessSelector, data: Buffer | undefined, eof: boolean): Promise<void> {
+    await this.#t.call('POST', `${sbx(id)}/processes/${e(selectorSegment(sel))}/stdin`, { json: { ...(data ? { data: data.toString('base64') } : {}), eof } });
+  }
+
+  async readFile(id: string, path: string): Promise<FileContent> {
+    const res = await this.#t.request('GET', `${sbx(id)}/files`, { query: { path } });
+    if (!ok(res)) throw await this.#t.failure(res);
+    return { size: Number(res.headers['content-length'] ?? 0), chunks: res as AsyncIterable<Buffer> };
+  }
+
+  async writeFile(id: string, path: string, data: AsyncIterable<Uint8Array> | Uint8Array, opts: WriteFileOptions = {}): Promise<number> {
+    const query = { path, mode: opts.mode, append: opts.append ? 'true' : undefined, user: opts.user };
+    return (await this.#t.call<{ size: number }>('PUT', `${sbx(id)}/files`, { query, body: data })).size;
+  }
+
+  async listDir(id: string, path: string, depth?: number): Promise<FileEntry[]> {
+    return (await this.#t.call<{ entries: FileEntry[] }>('GET', `${sbx(id)}/files/list`, { query: { path, depth } })).entries;
+  }
+
+  async stat(id: string, path: string): Promise<FileEntry> {
+    return this.#t.call('GET', `${sbx(id)}/files/stat`, { query: { path } });
+  }
+
+  async mkdir(id: string, path: string, user?: string): Promise<void> {
+    await this.#t.call('POST', `${sbx(id)}/files/mkdir`, { json: { path, ...(user !== undefined ? { user } : {}) } });
+  }
+
+  async move(id: string, from: string, to: string): Promise<void> {
+    await this.#t.call('POST', `${sbx(id)}/files/move`, { json: { from, to } });
+  }
+
+  async remove(id: string, path: string, recursive?: boolean): Promise<void> {
+    await this.#t.call('DELETE', `${sbx(id)}/files`, { query: { path, recursive: recursive ? 'true' : undefined } });
+  }
+
+  async watch(id: string, path: string, recursive: boolean, onEvent: (e: WatchEvent) => void | Promise<void>): Promise<WatchHandle> {
+    const abort = new AbortController();
+    const res = await this.#t.request('POST', `${sbx(id)}/watch`, { json: { path, recursive }, signal: abort.signal });
+    if (!ok(res)) throw await this.#t.failure(res);
+    const lines = ndjsonLines<WatchLine>(res);
+    const first = await lines.next().catch((err: unknown) => Promise.reject(this.#t.unavailable(err)));
+    if (first.done) throw new ForkdError('UNAVAILABLE', `node ${this.#t.url} ended the watch before it started`);
+    const head = first.value;
+    if (head.type === 'error') throw fromErrorBody(head, 500);
+    // Ends for good (as in process, `done` never rejects): closed, ended by the node, or the connection lost.
+    const done = (async () => {
+      try {
+        if (head.type === 'event') await onEvent(head.event);
+        for await (const l of lines) {
+          if (l.type === 'event') await onEvent(l.event);
+          else if (l.type !== 'ready') return;
+        }
+      } catch {
+        /* closed or lost: the watch is over either way */
+      } finally {
+        if (!res.complete && !res.destroyed) res.destroy();
+      }
+    })();
+    return { close: () => abort.abort(), done };
+  }
+
+  async connectPort(id: string, port: number): Promise<PortConnection> {
+    const t = this.#t;
+    const mod = t.module();
+    return new Promise<PortConnection>((resolve, reject) => {
+      const req = mod.request({ ...t.options('GET', `${sbx(id)}/ports/${port}`, undefined, { connection: 'Upgrade', upgrade: PORT_UPGRADE }), agent: false });
+      req.on('upgrade', (res, socket, head) => {
+        if (head.length) socket.unshift(head);
+        const cid = String(res.headers[PORT_CONNECTION_HEADER] ?? '');
+        const done = new Promise<{ refused: boolean; error?: string | undefined }>((settle) => {
+          socket.once('close', () => {
+            t.call<{ refused: boolean; error?: string }>('GET', `/port-connections/${e(cid)}`).then(settle, (err: unknown) => settle({ refused: false, error: (err as Error).message }));
+          });
+        });
+        socket.on('error', () => {});
+        resolve({ stream: socket as Duplex, done, close: () => socket.destroy() });
+      });
+      req.on('response', (res) => void t.failure(res).then(reject));
+      req.on('error', (err) => reject(t.unavailable(err)));
+      req.end();
+    });
+  }
+
+  async snapshot(id: string, opts: { name?: string | undefined }): Promise<SnapshotInfo> {
+    return this.#t.call('POST', `${sbx(id)}/snapshots`, { json: opts.name !== undefined ? { name: opts.name } : {} });
+  }
+
+  async timeline(id: string): Promise<SnapshotInfo[]> {
+    return (await this.#t.call<{ snapshots: SnapshotInfo[] }>('GET', `${sbx(id)}/snapshots`)).snapshots;
+  }
+
+  async getSnapshot(snapId: string): Promise<SnapshotInfo> {
+    return this.#t.call('GET', `/snapshots/${e(snapId)}`);
+  }
+
+  async deleteSnapshot(snapId: string): Promise<void> {
+    await this.#t.call('DELETE', `/snapshots/${e(snapId)}`);
+  }
+
+  async pinSnapshot(snapId: string, pinned: boolean): Promise<SnapshotInfo> {
+    return this.#t.call('POST', `/snapshots/${e(snapId)}/pin`, { json: { pinned } });
+  }
+
+  async pause(id: string): Promise<SandboxInfo> {
+    return this.#t.call('POST', `${sbx(id)}/pause`);
+  }
+
+  async resume(id: string): Promise<SandboxInfo> {
+    return this.#t.call('POST', `${sbx(id)}/resume`);
+  }
+
+  async rewind(id: string, snapId: string): Promise<SandboxInfo> {
+    return this.#t.call('POST', `${sbx(id)}/rewind`, { json: { snapshot: snapId } });
+  }
+
+  async fork(source: string, count: number, claim?: ClaimSandbox): Promise<SandboxInfo[]> {
+    const { sandboxes } = await this.#t.call<{ sandboxes: SandboxInfo[] }>('POST', `/fork/${e(source)}`, { json: { count } });
+    await this.#claimed(
+      sandboxes.map((s) => s.id),
+      claim,
+    );
+    return sandboxes;
+  }
+
+  async tree(id: string): Promise<ForkTree> {
+    return this.#t.call('GET', `${sbx(id)}/tree`);
+  }
+
+  async templates(): Promise<TemplateInfo[]> {
+    return (await this.#t.call<{ templates: TemplateInfo[] }>('GET', '/templates')).templates;
+  }
+
+  async buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo> {
+    const abort = new AbortController();
+    const res = await this.#t.request('POST', '/templates', { json: req, signal: abort.signal });
+    if (!ok(res)) throw await this.#t.failure(res);
+    // The caller's own failures (progress, claim) are rethrown as they are; the connection's are UNAVAILABLE.
+    let own: { err: unknown } | undefined;
+    const mine = async (f: () => void | Promise<void>) => {
+      try {
+        await f();
+      } catch (err) {
+        own = { err };
+        throw err;
+      }
+    };
+    try {
+      for await (const l of ndjsonLines<BuildLine>(res)) {
+        if (l.type === 'progress') await mine(() => progress(l.line));
+        else if (l.type === 'claim') await mine(() => this.#claimed([l.id], claim));
+        else if (l.type === 'done') return l.template;
+        else if (l.type === 'error') throw fromErrorBody(l, 500);
+      }
+    } catch (err) {
+      if (own) throw own.err;
+      throw this.#t.unavailable(err);
+    } finally {
+      abort.abort();
+    }
+    throw new ForkdError('UNAVAILABLE', `node ${this.#t.url} ended the build of ${req.name} without its result`);
+  }
+
+  async deleteTemplate(name: string): Promise<void> {
+    await this.#t.call('DELETE', `/templates/${e(name)}`);
+  }
+
+  async stats(): Promise<NodeStats> {
+    return this.#t.call('GET', '/stats');
+  }
+}

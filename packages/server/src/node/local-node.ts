@@ -1,0 +1,166 @@
+import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo, SandboxInfo, SandboxMetrics, SnapshotInfo, TemplateInfo, WatchEvent } from '@forkd/protocol';
+import type { NodeService } from '../node-contract/node-service.js';
+import type {
+  ClaimSandbox,
+  FileContent,
+  ForkTree,
+  NodeStats,
+  OutputHandlers,
+  PortConnection,
+  ProcessSelector,
+  ProcessStream,
+  SpawnOptions,
+  WatchHandle,
+  WriteFileOptions,
+} from '../node-contract/node-types.js';
+import type { SandboxManager } from './manager/sandbox-manager.js';
+
+/**
+ * The node contract in this process: a thin adapter over the SandboxManager.
+ * Lifecycle calls delegate; process and file calls go to the sandbox's guest
+ * link (`manager.guest` resumes a hibernated sandbox and counts as activity).
+ * No logic of its own: what a node does lives in the manager.
+ */
+export class LocalNode implements NodeService {
+  readonly #m: SandboxManager;
+
+  constructor(manager: SandboxManager) {
+    this.#m = manager;
+  }
+
+  async create(req: CreateSandboxRequest, claim?: ClaimSandbox): Promise<SandboxInfo> {
+    return this.#m.create(req, claim);
+  }
+
+  async get(id: string): Promise<SandboxInfo> {
+    return await this.#m.get(id);
+  }
+
+  async list(): Promise<SandboxInfo[]> {
+    return await this.#m.list();
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.#m.delete(id);
+  }
+
+  async setTimeout(id: string, seconds: number): Promise<SandboxInfo> {
+    return this.#m.setTimeout(id, seconds);
+  }
+
+  async metrics(id: string): Promise<SandboxMetrics> {
+    return this.#m.metrics(id);
+  }
+
+  async spawn(id: string, opts: SpawnOptions, handlers?: OutputHandlers): Promise<ProcessStream> {
+    return this.#m.spawn(id, opts, handlers);
+  }
+
+  async attach(id: string, sel: ProcessSelector, handlers?: OutputHandlers): Promise<ProcessStream> {
+    return this.#m.attach(id, sel, handlers);
+  }
+
+  async listProcesses(id: string): Promise<ProcessInfo[]> {
+    return (await this.#m.guest(id)).listProcesses();
+  }
+
+  async signal(id: string, sel: ProcessSelector, signal: number): Promise<void> {
+    await (await this.#m.guest(id)).kill(sel, signal);
+  }
+
+  async writeStdin(id: string, sel: ProcessSelector, data: Buffer | undefined, eof: boolean): Promise<void> {
+    await (await this.#m.guest(id)).writeStdin(sel, data, eof);
+  }
+
+  async readFile(id: string, path: string): Promise<FileContent> {
+    return (await this.#m.guest(id)).readFile(path);
+  }
+
+  async writeFile(id: string, path: string, data: AsyncIterable<Uint8Array> | Uint8Array, opts?: WriteFileOptions): Promise<number> {
+    return (await this.#m.guest(id)).writeFile(path, data, opts);
+  }
+
+  async listDir(id: string, path: string, depth?: number): Promise<FileEntry[]> {
+    return (await this.#m.guest(id)).listDir(path, depth);
+  }
+
+  async stat(id: string, path: string): Promise<FileEntry> {
+    return (await this.#m.guest(id)).stat(path);
+  }
+
+  async mkdir(id: string, path: string, user?: string): Promise<void> {
+    await (await this.#m.guest(id)).mkdir(path, user);
+  }
+
+  async move(id: string, from: string, to: string): Promise<void> {
+    await (await this.#m.guest(id)).move(from, to);
+  }
+
+  async remove(id: string, path: string, recursive?: boolean): Promise<void> {
+    await (await this.#m.guest(id)).remove(path, recursive);
+  }
+
+  async watch(id: string, path: string, recursive: boolean, onEvent: (e: WatchEvent) => void | Promise<void>): Promise<WatchHandle> {
+    return this.#m.watch(id, path, recursive, onEvent);
+  }
+
+  async connectPort(id: string, port: number): Promise<PortConnection> {
+    return this.#m.connectPort(id, port);
+  }
+
+  async snapshot(id: string, opts: { name?: string | undefined }): Promise<SnapshotInfo> {
+    return this.#m.snapshot(id, opts);
+  }
+
+  async timeline(id: string): Promise<SnapshotInfo[]> {
+    return await this.#m.timeline(id);
+  }
+
+  async getSnapshot(snapId: string): Promise<SnapshotInfo> {
+    return await this.#m.getSnapshot(snapId);
+  }
+
+  async deleteSnapshot(snapId: string): Promise<void> {
+    await this.#m.deleteSnapshot(snapId);
+  }
+
+  async pinSnapshot(snapId: string, pinned: boolean): Promise<SnapshotInfo> {
+    return this.#m.pinSnapshot(snapId, pinned);
+  }
+
+  async pause(id: string): Promise<SandboxInfo> {
+    return this.#m.pause(id);
+  }
+
+  async resume(id: string): Promise<SandboxInfo> {
+    return this.#m.resume(id);
+  }
+
+  async rewind(id: string, snapId: string): Promise<SandboxInfo> {
+    return this.#m.rewind(id, snapId);
+  }
+
+  async fork(source: string, count: number, claim?: ClaimSandbox): Promise<SandboxInfo[]> {
+    return this.#m.fork(source, count, claim);
+  }
+
+  async tree(id: string): Promise<ForkTree> {
+    return await this.#m.tree(id);
+  }
+
+  async templates(): Promise<TemplateInfo[]> {
+    return await this.#m.templates();
+  }
+
+  async buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo> {
+    return this.#m.buildTemplate(req, progress, claim);
+  }
+
+  async deleteTemplate(name: string): Promise<void> {
+    await this.#m.deleteTemplate(name);
+  }
+
+  async stats(): Promise<NodeStats> {
+    return this.#m.stats();
+  }
+}

@@ -1,0 +1,159 @@
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ForkdError } from '@forkd/protocol';
+import { GuestClient } from '../guest/guest-client.js';
+import type { RuntimeStatus } from '../runtime/runtime.js';
+import { rootfsOps, type RootfsOp } from '../storage/rootfs-ops.js';
+
+/** Where the guest agent lives inside every sandbox root. */
+export const GUEST_DIR = '.forkd';
+export const AGENT_SOCKET = 'agent.sock';
+export const GUEST_INIT = `/${GUEST_DIR}/init`;
+/** A start or restore on a loaded host (a Btrfs cleaner busy, both cores taken) can take seconds. */
+const READY_TIMEOUT_MS = 30_000;
+
+/**
+ * The guest side of an instance (by runtime key, see SandboxRecord.instance):
+ * its agent installed into the root, sealed, waited for, and the one guest
+ * link the host keeps to it. The manager's seam to the agent: unit tests
+ * replace it with a fake that needs no real agent.
+ */
+export interface GuestInstall {
+  /** The guest link of an instance (made on first use; no liveness check). */
+  at(key: string): GuestClient;
+  /** Lets go of an instance's link: its processes are going. */
+  drop(key: string): void;
+  /** Open client connections to an instance's agent (activity). */
+  openConnections(key: string): number;
+  /** Readies a root for a start (`install`: today's agent) or a restore. */
+  prepareRoot(key: string, opts: { install: boolean }): Promise<void>;
+  /** Seals the agent's directory, then waits for it to answer; `status` says whether the instance died meanwhile. */
+  waitAgent(key: string, status: () => Promise<RuntimeStatus>): Promise<void>;
+}
+
+export interface AgentInstallDeps {
+  /** Host path of an instance's root. */
+  rootfs(key: string): string;
+  guestBinary: string;
+  /** Deadline of every guest operation. */
+  deadlineMs: number;
+}
+
+export class AgentInstall implements GuestInstall {
+  readonly #d: AgentInstallDeps;
+  readonly #guests = new Map<string, GuestClient>();
+
+  constructor(deps: AgentInstallDeps) {
+    this.#d = deps;
+  }
+
+  at(key: string): GuestClient {
+    let g = this.#guests.get(key);
+    if (!g) {
+      const root = this.#d.rootfs(key);
+      g = new GuestClient(join(root, GUEST_DIR, AGENT_SOCKET), { verify: () => rootfsOps(root, [['check-agent', GUEST_DIR, AGENT_SOCKET]]).then(() => {}), deadlineMs: this.#d.deadlineMs });
+      this.#guests.set(key, g);
+    }
+    return g;
+  }
+
+  drop(key: string): void {
+    this.#guests.get(key)?.detachAll();
+    this.#guests.delete(key);
+  }
+
+  openConnections(key: string): number {
+    return this.#guests.get(key)?.openConnections ?? 0;
+  }
+
+  /**
+   * The host reaches the agent through `/.forkd` in the sandbox's root, which
+   * the sandbox's root user (or a template's author) could otherwise fill
+   * with a symlink to a host path. Once the agent listens, the directory is
+   * sealed (immutable; see GuestClient#connect for why that pins the path);
+   * it is unsealed only while forkd itself writes there (installing the
+   * agent, CRIU re-binding the socket at a restore). Every step goes through
+   * forkd-rootfs-ops (openat2, no symlinks followed): with `install` the
+   * directory is replaced by a fresh one holding today's agent, whatever the
+   * template left there.
+   *
+   * The root's own `/dev` is hidden under the runtime's tmpfs, but runc still
+   * resolves paths through it (a restore names its masks' source by joining
+   * `/dev/null` to the root, a start makes the tmpfs's mount point): it is
+   * made an empty real directory first (the same process), so a template
+   * that shaped it changes nothing.
+   */
+  async prepareRoot(key: string, opts: { install: boolean }): Promise<void> {
+    this.at(key).unsealing();
+    const ops: RootfsOp[] = [
+      ['rmtree', 'dev'],
+      ['mkdir', 'dev', 0o755],
+      // Mount points runc would otherwise make itself at a restore, through an idmapped root where host root
+      // owns nothing (EOVERFLOW): sysfs hides them, so whatever a template put there goes.
+      ['rmtree', 'sys'],
+      ['mkdir', 'sys/firmware', 0o755],
+      ...(opts.install
+        ? ([
+            ['rmtree', GUEST_DIR],
+            ['mkdir', GUEST_DIR, 0o700],
+            ['install', this.#d.guestBinary, `${GUEST_DIR}/init`, 0o755],
+          ] as RootfsOp[])
+        : ([['unseal', GUEST_DIR]] as RootfsOp[])),
+    ];
+    await rootfsOps(this.#d.rootfs(key), ops);
+  }
+
+  /**
+   * Seals the agent's directory of an instance, then waits for the agent to
+   * answer: nothing connects before the seal (see GuestClient#connect).
+   * Until its socket exists the seal waits on inotify (inside
+   * forkd-rootfs-ops); once it exists a connect can still be refused for a
+   * moment (between the agent's bind and listen), so that is retried with
+   * sleeps growing to 20 ms. A directory found tampered with fails the start
+   * (FAILED_PRECONDITION) without any connect. Whether the
+   * instance died meanwhile is asked of runc (a process per call) at most
+   * every 250 ms.
+   */
+  async waitAgent(key: string, status: () => Promise<RuntimeStatus>): Promise<void> {
+    const guest = this.at(key);
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    let checked = Date.now();
+    let sealed = false;
+    for (let delay = 1; ; delay = Math.min(delay * 2, 20)) {
+      try {
+        if (!sealed) {
+          // Blocks (inotify) until the agent's socket exists, at most 250 ms a round.
+          await rootfsOps(this.#d.rootfs(key), [['seal-agent', GUEST_DIR, AGENT_SOCKET, Math.max(1, Math.min(deadline - Date.now(), 250))]]);
+          sealed = true;
+          guest.sealed();
+        }
+        await guest.info(Math.max(1, Math.min(deadline - Date.now(), this.#d.deadlineMs)));
+        // Restored from a dump, the agent is dumpable (see GuestClient.setDumpable); an older one does not know the request.
+        await guest.setDumpable(false).catch(() => {});
+        return;
+      } catch (err) {
+        // Tampered with: fail now, and never connect.
+        if (!sealed && err instanceof ForkdError && err.code === 'FAILED_PRECONDITION') {
+          guest.sealFailed(err);
+          throw err;
+        }
+        const left = deadline - Date.now();
+        if (left <= 0) {
+          const e = new ForkdError('TIMEOUT', `guest agent of ${key} did not become ready`, undefined, { cause: err });
+          if (!sealed) guest.sealFailed(e);
+          throw e;
+        }
+        if (sealed) await sleep(Math.min(delay, left));
+        if (Date.now() - checked >= 250) {
+          checked = Date.now();
+          const st = await status();
+          if (st === 'stopped' || st === 'missing') {
+            const e = new ForkdError('INTERNAL', `sandbox ${key} exited during start`);
+            if (!sealed) guest.sealFailed(e);
+            throw e;
+          }
+        }
+      }
+    }
+  }
+}

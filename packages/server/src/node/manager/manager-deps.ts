@@ -1,0 +1,49 @@
+import type { Logger } from '../../shared/logger.js';
+import type { Store } from '../../store/store.js';
+import type { Network } from '../network/network.js';
+import type { NodeEventSink } from '../node-event.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { SnapshotFiles } from '../storage/snapshot-files.js';
+import type { Storage } from '../storage/storage.js';
+import type { TemplateRegistry } from '../templates/template-registry.js';
+import type { OvercommitPolicy } from './admission.js';
+import type { GuestInstall } from './guest-install.js';
+import type { HostCapacity } from './host-capacity.js';
+import type { SandboxDiskOptions } from './sandbox-disk.js';
+import type { SandboxMaxima } from './sandbox-maxima.js';
+import type { TimelinePolicy } from './timeline-policy.js';
+
+/** What a SandboxManager is made of, and its settings. */
+export interface ManagerDeps {
+  store: Store;
+  storage: Storage;
+  runtime: Runtime;
+  network: Network;
+  templates: TemplateRegistry;
+  guestBinary: string;
+  /** Memory-backed directory for CRIU dumps (see storeImages). */
+  stagingDir?: string;
+  logger: Logger;
+  /** Sandboxes per template kept started ahead of demand (0 disables). */
+  warmPoolSize?: number;
+  /** Server defaults of the rolling timeline (per-sandbox interval may override). */
+  timeline?: TimelinePolicy;
+  /** Default idle time before hibernation, ms (0 = never). */
+  idleTimeoutMs?: number;
+  /** Bring back sandboxes whose processes were lost when the daemon starts (default true; see recovery.ts). */
+  recoverOnStart?: boolean;
+  /** New sandboxes get a user namespace (an id range of their own; see id-ranges.ts). */
+  userns?: boolean;
+  /** Things that happened to sandboxes without a call (lost, recovered): the control plane logs them. */
+  onEvent?: NodeEventSink;
+  /** Deadline of every guest operation (default GUEST_DEADLINE_MS); the reconciler's and recovery's per-sandbox timeouts follow from it (see sandboxTimeoutMs). */
+  guestDeadlineMs?: number;
+  /** Whether the host can take a sandbox (see admission.ts, sandbox-maxima.ts); default: this host, memory 4×, CPUs unchecked, maxima from the host. */
+  admission?: { host?: HostCapacity; overcommit?: OvercommitPolicy; maxima?: Partial<SandboxMaxima> };
+  /** Disk quotas, the pool's free-space watch and disk admission (see sandbox-disk.ts); default: none of them, 10 GiB recorded. */
+  disk?: SandboxDiskOptions;
+  /** The agent side of instances (default: the real agent, AgentInstall); unit tests give a fake. */
+  guests?: GuestInstall;
+  /** Snapshot images and roots (default: in the pool, PoolSnapshotFiles); unit tests give a fake. */
+  snapshotFiles?: SnapshotFiles;
+}

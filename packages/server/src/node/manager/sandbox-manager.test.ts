@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ForkdError } from '@forkd/protocol';
+import { testManager, type TestManager } from './manager-test-kit.js';
+
+let t: TestManager;
+before(async () => {
+  t = await testManager();
+});
+after(async () => {
+  await t.close();
+});
+
+test.afterEach(async () => {
+  // Whatever a test did, no half-made snapshot stays behind.
+  assert.deepEqual((await t.storage.list('snapshots')).filter((k) => k.includes('.tmp-')), [], 'no .tmp- snapshot directory left');
+});
+
+const code = (c: string) => (e: unknown) => e instanceof ForkdError && e.code === c;
+
+test('create → running, pause → paused (snapshot recorded, processes gone), resume → running, delete → gone', async () => {
+  const s = await t.manager.create({ template: 'base' });
+  assert.equal(s.state, 'running');
+  assert.equal(t.runtime.instances.get(s.id)?.status, 'running');
+  assert.ok(await t.storage.exists(`sandboxes/${s.id}`), 'root volume made');
+
+  const paused = await t.manager.pause(s.id);
+  assert.equal(paused.state, 'paused');
+  assert.equal(t.runtime.instances.has(s.id), false, 'processes destroyed once the snapshot is recorded');
+  const [snap] = await t.manager.timeline(s.id);
+  assert.equal(snap?.reason, 'pause');
+  assert.equal((await t.store.getSandbox(s.id))?.resumeFrom, snap?.id);
+  assert.ok(await t.storage.exists(`snapshots/${snap!.id}/rootfs`), 'snapshot root published');
+
+  const resumed = await t.manager.resume(s.id);
+  assert.equal(resumed.state, 'running');
+  assert.deepEqual(t.runtime.callsOf('restore'), [s.id]);
+  assert.equal((await t.store.getSandbox(s.id))?.resumeFrom, undefined);
+
+  await t.manager.delete(s.id);
+  await assert.rejects(t.manager.get(s.id), code('NOT_FOUND'));
+  assert.equal(t.runtime.instances.has(s.id), false);
+  assert.equal(await t.storage.exists(`sandboxes/${s.id}`), false, 'root volume removed');
+  assert.equal(await t.storage.exists(`snapshots/${snap!.id}`), false, 'its snapshots go with it');
+});
+
+test('illegal transitions: resume of a running sandbox is a no-op, pause of a failed one FAILED_PRECONDITION, snapshot of a paused one too', async () => {
+  const s = await t.manager.create({ template: 'base' });
+  const restores = t.runtime.callsOf('restore').length;
+  assert.equal((await t.manager.resume(s.id)).state, 'running');
+  assert.equal(t.runtime.callsOf('restore').length, restores, 'nothing restored');
+  await t.manager.pause(s.id);
+  await assert.rejects(t.manager.snapshot(s.id), code('FAILED_PRECONDITION'));
+  await t.store.transition(s.id, 'paused', 'failed', 'broken for the test');
+  await assert.rejects(t.manager.pause(s.id), code('FAILED_PRECONDITION'));
+  await assert.rejects(t.manager.resume(s.id), code('FAILED_PRECONDITION'));
+  await t.manager.delete(s.id);
+});
+
+test('a record changed behind the manager is a CONFLICT, not a silent overwrite', async () => {
+  const s = await t.manager.create({ template: 'base' });
+  // The checkpoint blocks; meanwhile the record moves on: the pause's compare-and-set must fail.
+  const b = t.runtime.block('checkpoint');
+  const pausing = t.manager.pause(s.id);
+  await b.reached;
+  await t.store.transition(s.id, 'running', 'failed', 'changed concurrently');
+  b.release();
+  await assert.rejects(pausing, code('CONFLICT'));
+  await t.manager.delete(s.id);
+});
+
+test('a failed start leaves neither record nor instance', async () => {
+  t.runtime.fail('start');
+  try {
+    await assert.rejects(t.manager.create({ template: 'base' }), code('INTERNAL'));
+  } finally {
+    t.runtime.succeed('start');
+  }
+  assert.deepEqual(await t.manager.list(), []);
+  assert.deepEqual(await t.storage.list('sandboxes'), []);
+});
+
+test('two operations on one sandbox run one after the other', async () => {
+  const s = await t.manager.create({ template: 'base' });
+  const dumps = t.runtime.callsOf('checkpoint').length;
+  const b = t.runtime.block('checkpoint');
+  const first = t.manager.snapshot(s.id);
+  await b.reached;
+  let secondDone = false;
+  const second = t.manager.pause(s.id).then((r) => {
+    secondDone = true;
+    return r;
+  });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(secondDone, false, 'the pause waits for the snapshot in progress');
+  assert.equal(t.runtime.callsOf('checkpoint').length, dumps + 1, 'no second dump started meanwhile');
+  b.release();
+  await first;
+  assert.equal((await second).state, 'paused');
+  await t.manager.delete(s.id);
+});
+
+test('a delete asked for right after a fork of a snapshot waits for the fork (owner looked up asynchronously)', async () => {
+  const s = await t.manager.create({ template: 'base' });
+  const snap = await t.manager.snapshot(s.id);
+  const b = t.runtime.block('restore');
+  const forking = t.manager.fork(snap.id, 1);
+  // Asked in the same turn as the fork, before its owner lookup resolved.
+  const deleting = t.manager.delete(s.id);
+  let deleted = false;
+  void deleting.then(() => (deleted = true));
+  await b.reached;
+  assert.equal(deleted, false, 'the delete waits while the fork reads the images');
+  assert.ok(await t.storage.exists(`snapshots/${snap.id}/rootfs`), 'the snapshot is still there for the restore');
+  b.release();
+  const [child] = await forking;
+  await deleting;
+  assert.equal(child?.state, 'running');
+  assert.equal(child?.forkedFrom, snap.id);
+  await assert.rejects(t.manager.get(s.id), code('NOT_FOUND'));
+  await t.manager.delete(child!.id);
+});
+
+test('a fork of more than MAX_FORK_COUNT is INVALID_ARGUMENT; a fork of an unknown snapshot NOT_FOUND', async () => {
+  await assert.rejects(t.manager.fork('snap-nope', 1000), code('INVALID_ARGUMENT'));
+  await assert.rejects(t.manager.fork('snap-nope', 1), code('NOT_FOUND'));
+});
+
+test('concurrent creates cannot both take the last room (admission held across the awaited insert)', async () => {
+  const small = await testManager({ admission: { host: { memoryMb: 1024, cpus: 8 }, overcommit: { memory: 1, cpus: 0 } } });
+  try {
+    const results = await Promise.allSettled([small.manager.create({ template: 'base', memoryMb: 600 }), small.manager.create({ template: 'base', memoryMb: 600 })]);
+    assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1, 'one admitted');
+    const refused = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    assert.ok(code('RESOURCE_EXHAUSTED')(refused?.reason), String(refused?.reason));
+  } finally {
+    await small.close();
+  }
+});

@@ -1,0 +1,99 @@
+import { ForkdError, newSnapshotId } from '@forkd/protocol';
+import type { Logger } from '../../shared/logger.js';
+import { crashPoint } from '../../shared/crash-point.js';
+import type { SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { Storage } from '../storage/storage.js';
+import type { SnapshotFiles } from '../storage/snapshot-files.js';
+import type { GuestInstall } from './guest-install.js';
+import type { ReattachGate } from './reattach-gate.js';
+import type { SandboxDisk } from './sandbox-disk.js';
+import type { SandboxInstances } from './sandbox-instances.js';
+
+const ms = (x: number) => Math.round(x * 10) / 10;
+
+/** What taking a snapshot needs of the node. */
+export interface SnapshotContext {
+  store: Store;
+  storage: Storage;
+  runtime: Runtime;
+  files: SnapshotFiles;
+  guests: GuestInstall;
+  instances: SandboxInstances;
+  space: SandboxDisk;
+  reattach: ReattachGate;
+  logger: Logger;
+}
+
+export interface TakeSnapshotOptions {
+  name?: string | undefined;
+  reason: SnapshotRecord['reason'];
+  leaveRunning: boolean;
+  /** Record it with its images still in staging; they are stored in the background (see SnapshotFiles.storeLater). */
+  deferStore?: boolean;
+}
+
+/**
+ * Memory + filesystem of a running sandbox at one instant (CRIU dump and a
+ * read-only Btrfs snapshot of its root while it is frozen; see
+ * Runtime.checkpoint). With leaveRunning it runs on; otherwise it stays
+ * frozen for the caller (pause, rewind). Written under `.tmp-*` and renamed
+ * into place, so a crash never leaves a half-made snapshot that looks whole.
+ * Call under the sandbox's lock.
+ */
+export async function takeSnapshot(c: SnapshotContext, r: SandboxRecord, opts: TakeSnapshotOptions): Promise<SnapshotRecord> {
+  // A pause or rewind keeps state that exists already (and frees memory): those may use the headroom the threshold keeps.
+  if (opts.reason !== 'pause' && opts.reason !== 'rewind') c.space.checkFree('take a snapshot');
+  const snapId = newSnapshotId();
+  const key = await c.instances.key(r.id);
+  const used = (await c.runtime.usage(key).catch(() => undefined))?.memoryBytes;
+  const draft = await c.files.draft(snapId, await c.files.canStage(used));
+  const previous = (await c.store.listSnapshots(r.id)).pop()?.id ?? r.forkedFrom;
+  let stats;
+  let sealed: { memoryBytes: number; deferred: boolean };
+  try {
+    const reopen = c.reattach.hold(r.id);
+    const guest = c.guests.at(key);
+    try {
+      // An agent that never answers cannot be dumped (it stays non-dumpable): say so rather than let CRIU fail.
+      await guest.setDumpable(true).catch((err: unknown) => {
+        if (err instanceof ForkdError && err.code === 'TIMEOUT') throw err;
+      });
+      const release = await guest.quiesce();
+      try {
+        stats = await c.runtime.checkpoint(key, {
+          imagesDir: draft.imagesDir,
+          workDir: draft.workDir,
+          leaveRunning: opts.leaveRunning,
+          whileFrozen: await c.storage.commitCommand(draft.rootfsKey, c.instances.volumeOf(key)),
+        });
+        crashPoint('snapshot:dumped');
+      } finally {
+        release();
+      }
+    } finally {
+      reopen();
+      if (opts.leaveRunning) await guest.setDumpable(false).catch(() => {});
+    }
+    sealed = await draft.seal({ defer: !!opts.deferStore, previous });
+  } catch (err) {
+    await draft.discard();
+    throw err;
+  }
+  await draft.publish();
+  const rec: SnapshotRecord = {
+    id: snapId,
+    sandboxId: r.id,
+    ...(opts.name ? { name: opts.name } : {}),
+    createdAt: new Date().toISOString(),
+    frozenMs: ms(stats.frozenMs),
+    sizeBytes: sealed.memoryBytes,
+    ...(previous ? { parentId: previous } : {}),
+    pinned: !!opts.name,
+    reason: opts.reason,
+  };
+  await c.store.insertSnapshot(rec);
+  c.logger.info('snapshot taken', { sandbox: r.id, snapshot: snapId, reason: opts.reason, frozenMs: rec.frozenMs, sizeBytes: rec.sizeBytes, deferred: sealed.deferred });
+  if (sealed.deferred) c.files.storeLater(snapId, previous);
+  return rec;
+}

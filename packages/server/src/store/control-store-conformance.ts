@@ -1,0 +1,155 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ControlStore, KeyRecord } from './control-store.js';
+
+const key = (id: string, tenant: string, extra: Partial<KeyRecord> = {}): KeyRecord => ({
+  id,
+  tenant,
+  hash: `hash-of-${id}`,
+  prefix: 'forkd_abcd',
+  admin: false,
+  createdAt: `2026-01-01T00:00:0${id.length % 10}.000Z`,
+  ...extra,
+});
+
+const audit = (at: string, extra: Record<string, unknown> = {}) => ({ at, operation: 'GET /v1/sandboxes', code: 'OK', status: 200, durationMs: 1.5, ...extra });
+
+/**
+ * The contract of a ControlStore, as node:test tests: every implementation
+ * (SQLite today, PostgreSQL next) runs them with its own `open`, which must
+ * give an empty store each time it is called.
+ */
+export function controlStoreConformance(name: string, open: () => Promise<ControlStore>): void {
+  describe(`ControlStore conformance: ${name}`, () => {
+    let store: ControlStore;
+    before(async () => {
+      store = await open();
+    });
+    after(async () => {
+      await store.close();
+    });
+
+    test('keys: inserted, found by hash, listed by tenant in creation order', async () => {
+      await store.insertKey(key('key-a1', 'acme', { name: 'first', createdAt: '2026-01-01T00:00:01.000Z' }));
+      await store.insertKey(key('key-a2', 'acme', { admin: true, createdAt: '2026-01-01T00:00:02.000Z' }));
+      await store.insertKey(key('key-b1', 'beta', { createdAt: '2026-01-01T00:00:03.000Z' }));
+      const found = await store.keyByHash('hash-of-key-a1');
+      assert.deepEqual(found, key('key-a1', 'acme', { name: 'first', createdAt: '2026-01-01T00:00:01.000Z' }));
+      assert.equal((await store.keyByHash('hash-of-key-a2'))?.admin, true);
+      assert.equal(await store.keyByHash('no-such-hash'), undefined);
+      assert.deepEqual((await store.listKeys('acme')).map((k) => k.id), ['key-a1', 'key-a2']);
+      assert.deepEqual((await store.listKeys('beta')).map((k) => k.id), ['key-b1']);
+      assert.deepEqual((await store.listKeys()).map((k) => k.id), ['key-a1', 'key-a2', 'key-b1']);
+      assert.deepEqual(await store.listKeys('nobody'), []);
+    });
+
+    test('keys: revoked once; a wrong tenant or an unknown id revokes nothing', async () => {
+      await store.insertKey(key('key-r1', 'acme', { hash: 'hash-r1' }));
+      assert.equal(await store.revokeKey('key-r1', '2026-02-01T00:00:00.000Z', 'beta'), false, 'another tenant cannot revoke it');
+      assert.equal((await store.keyByHash('hash-r1'))?.revokedAt, undefined);
+      assert.equal(await store.revokeKey('key-nope', '2026-02-01T00:00:00.000Z'), false);
+      assert.equal(await store.revokeKey('key-r1', '2026-02-01T00:00:00.000Z', 'acme'), true);
+      assert.equal((await store.keyByHash('hash-r1'))?.revokedAt, '2026-02-01T00:00:00.000Z');
+      assert.equal(await store.revokeKey('key-r1', '2026-02-02T00:00:00.000Z'), false, 'already revoked');
+      assert.equal((await store.keyByHash('hash-r1'))?.revokedAt, '2026-02-01T00:00:00.000Z', 'the first revocation time stays');
+    });
+
+    test('owners: set replaces, claim keeps the first owner, drop forgets, owned lists a tenant\'s ids of a kind', async () => {
+      assert.equal(await store.owner('sandbox', 'sbx-o1'), undefined);
+      await store.setOwner('sandbox', 'sbx-o1', 'acme');
+      assert.equal(await store.owner('sandbox', 'sbx-o1'), 'acme');
+      await store.setOwner('sandbox', 'sbx-o1', 'beta');
+      assert.equal(await store.owner('sandbox', 'sbx-o1'), 'beta', 'setOwner replaces');
+      assert.equal(await store.claimOwner('template', 'py', 'acme'), 'acme', 'the first claimer wins');
+      assert.equal(await store.claimOwner('template', 'py', 'beta'), 'acme', 'the second claimer gets the first owner back');
+      assert.equal(await store.owner('template', 'py'), 'acme');
+      assert.equal(await store.claimOwner('template', 'py', 'acme'), 'acme', 'claiming what one owns is a win');
+      assert.equal(await store.owner('sandbox', 'py'), undefined, 'kinds are separate');
+      await store.setOwner('sandbox', 'sbx-o2', 'acme');
+      await store.setOwner('sandbox', 'sbx-o3', 'acme');
+      assert.deepEqual([...(await store.owned('sandbox', 'acme'))].sort(), ['sbx-o2', 'sbx-o3']);
+      assert.deepEqual([...(await store.owned('template', 'acme'))], ['py']);
+      await store.dropOwner('sandbox', 'sbx-o2');
+      assert.equal(await store.owner('sandbox', 'sbx-o2'), undefined);
+      assert.deepEqual([...(await store.owned('sandbox', 'acme'))], ['sbx-o3']);
+      await store.dropOwner('template', 'py');
+      assert.equal(await store.claimOwner('template', 'py', 'beta'), 'beta', 'a dropped name is free again');
+    });
+
+    test('owners: of claims racing for one id, exactly one wins and all see it', async () => {
+      const tenants = ['t1', 't2', 't3', 't4', 't5', 't6'];
+      const results = await Promise.all(tenants.map((t) => store.claimOwner('template', 'raced', t)));
+      const winner = results[0]!;
+      assert.ok(tenants.includes(winner));
+      assert.deepEqual(results, tenants.map(() => winner));
+      assert.equal(await store.owner('template', 'raced'), winner);
+    });
+
+    test('token hashes: set, replaced, per sandbox', async () => {
+      assert.equal(await store.tokenHash('sbx-t1'), undefined);
+      await store.setTokenHash('sbx-t1', 'aa');
+      await store.setTokenHash('sbx-t2', 'bb');
+      assert.equal(await store.tokenHash('sbx-t1'), 'aa');
+      await store.setTokenHash('sbx-t1', 'cc');
+      assert.equal(await store.tokenHash('sbx-t1'), 'cc');
+      assert.equal(await store.tokenHash('sbx-t2'), 'bb');
+    });
+
+    test('tenant limits: replaced whole, null kept as a value, {} removes them', async () => {
+      assert.equal(await store.tenantLimits('acme'), undefined);
+      await store.setTenantLimits('acme', { runningSandboxes: 2, memoryMb: null });
+      assert.deepEqual(await store.tenantLimits('acme'), { runningSandboxes: 2, memoryMb: null });
+      await store.setTenantLimits('acme', { cpus: 4 });
+      assert.deepEqual(await store.tenantLimits('acme'), { cpus: 4 }, 'replaced, not merged');
+      await store.setTenantLimits('beta', { snapshots: 10 });
+      await store.setTenantLimits('acme', {});
+      assert.equal(await store.tenantLimits('acme'), undefined);
+      assert.deepEqual(await store.tenantLimits('beta'), { snapshots: 10 });
+    });
+
+    test('audit: appended records come back newest first with every field; filters narrow them', async () => {
+      await store.appendAudit(audit('2026-03-01T00:00:00.000Z', { keyId: 'key-1', tenant: 'acme', sandboxId: 'sbx-a', target: '/etc', requestId: 'req-1' }));
+      await store.appendAudit(audit('2026-03-02T00:00:00.000Z', { tenant: 'beta', operation: 'POST /v1/sandboxes', status: 201 }));
+      await store.appendAudit(audit('2026-03-03T00:00:00.000Z', { tenant: 'acme', code: 'NOT_FOUND', status: 404, sandboxId: 'sbx-b' }));
+      await store.appendAudit(audit('2026-03-04T00:00:00.000Z', { operation: 'lost' }));
+      const all = await store.queryAudit({ limit: 100 });
+      assert.equal(all.length, 4);
+      assert.deepEqual(all.map((r) => r.at), ['2026-03-04T00:00:00.000Z', '2026-03-03T00:00:00.000Z', '2026-03-02T00:00:00.000Z', '2026-03-01T00:00:00.000Z']);
+      const first = all[3]!;
+      assert.equal(typeof first.id, 'number');
+      const { id: _, ...rest } = first;
+      assert.deepEqual(rest, audit('2026-03-01T00:00:00.000Z', { keyId: 'key-1', tenant: 'acme', sandboxId: 'sbx-a', target: '/etc', requestId: 'req-1' }));
+      assert.equal(all[0]!.tenant, undefined, 'no tenant stays absent');
+      assert.deepEqual((await store.queryAudit({ limit: 100, tenant: 'acme' })).map((r) => r.at), ['2026-03-03T00:00:00.000Z', '2026-03-01T00:00:00.000Z']);
+      assert.deepEqual((await store.queryAudit({ limit: 100, sandbox: 'sbx-b' })).map((r) => r.sandboxId), ['sbx-b']);
+      assert.deepEqual((await store.queryAudit({ limit: 100, operation: 'POST /v1/sandboxes' })).map((r) => r.tenant), ['beta']);
+      assert.deepEqual((await store.queryAudit({ limit: 100, code: 'NOT_FOUND' })).map((r) => r.status), [404]);
+      assert.equal((await store.queryAudit({ limit: 100, since: '2026-03-02T00:00:00.000Z' })).length, 3);
+      assert.equal((await store.queryAudit({ limit: 2 })).length, 2, 'limit');
+      const before = await store.queryAudit({ limit: 100, before: first.id + 2 });
+      assert.deepEqual(before.map((r) => r.at), ['2026-03-02T00:00:00.000Z', '2026-03-01T00:00:00.000Z'], 'before: older ids, newest first');
+      const after = await store.queryAudit({ limit: 100, after: first.id });
+      assert.deepEqual(after.map((r) => r.at), ['2026-03-02T00:00:00.000Z', '2026-03-03T00:00:00.000Z', '2026-03-04T00:00:00.000Z'], 'after: newer ids, oldest first');
+    });
+
+    test('audit: prune deletes what is older than the cut and says how many', async () => {
+      const n = (await store.queryAudit({ limit: 1000 })).length;
+      await store.appendAudit(audit('2020-01-01T00:00:00.000Z', { operation: 'old-1' }));
+      await store.appendAudit(audit('2020-01-02T00:00:00.000Z', { operation: 'old-2' }));
+      await store.appendAudit(audit('2030-01-01T00:00:00.000Z', { operation: 'new' }));
+      assert.equal(await store.pruneAudit('2020-01-02T00:00:00.000Z'), 1, 'strictly older only');
+      assert.equal(await store.pruneAudit('2021-01-01T00:00:00.000Z'), 1);
+      assert.equal(await store.pruneAudit('2021-01-01T00:00:00.000Z'), 0);
+      const left = (await store.queryAudit({ limit: 1000 })).map((r) => r.operation);
+      assert.equal(left.length, n + 1);
+      assert.ok(left.includes('new') && !left.includes('old-1') && !left.includes('old-2'));
+    });
+  });
+
+  test(`ControlStore conformance: ${name}: close settles, and a fresh store is empty`, async () => {
+    const s = await open();
+    assert.deepEqual(await s.listKeys(), []);
+    assert.deepEqual(await s.queryAudit({ limit: 10 }), []);
+    await s.close();
+  });
+}

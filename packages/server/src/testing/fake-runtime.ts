@@ -1,0 +1,143 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ForkdError, type Limits } from '@forkd/protocol';
+import type { CheckpointOptions, CheckpointStats, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from '../node/runtime/runtime.js';
+
+export type RuntimeOp = 'start' | 'restore' | 'checkpoint' | 'destroy' | 'state' | 'usage' | 'thaw' | 'update' | 'list';
+
+export interface RuntimeCall {
+  op: RuntimeOp;
+  id?: string | undefined;
+}
+
+interface Instance {
+  status: RuntimeStatus;
+  spec: RuntimeSpec;
+  pids: number;
+  oomKills: number;
+}
+
+/**
+ * A Runtime in memory, for unit tests of the manager without root: start
+ * and restore make an instance that "runs", checkpoint writes a small fake
+ * image set (so a snapshot directory looks whole) and, without leaveRunning,
+ * leaves it paused. Every call is recorded; an operation can be told to fail
+ * or to block until released.
+ */
+export class FakeRuntime implements Runtime {
+  readonly calls: RuntimeCall[] = [];
+  readonly instances = new Map<string, Instance>();
+  readonly #failures = new Map<RuntimeOp, Error>();
+  readonly #blocks = new Map<RuntimeOp, { reached: () => void; until: Promise<void> }>();
+
+  /** The next calls of `op` reject with `err` (until `succeed(op)`). */
+  fail(op: RuntimeOp, err: Error = new ForkdError('INTERNAL', `fake ${op} failure`)): void {
+    this.#failures.set(op, err);
+  }
+
+  succeed(op: RuntimeOp): void {
+    this.#failures.delete(op);
+  }
+
+  /**
+   * The next call of `op` waits until `release` is called; `reached`
+   * resolves when it is waiting (so a test can act while it is blocked).
+   */
+  block(op: RuntimeOp): { reached: Promise<void>; release: () => void } {
+    let reached!: () => void;
+    let release!: () => void;
+    const reachedP = new Promise<void>((r) => (reached = r));
+    const until = new Promise<void>((r) => (release = r));
+    this.#blocks.set(op, { reached, until });
+    return { reached: reachedP, release };
+  }
+
+  /** The ids on which `op` was called, in order. */
+  callsOf(op: RuntimeOp): Array<string | undefined> {
+    return this.calls.filter((c) => c.op === op).map((c) => c.id);
+  }
+
+  /** As if its init died (OOM killer, kill from outside). */
+  kill(id: string): void {
+    const i = this.instances.get(id);
+    if (i) {
+      i.status = 'stopped';
+      i.pids = 0;
+    }
+  }
+
+  /** An instance the manager did not make (an orphan a crash left). */
+  plant(id: string, status: RuntimeStatus = 'running'): void {
+    this.instances.set(id, { status, spec: { rootfs: '', hostname: id, limits: { memoryMb: 512, cpus: 1, pids: 1024 }, init: '', env: {} }, pids: 1, oomKills: 0 });
+  }
+
+  async #enter(op: RuntimeOp, id?: string): Promise<void> {
+    this.calls.push({ op, id });
+    const b = this.#blocks.get(op);
+    if (b) {
+      this.#blocks.delete(op);
+      b.reached();
+      await b.until;
+    }
+    const err = this.#failures.get(op);
+    if (err) throw err;
+  }
+
+  async start(id: string, spec: RuntimeSpec): Promise<RuntimeState> {
+    await this.#enter('start', id);
+    if (this.instances.get(id)?.status === 'running') throw new ForkdError('ALREADY_EXISTS', `fake instance ${id} exists`);
+    this.instances.set(id, { status: 'running', spec, pids: 1, oomKills: 0 });
+    return { status: 'running', pid: 1000, idmap: spec.idmap };
+  }
+
+  async restore(id: string, spec: RuntimeSpec, _opts: { imagesDir: string }): Promise<RuntimeState> {
+    await this.#enter('restore', id);
+    this.instances.set(id, { status: 'running', spec, pids: 1, oomKills: 0 });
+    return { status: 'running', pid: 1000, idmap: spec.idmap };
+  }
+
+  async checkpoint(id: string, opts: CheckpointOptions): Promise<CheckpointStats> {
+    await this.#enter('checkpoint', id);
+    const i = this.instances.get(id);
+    if (!i || i.status !== 'running') throw new ForkdError('FAILED_PRECONDITION', `fake instance ${id} is not running`);
+    await mkdir(opts.imagesDir, { recursive: true });
+    await mkdir(opts.workDir, { recursive: true });
+    await writeFile(join(opts.imagesDir, 'inventory.img'), 'fake');
+    if (!opts.leaveRunning) i.status = 'paused';
+    return { frozenMs: 1, dumpMs: 1 };
+  }
+
+  async destroy(id: string): Promise<void> {
+    await this.#enter('destroy', id);
+    this.instances.delete(id);
+  }
+
+  async state(id: string): Promise<RuntimeState> {
+    await this.#enter('state', id);
+    return { status: this.instances.get(id)?.status ?? 'missing', pid: 1000 };
+  }
+
+  async update(id: string, limits: Limits): Promise<void> {
+    await this.#enter('update', id);
+    const i = this.instances.get(id);
+    if (i) i.spec = { ...i.spec, limits };
+  }
+
+  async thaw(id: string): Promise<void> {
+    await this.#enter('thaw', id);
+    const i = this.instances.get(id);
+    if (i?.status === 'paused') i.status = 'running';
+  }
+
+  async usage(id: string): Promise<ResourceUsage> {
+    await this.#enter('usage', id);
+    const i = this.instances.get(id);
+    if (!i) throw new ForkdError('NOT_FOUND', `fake instance ${id} not found`);
+    return { memoryBytes: 64 * 2 ** 20, memoryLimitBytes: i.spec.limits.memoryMb * 2 ** 20, cpuNanos: 0, pids: i.pids, oomKills: i.oomKills, pidsLimitHits: 0 };
+  }
+
+  async list(): Promise<string[]> {
+    await this.#enter('list');
+    return [...this.instances.keys()];
+  }
+}
