@@ -49,7 +49,7 @@ async function openSetUpNode(config: ForkdConfig, logger: Logger, progress: Prog
 /** What a node does on its own while it serves: the warm pool and the periodic policy pass. Returns the stop. */
 function startNodeLoops(node: Node, config: ForkdConfig, logger: Logger): () => void {
   node.manager.startWarmPool();
-  const ticker = setInterval(() => void node.manager.tick().catch((err) => logger.error('policy tick failed', { error: String(err) })), config.policyTickS * 1000);
+  const ticker = setInterval(() => void node.tick().catch((err) => logger.error('policy tick failed', { error: String(err) })), config.policyTickS * 1000);
   ticker.unref();
   return () => clearInterval(ticker);
 }

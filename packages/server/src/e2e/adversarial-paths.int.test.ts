@@ -157,7 +157,7 @@ describe('adversarial paths: the host never follows a path a sandbox controls', 
   }
 
   test('/dev/shm a symlink to a host directory (the reported bug)', async () => {
-    await node.manager.buildTemplate({ name: 'evil-shm', from: 'base', setup: [`rm -rf /dev/shm; ln -s ${victim} /dev/shm || true`] });
+    await node.service.buildTemplate({ name: 'evil-shm', from: 'base', setup: [`rm -rf /dev/shm; ln -s ${victim} /dev/shm || true`] }, () => {});
     await plant('evil-shm', async (root) => {
       await mkdir(join(root, 'dev'), { recursive: true });
       await replaceWithSymlink(join(root, 'dev/shm'), victim);
@@ -166,7 +166,7 @@ describe('adversarial paths: the host never follows a path a sandbox controls', 
   });
 
   test('/dev/null a symlink to core_pattern, /dev/zero to a host file (runc masked-path CVEs)', async () => {
-    await node.manager.buildTemplate({ name: 'evil-null', from: 'base', setup: [`rm -f /dev/null /dev/zero; ln -s ${CORE_PATTERN} /dev/null; ln -s ${victimFile} /dev/zero; true`] });
+    await node.service.buildTemplate({ name: 'evil-null', from: 'base', setup: [`rm -f /dev/null /dev/zero; ln -s ${CORE_PATTERN} /dev/null; ln -s ${victimFile} /dev/zero; true`] }, () => {});
     await plant('evil-null', async (root) => {
       await mkdir(join(root, 'dev'), { recursive: true });
       await replaceWithSymlink(join(root, 'dev/null'), CORE_PATTERN);
@@ -205,20 +205,20 @@ describe('adversarial paths: the host never follows a path a sandbox controls', 
   });
 
   test('/dev itself a symlink to a host directory', async () => {
-    await node.manager.buildTemplate({ name: 'evil-dev', from: 'base', setup: [`mv /dev /dev.old && ln -s ${victim} /dev; true`] });
+    await node.service.buildTemplate({ name: 'evil-dev', from: 'base', setup: [`mv /dev /dev.old && ln -s ${victim} /dev; true`] }, () => {});
     await plant('evil-dev', async (root) => replaceWithSymlink(join(root, 'dev'), victim));
     // The root's /dev is emptied before runc mounts the fresh tmpfs there.
     assert.equal(await lifecycle('evil-dev'), 'works');
   });
 
   test('the agent directory /.forkd a symlink to a host directory (cold template)', async () => {
-    await node.manager.buildTemplate({ name: 'evil-agentdir', from: 'base', setup: [`rm -rf /.forkd; ln -s ${victim} /.forkd; true`] });
+    await node.service.buildTemplate({ name: 'evil-agentdir', from: 'base', setup: [`rm -rf /.forkd; ln -s ${victim} /.forkd; true`] }, () => {});
     await plant('evil-agentdir', async (root) => replaceWithSymlink(join(root, '.forkd'), victim));
     assert.equal(await lifecycle('evil-agentdir'), 'works', 'a cold start installs a fresh agent directory');
   });
 
   test('the agent socket a symlink to a host socket (cold template)', async () => {
-    await node.manager.buildTemplate({ name: 'evil-sock', from: 'base', setup: [] });
+    await node.service.buildTemplate({ name: 'evil-sock', from: 'base', setup: [] }, () => {});
     await plant('evil-sock', async (root) => {
       await exec('chattr', ['-i', join(root, '.forkd')]);
       await replaceWithSymlink(join(root, '.forkd/agent.sock'), victimSock);
@@ -227,7 +227,7 @@ describe('adversarial paths: the host never follows a path a sandbox controls', 
   });
 
   test('a warm template whose /.forkd points at a host directory holding a listening socket is refused', async () => {
-    await node.manager.buildTemplate({ name: 'evil-warm-dir', from: 'base', setup: [], start: 'exec sleep infinity' });
+    await node.service.buildTemplate({ name: 'evil-warm-dir', from: 'base', setup: [], start: 'exec sleep infinity' }, () => {});
     await plant('evil-warm-dir', async (root) => {
       // The same path exists inside the root, so CRIU re-binds the agent's socket there (inside) and the restore succeeds.
       await mkdir(join(root, victim.slice(1)), { recursive: true });
@@ -239,7 +239,7 @@ describe('adversarial paths: the host never follows a path a sandbox controls', 
   });
 
   test('a warm template whose agent socket is a symlink to a host socket', async () => {
-    await node.manager.buildTemplate({ name: 'evil-warm-sock', from: 'base', setup: [], start: 'exec sleep infinity' });
+    await node.service.buildTemplate({ name: 'evil-warm-sock', from: 'base', setup: [], start: 'exec sleep infinity' }, () => {});
     await plant('evil-warm-sock', async (root) => {
       await exec('chattr', ['-i', join(root, '.forkd')]);
       await replaceWithSymlink(join(root, '.forkd/agent.sock'), victimSock);
@@ -250,7 +250,7 @@ describe('adversarial paths: the host never follows a path a sandbox controls', 
 
   test('a warm template racing to swap /.forkd for a symlink while it is restored', async () => {
     const swap = `while :; do mv /.forkd /.forkd-$$ 2>/dev/null && ln -s ${victim} /.forkd; done`;
-    await node.manager.buildTemplate({ name: 'evil-race', from: 'base', setup: [`mkdir -p ${victim}`], start: swap });
+    await node.service.buildTemplate({ name: 'evil-race', from: 'base', setup: [`mkdir -p ${victim}`], start: swap }, () => {});
     for (let i = 0; i < 3; i++) {
       const r = await node.manager.create({ template: 'evil-race' }).then(
         (s) => s.id,

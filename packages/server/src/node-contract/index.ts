@@ -1,2 +1,3 @@
 export type { NodeService } from './node-service.js';
 export type * from './node-types.js';
+export { spawnOptions } from './spawn-options.js';

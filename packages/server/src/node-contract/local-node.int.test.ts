@@ -1,13 +1,12 @@
 import { createTestNode, isRoot } from '../testing/test-node.js';
-import { LocalNode } from '../node/local-node.js';
 import { nodeConformance } from './node-conformance.js';
 
-// The node contract in process: LocalNode over a private test node's SandboxManager.
+// The node contract in process: the LocalNode a private test node wires over its SandboxManager.
 nodeConformance(
   'LocalNode',
   async () => {
     const t = await createTestNode();
-    return { node: new LocalNode(t.manager), close: () => t.dispose() };
+    return { node: t.service, close: () => t.dispose() };
   },
   { skip: !isRoot && 'needs root' },
 );

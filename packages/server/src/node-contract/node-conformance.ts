@@ -3,36 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { FileEntry, ForkdError, ProcessInfo, SANDBOX_ID_PATTERN, SandboxInfo, SandboxMetrics, SnapshotInfo, TemplateInfo, type WatchEvent } from '@forkd/protocol';
 import type { NodeService } from './node-service.js';
-import type { ExecExit, SpawnOptions } from './node-types.js';
+import { run } from '../testing/helpers.js';
 
 export interface OpenedNode {
   node: NodeService;
   close(): Promise<void>;
 }
 
-interface Ran extends ExecExit {
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a command to completion and collects its output (a string goes through `bash -lc`). */
-async function run(node: NodeService, id: string, cmd: string | string[], opts: Partial<SpawnOptions> & { input?: string } = {}): Promise<Ran> {
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  const { input, ...spawn } = opts;
-  const { process, exit } = await node.spawn(
-    id,
-    { argv: typeof cmd === 'string' ? ['/bin/bash', '-lc', cmd] : cmd, stdin: input !== undefined, ...spawn },
-    { onStdout: (d) => void out.push(d), onStderr: (d) => void err.push(d) },
-  );
-  if (input !== undefined) {
-    await process.write(Buffer.from(input));
-    process.closeStdin();
-  }
-  const e = await exit;
-  if (!e) throw new Error('the process stream ended without an exit');
-  return { ...e, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
-}
 
 async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
   const end = Date.now() + timeoutMs;

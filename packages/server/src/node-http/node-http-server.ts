@@ -1,11 +1,8 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { Duplex } from 'node:stream';
-import { createAdaptorServer } from '@hono/node-server';
 import { Hono } from 'hono';
 import { ForkdError, toForkdError } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
 import type { Logger } from '../shared/logger.js';
+import { serveHttp, type RunningServer } from '../shared/http-server.js';
 import { mountNodeRoutes } from './node-routes.js';
 import { mountStreamRoutes } from './node-stream-routes.js';
 import { PortResults, portUpgrade } from './node-port-upgrade.js';
@@ -77,11 +74,7 @@ export interface NodeHttpDeps {
   logger: Logger;
 }
 
-export interface RunningNodeServer {
-  url: string;
-  port: number;
-  close(): Promise<void>;
-}
+export type { RunningServer as RunningNodeServer } from '../shared/http-server.js';
 
 /** The node contract's routes, the token check and the error answers. */
 export function createNodeApp({ node, token, logger }: NodeHttpDeps, results: PortResults): Hono {
@@ -105,36 +98,8 @@ export function createNodeApp({ node, token, logger }: NodeHttpDeps, results: Po
 }
 
 /** Serves the node contract over HTTP/1.1 (port connections as upgrades). */
-export async function listenNode(deps: NodeHttpDeps, host: string, port: number): Promise<RunningNodeServer> {
+export async function listenNode(deps: NodeHttpDeps, host: string, port: number): Promise<RunningServer> {
   const results = new PortResults();
   const app = createNodeApp(deps, results);
-  const server = createAdaptorServer({ fetch: app.fetch }) as Server;
-  const upgrade = portUpgrade(deps.node, deps.token, results, deps.logger);
-  // Upgraded sockets are no longer the server's: closing it closes them here.
-  const upgraded = new Set<Duplex>();
-  server.on('upgrade', (req, socket, head) => {
-    upgraded.add(socket);
-    socket.once('close', () => upgraded.delete(socket));
-    if (!upgrade(req, socket, head)) socket.destroy();
-  });
-  // Streams and uploads last for minutes or hours; the defaults would cut them.
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  const addr = server.address() as AddressInfo;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${addr.port}`;
-  deps.logger.info('listening', { url, role: 'node' });
-  return {
-    url,
-    port: addr.port,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        for (const s of upgraded) s.destroy();
-        server.close(() => resolve());
-      }),
-  };
+  return serveHttp({ fetch: app.fetch, host, port, upgrade: portUpgrade(deps.node, deps.token, results, deps.logger), logger: deps.logger, role: 'node' });
 }

@@ -4,10 +4,11 @@ import { BuildTemplateRequest, ForkdError, PathQuery, SpawnRequest, toForkdError
 import type { NodeService } from '../node-contract/node-service.js';
 import type { OutputHandlers, ProcessHandle, ProcessStream } from '../node-contract/node-types.js';
 import type { Logger } from '../shared/logger.js';
-import { NDJSON_HEADERS, ndjsonStream } from './ndjson-stream.js';
+import { NDJSON_HEADERS, ndjsonStream } from '../shared/ndjson-stream.js';
 import { selectorParam } from './node-routes.js';
 import { intIn, jsonOf, validate } from './node-validate.js';
-import { fromSpawnRequest, type BuildLine, type ProcessLine, type WatchLine } from './node-wire.js';
+import { spawnOptions } from '../node-contract/spawn-options.js';
+import { type BuildLine, type ProcessLine, type WatchLine } from './node-wire.js';
 
 /** The process streams this node serves, by the id it gave each in `started`: what a handle's small POSTs reach. */
 class StreamRegistry {
@@ -95,7 +96,7 @@ export function mountStreamRoutes(app: Hono, node: NodeService, logger: Logger):
   const registry = new StreamRegistry();
 
   app.post('/sandboxes/:id/processes', async (c) => {
-    const opts = fromSpawnRequest(validate(SpawnRequest, await jsonOf(c)));
+    const opts = spawnOptions(validate(SpawnRequest, await jsonOf(c)));
     return processStream(c, registry, logger, (h) => node.spawn(c.req.param('id'), opts, h));
   });
   app.post('/sandboxes/:id/processes/:sel/attach', async (c) => {

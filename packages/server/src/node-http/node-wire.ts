@@ -46,14 +46,3 @@ export function toSpawnRequest(o: SpawnOptions): SpawnRequest {
   };
 }
 
-export function fromSpawnRequest(r: SpawnRequest): SpawnOptions {
-  return {
-    argv: r.cmd ?? ['/bin/bash', '-lc', r.command ?? ''],
-    env: r.env,
-    cwd: r.cwd,
-    user: r.user,
-    tag: r.tag,
-    stdin: r.stdin,
-    pty: r.pty ? { cols: r.cols ?? 80, rows: r.rows ?? 24 } : undefined,
-  };
-}

@@ -14,18 +14,23 @@ import type {
   WriteFileOptions,
 } from '../node-contract/node-types.js';
 import type { SandboxManager } from './manager/sandbox-manager.js';
+import { buildTemplate } from './templates/template-builder.js';
+import type { TemplateRegistry } from './templates/template-registry.js';
 
 /**
  * The node contract in this process: a thin adapter over the SandboxManager.
  * Lifecycle calls delegate; process and file calls go to the sandbox's guest
  * link (`manager.guest` resumes a hibernated sandbox and counts as activity).
- * No logic of its own: what a node does lives in the manager.
+ * No logic of its own: what a node does lives in the manager (and, for
+ * template builds, in the builder above it).
  */
 export class LocalNode implements NodeService {
   readonly #m: SandboxManager;
+  readonly #templates: TemplateRegistry;
 
-  constructor(manager: SandboxManager) {
+  constructor(manager: SandboxManager, templates: TemplateRegistry) {
     this.#m = manager;
+    this.#templates = templates;
   }
 
   async create(req: CreateSandboxRequest, claim?: ClaimSandbox): Promise<SandboxInfo> {
@@ -153,7 +158,8 @@ export class LocalNode implements NodeService {
   }
 
   async buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo> {
-    return this.#m.buildTemplate(req, progress, claim);
+    // Policy above the manager: the build drives a sandbox through the manager's public methods.
+    return buildTemplate(this.#m, this.#templates, req, progress, claim);
   }
 
   async deleteTemplate(name: string): Promise<void> {

@@ -5,7 +5,9 @@ import { SqliteStore } from '../store/sqlite-store.js';
 import type { Store } from '../store/store.js';
 import { SandboxManager } from './manager/sandbox-manager.js';
 import type { NodeEventSink } from './node-event.js';
-import { DEFAULT_TIMELINE_POLICY } from './manager/timeline-policy.js';
+import { DEFAULT_TIMELINE_POLICY } from './policy/timeline-policy.js';
+import { Reconciler } from './policy/reconciler.js';
+import { sandboxTimeoutMs } from './manager/sandbox-timeout.js';
 import { RuncRuntime } from './runtime/runc-runtime.js';
 import { NetnsNetwork } from './network/netns-network.js';
 import { BtrfsStorage } from './storage/btrfs-storage.js';
@@ -33,6 +35,8 @@ export interface Node {
   service: NodeService;
   /** Rescans qgroups the kernel left inconsistent (see quota-keeper.ts). */
   quotaKeeper: QuotaKeeper;
+  /** One pass of the node's policy (lifetimes, dead sandboxes, rolling snapshots, hibernation, thinning; see policy/reconciler.ts). */
+  tick(now?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -92,8 +96,6 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?:
     stagingDir: config.stagingDir,
     logger,
     warmPoolSize: config.warmPool,
-    timeline: { ...DEFAULT_TIMELINE_POLICY, intervalMs: config.snapshotIntervalS * 1000 },
-    idleTimeoutMs: config.idleTimeoutS * 1000,
     recoverOnStart: config.recoverOnStart,
     userns: config.userns,
     guestDeadlineMs: config.guestDeadlineS * 1000,
@@ -111,6 +113,11 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?:
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
   });
   await manager.recover();
+  // Policy above the manager, through its public methods only.
+  const reconciler = new Reconciler(manager, sandboxTimeoutMs(manager.guestDeadlineMs), {
+    timeline: { ...DEFAULT_TIMELINE_POLICY, intervalMs: config.snapshotIntervalS * 1000 },
+    idleTimeoutMs: config.idleTimeoutS * 1000,
+  });
   return {
     config,
     store,
@@ -118,8 +125,9 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?:
     runtime,
     templates,
     manager,
-    service: new LocalNode(manager),
+    service: new LocalNode(manager, templates),
     quotaKeeper,
+    tick: (now) => reconciler.tick(now),
     async close() {
       await quotaKeeper.stop();
       await manager.close();

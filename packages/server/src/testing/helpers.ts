@@ -1,5 +1,5 @@
-import type { SandboxManager } from '../node/manager/sandbox-manager.js';
-import type { SpawnOptions } from '../node/guest/guest-client.js';
+import type { NodeService } from '../node-contract/node-service.js';
+import type { SpawnOptions } from '../node-contract/node-types.js';
 
 export interface RunResult {
   stdout: string;
@@ -9,8 +9,8 @@ export interface RunResult {
   oomKilled: boolean;
 }
 
-/** Runs a command to completion through the manager and collects its output. */
-export async function run(m: SandboxManager, id: string, argv: string[] | string, opts: Partial<SpawnOptions> & { input?: string } = {}): Promise<RunResult> {
+/** Runs a command to completion and collects its output (a string goes through `bash -lc`); the manager and every node contract spawn alike. */
+export async function run(m: Pick<NodeService, 'spawn'>, id: string, argv: string[] | string, opts: Partial<SpawnOptions> & { input?: string } = {}): Promise<RunResult> {
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   const { input, ...spawn } = opts;

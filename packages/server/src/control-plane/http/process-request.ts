@@ -1,19 +1,5 @@
 import { constants as osConstants } from 'node:os';
-import { ForkdError, type SpawnRequest } from '@forkd/protocol';
-import type { SpawnOptions } from '../../node-contract/index.js';
-
-/** argv of a spawn request: `cmd` as given, or `command` through a login bash. */
-export function spawnOptions(r: SpawnRequest): SpawnOptions {
-  return {
-    argv: r.cmd ?? ['/bin/bash', '-lc', r.command!],
-    env: r.env,
-    cwd: r.cwd,
-    user: r.user,
-    tag: r.tag,
-    stdin: r.stdin,
-    pty: r.pty ? { cols: r.cols ?? 80, rows: r.rows ?? 24 } : undefined,
-  };
-}
+import { ForkdError } from '@forkd/protocol';
 
 export function signalNumber(s: number | string): number {
   if (typeof s === 'number') return s;

@@ -11,7 +11,6 @@ import type { GuestInstall } from './guest-install.js';
 import type { HostCapacity } from './host-capacity.js';
 import type { SandboxDiskOptions } from './sandbox-disk.js';
 import type { SandboxMaxima } from './sandbox-maxima.js';
-import type { TimelinePolicy } from './timeline-policy.js';
 
 /** What a SandboxManager is made of, and its settings. */
 export interface ManagerDeps {
@@ -26,17 +25,13 @@ export interface ManagerDeps {
   logger: Logger;
   /** Sandboxes per template kept started ahead of demand (0 disables). */
   warmPoolSize?: number;
-  /** Server defaults of the rolling timeline (per-sandbox interval may override). */
-  timeline?: TimelinePolicy;
-  /** Default idle time before hibernation, ms (0 = never). */
-  idleTimeoutMs?: number;
   /** Bring back sandboxes whose processes were lost when the daemon starts (default true; see recovery.ts). */
   recoverOnStart?: boolean;
   /** New sandboxes get a user namespace (an id range of their own; see id-ranges.ts). */
   userns?: boolean;
   /** Things that happened to sandboxes without a call (lost, recovered): the control plane logs them. */
   onEvent?: NodeEventSink;
-  /** Deadline of every guest operation (default GUEST_DEADLINE_MS); the reconciler's and recovery's per-sandbox timeouts follow from it (see sandboxTimeoutMs). */
+  /** Deadline of every guest operation (default GUEST_DEADLINE_MS); recovery's and the policy pass's per-sandbox timeouts follow from it (see sandboxTimeoutMs). */
   guestDeadlineMs?: number;
   /** Whether the host can take a sandbox (see admission.ts, sandbox-maxima.ts); default: this host, memory 4×, CPUs unchecked, maxima from the host. */
   admission?: { host?: HostCapacity; overcommit?: OvercommitPolicy; maxima?: Partial<SandboxMaxima> };

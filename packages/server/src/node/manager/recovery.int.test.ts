@@ -47,7 +47,7 @@ describe('recovery of a sandbox whose init died (real CRIU)', { skip: !isRoot &&
     await waitFor(async () => (await count()) > JUMPED, 5000, 'the counter to jump');
 
     await killInit();
-    await node.manager.tick();
+    await node.tick();
 
     const info = (await node.manager.get(id));
     assert.equal(info.state, 'running', JSON.stringify(info));
@@ -71,7 +71,7 @@ describe('recovery of a sandbox whose init died (real CRIU)', { skip: !isRoot &&
 
   test('dying again soon after its recovery: left failed, not brought back in a loop; resume brings it back', async () => {
     await killInit();
-    await node.manager.tick();
+    await node.tick();
     const info = (await node.manager.get(id));
     assert.equal(info.state, 'failed');
     assert.match(info.error ?? '', /not brought back automatically/);

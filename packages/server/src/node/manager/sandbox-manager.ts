@@ -1,5 +1,4 @@
 import {
-  BuildTemplateRequest,
   CreateSandboxRequest,
   ForkdError,
   type SandboxInfo,
@@ -14,9 +13,7 @@ import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
 import type { GuestClient } from '../guest/guest-client.js';
 import type { ResourceUsage } from '../runtime/runtime.js';
 import { poolUsage } from '../storage/host-space.js';
-import { buildTemplate } from '../templates/template-builder.js';
 import type { WarmPool } from './warm-pool.js';
-import { Reconciler } from './reconciler.js';
 import { sandboxTimeoutMs } from './sandbox-timeout.js';
 import type { SandboxMaxima } from './sandbox-maxima.js';
 import type { SandboxStreams } from './sandbox-streams.js';
@@ -40,8 +37,8 @@ export type { ExecExit, ForkTree, NodeStats } from '../../node-contract/node-typ
  * The node's sandbox lifecycle: composes Storage, Runtime and the guest link
  * behind one API, persists every state change before acting on it, and on
  * start reconciles the store with what actually runs. Policy (the
- * reconciler's pass, template builds) sits above it and uses only its
- * public methods.
+ * reconciler's pass in node/policy, template builds in node/templates)
+ * sits above it, wired by node.ts, and uses only its public methods.
  */
 export class SandboxManager {
   readonly #d: ManagerDeps;
@@ -52,7 +49,6 @@ export class SandboxManager {
   readonly #guestDeadline: number;
   /** Last API use per sandbox (idle hibernation). */
   readonly #activity = new Map<string, number>();
-  readonly #reconciler: Reconciler;
 
   constructor(deps: ManagerDeps) {
     this.#d = deps;
@@ -62,7 +58,6 @@ export class SandboxManager {
     this.#maxima = parts.maxima;
     this.#disk = parts.diskUse;
     this.#guestDeadline = parts.guestDeadlineMs;
-    this.#reconciler = new Reconciler(this, sandboxTimeoutMs(this.#guestDeadline), { timeline: deps.timeline, idleTimeoutMs: deps.idleTimeoutMs });
   }
 
   get logger(): Logger {
@@ -72,6 +67,11 @@ export class SandboxManager {
   /** The largest sandbox this node makes (FORKD_MAX_*). */
   get maxima(): SandboxMaxima {
     return this.#maxima;
+  }
+
+  /** Deadline of every guest operation; the policy pass's per-sandbox timeout follows from it (see sandboxTimeoutMs). */
+  get guestDeadlineMs(): number {
+    return this.#guestDeadline;
   }
 
   /** Starts filling the warm pool (after recovery, so orphans are gone first). */
@@ -335,16 +335,6 @@ export class SandboxManager {
   /** A rolling-timeline snapshot (unnamed, thinnable), if the sandbox is still running. */
   async policySnapshot(id: string): Promise<void> {
     return policySnapshot(this.#ctx, id, this.#d.onEvent);
-  }
-
-  /** One reconciler pass, for tests and callers not yet moved to the Reconciler beside the manager (it uses only public methods). */
-  tick(now = Date.now()): Promise<void> {
-    return this.#reconciler.tick(now);
-  }
-
-  /** Delegates to buildTemplate (template-builder.ts), which uses only public methods. */
-  buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void> = () => {}, claim?: ClaimSandbox): Promise<TemplateInfo> {
-    return buildTemplate(this, this.#d.templates, req, progress, claim);
   }
 
   async deleteTemplate(name: string): Promise<void> {

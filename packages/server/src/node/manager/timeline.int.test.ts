@@ -16,16 +16,16 @@ describe('rolling timeline and idle hibernation', { skip: !isRoot && 'needs root
     const s = await node.manager.create({ snapshotIntervalSeconds: 1, idleTimeoutSeconds: 5 });
     await run(node.manager, s.id, 'echo work > /tmp/w');
     const t0 = Date.now();
-    await node.manager.tick(t0 + 1500);
+    await node.tick(t0 + 1500);
     const first = (await node.manager.timeline(s.id));
     assert.equal(first.length, 1);
     assert.equal(first[0]!.reason, 'policy');
     assert.equal(first[0]!.pinned, false);
     // No activity since: no new policy snapshot.
-    await node.manager.tick(t0 + 3000);
+    await node.tick(t0 + 3000);
     assert.equal((await node.manager.timeline(s.id)).length, 1);
     // Idle past the timeout: hibernated to disk.
-    await node.manager.tick(t0 + 10_000);
+    await node.tick(t0 + 10_000);
     assert.equal((await node.manager.get(s.id)).state, 'paused');
     assert.equal((await node.runtime.state(s.id)).status, 'missing');
     // The next exec resumes it transparently, files and all.
@@ -40,7 +40,7 @@ describe('rolling timeline and idle hibernation', { skip: !isRoot && 'needs root
     const plain = [];
     for (let i = 0; i < 3; i++) plain.push((await node.manager.snapshot(s.id)).id);
     // Manual unnamed snapshots are not pinned: a week later the policy drops them.
-    await node.manager.tick(Date.now() + 8 * DAY);
+    await node.tick(Date.now() + 8 * DAY);
     const left = (await node.manager.timeline(s.id)).map((x) => x.id);
     assert.deepEqual(left, [named.id]);
     assert.equal((await node.manager.get(s.id)).state, 'running', 'idle timeout 0 never hibernates');
@@ -52,13 +52,13 @@ describe('rolling timeline and idle hibernation', { skip: !isRoot && 'needs root
     assert.ok(Math.abs(exp - (Date.now() + 60_000)) < 5000, s.expiresAt);
     assert.equal(s.onTimeout, 'pause');
     await run(node.manager, s.id, 'echo kept > /tmp/k');
-    await node.manager.tick(exp - 1000);
+    await node.tick(exp - 1000);
     assert.equal((await node.manager.get(s.id)).state, 'running', 'not before its time');
-    await node.manager.tick(exp + 1000);
+    await node.tick(exp + 1000);
     const paused = (await node.manager.get(s.id));
     assert.equal(paused.state, 'paused');
     assert.equal(paused.expiresAt, undefined, 'the lifetime is spent');
-    await node.manager.tick(exp + 2000);
+    await node.tick(exp + 2000);
     assert.equal((await node.manager.get(s.id)).state, 'paused', 'a spent lifetime does nothing more');
     const resumed = await node.manager.resume(s.id);
     assert.ok(Date.parse(resumed.expiresAt!) > Date.now() + 50_000, 'resume starts a new lifetime');
@@ -66,12 +66,12 @@ describe('rolling timeline and idle hibernation', { skip: !isRoot && 'needs root
     const extended = await node.manager.setTimeout(s.id, 3600);
     assert.ok(Date.parse(extended.expiresAt!) > Date.now() + 3500_000);
     assert.equal((await node.manager.setTimeout(s.id, 0)).expiresAt, undefined);
-    await node.manager.tick(Date.now() + 8 * DAY);
+    await node.tick(Date.now() + 8 * DAY);
     assert.equal((await node.manager.get(s.id)).state, 'running', 'no lifetime, no timeout');
     await node.manager.delete(s.id);
 
     const k = await node.manager.create({ timeoutSeconds: 30, onTimeout: 'kill', idleTimeoutSeconds: 0, snapshotIntervalSeconds: 0 });
-    await node.manager.tick(Date.now() + 31_000);
+    await node.tick(Date.now() + 31_000);
     await assert.rejects(node.manager.get(k.id), /not found/);
   });
 });

@@ -22,7 +22,7 @@ describe('templates: build with setup commands and a start command (warm)', { sk
 
   test('sandboxes from a warm template start with its processes already running', async () => {
     const progress: string[] = [];
-    const t = await node.manager.buildTemplate(
+    const t = await node.service.buildTemplate(
       { name: 'py-warm', from: 'base', setup: ['mkdir -p /app', `cat > /app/server.py <<'EOF'\n${SERVER}\nEOF`, 'echo built > /app/marker'], start: 'cd /app && exec python3 server.py' },
       (l) => void progress.push(l),
     );
@@ -47,13 +47,13 @@ describe('templates: build with setup commands and a start command (warm)', { sk
   });
 
   test('a failing setup command fails the build and leaves nothing', async () => {
-    await assert.rejects(node.manager.buildTemplate({ name: 'broken', setup: ['exit 3'] }), { code: 'FAILED_PRECONDITION' });
+    await assert.rejects(node.service.buildTemplate({ name: 'broken', setup: ['exit 3'] }, () => {}), { code: 'FAILED_PRECONDITION' });
     assert.ok(!(await node.manager.templates()).some((x) => x.name === 'broken'));
     assert.equal((await node.manager.list()).filter((s) => s.template === 'base').length, 0);
   });
 
   test('a cold template (no start command) is a plain root filesystem', async () => {
-    const t = await node.manager.buildTemplate({ name: 'with-file', setup: ['echo hi > /etc/greeting'] });
+    const t = await node.service.buildTemplate({ name: 'with-file', setup: ['echo hi > /etc/greeting'] }, () => {});
     assert.equal(t.warm, false);
     const s = await node.manager.create({ template: 'with-file' });
     assert.equal((await run(node.manager, s.id, ['cat', '/etc/greeting'])).stdout, 'hi\n');

@@ -1,8 +1,7 @@
 import { Readable } from 'node:stream';
 import { z } from 'zod';
 import { FileEntry, ListQuery, MkdirRequest, MoveRequest, PathQuery, RemoveQuery, WatchEvent, WriteQuery } from '@forkd/protocol';
-import { ndjsonStream } from '../ndjson.js';
-import { NDJSON_HEADERS } from './process-stream.js';
+import { NDJSON_HEADERS, ndjsonStream } from '../../../shared/ndjson-stream.js';
 import { list, none, ok, param, route, view as v } from './route.js';
 
 /** `true` and `1` are yes in query flags. */

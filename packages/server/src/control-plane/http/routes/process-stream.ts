@@ -3,7 +3,7 @@ import type { ErrorBody, ExecEvent } from '@forkd/protocol';
 import type { ExecExit, OutputHandlers, ProcessStream } from '../../../node-contract/index.js';
 import type { Logger } from '../../../shared/logger.js';
 import type { Principal } from '../../auth/api-keys.js';
-import { ndjsonStream } from '../ndjson.js';
+import { NDJSON_HEADERS, ndjsonStream } from '../../../shared/ndjson-stream.js';
 import { logRequestError, newRequestId, publicError } from '../public-error.js';
 
 function exitEvent(e: ExecExit): ExecEvent {
@@ -18,8 +18,6 @@ export function streamError(c: Context, err: unknown): ErrorBody['error'] {
   if (log) logRequestError(log, err, { requestId, method: c.req.method, path: c.req.path, ...(who ? { tenant: who.tenant, keyId: who.keyId } : {}), stream: true });
   return publicError(err, requestId, !!who?.admin);
 }
-
-export const NDJSON_HEADERS = { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' };
 
 /** Streams a process (already started or attached) as NDJSON events. */
 export function processStream(c: Context, start: (h: Required<OutputHandlers>) => Promise<ProcessStream>, after?: (p: { pid: number }) => Promise<void>) {

@@ -1,9 +1,9 @@
 import { constants as osConstants } from 'node:os';
 import type { Context } from 'hono';
 import { ExecEvent, ExecRequest, ForkdError, parseProcessSelector, ProcessInfo, SignalRequest, StdinRequest } from '@forkd/protocol';
-import type { ProcessSelector } from '../../../node-contract/index.js';
 import type { AppEnv } from '../app-env.js';
-import { signalNumber, spawnOptions } from '../process-request.js';
+import { spawnOptions, type ProcessSelector } from '../../../node-contract/index.js';
+import { signalNumber } from '../process-request.js';
 import { processStream } from './process-stream.js';
 import { list, none, ok, param, route, view as v } from './route.js';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { BuildTemplateRequest, TemplateInfo } from '@forkd/protocol';
-import { ndjsonStream } from '../ndjson.js';
-import { NDJSON_HEADERS, streamError } from './process-stream.js';
+import { NDJSON_HEADERS, ndjsonStream } from '../../../shared/ndjson-stream.js';
+import { streamError } from './process-stream.js';
 import { list, none, ok, param, route, view as v } from './route.js';
 
 /** Templates: the tenant's own and the shared ones. */

@@ -1,7 +1,7 @@
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
 import { DEFAULT_TIMELINE_POLICY, snapshotDue, snapshotsToThin, type TimelinePolicy } from './timeline-policy.js';
-import { eachBounded } from './each-bounded.js';
+import { eachBounded } from '../manager/each-bounded.js';
 
 /** Sandboxes worked on at once in a pass (each may dump memory: CPU and disk bound). */
 export const PASS_CONCURRENCY = 4;

@@ -1,9 +1,9 @@
 /**
- * A pull-driven NDJSON response body (the node's copy of the control plane's
- * ndjson.ts: the node imports nothing of the control plane). `write`
- * resolves only when the reader has room, so a slow control plane slows the
- * producer (a process's output, back to the guest) instead of growing memory.
- * `onCancel` runs once when the reader goes away (the client aborted the request).
+ * A pull-driven NDJSON response body, for the API's streams and the node's
+ * (shared: neither side imports the other). `write` resolves only when the
+ * reader has room, so a slow reader slows the producer (a process's output,
+ * back to the guest) instead of growing memory. `onCancel` runs once when
+ * the reader goes away (the client aborted the request).
  */
 export function ndjsonStream(onCancel: () => void): { stream: ReadableStream<Uint8Array>; write(obj: unknown): Promise<void>; close(): void; abandon(): void } {
   const enc = new TextEncoder();

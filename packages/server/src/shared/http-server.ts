@@ -1,0 +1,59 @@
+import type { IncomingMessage, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { createAdaptorServer } from '@hono/node-server';
+import type { Logger } from './logger.js';
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+export interface HttpServerOptions {
+  /** The app's fetch handler (Hono's `app.fetch`). */
+  fetch: (req: Request, env: { incoming: IncomingMessage }) => Response | Promise<Response>;
+  host: string;
+  port: number;
+  /** Upgrade requests (WebSockets, port connections); the socket is destroyed when this returns false. */
+  upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
+  logger: Logger;
+  /** Said in the `listening` log line. */
+  role?: string;
+}
+
+/**
+ * Serves a fetch handler over HTTP/1.1, as forkd's API, its node contract
+ * and its other surfaces all do. Streams and uploads last for minutes or
+ * hours: the request timeout is off (headers must still come within 60 s).
+ * Upgraded sockets are no longer the server's to close: close() destroys
+ * them too, so nothing outlives it.
+ */
+export async function serveHttp(o: HttpServerOptions): Promise<RunningServer> {
+  const server = createAdaptorServer({ fetch: o.fetch as never }) as Server;
+  const upgraded = new Set<Duplex>();
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    upgraded.add(socket);
+    socket.once('close', () => upgraded.delete(socket));
+    if (!o.upgrade?.(req, socket, head)) socket.destroy();
+  });
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, o.host, () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  const url = `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${addr.port}`;
+  o.logger.info('listening', { url, ...(o.role ? { role: o.role } : {}) });
+  return {
+    url,
+    port: addr.port,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        for (const s of upgraded) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
