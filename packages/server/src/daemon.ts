@@ -9,6 +9,9 @@ import { privateDir, usePrivateUmask } from './shared/private-state.js';
 import type { NodeEventSink } from './node/node-event.js';
 import { listenNode, type RunningNodeServer } from './node-http/node-http-server.js';
 import { nodeToken, nodeTokenPath } from './node-http/node-token.js';
+import { NodeHttpClient } from './node-http/node-http-client.js';
+import { readFile } from 'node:fs/promises';
+import { ForkdError } from '@forkd/protocol';
 
 /** Host set-up plus the pool, the `base` template in it and the admin key. Idempotent; seconds when done. */
 export async function setup(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Node> {
@@ -118,6 +121,54 @@ export async function startNodeDaemon(config: ForkdConfig, logger: Logger, progr
       stopLoops();
       await server.close();
       await node.close();
+    },
+  };
+}
+
+export interface ControlPlaneDaemon {
+  control: ControlPlane;
+  server: RunningServer;
+  /** The node it serves, over HTTP. */
+  nodeUrl: string;
+  close(): Promise<void>;
+}
+
+/**
+ * `forkd serve --role control-plane --node URL`: only the API (keys,
+ * tenants, audit, limits) over a node elsewhere, reached through the node
+ * contract over HTTP with the node's token. No set-up of this host: the node
+ * owns the sandboxes, their loops (warm pool, policy) and their events
+ * (logged by the node).
+ */
+export async function startControlPlaneDaemon(config: ForkdConfig, logger: Logger): Promise<ControlPlaneDaemon> {
+  const { nodeUrl: url, nodeTokenFile: tokenFile } = config;
+  if (!url) throw new ForkdError('INVALID_ARGUMENT', 'role control-plane needs the node\'s URL (FORKD_NODE_URL or --node)');
+  const token = (await readFile(tokenFile, 'utf8').catch(() => '')).trim();
+  if (!token) throw new ForkdError('FAILED_PRECONDITION', `no node token in ${tokenFile} (copy the node's <state dir>/node.token there, or set FORKD_NODE_TOKEN_FILE)`);
+  usePrivateUmask();
+  await privateDir(config.stateDir);
+  const control = await openControlPlane(config, logger);
+  const node = new NodeHttpClient({ url, token });
+  let server: RunningServer;
+  try {
+    // Fail at start, not at a tenant's first call: a wrong token would otherwise reach callers as their own 401.
+    await node.templates().catch((err: unknown) => {
+      throw new ForkdError('FAILED_PRECONDITION', `the node at ${url} does not answer this control plane: ${(err as Error).message}`, undefined, { cause: err });
+    });
+    server = await listen({ svc: node, control, logger, proxyDomain: config.proxyDomain }, config.host, config.port);
+  } catch (err) {
+    node.close();
+    await control.close();
+    throw err;
+  }
+  return {
+    control,
+    server,
+    nodeUrl: url,
+    async close() {
+      await server.close();
+      node.close();
+      await control.close();
     },
   };
 }

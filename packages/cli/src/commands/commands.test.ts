@@ -64,6 +64,9 @@ test('serve: --port and --host override the environment', () => {
   assert.deepEqual(parseServeArgs(['--port', '9000', '--host', '0.0.0.0']), { port: 9000, host: '0.0.0.0' });
   assert.throws(() => parseServeArgs(['--port', '70000']), UsageError);
   assert.throws(() => parseServeArgs(['--port', 'http']), UsageError);
+  assert.deepEqual(parseServeArgs(['--role', 'control-plane', '--node', 'http://10.0.0.5:8081']), { role: 'control-plane', nodeUrl: 'http://10.0.0.5:8081' });
+  assert.deepEqual(parseServeArgs(['--role', 'node']), { role: 'node' });
+  assert.throws(() => parseServeArgs(['--role', 'scheduler']), UsageError);
 });
 
 test('create: lifetime and metadata; timeout', async () => {

@@ -1,10 +1,10 @@
-import { createLogger, loadConfig, SERVE_ROLES, startDaemon, startNodeDaemon, usePrivateUmask, type ForkdConfig, type ServeRole } from '@forkd/server';
+import { createLogger, loadConfig, SERVE_ROLES, startControlPlaneDaemon, startDaemon, startNodeDaemon, usePrivateUmask, type ForkdConfig, type ServeRole } from '@forkd/server';
 import { expectPositionals, parseOptions, parsePositiveInt } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { StepProgress } from '../step-progress.js';
 import { UsageError } from '../usage-error.js';
 
-const USAGE = `Usage: forkd serve [--port N] [--host H] [--role all|node]
+const USAGE = `Usage: forkd serve [--port N] [--host H] [--role all|node|control-plane] [--node URL]
 
 Runs the forkd API in the foreground (set-up first when needed). Ctrl-C or
 SIGTERM stops it; sandboxes keep running and are adopted on the next start.
@@ -15,11 +15,14 @@ Options:
       --role R   all: the API and the node in one process (default $FORKD_ROLE or all);
                  node: only the node, serving the node contract under /node/v1 to a
                  control plane elsewhere, authenticated by the token in
-                 <state dir>/node.token (made at first start, root only)
+                 <state dir>/node.token (made at first start, root only);
+                 control-plane: only the API, over the node at --node
+      --node URL the node of role control-plane (default $FORKD_NODE_URL); its token is
+                 read from $FORKD_NODE_TOKEN_FILE (default <state dir>/node.token)
 `;
 
 export function parseServeArgs(argv: string[]): Partial<ForkdConfig> {
-  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { port: { type: 'string', short: 'p' }, host: { type: 'string' }, role: { type: 'string' } } });
+  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { port: { type: 'string', short: 'p' }, host: { type: 'string' }, role: { type: 'string' }, node: { type: 'string' } } });
   expectPositionals(positionals, []);
   const overrides: Partial<ForkdConfig> = {};
   const port = parsePositiveInt('--port', values.port);
@@ -32,6 +35,7 @@ export function parseServeArgs(argv: string[]): Partial<ForkdConfig> {
     if (!(SERVE_ROLES as readonly string[]).includes(values.role)) throw new UsageError(`--role must be one of ${SERVE_ROLES.join(', ')}`);
     overrides.role = values.role as ServeRole;
   }
+  if (values.node !== undefined) overrides.nodeUrl = values.node;
   return overrides;
 }
 
@@ -47,12 +51,16 @@ export const serveCommand: CliCommand = {
     const progress = new StepProgress(process.stderr);
     let daemon;
     try {
-      daemon = config.role === 'node' ? await startNodeDaemon(config, createLogger(), progress.event) : await startDaemon(config, createLogger(), progress.event);
+      const logger = createLogger();
+      if (config.role === 'node') daemon = await startNodeDaemon(config, logger, progress.event);
+      else if (config.role === 'control-plane') daemon = await startControlPlaneDaemon(config, logger);
+      else daemon = await startDaemon(config, logger, progress.event);
     } catch (err) {
       progress.fail();
       throw err;
     }
     if ('tokenPath' in daemon) process.stderr.write(`forkd node serving on ${daemon.server.url}, token in ${daemon.tokenPath} (Ctrl-C to stop)\n`);
+    else if ('nodeUrl' in daemon) process.stderr.write(`forkd control plane serving on ${daemon.server.url} over the node at ${daemon.nodeUrl} (Ctrl-C to stop)\n`);
     else process.stderr.write(`forkd serving on ${daemon.server.url} (Ctrl-C to stop)\n`);
     const d = daemon;
     return new Promise<number>((resolve) => {

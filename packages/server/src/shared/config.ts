@@ -2,13 +2,21 @@ import { join, resolve } from 'node:path';
 import type { EffectiveTenantLimits } from '@forkd/protocol';
 import { fileURLToPath } from 'node:url';
 
-/** What `forkd serve` runs: `all`, the control plane and the node in one process (the default); `node`, only the node, its contract served over HTTP to a control plane elsewhere. */
-export type ServeRole = 'all' | 'node';
-export const SERVE_ROLES: readonly ServeRole[] = ['all', 'node'];
+/**
+ * What `forkd serve` runs: `all`, the control plane and the node in one
+ * process (the default); `node`, only the node, its contract served over
+ * HTTP; `control-plane`, only the API, over a node at FORKD_NODE_URL.
+ */
+export type ServeRole = 'all' | 'node' | 'control-plane';
+export const SERVE_ROLES: readonly ServeRole[] = ['all', 'node', 'control-plane'];
 
 export interface ForkdConfig {
   /** FORKD_ROLE or `forkd serve --role`. */
   role: ServeRole;
+  /** Role `control-plane`: the node's URL (FORKD_NODE_URL, `--node`). */
+  nodeUrl?: string | undefined;
+  /** Role `control-plane`: the file holding the node's token (FORKD_NODE_TOKEN_FILE, default <state dir>/node.token). */
+  nodeTokenFile: string;
   /** Durable state: database, bundles, pool image, admin key. */
   stateDir: string;
   /** Toolchain (private CRIU root) and root-filesystem cache shared by every pool on this host. */
@@ -108,6 +116,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const existing = env.FORKD_POOL;
   return {
     role: role(env.FORKD_ROLE),
+    nodeUrl: env.FORKD_NODE_URL || undefined,
+    nodeTokenFile: env.FORKD_NODE_TOKEN_FILE || join(stateDir, 'node.token'),
     stateDir,
     cacheDir: env.FORKD_CACHE_DIR || '/var/lib/forkd/cache',
     pool: existing
