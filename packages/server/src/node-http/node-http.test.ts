@@ -9,17 +9,9 @@ import type { OutputHandlers, PortConnection, ProcessHandle } from '../node-cont
 import { silentLogger } from '../shared/logger.js';
 import { NodeHttpClient } from './node-http-client.js';
 import { listenNode } from './node-http-server.js';
+import { sandboxInfo } from '../testing/sandbox-info.js';
 
-const info = (id: string): SandboxInfo => ({
-  id,
-  template: 'base',
-  state: 'running',
-  limits: { memoryMb: 512, cpus: 1, pids: 1024 },
-  env: {},
-  metadata: {},
-  createdAt: new Date(0).toISOString(),
-  hostname: id,
-});
+const info = (id: string): SandboxInfo => sandboxInfo(id);
 
 /** What the fake node saw, for the tests to check. */
 const seen = { deleted: [] as string[], ops: [] as string[], detached: 0, written: Buffer.alloc(0) };

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { ERROR_CODES, ForkdError, type SandboxInfo } from '@forkd/protocol';
 import { silentLogger } from '../../shared/logger.js';
 import { waitFor } from '../../testing/helpers.js';
+import { sandboxInfo } from '../../testing/sandbox-info.js';
 import { ApiKeys } from '../auth/api-keys.js';
 import { TenantQuotas } from '../quota/tenant-quotas.js';
 import { AuthThrottle } from '../auth/auth-throttle.js';
@@ -11,16 +12,7 @@ import { createApp } from './app.js';
 import { ROUTES } from './routes/index.js';
 import type { ClaimSandbox, NodeService } from '../../node-contract/index.js';
 
-const info: SandboxInfo = {
-  id: 'sbx-aaaaaaaaaaaa',
-  template: 'base',
-  state: 'running',
-  limits: { memoryMb: 512, cpus: 1, pids: 1024 },
-  env: {},
-  metadata: {},
-  createdAt: new Date(0).toISOString(),
-  hostname: 'sbx-aaaaaaaaaaaa',
-};
+const info: SandboxInfo = sandboxInfo('sbx-aaaaaaaaaaaa');
 
 /**
  * `probe` is called with each new sandbox's id at the moment the node would

@@ -7,6 +7,7 @@ import { TenantQuotas } from '../quota/tenant-quotas.js';
 import { SqliteControlStore } from '../../store/sqlite-control-store.js';
 import { createApp } from './app.js';
 import { publicError } from './public-error.js';
+import { sandboxInfo } from '../../testing/sandbox-info.js';
 import type { NodeService } from '../../node-contract/index.js';
 
 /** What a CRIU failure carries (shape of RuncRuntime.checkpoint's error): host paths, a command, CRIU's log. */
@@ -24,7 +25,7 @@ const rawError = () => Object.assign(new Error("ENOENT: no such file or director
 
 const HOST = /\/(var|run|dev|proc|sys|usr|tmp)\//;
 
-const info: SandboxInfo = { id: 'sbx-aaaaaaaaaaaa', template: 'base', state: 'running', limits: { memoryMb: 512, cpus: 1, pids: 1024 }, env: {}, metadata: {}, createdAt: new Date(0).toISOString(), hostname: 'sbx-aaaaaaaaaaaa' };
+const info: SandboxInfo = sandboxInfo('sbx-aaaaaaaaaaaa');
 
 /** Only what these tests call; anything else is a test bug. */
 function failingService(): NodeService {

@@ -8,6 +8,7 @@ import { TenantQuotas } from '../quota/tenant-quotas.js';
 import { UNLIMITED } from '../quota/tenant-usage.js';
 import { SqliteControlStore } from '../../store/sqlite-control-store.js';
 import { createApp } from './app.js';
+import { sandboxInfo } from '../../testing/sandbox-info.js';
 import type { ClaimSandbox, NodeService } from '../../node-contract/index.js';
 
 /** A node that takes a while to start a sandbox (so calls overlap) and records it at the claim, as the real one does. */
@@ -18,7 +19,7 @@ function slowNode(): NodeService {
   const make = async (claim: ClaimSandbox | undefined, limits: SandboxInfo['limits']): Promise<SandboxInfo> => {
     const id = `sbx-${String(++n).padStart(12, '0')}`;
     await claim?.(id);
-    const s: SandboxInfo = { id, template: 'base', state: 'creating', limits, env: {}, metadata: {}, createdAt: new Date().toISOString(), hostname: id };
+    const s: SandboxInfo = sandboxInfo(id, { state: 'creating', limits, createdAt: new Date().toISOString() });
     boxes.set(id, s);
     await sleep(30);
     s.state = 'running';

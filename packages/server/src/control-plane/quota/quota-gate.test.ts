@@ -6,8 +6,9 @@ import { ApiKeys } from '../auth/api-keys.js';
 import { ownerView } from '../http/caller-view.js';
 import type { NodeService } from '../../node-contract/index.js';
 import { TenantQuotas } from './tenant-quotas.js';
+import { sandboxInfo } from '../../testing/sandbox-info.js';
 
-const box = (id: string, state: SandboxInfo['state']): SandboxInfo => ({ id, template: 'base', state, limits: { memoryMb: 512, cpus: 1, pids: 1024 }, env: {}, metadata: {}, createdAt: '', hostname: id });
+const box = (id: string, state: SandboxInfo['state']): SandboxInfo => sandboxInfo(id, { state });
 
 test('a port-proxy call that would wake a paused sandbox is held to its owner\'s limits; an unowned one to none', async () => {
   const boxes = new Map([box('sbx-run', 'running'), box('sbx-paused', 'paused'), box('sbx-nobody', 'paused')].map((b) => [b.id, b]));
