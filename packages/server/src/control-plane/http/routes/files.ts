@@ -46,7 +46,6 @@ export const FILE_ROUTES = [
     handler: async (c, _deps, input) => {
       const q = input.query();
       await v(c).remove(param(c, 'id'), q.path, flag(q.recursive));
-      return c.body(null, 204);
     },
   }),
   route({
@@ -81,7 +80,6 @@ export const FILE_ROUTES = [
       const r = await input.body();
       c.set('target', r.path);
       await v(c).mkdir(param(c, 'id'), r.path, r.user);
-      return c.body(null, 204);
     },
   }),
   route({
@@ -94,7 +92,6 @@ export const FILE_ROUTES = [
       const r = await input.body();
       c.set('target', `${r.from} -> ${r.to}`);
       await v(c).move(param(c, 'id'), r.from, r.to);
-      return c.body(null, 204);
     },
   }),
   route({

@@ -1,4 +1,5 @@
 import type { Hono } from 'hono';
+import { ForkdError } from '@forkd/protocol';
 import type { AppEnv } from '../app-env.js';
 import { jsonBody } from '../json-body.js';
 import { validate } from '../validate.js';
@@ -23,11 +24,14 @@ export const ROUTES: readonly Route[] = [...ADMIN_ROUTES, ...TEMPLATE_ROUTES, ..
 export function mountRoutes(app: Hono<AppEnv>, deps: RouteDeps, which: 'public' | 'authenticated'): void {
   for (const r of ROUTES) {
     if (!!r.public !== (which === 'public')) continue;
-    app.on(r.method.toUpperCase(), r.path, (c) =>
-      r.handler(c, deps, {
+    app.on(r.method.toUpperCase(), r.path, async (c) => {
+      const res = await r.handler(c, deps, {
         body: async () => (r.body ? validate(r.body, await jsonBody(c)) : undefined) as never,
         query: () => (r.query ? validate(r.query, c.req.query()) : undefined) as never,
-      }),
-    );
+      });
+      if (res) return res;
+      if (r.response?.status !== 204) throw new ForkdError('INTERNAL', `route ${r.method.toUpperCase()} ${r.path} answered nothing`);
+      return c.body(null, 204);
+    });
   }
 }

@@ -28,7 +28,6 @@ export const KEY_AND_AUDIT_ROUTES = [
     response: none,
     handler: async (c, { control }) => {
       await control.keys.revoke(param(c, 'id'), c.get('who'));
-      return c.body(null, 204);
     },
   }),
   route({

@@ -73,7 +73,6 @@ export const PROCESS_ROUTES = [
       const sel = selector(c);
       const { signal } = await input.body();
       await v(c).signal(param(c, 'id'), sel, signalNumber(signal));
-      return c.body(null, 204);
     },
   }),
   route({
@@ -86,7 +85,6 @@ export const PROCESS_ROUTES = [
       const sel = selector(c);
       const r = await input.body();
       await v(c).writeStdin(param(c, 'id'), sel, r.data !== undefined ? Buffer.from(r.data, 'base64') : undefined, r.eof ?? false);
-      return c.body(null, 204);
     },
   }),
 ];

@@ -56,7 +56,8 @@ export interface RouteSpec<B extends Schema | undefined, Q extends z.ZodObject |
   public?: boolean;
   /** Left out of openapi.json (`/metrics`: Prometheus' text, not the JSON API). */
   undocumented?: boolean;
-  handler(c: Context<AppEnv>, deps: RouteDeps, input: RouteInput<Infer<B>, Infer<Q>>): Response | Promise<Response>;
+  /** A route whose response is `none` answers 204 when its handler returns nothing. */
+  handler(c: Context<AppEnv>, deps: RouteDeps, input: RouteInput<Infer<B>, Infer<Q>>): Response | void | Promise<Response | void>;
 }
 
 /** A route of the table, its schemas' types erased. */

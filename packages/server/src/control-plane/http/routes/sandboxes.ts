@@ -43,7 +43,6 @@ export const SANDBOX_ROUTES = [
     response: none,
     handler: async (c) => {
       await v(c).delete(param(c, 'id'));
-      return c.body(null, 204);
     },
   }),
   route({

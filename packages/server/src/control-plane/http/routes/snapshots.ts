@@ -47,7 +47,6 @@ export const SNAPSHOT_ROUTES = [
     response: none,
     handler: async (c) => {
       await v(c).deleteSnapshot(param(c, 'snap'));
-      return c.body(null, 204);
     },
   }),
   route({

@@ -41,7 +41,6 @@ export const TEMPLATE_ROUTES = [
     response: none,
     handler: async (c) => {
       await v(c).deleteTemplate(param(c, 'name'));
-      return c.body(null, 204);
     },
   }),
 ];
