@@ -13,7 +13,6 @@ import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
 import type { GuestClient } from '../guest/guest-client.js';
 import type { ResourceUsage } from '../runtime/runtime.js';
-import { poolUsage } from '../storage/host-space.js';
 import { buildTemplate } from '../templates/template-builder.js';
 import type { WarmPool } from './warm-pool.js';
 import { Reconciler } from './reconciler.js';
@@ -32,7 +31,6 @@ import { deleteSnapshot, forkTree, pinSnapshot, snapshotSandbox } from './snapsh
 import { policySnapshot, setLifetime, timeOut } from './lifetime.js';
 import { toInfo, toSnapshotInfo } from './sandbox-info.js';
 
-export { GUEST_DIR } from './guest-install.js';
 export type { ManagerDeps } from './manager-deps.js';
 export type { ExecExit, ForkTree, NodeStats } from '../../node-contract/node-types.js';
 
@@ -188,7 +186,7 @@ export class SandboxManager {
   }
 
   async stats(): Promise<NodeStats> {
-    const pool = await poolUsage(this.#d.storage.path('.'));
+    const pool = await this.#d.storage.usage();
     const totals = await this.#d.store.snapshotTotals();
     return { snapshots: totals.count, snapshotBytes: totals.bytes, poolUsedBytes: pool.usedBytes, poolSizeBytes: pool.sizeBytes, warmPoolHeld: this.#ctx.pool.held().size };
   }
