@@ -22,6 +22,10 @@ export interface ForkdConfig {
   /** Toolchain (private CRIU root) and root-filesystem cache shared by every pool on this host. */
   cacheDir: string;
   pool: { mountPoint: string; image?: string | undefined; sizeBytes: number };
+  /** Which Runtime runs sandboxes (FORKD_RUNTIME, default `runc`; the choices are in node/drivers.ts). */
+  runtime: string;
+  /** Which Storage holds volumes (FORKD_STORAGE, default `btrfs`; see node/drivers.ts). */
+  storage: string;
   /** Volatile runtime state (runc state); lost on reboot like the processes it describes. */
   runDir: string;
   /** Memory-backed directory where CRIU dumps before images move to the pool (short freezes). */
@@ -123,6 +127,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     pool: existing
       ? { mountPoint: existing, sizeBytes: 0 }
       : { mountPoint: join(stateDir, 'pool'), image: join(stateDir, 'pool.img'), sizeBytes: int(env.FORKD_POOL_SIZE_GB, 64, 'FORKD_POOL_SIZE_GB') * 2 ** 30 },
+    runtime: env.FORKD_RUNTIME || 'runc',
+    storage: env.FORKD_STORAGE || 'btrfs',
     runDir: env.FORKD_RUN_DIR || '/run/forkd',
     stagingDir: env.FORKD_STAGING_DIR || '/dev/shm/forkd',
     cgroupParent: env.FORKD_CGROUP_PARENT || 'forkd',

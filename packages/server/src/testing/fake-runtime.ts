@@ -1,6 +1,8 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkdError, type Limits } from '@forkd/protocol';
+import type { GuestTransport } from '../node/runtime/guest-transport.js';
+import { FakeGuestTransport } from './fake-guest-transport.js';
 import type { CheckpointOptions, CheckpointStats, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from '../node/runtime/runtime.js';
 
 export type RuntimeOp = 'start' | 'restore' | 'checkpoint' | 'destroy' | 'state' | 'usage' | 'thaw' | 'update' | 'list';
@@ -25,6 +27,7 @@ interface Instance {
  * or to block until released.
  */
 export class FakeRuntime implements Runtime {
+  readonly rootKind = 'directory';
   readonly calls: RuntimeCall[] = [];
   readonly instances = new Map<string, Instance>();
   readonly #failures = new Map<RuntimeOp, Error>();
@@ -68,7 +71,7 @@ export class FakeRuntime implements Runtime {
 
   /** An instance the manager did not make (an orphan a crash left). */
   plant(id: string, status: RuntimeStatus = 'running'): void {
-    this.instances.set(id, { status, spec: { rootfs: '', hostname: id, limits: { memoryMb: 512, cpus: 1, pids: 1024 }, init: '', env: {} }, pids: 1, oomKills: 0 });
+    this.instances.set(id, { status, spec: { root: { kind: 'directory', path: '' }, hostname: id, limits: { memoryMb: 512, cpus: 1, pids: 1024 }, env: {} }, pids: 1, oomKills: 0 });
   }
 
   async #enter(op: RuntimeOp, id?: string): Promise<void> {
@@ -81,6 +84,11 @@ export class FakeRuntime implements Runtime {
     }
     const err = this.#failures.get(op);
     if (err) throw err;
+  }
+
+  /** A guest side without an agent (see FakeGuestTransport); the test kit gives the manager its own to inspect. */
+  guests(): GuestTransport {
+    return new FakeGuestTransport();
   }
 
   async start(id: string, spec: RuntimeSpec): Promise<RuntimeState> {

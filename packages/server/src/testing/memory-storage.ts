@@ -3,6 +3,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import { exec } from '../shared/exec.js';
+import type { RootKind, SandboxRoot } from '../node/runtime/sandbox-root.js';
+import { adoptDirAt, copyTreeInto, directoryRoot, removeDirAt } from '../node/storage/directory-ops.js';
+import type { FrozenCommit } from '../node/storage/frozen-commit.js';
+import { poolUsage } from '../node/storage/host-space.js';
 import { assertKey, type Storage } from '../node/storage/storage.js';
 
 /** What a volume's files were when it was copied, by relative path: a file still so is shared with where it came from. */
@@ -28,7 +32,7 @@ const asRoot = process.geteuid?.() === 0;
  * manager's file operations work in. prepare and commit copy (`cp -a`,
  * sharing extents where the filesystem can); read-only commits and shared
  * extents are emulated well enough to pass storage-conformance.ts. No
- * commitCommand: tests that snapshot a running sandbox need BtrfsStorage.
+ * frozenCommit: tests that snapshot a running sandbox need BtrfsStorage.
  *
  * Volumes are tracked by their top directory's inode, not their key, so a
  * directory renamed around them (a snapshot's `.tmp-` dir) keeps them known.
@@ -36,7 +40,8 @@ const asRoot = process.geteuid?.() === 0;
  * does in a sandbox's root (rootfs-ops.ts): here no sandbox runs to race it.
  */
 export class MemoryStorage implements Storage {
-  readonly root: string;
+  /** The directory every volume is under. */
+  readonly dir: string;
   readonly #volumes = new Map<string, VolumeState>();
 
   /** A new storage on an empty directory under `parent`; `close` removes it all. */
@@ -45,12 +50,16 @@ export class MemoryStorage implements Storage {
   }
 
   constructor(root: string) {
-    this.root = root;
+    this.dir = root;
   }
 
   path(key: string): string {
     assertKey(key);
-    return join(this.root, key);
+    return join(this.dir, key);
+  }
+
+  root(key: string, kind: RootKind): SandboxRoot {
+    return directoryRoot(this.path(key), kind);
   }
 
   async exists(key: string): Promise<boolean> {
@@ -96,8 +105,26 @@ export class MemoryStorage implements Storage {
     return p;
   }
 
-  async commitCommand(key: string, source: string): Promise<string[]> {
+  async frozenCommit(key: string, source: string): Promise<FrozenCommit> {
     throw new ForkdError('NOT_IMPLEMENTED', `MemoryStorage has no command form of commit (${source} -> ${key}): snapshot tests need BtrfsStorage`);
+  }
+
+  async importTree(key: string, sourceDir: string): Promise<void> {
+    const p = await this.create(key);
+    await copyTreeInto(sourceDir, p);
+    await this.#track(p, { sealed: await seal(p) });
+  }
+
+  adoptDir(key: string, sourceDir: string): Promise<void> {
+    return adoptDirAt(this.path(key), sourceDir);
+  }
+
+  removeDir(key: string): Promise<void> {
+    return removeDirAt(this.path(key));
+  }
+
+  usage(): Promise<{ usedBytes: number; sizeBytes: number }> {
+    return poolUsage(this.dir);
   }
 
   async rename(from: string, to: string): Promise<void> {
@@ -133,7 +160,7 @@ export class MemoryStorage implements Storage {
 
   async list(prefix: string): Promise<string[]> {
     assertKey(prefix);
-    const names = await readdir(join(this.root, prefix)).catch(() => [] as string[]);
+    const names = await readdir(join(this.dir, prefix)).catch(() => [] as string[]);
     return names.sort().map((n) => `${prefix}/${n}`);
   }
 
@@ -155,8 +182,8 @@ export class MemoryStorage implements Storage {
 
   /** Removes every volume and the root (a failed test may leave sealed ones). */
   async close(): Promise<void> {
-    await unsealAll(this.root);
-    await rm(this.root, { recursive: true, force: true });
+    await unsealAll(this.dir);
+    await rm(this.dir, { recursive: true, force: true });
     this.#volumes.clear();
   }
 

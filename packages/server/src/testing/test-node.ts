@@ -11,6 +11,7 @@ import { openNode, type Node } from '../node/node.js';
 import type { NodeEventSink } from '../node/node-event.js';
 import { unmountPool } from '../node/storage/btrfs-pool.js';
 import { baseRootfsDir } from '../setup/setup.js';
+import { poolLayout } from '../node/storage/pool-layout.js';
 import { cgroupDirs } from '../node/cgroups/cgroups.js';
 
 export const isRoot = process.getuid?.() === 0;
@@ -154,14 +155,14 @@ export async function orphans(node: Node): Promise<string[]> {
   extra('cgroup', cgroups, running);
   const bundles = (await readdir(join(node.config.stateDir, 'bundles')).catch(() => [] as string[])).filter((n) => !n.startsWith('.'));
   extra('bundle', bundles, running);
-  const volumes = new Set((await node.storage.list('sandboxes')).map((k) => k.split('/')[1] ?? ''));
+  const volumes = new Set((await node.storage.list(poolLayout.sandboxes)).map((k) => k.split('/')[1] ?? ''));
   extra('volume', volumes, withFiles);
   missing('volume', withFiles, volumes);
   const snaps = (await Promise.all(records.map((r) => node.store.listSnapshots(r.id)))).flat();
   const total = (await node.store.snapshotTotals()).count;
   if (total !== snaps.length) found.push(`${total - snaps.length} snapshot records of sandboxes that are gone`);
   const snapIds = new Set(snaps.map((s) => s.id));
-  const dirs = new Set((await node.storage.list('snapshots')).map((k) => k.split('/')[1] ?? ''));
+  const dirs = new Set((await node.storage.list(poolLayout.snapshots)).map((k) => k.split('/')[1] ?? ''));
   extra('snapshot dir', dirs, snapIds);
   missing('snapshot dir', snapIds, dirs);
   for (const n of await readdir(node.config.stagingDir).catch(() => [] as string[])) found.push(`staging dir ${n}`);

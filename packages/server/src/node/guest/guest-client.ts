@@ -1,5 +1,5 @@
 import { ForkdError, type FileEntry, type ProcessInfo, type WatchEvent } from '@forkd/protocol';
-import { GUEST_DEADLINE_MS, GuestConnection, guestError } from './guest-connection.js';
+import { GUEST_DEADLINE_MS, GuestConnection, guestError, type GuestDialer } from './guest-connection.js';
 import { FORKD_GUEST_PROTOCOL_MIN, K, MAX_DATA, ProtocolError, T, Tlv, type TlvInput } from './guest-frames.js';
 import { GuestProcess, type OutputHandlers } from './guest-process.js';
 
@@ -66,7 +66,7 @@ const WATCH_EVENTS = new Set(['create', 'write', 'remove', 'rename', 'chmod']);
  * (which is what lets CRIU dump it at any time).
  */
 export class GuestClient {
-  readonly #socketPath: string;
+  readonly #dial: GuestDialer;
   readonly #open = new Set<GuestConnection>();
   #gate: Promise<void> | undefined;
   /** Lowered once to an agent of an older snapshot that refuses ours. */
@@ -81,12 +81,13 @@ export class GuestClient {
   #sealing: { done: Promise<void>; resolve: () => void; reject: (err: unknown) => void } | undefined;
 
   /**
-   * `verify` rejects unless the socket's directory is a real directory that
-   * is sealed (immutable) with a socket in it; without one (an agent outside
-   * any sandbox, in tests) the path is trusted as it is.
+   * `dial` opens a connection to the agent (see GuestDialer). `verify`
+   * rejects unless the socket's directory is a real directory that is sealed
+   * (immutable) with a socket in it; without one (an agent outside any
+   * sandbox, in tests) the channel is trusted as it is.
    */
-  constructor(socketPath: string, opts: { verify?: () => Promise<void>; deadlineMs?: number } = {}) {
-    this.#socketPath = socketPath;
+  constructor(dial: GuestDialer, opts: { verify?: () => Promise<void>; deadlineMs?: number } = {}) {
+    this.#dial = dial;
     this.#deadlineMs = opts.deadlineMs ?? GUEST_DEADLINE_MS;
     this.#verify = opts.verify;
     this.#trusted = !opts.verify;
@@ -146,7 +147,7 @@ export class GuestClient {
         .finally(() => (this.#verifying = undefined));
       await this.#verifying;
     }
-    const conn = await GuestConnection.open(this.#socketPath, this.#version, deadlineMs);
+    const conn = await GuestConnection.open(this.#dial, this.#version, deadlineMs);
     this.#open.add(conn);
     conn.onClose(() => this.#open.delete(conn));
     return conn;

@@ -56,6 +56,19 @@ function timedOut(what: string, ms: number): ForkdError {
 }
 
 /**
+ * Opens a new stream to a guest agent, connecting (it emits `connect` once
+ * usable, `error` if not): the one thing a guest transport decides about a
+ * connection. A Unix socket path for containers (unixDialer); a vsock
+ * dialer for a future microVM.
+ */
+export type GuestDialer = () => Socket;
+
+/** Dials the agent's Unix socket at `path` (each call a new connection). */
+export function unixDialer(path: string): GuestDialer {
+  return () => createConnection(path);
+}
+
+/**
  * One connection = one operation (see docs/guest-protocol.md). Frames are
  * pulled with `next()`; a bounded queue plus pausing the socket keeps a fast
  * guest from flooding host memory.
@@ -115,9 +128,9 @@ export class GuestConnection {
     else this.#socket.once('close', cb);
   }
 
-  static async open(socketPath: string, version = FORKD_GUEST_PROTOCOL, deadlineMs = GUEST_DEADLINE_MS): Promise<GuestConnection> {
+  static async open(dial: GuestDialer, version = FORKD_GUEST_PROTOCOL, deadlineMs = GUEST_DEADLINE_MS): Promise<GuestConnection> {
     const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = createConnection(socketPath);
+      const s = dial();
       const timer = setTimeout(() => {
         s.destroy();
         reject(timedOut('accept the connection', deadlineMs));

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { ForkdError } from '@forkd/protocol';
 import { REPO_ROOT } from '../../shared/config.js';
 import { GuestClient } from './guest-client.js';
-import { GuestConnection } from './guest-connection.js';
+import { GuestConnection, unixDialer } from './guest-connection.js';
 import { K, T, Tlv } from './guest-frames.js';
 
 const AGENT = join(REPO_ROOT, 'packages/guest/build/forkd-guest');
@@ -25,7 +25,7 @@ describe('guest protocol 2: resumable process streams', { skip: !existsSync(AGEN
     dir = await mkdtemp(join(tmpdir(), 'forkd-guest-'));
     agent = spawn(AGENT, ['--socket', sock()], { stdio: 'ignore' });
     for (let i = 0; i < 200 && !existsSync(sock()); i++) await sleep(10);
-    guest = new GuestClient(sock());
+    guest = new GuestClient(unixDialer(sock()));
   });
   after(async () => {
     agent.kill('SIGKILL');
@@ -67,7 +67,7 @@ describe('guest protocol 2: resumable process streams', { skip: !existsSync(AGEN
   });
 
   test('an unacknowledged exit can be fetched again; a wrong token is ESRCH; an offset past the end starts at the end', async () => {
-    const conn = await GuestConnection.open(sock());
+    const conn = await GuestConnection.open(unixDialer(sock()));
     conn.send(T.SPAWN, [[K.ARG, '/bin/echo'], [K.ARG, 'hello']]);
     await conn.handshake();
     const started = new Tlv((await conn.expect(T.STARTED)).payload);
@@ -88,7 +88,7 @@ describe('guest protocol 2: resumable process streams', { skip: !existsSync(AGEN
   });
 
   test('protocol 1 is still spoken', async () => {
-    const conn = await GuestConnection.open(sock(), 1);
+    const conn = await GuestConnection.open(unixDialer(sock()), 1);
     conn.send(T.INFO);
     await conn.handshake();
     assert.equal(new Tlv((await conn.expect(T.OK)).payload).reqInt(K.VERSION), 2);

@@ -87,7 +87,7 @@ describe('disk quotas and the pool free-space watch (real Btrfs)', { skip: !isRo
     await node.manager.delete(a);
     await exec('btrfs', ['subvolume', 'sync', node.config.pool.mountPoint]);
     // The kernel may leave the numbers inconsistent after that drop: the keeper rescans (quota-keeper.ts).
-    await node.quotaKeeper.check();
+    await node.quotaKeeper!.check();
     assert.equal(await quotasInconsistent(node.config.pool.mountPoint), false);
     assert.equal(await limitOf(g!.id), want);
     assert.match(await fill(g!.id, 16), /rc=0\n$/, 'the fork still writes within its quota after its parent is gone');
@@ -103,7 +103,7 @@ describe('disk quotas and the pool free-space watch (real Btrfs)', { skip: !isRo
     for (const id of [f!.id, g!.id, c]) await node.manager.delete(id);
     await node.manager.settled();
     await exec('btrfs', ['subvolume', 'sync', node.config.pool.mountPoint]);
-    await node.quotaKeeper.check();
+    await node.quotaKeeper!.check();
     assert.equal(await quotasInconsistent(node.config.pool.mountPoint), false);
   });
 

@@ -6,7 +6,7 @@ import type { Storage } from '../storage/storage.js';
 import type { SnapshotFiles } from '../storage/snapshot-files.js';
 import type { TemplateRegistry } from '../templates/template-registry.js';
 import type { AdmissionGate } from './admission-gate.js';
-import type { GuestInstall } from './guest-install.js';
+import type { GuestTransport } from '../runtime/guest-transport.js';
 import type { Recovery } from './recovery.js';
 import type { SandboxDisk } from './sandbox-disk.js';
 import type { SandboxInstances } from './sandbox-instances.js';
@@ -30,7 +30,7 @@ export interface ManagerContext {
   space: SandboxDisk;
   instances: SandboxInstances;
   files: SnapshotFiles;
-  guests: GuestInstall;
+  guests: GuestTransport;
   recovery: Recovery;
   pool: WarmPool;
   /** Releases of instances left by rewinds, finished in the background (awaited by close and delete). */

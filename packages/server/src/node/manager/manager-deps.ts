@@ -7,7 +7,7 @@ import type { SnapshotFiles } from '../storage/snapshot-files.js';
 import type { Storage } from '../storage/storage.js';
 import type { TemplateRegistry } from '../templates/template-registry.js';
 import type { OvercommitPolicy } from './admission.js';
-import type { GuestInstall } from './guest-install.js';
+import type { GuestTransport } from '../runtime/guest-transport.js';
 import type { HostCapacity } from './host-capacity.js';
 import type { SandboxDiskOptions } from './sandbox-disk.js';
 import type { SandboxMaxima } from './sandbox-maxima.js';
@@ -37,8 +37,8 @@ export interface ManagerDeps {
   admission?: { host?: HostCapacity; overcommit?: OvercommitPolicy; maxima?: Partial<SandboxMaxima> };
   /** Disk quotas, the pool's free-space watch and disk admission (see sandbox-disk.ts); default: none of them, 10 GiB recorded. */
   disk?: SandboxDiskOptions;
-  /** The agent side of instances (default: the real agent, AgentInstall); unit tests give a fake. */
-  guests?: GuestInstall;
+  /** The agent side of instances (default: the runtime's own, Runtime.guests); unit tests give a fake. */
+  guests?: GuestTransport;
   /** Snapshot images and roots (default: in the pool, PoolSnapshotFiles); unit tests give a fake. */
   snapshotFiles?: SnapshotFiles;
 }

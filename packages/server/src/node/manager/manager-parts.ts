@@ -1,10 +1,10 @@
 import { canTransition, ForkdError, Limits, newSandboxId } from '@forkd/protocol';
 import type { GuestClient } from '../guest/guest-client.js';
 import { GUEST_DEADLINE_MS } from '../guest/guest-connection.js';
+import { poolLayout } from '../storage/pool-layout.js';
 import { PoolSnapshotFiles } from '../storage/snapshot-files.js';
 import { NodeAdmission } from './admission.js';
 import { AdmissionGate } from './admission-gate.js';
-import { AgentInstall } from './guest-install.js';
 import { readHostCapacity } from './host-capacity.js';
 import type { ManagerContext } from './manager-context.js';
 import type { ManagerDeps } from './manager-deps.js';
@@ -42,7 +42,8 @@ export function assembleManager(deps: ManagerDeps, m: ManagerFacade): ManagerPar
   const maxima = sandboxMaxima(host, deps.admission?.maxima);
   const admission = new AdmissionGate(() => store.listSandboxes(), new NodeAdmission(host, deps.admission?.overcommit ?? { memory: 4, cpus: 0 }), space);
   const locks = new SandboxLocks();
-  const guests = deps.guests ?? new AgentInstall({ rootfs: (key) => deps.storage.path(`sandboxes/${key}`), guestBinary: deps.guestBinary, deadlineMs: guestDeadlineMs });
+  // The runtime says how its guest is reached; Storage says where each instance's root is.
+  const guests = deps.guests ?? deps.runtime.guests({ root: (key) => deps.storage.root(poolLayout.sandbox(key), deps.runtime.rootKind), guestBinary: deps.guestBinary, deadlineMs: guestDeadlineMs });
   const files = deps.snapshotFiles ?? new PoolSnapshotFiles({ storage: deps.storage, stagingDir: deps.stagingDir, logger: deps.logger, onStored: (id, bytes) => store.setSnapshotSize(id, bytes) });
   const instances = new SandboxInstances({ ...deps, guests, files, space, userns: !!deps.userns });
   const diskUse: ManagerParts['diskUse'] = new Map();

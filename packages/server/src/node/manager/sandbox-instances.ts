@@ -2,10 +2,12 @@ import { ForkdError, Limits } from '@forkd/protocol';
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
 import type { IdMap, Runtime, RuntimeSpec } from '../runtime/runtime.js';
+import type { SandboxRoot } from '../runtime/sandbox-root.js';
 import type { Storage } from '../storage/storage.js';
 import type { SnapshotFiles } from '../storage/snapshot-files.js';
 import type { TemplateRegistry } from '../templates/template-registry.js';
-import { GUEST_INIT, type GuestInstall } from './guest-install.js';
+import type { GuestTransport } from '../runtime/guest-transport.js';
+import { poolLayout } from '../storage/pool-layout.js';
 import { ID_RANGE_SIZE, pickIdRange } from './id-ranges.js';
 import type { SandboxDisk } from './sandbox-disk.js';
 
@@ -16,7 +18,7 @@ export interface InstancesDeps {
   storage: Storage;
   runtime: Runtime;
   templates: TemplateRegistry;
-  guests: GuestInstall;
+  guests: GuestTransport;
   files: SnapshotFiles;
   space: SandboxDisk;
   logger: Logger;
@@ -45,9 +47,10 @@ export class SandboxInstances {
   }
 
   volumeOf(key: string): string {
-    return `sandboxes/${key}`;
+    return poolLayout.sandbox(key);
   }
 
+  /** Host path of an instance's root volume (disk quotas, test helpers). */
   rootfsOf(key: string): string {
     return this.#d.storage.path(this.volumeOf(key));
   }
@@ -56,8 +59,13 @@ export class SandboxInstances {
     return this.#d.storage.path(this.#d.templates.volume(template));
   }
 
+  /** An instance's root as its runtime takes it. */
+  #root(key: string): SandboxRoot {
+    return this.#d.storage.root(this.volumeOf(key), this.#d.runtime.rootKind);
+  }
+
   spec(r: SandboxRecord, key: string): RuntimeSpec {
-    return { rootfs: this.rootfsOf(key), hostname: r.id, limits: r.limits, init: GUEST_INIT, env: {}, idmap: r.idmap === undefined ? undefined : { hostId: r.idmap, size: ID_RANGE_SIZE } };
+    return { root: this.#root(key), hostname: r.id, limits: r.limits, env: {}, idmap: r.idmap === undefined ? undefined : { hostId: r.idmap, size: ID_RANGE_SIZE } };
   }
 
   /**
@@ -98,7 +106,7 @@ export class SandboxInstances {
     // (/dev is the runtime's own tmpfs, see oci-spec; the root's hidden /dev is emptied, see prepareRoot.)
     await this.#d.guests.prepareRoot(id, { install: !warm });
     const t1 = performance.now();
-    const spec = { rootfs, hostname: id, limits, init: GUEST_INIT, env: {}, idmap: warm ? undefined : await this.#newIdmap() };
+    const spec = { root: this.#root(key), hostname: id, limits, env: {}, idmap: warm ? undefined : await this.#newIdmap() };
     const st = warm ? await this.#d.runtime.restore(id, spec, { imagesDir: this.#d.templates.imagesDir(template) }) : await this.#d.runtime.start(id, spec);
     const t2 = performance.now();
     await this.waitReady(id);
@@ -167,7 +175,7 @@ export class SandboxInstances {
     }
   }
 
-  /** The agent answers (see GuestInstall.waitAgent); the root's exact quota is set from then on. */
+  /** The agent answers (see GuestTransport.waitAgent); the root's exact quota is set from then on. */
   async waitReady(key: string): Promise<void> {
     await this.#d.guests.waitAgent(key, async () => (await this.#d.runtime.state(key)).status);
     this.#d.space.settle(this.rootfsOf(key));

@@ -12,7 +12,6 @@ import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
 import type { GuestClient } from '../guest/guest-client.js';
 import type { ResourceUsage } from '../runtime/runtime.js';
-import { poolUsage } from '../storage/host-space.js';
 import type { WarmPool } from './warm-pool.js';
 import { sandboxTimeoutMs } from './sandbox-timeout.js';
 import type { SandboxMaxima } from './sandbox-maxima.js';
@@ -29,7 +28,6 @@ import { deleteSnapshot, forkTree, pinSnapshot, snapshotSandbox } from './snapsh
 import { policySnapshot, setLifetime, timeOut } from './lifetime.js';
 import { toInfo, toSnapshotInfo } from './sandbox-info.js';
 
-export { GUEST_DIR } from './guest-install.js';
 export type { ManagerDeps } from './manager-deps.js';
 export type { ExecExit, ForkTree, NodeStats } from '../../node-contract/node-types.js';
 
@@ -188,7 +186,7 @@ export class SandboxManager {
   }
 
   async stats(): Promise<NodeStats> {
-    const pool = await poolUsage(this.#d.storage.path('.'));
+    const pool = await this.#d.storage.usage();
     const totals = await this.#d.store.snapshotTotals();
     return { snapshots: totals.count, snapshotBytes: totals.bytes, poolUsedBytes: pool.usedBytes, poolSizeBytes: pool.sizeBytes, warmPoolHeld: this.#ctx.pool.held().size };
   }

@@ -5,7 +5,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, Store } from '../../store/store.js';
 import type { GuestClient, GuestProcess } from '../guest/guest-client.js';
 import type { ResourceUsage, Runtime } from '../runtime/runtime.js';
-import type { GuestInstall } from './guest-install.js';
+import type { GuestTransport } from '../runtime/guest-transport.js';
 import { ProcessSession, type SessionHost } from './process-session.js';
 import type { ReattachGate } from './reattach-gate.js';
 import { watchSession } from './watch-session.js';
@@ -13,7 +13,7 @@ import { watchSession } from './watch-session.js';
 export interface StreamsDeps {
   store: Store;
   runtime: Runtime;
-  guests: GuestInstall;
+  guests: GuestTransport;
   reattach: ReattachGate;
   logger: Logger;
   /** The guest link for a call: resumes a hibernated sandbox, counts as activity (SandboxManager.guest). */

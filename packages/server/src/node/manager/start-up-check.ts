@@ -1,11 +1,12 @@
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, Store } from '../../store/store.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { poolLayout } from '../storage/pool-layout.js';
 import type { Storage } from '../storage/storage.js';
 import type { SnapshotFiles } from '../storage/snapshot-files.js';
 import type { TemplateRegistry } from '../templates/template-registry.js';
 import { eachBounded } from './each-bounded.js';
-import type { GuestInstall } from './guest-install.js';
+import type { GuestTransport } from '../runtime/guest-transport.js';
 import { LOST_AT_START, type Recovery } from './recovery.js';
 import type { SandboxDisk } from './sandbox-disk.js';
 import type { SandboxInstances } from './sandbox-instances.js';
@@ -18,7 +19,7 @@ export interface StartUpContext {
   runtime: Runtime;
   templates: TemplateRegistry;
   files: SnapshotFiles;
-  guests: GuestInstall;
+  guests: GuestTransport;
   instances: SandboxInstances;
   space: SandboxDisk;
   recovery: Recovery;
@@ -99,7 +100,7 @@ async function sweep(c: StartUpContext, known: Set<string>, lost: SandboxRecord[
   for (const id of await c.runtime.list()) {
     if (!known.has(id) && !pooled.has(id)) await c.runtime.destroy(id).catch(() => {});
   }
-  for (const key of await c.storage.list('sandboxes')) {
+  for (const key of await c.storage.list(poolLayout.sandboxes)) {
     const id = key.split('/')[1] ?? '';
     if (!known.has(id) && !pooled.has(id)) await c.storage.remove(key).catch(() => {});
   }

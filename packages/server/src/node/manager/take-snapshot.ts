@@ -5,7 +5,7 @@ import type { SandboxRecord, SnapshotRecord, Store } from '../../store/store.js'
 import type { Runtime } from '../runtime/runtime.js';
 import type { Storage } from '../storage/storage.js';
 import type { SnapshotFiles } from '../storage/snapshot-files.js';
-import type { GuestInstall } from './guest-install.js';
+import type { GuestTransport } from '../runtime/guest-transport.js';
 import type { ReattachGate } from './reattach-gate.js';
 import type { SandboxDisk } from './sandbox-disk.js';
 import type { SandboxInstances } from './sandbox-instances.js';
@@ -18,7 +18,7 @@ export interface SnapshotContext {
   storage: Storage;
   runtime: Runtime;
   files: SnapshotFiles;
-  guests: GuestInstall;
+  guests: GuestTransport;
   instances: SandboxInstances;
   space: SandboxDisk;
   reattach: ReattachGate;
@@ -65,7 +65,7 @@ export async function takeSnapshot(c: SnapshotContext, r: SandboxRecord, opts: T
           imagesDir: draft.imagesDir,
           workDir: draft.workDir,
           leaveRunning: opts.leaveRunning,
-          whileFrozen: await c.storage.commitCommand(draft.rootfsKey, c.instances.volumeOf(key)),
+          whileFrozen: await c.storage.frozenCommit(draft.rootfsKey, c.instances.volumeOf(key)),
         });
         crashPoint('snapshot:dumped');
       } finally {

@@ -43,8 +43,14 @@ function idMapping(m: IdMap) {
   return { containerID: 0, hostID: m.hostId, size: m.size };
 }
 
+/** A sandbox as runc sees it: its root as the host directory runc is given (maybe an idmapped view), its init a path in it. */
+export interface OciSandbox extends Omit<RuntimeSpec, 'root'> {
+  rootfs: string;
+  init: string;
+}
+
 /** Builds the OCI runtime config.json of a sandbox (pure; tested without root). */
-export function buildOciSpec(spec: RuntimeSpec, opts: OciOptions): Record<string, unknown> {
+export function buildOciSpec(spec: OciSandbox, opts: OciOptions): Record<string, unknown> {
   const memBytes = spec.limits.memoryMb * 1024 * 1024;
   return {
     ociVersion: '1.0.2',

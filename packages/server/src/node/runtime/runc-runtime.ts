@@ -1,14 +1,18 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { chmod, chown, copyFile, lchown, lstat, mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ForkdError, type Limits } from '@forkd/protocol';
-import { exec, spawnDaemon } from '../../shared/exec.js';
-import { waitForPath } from '../../shared/wait-for-path.js';
+import { exec } from '../../shared/exec.js';
 import { childCgroups, freezerControl, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
 import type { Network } from '../network/network.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
+import { killQuietly, listeningDaemon } from './runc-daemons.js';
+import { carriesOwnNetns, IDMAP_FILE, ownImages, readIdmap } from './runc-images.js';
+import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
+import { RootMounts } from './root-mounts.js';
+import { GUEST_INIT, UnixSocketGuest } from './unix-socket-guest.js';
 import { readHostLimits, sandboxRlimits } from './rlimits.js';
-import type { CheckpointOptions, CheckpointStats, IdMap, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
+import type { CheckpointOptions, CheckpointStats, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
 
 export interface RuncOptions {
   /** runc's state directory (tmpfs: containers do not survive a reboot anyway). */
@@ -54,10 +58,14 @@ export const CHECKPOINT_DEADLINE_MS = 120_000;
 
 /** Runtime backed by runc: one OCI container per sandbox, the guest agent as its init. */
 export class RuncRuntime implements Runtime {
+  /** runc takes a host directory as the container's root. */
+  readonly rootKind = 'directory';
   readonly #o: Required<RuncOptions>;
+  readonly #mounts: RootMounts;
   readonly #swap = swapAccounting();
 
   constructor(opts: RuncOptions) {
+    this.#mounts = new RootMounts(opts.mountRoot, opts.idmapTool);
     this.#o = { runc: 'runc', criu: 'criu', criuAction: '', lazyRestore: false, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
     // runc ≥ 1.2 ignores --criu and runs the `criu` on its PATH: forkd's own comes first.
     this.#uffdBroker = [this.#o.uffdPreload, this.#o.uffdBroker, '/dev/userfaultfd'].every((p) => p !== '' && existsSync(p));
@@ -92,6 +100,11 @@ export class RuncRuntime implements Runtime {
   /** Read once: the daemon's hard limits do not change while it runs. */
   readonly #rlimits = sandboxRlimits(readHostLimits());
 
+  /** The agent is the container's init and listens on a Unix socket in the root (see unix-socket-guest.ts). */
+  guests(deps: GuestTransportDeps): GuestTransport {
+    return new UnixSocketGuest(deps);
+  }
+
   cgroupPath(id: string): string {
     return `/${this.#o.cgroupParent}/${id}`;
   }
@@ -114,84 +127,14 @@ export class RuncRuntime implements Runtime {
     await mkdir(bundle, { recursive: true, mode: 0o700 });
     await mkdir(this.#o.stateRoot, { recursive: true });
     // Beside the roots, not in the private bundles: CRIU opens it from inside a sandbox's user namespace.
-    const emptyDir = await this.#sharedDirs();
-    const rootfs = await this.#mountRoot(id, spec, images);
-    const config = buildOciSpec({ ...spec, rootfs }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir, rlimits: this.#rlimits });
+    const emptyDir = await this.#mounts.sharedDirs();
+    const rootfs = await this.#mounts.mount(id, spec, images);
+    const config = buildOciSpec({ ...spec, rootfs, init: GUEST_INIT }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir, rlimits: this.#rlimits });
     await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 });
     // The range goes with every checkpoint's images: a restore must recreate it (see checkpoint).
     if (spec.idmap) await writeFile(join(bundle, IDMAP_FILE), JSON.stringify(spec.idmap));
     else await rm(join(bundle, IDMAP_FILE), { force: true });
     return bundle;
-  }
-
-  /**
-   * The root runc is given: the volume itself, or (with a user namespace) an
-   * idmapped view of it, in which the files' ids on disk (the template's,
-   * shared by every sandbox) read as the sandbox's range. No tree walk, no
-   * copy: the mount is made in ~1 ms whatever the size of the root. With
-   * `images`, the same process also binds that directory next to the root
-   * (see #imagesInReach).
-   */
-  async #mountRoot(id: string, spec: RuntimeSpec, images?: string): Promise<string> {
-    if (!spec.idmap) return spec.rootfs;
-    await this.#unmountRoot(id);
-    // runc resolves the root from inside the user namespace: the path must be
-    // traversable by the sandbox's root (host id hostId) and by nobody else.
-    // The shared directory only lets others pass (0711, no listing); each
-    // sandbox's own is its root's alone (0700).
-    await this.#sharedDirs();
-    const own = join(this.#o.mountRoot, id);
-    await mkdir(own, { mode: 0o700 });
-    await chown(own, spec.idmap.hostId, spec.idmap.hostId);
-    const target = join(own, 'root');
-    await mkdir(target);
-    const bind = images ? ['--bind', images, join(own, 'images')] : [];
-    if (images) await mkdir(join(own, 'images'));
-    await exec(this.#o.idmapTool, [spec.rootfs, target, String(spec.idmap.hostId), String(spec.idmap.size), ...bind]);
-    return target;
-  }
-
-  /**
-   * CRIU re-opens the images by path from inside the restored user
-   * namespace: they are bound into the sandbox's own directory next to its
-   * root (reachable by its root only), instead of opening the pool to it.
-   */
-  #imagesInReach(id: string): string {
-    return join(this.#o.mountRoot, id, 'images');
-  }
-
-  #shared: Promise<string> | undefined;
-
-  /**
-   * The roots' directory (passable by every sandbox's root) and the empty
-   * directory beside it that masks /sys/firmware: made once per runtime, not
-   * at every start. Returns the empty directory.
-   */
-  #sharedDirs(): Promise<string> {
-    this.#shared ??= (async () => {
-      const emptyDir = join(this.#o.mountRoot, '.empty');
-      await mkdir(emptyDir, { recursive: true });
-      await chmod(emptyDir, 0o555);
-      await traversable(this.#o.mountRoot);
-      return emptyDir;
-    })().catch((err: unknown) => {
-      this.#shared = undefined;
-      throw err;
-    });
-    return this.#shared;
-  }
-
-  /** Only ever unmounted and rmdir'ed, never removed recursively: through the mount that would delete the volume's files. */
-  async #unmountRoot(id: string): Promise<void> {
-    const own = join(this.#o.mountRoot, id);
-    if (!existsSync(own)) return;
-    if (existsSync(join(own, 'images'))) {
-      await exec('umount', ['--lazy', join(own, 'images')], { allowFailure: true });
-      await rmdir(join(own, 'images')).catch(() => {});
-    }
-    await exec('umount', ['--lazy', join(own, 'root')], { allowFailure: true });
-    await rmdir(join(own, 'root')).catch(() => {});
-    await rmdir(own).catch(() => {});
   }
 
   async #must(args: string[], what: string): Promise<void> {
@@ -207,8 +150,9 @@ export class RuncRuntime implements Runtime {
    * Memory and files from one instant, with the shortest freeze: forkd's CRIU
    * action script (see setup) freezes the cgroup at pre-dump, after runc's and
    * CRIU's start-up (CRIU then finds it frozen and skips its 100 ms freezer
-   * sleep) and starts the filesystem snapshot (`whileFrozen`) alongside the
-   * dump; at post-dump it waits for that snapshot. CRIU leaves the tree as it
+   * sleep) and starts the filesystem snapshot (`whileFrozen`'s argv, written
+   * into the hook file) alongside the dump; at post-dump it waits for that
+   * snapshot. CRIU leaves the tree as it
    * found it, frozen: forkd thaws it when runc returns (leaveRunning) or
    * leaves it frozen for the caller. The hook file in the images dir tells
    * the script what to do. Any failure thaws.
@@ -219,7 +163,7 @@ export class RuncRuntime implements Runtime {
     const hook = join(o.imagesDir, CHECKPOINT_HOOK);
     const f = freezerControl(this.cgroupPath(id));
     // Root's own file, made anew (never through something already there): the action script refuses any other.
-    await writeFile(hook, [f.file, f.freeze, f.checkFile, f.frozenPattern, ...(o.whileFrozen ?? [])].join('\n') + '\n', { mode: 0o600, flag: 'wx' });
+    await writeFile(hook, [f.file, f.freeze, f.checkFile, f.frozenPattern, ...(o.whileFrozen?.argv ?? [])].join('\n') + '\n', { mode: 0o600, flag: 'wx' });
     const t0 = performance.now();
     // A task stopped by SIGSTOP (a tenant's `kill -STOP`, a shell's Ctrl-Z) in a frozen cgroup wedges CRIU: its
     // ptrace attach waits for the stopped task to trap, which a frozen task never does. The action script
@@ -275,10 +219,10 @@ export class RuncRuntime implements Runtime {
     const spec = { ...requested, idmap: await readIdmap(o.imagesDir) };
     // With a user namespace the network namespace is the sandbox's own, in its images (see Network.adopt).
     const ownNetns = spec.idmap !== undefined || (await carriesOwnNetns(o.imagesDir));
-    // Owned by the range's root before they are bound into its reach with the root (#mountRoot).
+    // Owned by the range's root before they are bound into its reach with the root (RootMounts.mount).
     if (spec.idmap) await ownImages(o.imagesDir, spec.idmap.hostId);
     const bundle = await this.#writeBundle(id, spec, ownNetns ? undefined : await this.#o.network.prepare(id), spec.idmap ? o.imagesDir : undefined);
-    const imagesDir = spec.idmap ? this.#imagesInReach(id) : o.imagesDir;
+    const imagesDir = spec.idmap ? this.#mounts.imagesInReach(id) : o.imagesDir;
     const workDir = join(bundle, 'criu');
     await mkdir(workDir, { recursive: true });
     const pidFile = join(bundle, 'init.pid');
@@ -355,7 +299,6 @@ export class RuncRuntime implements Runtime {
     await this.#must(args, 'update');
   }
 
-
   async destroy(id: string, opts: { keepBundle?: boolean } = {}): Promise<void> {
     // delete --force freezes the cgroup and kills every task in it, so a fork bomb cannot outrun it.
     const r = await this.#runc(['delete', '--force', id]);
@@ -367,7 +310,7 @@ export class RuncRuntime implements Runtime {
     }
     // runc removes the cgroup of a container it knows; one whose state went (with /run on a reboot) leaves it.
     await removeCgroup(this.cgroupPath(id));
-    await this.#unmountRoot(id);
+    await this.#mounts.unmount(id);
     if (!opts.keepBundle) {
       await this.#o.network.release(id);
       await rm(join(this.#o.bundleRoot, id), { recursive: true, force: true });
@@ -407,97 +350,9 @@ function lastRuncError(log: string): string {
   return (lines[0] ?? 'unknown error').slice(0, 500);
 }
 
-/**
- * A helper daemon that listens on `sock` once ready: `listening` says whether
- * it did within LAZY_PAGES_START_MS (false at once if it exits first).
- */
-function listeningDaemon(sock: string, file: string, args: string[]): { pid: number; listening: Promise<boolean> } {
-  let exited!: () => void;
-  const gone = new Promise<void>((r) => (exited = r));
-  const pid = spawnDaemon(file, args, process.env, () => exited());
-  return { pid, listening: waitForPath(sock, LAZY_PAGES_START_MS, gone) };
-}
-
-/** The lazy-pages daemon exits by itself once the restore fails; it may already be gone. */
-function killQuietly(pid: number): void {
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    /* already exited */
-  }
-}
-
-/**
- * Checkpoints taken before forkd owned network namespaces carry their own;
- * newer ones name the host's namespace by runc's external key instead.
- */
-async function carriesOwnNetns(imagesDir: string): Promise<boolean> {
-  const img = (await readdir(imagesDir).catch(() => [] as string[])).find((f) => /^netns-\d+\.img$/.test(f));
-  if (!img) return false;
-  return !(await readFile(join(imagesDir, img))).includes('extRootNetNS');
-}
-
 /** A runtime key (sandbox id or instance key): what bundle and cgroup names must look like to be ours. */
 const KEY = /^[a-z0-9][a-z0-9.-]*$/;
 
-/** How long a `criu lazy-pages` daemon may take to listen (~10 ms idle) before the restore goes eager. */
-const LAZY_PAGES_START_MS = 10_000;
-
-/**
- * CRIU opens images from inside the restored user namespace, through its
- * directory's descriptor: first as host root before the namespace has its
- * mapping (racing CRIU's own write of it), later as the sandbox's root
- * (host id hostId), with no capability over root-owned files. So they are
- * owned by the sandbox's root and readable by group root (0640, directory
- * 0750): both can read them, no other host user can (and their directory
- * stays inside the root-only pool). The same range's memory; one flat
- * directory, nothing in it followed.
- */
-async function ownImages(dir: string, hostId: number): Promise<void> {
-  const owning = inFlight.get(dir);
-  if (owning) return owning;
-  const p = (async () => {
-    for (const name of await readdir(dir)) {
-      const f = join(dir, name);
-      const st = await lstat(f);
-      if (!st.isFile()) continue;
-      if (st.uid !== hostId || st.gid !== 0) await lchown(f, hostId, 0);
-      if ((st.mode & 0o777) !== 0o640) await chmod(f, 0o640);
-    }
-    const st = await lstat(dir);
-    if (st.uid !== hostId || st.gid !== 0) await lchown(dir, hostId, 0);
-    if ((st.mode & 0o777) !== 0o750) await chmod(dir, 0o750);
-  })().finally(() => inFlight.delete(dir));
-  inFlight.set(dir, p);
-  return p;
-}
-
-/** Restores of one snapshot at once (an N-way fork) share one pass over its images. */
-const inFlight = new Map<string, Promise<void>>();
-
-/**
- * Makes `dir` and every directory above it passable (x) by others, as a
- * user namespace's root must be able to reach its sandbox's root through
- * it. Only the search bit: nothing becomes listable or readable. A
- * directory that already has it (/, /run, /tmp) is left alone.
- */
-async function traversable(dir: string): Promise<void> {
-  for (let d = dir; d !== dirname(d); d = dirname(d)) {
-    const st = await stat(d);
-    if ((st.mode & 0o001) === 0) await chmod(d, (st.mode & 0o7777) | 0o011);
-  }
-}
-
-/** In a bundle and in every checkpoint's images: the user namespace range (RuntimeSpec.idmap), as JSON. */
-const IDMAP_FILE = 'forkd-idmap.json';
-
-async function readIdmap(imagesDir: string): Promise<IdMap | undefined> {
-  const text = await readFile(join(imagesDir, IDMAP_FILE), 'utf8').catch(() => undefined);
-  if (text === undefined) return undefined;
-  const m = JSON.parse(text) as Partial<IdMap>;
-  if (!Number.isInteger(m.hostId) || !Number.isInteger(m.size)) throw new ForkdError('INTERNAL', `bad ${IDMAP_FILE} in the images of a snapshot`);
-  return { hostId: m.hostId!, size: m.size! };
-}
 
 /** Name of the hook file forkd's CRIU action script follows (HOOK_NAME in packages/host-tools/src/criu-action). */
 export const CHECKPOINT_HOOK = 'forkd-hook';

@@ -1,12 +1,13 @@
 import type { Limits } from '@forkd/protocol';
+import type { FrozenCommit } from '../storage/frozen-commit.js';
+import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
+import type { RootKind, SandboxRoot } from './sandbox-root.js';
 
 export interface RuntimeSpec {
-  /** Host path of the sandbox's root filesystem. */
-  rootfs: string;
+  /** The sandbox's root filesystem, of the runtime's kind (Runtime.rootKind). Its init is the guest agent its guest transport installed. */
+  root: SandboxRoot;
   hostname: string;
   limits: Limits;
-  /** Path inside the rootfs of the init (guest agent) binary. */
-  init: string;
   env: Record<string, string>;
   /**
    * The sandbox's user namespace: its uid and gid 0..size-1 are hostId..
@@ -35,11 +36,11 @@ export interface RuntimeState {
 
 export interface CheckpointOptions {
   imagesDir: string;
-  /** Where CRIU writes its log; kept for diagnostics. */
+  /** Where the runtime writes its logs (CRIU's); kept for diagnostics. */
   workDir: string;
   leaveRunning: boolean;
-  /** argv of a command run while the tree is frozen (the filesystem snapshot). */
-  whileFrozen?: string[];
+  /** The filesystem snapshot to make while the tree is frozen (from Storage.frozenCommit). */
+  whileFrozen?: FrozenCommit;
 }
 
 export interface CheckpointStats {
@@ -60,9 +61,15 @@ export interface ResourceUsage {
 
 /**
  * Starts and stops isolated process trees. Implementations drive a real OCI
- * runtime; the manager never touches namespaces or cgroups itself.
+ * runtime (or, later, a microVM monitor); the manager never touches
+ * namespaces or cgroups itself, and learns from the runtime what a root is
+ * and how its guest is reached.
  */
 export interface Runtime {
+  /** The kind of root it takes (RuntimeSpec.root): Storage is asked for roots of this kind. */
+  readonly rootKind: RootKind;
+  /** How the host reaches the guest agent of this runtime's sandboxes (a Unix socket in the root for containers). */
+  guests(deps: GuestTransportDeps): GuestTransport;
   /** Creates and starts the sandbox; resolves once its init is running. */
   start(id: string, spec: RuntimeSpec): Promise<RuntimeState>;
   state(id: string): Promise<RuntimeState>;
@@ -71,7 +78,7 @@ export interface Runtime {
   /** Thaws a sandbox left frozen (by a checkpoint without leaveRunning, or a crash in one). */
   thaw(id: string): Promise<void>;
   /**
-   * Dumps the process tree's memory and state into `imagesDir` (CRIU).
+   * Dumps the process tree's memory and state into `imagesDir` (CRIU for containers).
    * Consistency: `whileFrozen` runs while the tree is frozen (alongside the
    * dump), so memory and files are from the same instant. With leaveRunning
    * it is thawed after; otherwise it stays frozen, for the caller to record

@@ -34,5 +34,5 @@ storageConformance(
     await mkdir(root);
     return { storage: new BtrfsStorage(root), close: async () => {} };
   },
-  { commitCommand: true, skip },
+  { frozenCommit: true, skip },
 );

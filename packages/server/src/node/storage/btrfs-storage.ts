@@ -2,6 +2,10 @@ import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
+import type { RootKind, SandboxRoot } from '../runtime/sandbox-root.js';
+import { adoptDirAt, copyTreeInto, directoryRoot, removeDirAt } from './directory-ops.js';
+import type { FrozenCommit } from './frozen-commit.js';
+import { poolUsage } from './host-space.js';
 import { rootDiskUsage } from './rootfs-ops.js';
 import { assertKey, type Storage } from './storage.js';
 
@@ -16,6 +20,11 @@ export class BtrfsStorage implements Storage {
   path(key: string): string {
     assertKey(key);
     return join(this.#root, key);
+  }
+
+  /** A subvolume is a host directory: the container runtime's kind of root. */
+  root(key: string, kind: RootKind): SandboxRoot {
+    return directoryRoot(this.path(key), kind);
   }
 
   async exists(key: string): Promise<boolean> {
@@ -50,10 +59,29 @@ export class BtrfsStorage implements Storage {
     return p;
   }
 
-  async commitCommand(key: string, source: string): Promise<string[]> {
+  async frozenCommit(key: string, source: string): Promise<FrozenCommit> {
     const p = this.path(key);
     await mkdir(dirname(p), { recursive: true });
-    return ['btrfs', 'subvolume', 'snapshot', '-r', this.path(source), p];
+    return { kind: 'host-command', argv: ['btrfs', 'subvolume', 'snapshot', '-r', this.path(source), p] };
+  }
+
+  /** A subvolume filled by a copy, then made read-only in place (a property, no second snapshot). */
+  async importTree(key: string, sourceDir: string): Promise<void> {
+    const p = await this.create(key);
+    await copyTreeInto(sourceDir, p);
+    await exec('btrfs', ['property', 'set', '-ts', p, 'ro', 'true']);
+  }
+
+  adoptDir(key: string, sourceDir: string): Promise<void> {
+    return adoptDirAt(this.path(key), sourceDir);
+  }
+
+  removeDir(key: string): Promise<void> {
+    return removeDirAt(this.path(key));
+  }
+
+  usage(): Promise<{ usedBytes: number; sizeBytes: number }> {
+    return poolUsage(this.#root);
   }
 
   async rename(from: string, to: string): Promise<void> {

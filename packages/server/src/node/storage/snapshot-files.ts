@@ -4,6 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import type { Logger } from '../../shared/logger.js';
 import { exec } from '../../shared/exec.js';
+import { poolLayout } from './pool-layout.js';
 import type { Storage } from './storage.js';
 import { storeImages, type StoreStats } from './image-store.js';
 import { checkStagingDir } from './staging-dir.js';
@@ -89,7 +90,7 @@ export class PoolSnapshotFiles implements SnapshotFiles {
   }
 
   dir(snapId: string): string {
-    return this.#d.storage.path(`snapshots/${snapId}`);
+    return this.#d.storage.path(poolLayout.snapshot(snapId));
   }
 
   memoryDir(snapId: string): string {
@@ -97,7 +98,7 @@ export class PoolSnapshotFiles implements SnapshotFiles {
   }
 
   rootfsKey(snapId: string): string {
-    return `snapshots/${snapId}/rootfs`;
+    return poolLayout.snapshotRoot(snapId);
   }
 
   /** Staging in tmpfs only while the sandbox's memory is well below what the host has free. */
@@ -192,14 +193,14 @@ export class PoolSnapshotFiles implements SnapshotFiles {
 
   async remove(name: string): Promise<void> {
     await this.#storing.get(name);
-    await this.#d.storage.remove(`snapshots/${name}/rootfs`);
+    await this.#d.storage.remove(poolLayout.snapshotRoot(name));
     await rm(this.dir(name), { recursive: true, force: true });
   }
 
   async recoverAtStart(recorded: (name: string) => Promise<{ parentId?: string | undefined } | undefined>, forget: (snapId: string) => Promise<void>): Promise<void> {
     const stagedKept = new Set<string>();
     // Half-made snapshots (crash before the rename) and ones whose record never landed.
-    for (const key of await this.#d.storage.list('snapshots')) {
+    for (const key of await this.#d.storage.list(poolLayout.snapshots)) {
       const name = key.split('/')[1] ?? '';
       const rec = name.startsWith('.tmp-') ? undefined : await recorded(name);
       if (!rec) await this.remove(name).catch(() => {});

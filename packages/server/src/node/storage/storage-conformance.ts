@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, lchown, link, lstat, mkdir, open as openFile, readdir, readFile, readlink, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, lchown, link, mkdir, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ForkdError } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
+import { assertReadOnly, exists, fill, tree, writeSynced } from './storage-conformance-helpers.js';
+import { poolConformance } from './storage-pool-conformance.js';
 import type { Storage } from './storage.js';
 
 /** A storage for one test, on its own empty root; `close` removes what the test left. */
@@ -14,8 +16,8 @@ export interface OpenedStorage {
 }
 
 export interface StorageConformanceOptions {
-  /** commitCommand gives a command that really snapshots (Btrfs); without this its test is skipped. */
-  commitCommand?: boolean;
+  /** frozenCommit gives a command that really snapshots (Btrfs); without this its test is skipped. */
+  frozenCommit?: boolean;
   /** Why the whole suite cannot run here (e.g. it needs root), or false. */
   skip?: string | false;
 }
@@ -264,14 +266,15 @@ export function storageConformance(name: string, open: () => Promise<OpenedStora
     });
 
     withStorage(
-      'commitCommand gives an argv that makes the same read-only snapshot, into parent directories it made',
+      'frozenCommit gives an argv that makes the same read-only snapshot, into parent directories it made',
       async (s) => {
         const src = await s.create('sandboxes/a');
         await fill(src);
-        const argv = await s.commitCommand('snapshots/.tmp-s1/rootfs', 'sandboxes/a');
+        const commit = await s.frozenCommit('snapshots/.tmp-s1/rootfs', 'sandboxes/a');
+        assert.equal(commit.kind, 'host-command');
         assert.equal(await s.exists('snapshots/.tmp-s1/rootfs'), false, 'nothing is snapshotted until it runs');
         assert.ok((await stat(dirname(s.path('snapshots/.tmp-s1/rootfs')))).isDirectory());
-        const [file, ...args] = argv;
+        const [file, ...args] = commit.argv;
         assert.ok(file);
         await exec(file, args);
         const snap = s.path('snapshots/.tmp-s1/rootfs');
@@ -282,56 +285,9 @@ export function storageConformance(name: string, open: () => Promise<OpenedStora
         const c = await s.prepare('sandboxes/b', 'snapshots/.tmp-s1/rootfs');
         assert.equal(await readFile(join(c, 'etc/hostname'), 'utf8'), 'base');
       },
-      opts.commitCommand ? false : 'this implementation has no command form of commit',
+      opts.frozenCommit ? false : 'this implementation has no command form of commit',
     );
+
+    poolConformance(withStorage);
   });
-}
-
-/** A small root: nested directories, an executable, a symlink. */
-async function fill(root: string): Promise<void> {
-  await mkdir(join(root, 'etc'));
-  await mkdir(join(root, 'bin'));
-  await writeFile(join(root, 'etc/hostname'), 'base');
-  await writeFile(join(root, 'etc/motd'), 'welcome');
-  await writeFile(join(root, 'bin/run'), '#!/bin/sh\n', { mode: 0o755 });
-  await writeFile(join(root, 'bin/tool'), 'tool');
-  await symlink('../etc/hostname', join(root, 'bin/link'));
-}
-
-/** Every entry under root with its content (files) or target (symlinks), for comparing two volumes. */
-async function tree(root: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const rel of (await readdir(root, { recursive: true })).sort()) {
-    const p = join(root, rel);
-    const st = await lstat(p);
-    out[rel] = st.isSymbolicLink() ? `-> ${await readlink(p)}` : st.isDirectory() ? 'dir' : await readFile(p, 'utf8');
-  }
-  return out;
-}
-
-/** Nothing in a committed volume can be created, changed or deleted through its path. */
-async function assertReadOnly(root: string): Promise<void> {
-  await assert.rejects(writeFile(join(root, 'new'), 'x'), Error, 'a new file at the top');
-  await assert.rejects(writeFile(join(root, 'etc/new'), 'x'), Error, 'a new file below');
-  await assert.rejects(writeFile(join(root, 'etc/hostname'), 'changed'), Error, 'an existing file');
-  await assert.rejects(mkdir(join(root, 'etc/dir')), Error, 'a directory');
-  await assert.rejects(rm(join(root, 'bin/tool')), Error, 'a deletion');
-}
-
-async function writeSynced(file: string, data: Buffer): Promise<void> {
-  // Synced so the filesystem has placed the data: delayed allocations are not counted yet.
-  const fh = await openFile(file, 'w');
-  try {
-    await fh.writeFile(data);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
-async function exists(p: string): Promise<boolean> {
-  return stat(p).then(
-    () => true,
-    () => false,
-  );
 }

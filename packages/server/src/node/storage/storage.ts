@@ -1,3 +1,6 @@
+import type { RootKind, SandboxRoot } from '../runtime/sandbox-root.js';
+import type { FrozenCommit } from './frozen-commit.js';
+
 /**
  * Copy-on-write volumes (modelled on containerd's Snapshotter). A key names a
  * volume, e.g. `templates/base` or `sandboxes/sbx-…`. Committed volumes are
@@ -7,6 +10,8 @@
 export interface Storage {
   /** Host path of a volume (whether or not it exists). */
   path(key: string): string;
+  /** A volume as the root of a sandbox, of the kind its runtime takes (Runtime.rootKind); throws for a kind this storage cannot give. */
+  root(key: string, kind: RootKind): SandboxRoot;
   exists(key: string): Promise<boolean>;
   /** A new empty writable volume. */
   create(key: string): Promise<string>;
@@ -18,11 +23,25 @@ export interface Storage {
    */
   commit(key: string, source: string, opts?: { keepActive?: boolean }): Promise<string>;
   /**
-   * The argv of a command that makes the same read-only snapshot as commit
-   * (keepActive), for callers that cannot call back into this process — the
-   * post-dump hook CRIU runs while a sandbox is frozen. Parent dirs are made.
+   * The same read-only snapshot as commit (keepActive), as a value a runtime
+   * makes while the sandbox is frozen (see FrozenCommit), for runtimes that
+   * cannot call back into this process then. Parent dirs are made now.
    */
-  commitCommand(key: string, source: string): Promise<string[]>;
+  frozenCommit(key: string, source: string): Promise<FrozenCommit>;
+  /**
+   * A new read-only volume holding a copy of a host directory's tree
+   * (owners, modes, times, hard links kept; extents shared where the
+   * filesystem can): how a template's root comes into the pool.
+   */
+  importTree(key: string, sourceDir: string): Promise<void>;
+  /**
+   * Moves a host directory (memory images, on the pool's filesystem) into the
+   * pool as the plain directory `key`, where nothing may be yet; its parent
+   * directories are made.
+   */
+  adoptDir(key: string, sourceDir: string): Promise<void>;
+  /** Removes a plain directory of the pool (see adoptDir) and everything in it; idempotent. */
+  removeDir(key: string): Promise<void>;
   /** Atomically renames a volume (used to publish a finished template). */
   rename(from: string, to: string): Promise<void>;
   remove(key: string): Promise<void>;
@@ -30,6 +49,8 @@ export interface Storage {
   list(prefix: string): Promise<string[]>;
   /** Bytes a volume holds, and of those the ones no other volume shares (what it wrote itself). */
   diskUsage(key: string): Promise<{ totalBytes: number; exclusiveBytes: number }>;
+  /** Used and total bytes of the filesystem the pool is on (node stats). */
+  usage(): Promise<{ usedBytes: number; sizeBytes: number }>;
 }
 
 const KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(\/[A-Za-z0-9.][A-Za-z0-9._-]{0,127}){0,4}$/;

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ForkdError, TEMPLATE_NAME_PATTERN, type TemplateInfo } from '@forkd/protocol';
-import { mkdir, rename, rm } from 'node:fs/promises';
-import { exec } from '../../shared/exec.js';
+import { poolLayout } from '../storage/pool-layout.js';
 import type { Storage } from '../storage/storage.js';
 import type { Store, TemplateRecord } from '../../store/store.js';
 
@@ -21,7 +20,7 @@ export class TemplateRegistry {
   }
 
   volume(name: string): string {
-    return `templates/${name}`;
+    return poolLayout.template(name);
   }
 
   async has(name: string): Promise<boolean> {
@@ -37,7 +36,7 @@ export class TemplateRegistry {
   }
 
   imagesDir(name: string): string {
-    return this.#storage.path(`template-images/${name}`);
+    return this.#storage.path(poolLayout.templateImages(name));
   }
 
   /**
@@ -51,27 +50,22 @@ export class TemplateRegistry {
     await this.remove(name);
     // A read-only subvolume cannot be renamed: snapshot it into place (shares every extent).
     await this.#storage.commit(this.volume(name), rootfsKey, { keepActive: true });
-    if (imagesDir) {
-      await mkdir(this.#storage.path('template-images'), { recursive: true });
-      await rename(imagesDir, this.imagesDir(name));
-    }
-    await this.#store.upsertTemplate({ name, createdAt: new Date().toISOString(), volume: this.volume(name), ...(imagesDir ? { images: `template-images/${name}`, idmap } : {}), from });
+    if (imagesDir) await this.#storage.adoptDir(poolLayout.templateImages(name), imagesDir);
+    await this.#store.upsertTemplate({ name, createdAt: new Date().toISOString(), volume: this.volume(name), ...(imagesDir ? { images: poolLayout.templateImages(name), idmap } : {}), from });
   }
 
   async remove(name: string): Promise<void> {
     await this.#store.deleteTemplate(name);
     await this.#storage.remove(this.volume(name));
-    await rm(this.imagesDir(name), { recursive: true, force: true });
+    await this.#storage.removeDir(poolLayout.templateImages(name));
   }
 
   /** Copies a root filesystem directory into a new read-only template volume. */
   async importDir(name: string, sourceDir: string): Promise<void> {
     if (!TEMPLATE_NAME_PATTERN.test(name)) throw new ForkdError('INVALID_ARGUMENT', `invalid template name: ${name}`);
-    const tmp = `templates/.tmp-${name}-${randomBytes(4).toString('hex')}`;
-    const path = await this.#storage.create(tmp);
+    const tmp = poolLayout.templateDraft(name, randomBytes(4).toString('hex'));
     try {
-      await exec('cp', ['-a', '--reflink=auto', `${sourceDir}/.`, `${path}/`]);
-      await exec('btrfs', ['property', 'set', '-ts', path, 'ro', 'true']);
+      await this.#storage.importTree(tmp, sourceDir);
       await this.#storage.remove(this.volume(name));
       await this.#storage.rename(tmp, this.volume(name));
       await this.#store.upsertTemplate({ name, createdAt: new Date().toISOString(), volume: this.volume(name) });
@@ -83,8 +77,8 @@ export class TemplateRegistry {
 
   /** Removes half-made imports left by a crash. */
   async sweep(): Promise<void> {
-    for (const key of await this.#storage.list('templates')) {
-      if (key.split('/')[1]?.startsWith('.tmp-')) await this.#storage.remove(key);
+    for (const key of await this.#storage.list(poolLayout.templates)) {
+      if (poolLayout.isDraft(key)) await this.#storage.remove(key);
     }
   }
 }

@@ -2,59 +2,46 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ForkdError } from '@forkd/protocol';
 import { GuestClient } from '../guest/guest-client.js';
-import type { RuntimeStatus } from '../runtime/runtime.js';
+import { unixDialer } from '../guest/guest-connection.js';
 import { rootfsOps, type RootfsOp } from '../storage/rootfs-ops.js';
+import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
+import type { RuntimeStatus } from './runtime.js';
+import { rootDirectory } from './sandbox-root.js';
 
 /** Where the guest agent lives inside every sandbox root. */
 export const GUEST_DIR = '.forkd';
 export const AGENT_SOCKET = 'agent.sock';
+/** The container's init: the agent this transport installs (a path inside the root). */
 export const GUEST_INIT = `/${GUEST_DIR}/init`;
 /** A start or restore on a loaded host (a Btrfs cleaner busy, both cores taken) can take seconds. */
 const READY_TIMEOUT_MS = 30_000;
 
 /**
- * The guest side of an instance (by runtime key, see SandboxRecord.instance):
- * its agent installed into the root, sealed, waited for, and the one guest
- * link the host keeps to it. The manager's seam to the agent: unit tests
- * replace it with a fake that needs no real agent.
+ * The container runtime's guest transport: the agent is installed into the
+ * root's host directory (through forkd-rootfs-ops) and listens on a Unix
+ * socket in `/.forkd` there, which is sealed before anything connects.
  */
-export interface GuestInstall {
-  /** The guest link of an instance (made on first use; no liveness check). */
-  at(key: string): GuestClient;
-  /** Lets go of an instance's link: its processes are going. */
-  drop(key: string): void;
-  /** Open client connections to an instance's agent (activity). */
-  openConnections(key: string): number;
-  /** Readies a root for a start (`install`: today's agent) or a restore. */
-  prepareRoot(key: string, opts: { install: boolean }): Promise<void>;
-  /** Seals the agent's directory, then waits for it to answer; `status` says whether the instance died meanwhile. */
-  waitAgent(key: string, status: () => Promise<RuntimeStatus>): Promise<void>;
-}
-
-export interface AgentInstallDeps {
-  /** Host path of an instance's root. */
-  rootfs(key: string): string;
-  guestBinary: string;
-  /** Deadline of every guest operation. */
-  deadlineMs: number;
-}
-
-export class AgentInstall implements GuestInstall {
-  readonly #d: AgentInstallDeps;
+export class UnixSocketGuest implements GuestTransport {
+  readonly #d: GuestTransportDeps;
   readonly #guests = new Map<string, GuestClient>();
 
-  constructor(deps: AgentInstallDeps) {
+  constructor(deps: GuestTransportDeps) {
     this.#d = deps;
   }
 
   at(key: string): GuestClient {
     let g = this.#guests.get(key);
     if (!g) {
-      const root = this.#d.rootfs(key);
-      g = new GuestClient(join(root, GUEST_DIR, AGENT_SOCKET), { verify: () => rootfsOps(root, [['check-agent', GUEST_DIR, AGENT_SOCKET]]).then(() => {}), deadlineMs: this.#d.deadlineMs });
+      const root = this.#dir(key);
+      g = new GuestClient(unixDialer(join(root, GUEST_DIR, AGENT_SOCKET)), { verify: () => rootfsOps(root, [['check-agent', GUEST_DIR, AGENT_SOCKET]]).then(() => {}), deadlineMs: this.#d.deadlineMs });
       this.#guests.set(key, g);
     }
     return g;
+  }
+
+  /** Host directory of an instance's root. */
+  #dir(key: string): string {
+    return rootDirectory(this.#d.root(key));
   }
 
   drop(key: string): void {
@@ -100,7 +87,7 @@ export class AgentInstall implements GuestInstall {
           ] as RootfsOp[])
         : ([['unseal', GUEST_DIR]] as RootfsOp[])),
     ];
-    await rootfsOps(this.#d.rootfs(key), ops);
+    await rootfsOps(this.#dir(key), ops);
   }
 
   /**
@@ -123,7 +110,7 @@ export class AgentInstall implements GuestInstall {
       try {
         if (!sealed) {
           // Blocks (inotify) until the agent's socket exists, at most 250 ms a round.
-          await rootfsOps(this.#d.rootfs(key), [['seal-agent', GUEST_DIR, AGENT_SOCKET, Math.max(1, Math.min(deadline - Date.now(), 250))]]);
+          await rootfsOps(this.#dir(key), [['seal-agent', GUEST_DIR, AGENT_SOCKET, Math.max(1, Math.min(deadline - Date.now(), 250))]]);
           sealed = true;
           guest.sealed();
         }

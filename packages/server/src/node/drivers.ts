@@ -1,0 +1,82 @@
+import { join } from 'node:path';
+import { REPO_ROOT, type ForkdConfig } from '../shared/config.js';
+import type { Logger } from '../shared/logger.js';
+import { criuActionPath, criuPath, uffdPreloadPath } from '../setup/setup.js';
+import { runcPath } from '../setup/private-runc.js';
+import type { Network } from './network/network.js';
+import { RuncRuntime } from './runtime/runc-runtime.js';
+import type { Runtime } from './runtime/runtime.js';
+import { ensurePool } from './storage/btrfs-pool.js';
+import { BtrfsStorage } from './storage/btrfs-storage.js';
+import { btrfsQuotas, enableQuotas, type DiskQuotas } from './storage/disk-quota.js';
+import { QuotaKeeper } from './storage/quota-keeper.js';
+import type { Storage } from './storage/storage.js';
+
+/** A storage driver, opened: its Storage and what it offers besides (disk quotas and their upkeep, if it has them). */
+export interface OpenedStorage {
+  storage: Storage;
+  quotas?: DiskQuotas | undefined;
+  /** Started; the node stops it at close. */
+  quotaKeeper?: QuotaKeeper | undefined;
+}
+
+type StorageDriver = (config: ForkdConfig, logger: Logger) => Promise<OpenedStorage>;
+type RuntimeDriver = (config: ForkdConfig, network: Network) => Runtime;
+
+/**
+ * The implementations a node can be made of, by the names FORKD_STORAGE and
+ * FORKD_RUNTIME take (like containerd's plugin registry): one of each today.
+ * A microVM runtime or another storage is one more entry here.
+ */
+const STORAGES: Record<string, StorageDriver> = {
+  /** The pool mounted (a loop image unless FORKD_POOL), its qgroups on and kept consistent. */
+  btrfs: async (config, logger) => {
+    await ensurePool(config.pool, (m) => logger.info(m));
+    const q = await enableQuotas(config.pool.mountPoint);
+    if (q.enabled || q.rescanMs > 1000) logger.info('disk quotas (Btrfs qgroups) on', { newlyEnabled: q.enabled, rescanMs: Math.round(q.rescanMs) });
+    const quotaKeeper = new QuotaKeeper(config.pool.mountPoint, logger);
+    quotaKeeper.start();
+    return { storage: new BtrfsStorage(config.pool.mountPoint), quotas: btrfsQuotas(config.pool.mountPoint), quotaKeeper };
+  },
+};
+
+const RUNTIMES: Record<string, RuntimeDriver> = {
+  runc: (config, network) =>
+    new RuncRuntime({
+      network,
+      stateRoot: join(config.runDir, 'runc'),
+      bundleRoot: join(config.stateDir, 'bundles'),
+      mountRoot: join(config.runDir, 'roots'),
+      idmapTool: join(REPO_ROOT, 'packages/host-tools/build/forkd-idmap'),
+      cgroupParent: config.cgroupParent,
+      runc: runcPath(config),
+      criu: criuPath(config),
+      criuAction: criuActionPath(config),
+      lazyRestore: config.lazyRestore,
+      uffdPreload: uffdPreloadPath(config),
+      uffdBroker: join(REPO_ROOT, 'packages/host-tools/build/forkd-uffd-broker'),
+      // At least a few guest deadlines (a test's short deadline must not cut real dumps short).
+      checkpointDeadlineMs: Math.max(60_000, 4 * config.guestDeadlineS * 1000),
+    }),
+};
+
+/** The driver `name` of a registry; an unknown name fails start-up, naming the choices. */
+function pick<T>(registry: Record<string, T>, name: string, variable: string): T {
+  const d = Object.hasOwn(registry, name) ? registry[name] : undefined;
+  if (!d) throw new Error(`${variable}=${name} is not one of: ${Object.keys(registry).join(', ')}`);
+  return d;
+}
+
+/** Checks both names before anything is opened, so a typo fails before a pool is mounted. */
+export function checkDrivers(config: ForkdConfig): void {
+  pick(STORAGES, config.storage, 'FORKD_STORAGE');
+  pick(RUNTIMES, config.runtime, 'FORKD_RUNTIME');
+}
+
+export function openStorage(config: ForkdConfig, logger: Logger): Promise<OpenedStorage> {
+  return pick(STORAGES, config.storage, 'FORKD_STORAGE')(config, logger);
+}
+
+export function makeRuntime(config: ForkdConfig, network: Network): Runtime {
+  return pick(RUNTIMES, config.runtime, 'FORKD_RUNTIME')(config, network);
+}

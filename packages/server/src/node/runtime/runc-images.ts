@@ -1,0 +1,64 @@
+import { chmod, lchown, lstat, readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ForkdError } from '@forkd/protocol';
+import type { IdMap } from './runtime.js';
+
+/**
+ * What the container runtime keeps in and reads from a checkpoint's images
+ * directory beside CRIU's own files: the user namespace range, the network
+ * namespace's kind, and the images' ownership for a restore into a user
+ * namespace.
+ */
+
+/** In a bundle and in every checkpoint's images: the user namespace range (RuntimeSpec.idmap), as JSON. */
+export const IDMAP_FILE = 'forkd-idmap.json';
+
+export async function readIdmap(imagesDir: string): Promise<IdMap | undefined> {
+  const text = await readFile(join(imagesDir, IDMAP_FILE), 'utf8').catch(() => undefined);
+  if (text === undefined) return undefined;
+  const m = JSON.parse(text) as Partial<IdMap>;
+  if (!Number.isInteger(m.hostId) || !Number.isInteger(m.size)) throw new ForkdError('INTERNAL', `bad ${IDMAP_FILE} in the images of a snapshot`);
+  return { hostId: m.hostId!, size: m.size! };
+}
+
+/**
+ * Checkpoints taken before forkd owned network namespaces carry their own;
+ * newer ones name the host's namespace by runc's external key instead.
+ */
+export async function carriesOwnNetns(imagesDir: string): Promise<boolean> {
+  const img = (await readdir(imagesDir).catch(() => [] as string[])).find((f) => /^netns-\d+\.img$/.test(f));
+  if (!img) return false;
+  return !(await readFile(join(imagesDir, img))).includes('extRootNetNS');
+}
+
+/**
+ * CRIU opens images from inside the restored user namespace, through its
+ * directory's descriptor: first as host root before the namespace has its
+ * mapping (racing CRIU's own write of it), later as the sandbox's root
+ * (host id hostId), with no capability over root-owned files. So they are
+ * owned by the sandbox's root and readable by group root (0640, directory
+ * 0750): both can read them, no other host user can (and their directory
+ * stays inside the root-only pool). The same range's memory; one flat
+ * directory, nothing in it followed.
+ */
+export async function ownImages(dir: string, hostId: number): Promise<void> {
+  const owning = inFlight.get(dir);
+  if (owning) return owning;
+  const p = (async () => {
+    for (const name of await readdir(dir)) {
+      const f = join(dir, name);
+      const st = await lstat(f);
+      if (!st.isFile()) continue;
+      if (st.uid !== hostId || st.gid !== 0) await lchown(f, hostId, 0);
+      if ((st.mode & 0o777) !== 0o640) await chmod(f, 0o640);
+    }
+    const st = await lstat(dir);
+    if (st.uid !== hostId || st.gid !== 0) await lchown(dir, hostId, 0);
+    if ((st.mode & 0o777) !== 0o750) await chmod(dir, 0o750);
+  })().finally(() => inFlight.delete(dir));
+  inFlight.set(dir, p);
+  return p;
+}
+
+/** Restores of one snapshot at once (an N-way fork) share one pass over its images. */
+const inFlight = new Map<string, Promise<void>>();

@@ -1,0 +1,23 @@
+/**
+ * Where everything lives in a pool, as storage keys: the one place that
+ * names them, so the manager, the template registry and the snapshot files
+ * build no key or path of their own (docs/ARCHITECTURE.md, Storage). The
+ * on-disk layout is these names under the pool's mount point; changing one
+ * orphans what existing pools hold.
+ */
+export const poolLayout = {
+  /** Instances' writable roots, by runtime key (a sandbox id, or after a rewind `<id>.<hex>`). */
+  sandboxes: 'sandboxes',
+  sandbox: (key: string): string => `sandboxes/${key}`,
+  /** Read-only template roots; `.tmp-*` ones are half-made imports. */
+  templates: 'templates',
+  template: (name: string): string => `templates/${name}`,
+  templateDraft: (name: string, suffix: string): string => `templates/.tmp-${name}-${suffix}`,
+  isDraft: (key: string): boolean => key.split('/')[1]?.startsWith('.tmp-') ?? false,
+  /** A warm template's memory images (a plain directory, not a volume). */
+  templateImages: (name: string): string => `template-images/${name}`,
+  /** Snapshot directories (`rootfs/` a read-only volume, `memory/`, `work/`); `.tmp-*` ones are drafts. */
+  snapshots: 'snapshots',
+  snapshot: (name: string): string => `snapshots/${name}`,
+  snapshotRoot: (name: string): string => `snapshots/${name}/rootfs`,
+} as const;
