@@ -30,12 +30,12 @@ export class FakeRuntime implements Runtime {
   readonly rootKind = 'directory';
   readonly calls: RuntimeCall[] = [];
   readonly instances = new Map<string, Instance>();
-  readonly #failures = new Map<RuntimeOp, Error>();
+  readonly #failures = new Map<RuntimeOp, { err: Error; times: number }>();
   readonly #blocks = new Map<RuntimeOp, { reached: () => void; until: Promise<void> }>();
 
-  /** The next calls of `op` reject with `err` (until `succeed(op)`). */
-  fail(op: RuntimeOp, err: Error = new ForkdError('INTERNAL', `fake ${op} failure`)): void {
-    this.#failures.set(op, err);
+  /** The next calls of `op` reject with `err` (until `succeed(op)`, or `times` of them). */
+  fail(op: RuntimeOp, err: Error = new ForkdError('INTERNAL', `fake ${op} failure`), times = Infinity): void {
+    this.#failures.set(op, { err, times });
   }
 
   succeed(op: RuntimeOp): void {
@@ -82,8 +82,10 @@ export class FakeRuntime implements Runtime {
       b.reached();
       await b.until;
     }
-    const err = this.#failures.get(op);
-    if (err) throw err;
+    const f = this.#failures.get(op);
+    if (!f) return;
+    if (--f.times <= 0) this.#failures.delete(op);
+    throw f.err;
   }
 
   /** A guest side without an agent (see FakeGuestTransport); the test kit gives the manager its own to inspect. */

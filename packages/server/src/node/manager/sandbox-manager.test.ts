@@ -137,3 +137,23 @@ test('concurrent creates cannot both take the last room (admission held across t
     await small.close();
   }
 });
+
+test('a dump that fails because the agent still held a connection the host closed is tried once more; other failures are not', async () => {
+  const s = await t.manager.create({ template: 'base' });
+  const peerless = () => new ForkdError('INTERNAL', 'criu dump failed: Error (criu/cr-dump.c:1975): Dumping FAILED.', { stderrTail: '(00.036775) Error (criu/sk-unix.c:351): unix: Unix socket 159421 not found\n' });
+  const before = t.runtime.callsOf('checkpoint').length;
+  t.runtime.fail('checkpoint', peerless(), 1);
+  const snap = await t.manager.snapshot(s.id);
+  assert.equal(t.runtime.callsOf('checkpoint').length - before, 2, 'dumped twice');
+  assert.deepEqual((await t.manager.timeline(s.id)).map((x) => x.id), [snap.id]);
+  // Twice in a row: the second failure stands, and nothing is left half-made (see afterEach).
+  t.runtime.fail('checkpoint', peerless(), 2);
+  await assert.rejects(t.manager.snapshot(s.id), code('INTERNAL'));
+  // Any other dump failure is not retried.
+  const n = t.runtime.callsOf('checkpoint').length;
+  t.runtime.fail('checkpoint', new ForkdError('INTERNAL', 'criu dump failed: something else'), 1);
+  await assert.rejects(t.manager.snapshot(s.id), code('INTERNAL'));
+  assert.equal(t.runtime.callsOf('checkpoint').length - n, 1);
+  assert.equal((await t.manager.timeline(s.id)).length, 1);
+  await t.manager.delete(s.id);
+});

@@ -4,13 +4,52 @@ import { crashPoint } from '../../shared/crash-point.js';
 import type { SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Storage } from '../storage/storage.js';
-import type { SnapshotFiles } from '../storage/snapshot-files.js';
+import type { SnapshotDraft, SnapshotFiles } from '../storage/snapshot-files.js';
 import type { GuestTransport } from '../runtime/guest-transport.js';
 import type { ReattachGate } from './reattach-gate.js';
 import type { SandboxDisk } from './sandbox-disk.js';
 import type { SandboxInstances } from './sandbox-instances.js';
 
 const ms = (x: number) => Math.round(x * 10) / 10;
+
+/** CRIU's words for a Unix socket whose peer is gone: the agent's end of a connection the host already closed. */
+const PEERLESS_UNIX_SOCKET = /sk-unix\.c:\d+\): unix: Unix socket \d+ not found/;
+
+function agentHeldAConnection(err: unknown): boolean {
+  return err instanceof ForkdError && err.code === 'INTERNAL' && PEERLESS_UNIX_SOCKET.test(String(err.details?.stderrTail ?? ''));
+}
+
+/**
+ * One dump: the guest made dumpable and quiesced (every host connection let
+ * go of, streams held back), the checkpoint with the root's commit while
+ * frozen, then the guest let back in.
+ */
+async function dumpOnce(c: SnapshotContext, r: SandboxRecord, key: string, draft: SnapshotDraft, leaveRunning: boolean) {
+  const reopen = c.reattach.hold(r.id);
+  const guest = c.guests.at(key);
+  try {
+    // An agent that never answers cannot be dumped (it stays non-dumpable): say so rather than let CRIU fail.
+    await guest.setDumpable(true).catch((err: unknown) => {
+      if (err instanceof ForkdError && err.code === 'TIMEOUT') throw err;
+    });
+    const release = await guest.quiesce();
+    try {
+      const stats = await c.runtime.checkpoint(key, {
+        imagesDir: draft.imagesDir,
+        workDir: draft.workDir,
+        leaveRunning,
+        whileFrozen: await c.storage.frozenCommit(draft.rootfsKey, c.instances.volumeOf(key)),
+      });
+      crashPoint('snapshot:dumped');
+      return stats;
+    } finally {
+      release();
+    }
+  } finally {
+    reopen();
+    if (leaveRunning) await guest.setDumpable(false).catch(() => {});
+  }
+}
 
 /** What taking a snapshot needs of the node. */
 export interface SnapshotContext {
@@ -47,33 +86,25 @@ export async function takeSnapshot(c: SnapshotContext, r: SandboxRecord, opts: T
   const snapId = newSnapshotId();
   const key = await c.instances.key(r.id);
   const used = (await c.runtime.usage(key).catch(() => undefined))?.memoryBytes;
-  const draft = await c.files.draft(snapId, await c.files.canStage(used));
+  const stage = await c.files.canStage(used);
+  let draft = await c.files.draft(snapId, stage);
   const previous = (await c.store.listSnapshots(r.id)).pop()?.id ?? r.forkedFrom;
   let stats;
   let sealed: { memoryBytes: number; deferred: boolean };
   try {
-    const reopen = c.reattach.hold(r.id);
-    const guest = c.guests.at(key);
-    try {
-      // An agent that never answers cannot be dumped (it stays non-dumpable): say so rather than let CRIU fail.
-      await guest.setDumpable(true).catch((err: unknown) => {
-        if (err instanceof ForkdError && err.code === 'TIMEOUT') throw err;
-      });
-      const release = await guest.quiesce();
+    for (let attempt = 1; ; attempt++) {
       try {
-        stats = await c.runtime.checkpoint(key, {
-          imagesDir: draft.imagesDir,
-          workDir: draft.workDir,
-          leaveRunning: opts.leaveRunning,
-          whileFrozen: await c.storage.frozenCommit(draft.rootfsKey, c.instances.volumeOf(key)),
-        });
-        crashPoint('snapshot:dumped');
-      } finally {
-        release();
+        stats = await dumpOnce(c, r, key, draft, opts.leaveRunning);
+        break;
+      } catch (err) {
+        if (attempt > 1 || !agentHeldAConnection(err)) throw err;
+        // The agent had not yet closed its end of a connection the host let go of (a starved
+        // agent on a loaded host): the dump failed before anything was frozen for long. Once more,
+        // from a fresh draft, after quiescing again.
+        c.logger.warn('snapshot dump retried: the guest agent still held a closed connection', { sandbox: r.id, snapshot: snapId });
+        await draft.discard();
+        draft = await c.files.draft(snapId, stage);
       }
-    } finally {
-      reopen();
-      if (opts.leaveRunning) await guest.setDumpable(false).catch(() => {});
     }
     sealed = await draft.seal({ defer: !!opts.deferStore, previous });
   } catch (err) {
