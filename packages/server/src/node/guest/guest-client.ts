@@ -2,6 +2,7 @@ import { ForkdError, type FileEntry, type ProcessInfo, type WatchEvent } from '@
 import { GUEST_DEADLINE_MS, GuestConnection, guestError, type GuestDialer } from './guest-connection.js';
 import { FORKD_GUEST_PROTOCOL_MIN, K, MAX_DATA, ProtocolError, T, Tlv, type TlvInput } from './guest-frames.js';
 import { GuestProcess, type OutputHandlers } from './guest-process.js';
+import { SealGate } from './seal-gate.js';
 
 export { GuestProcess, type DetachReason, type OutputHandlers, type ProcessExit } from './guest-process.js';
 
@@ -13,15 +14,6 @@ export type { SpawnOptions, ProcessSelector };
 export interface ResumePoint {
   token: number;
   offset: number;
-}
-
-/** How long a call waits for a start or restore to seal the agent's directory. */
-const SEAL_WAIT_MS = 60_000;
-
-function withTimeout(p: Promise<void>, ms: number, what: string): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const t = new Promise<void>((_, reject) => (timer = setTimeout(() => reject(new ForkdError('UNAVAILABLE', what)), ms)));
-  return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
 /** How long a snapshot waits for short requests (file transfers, listings) to finish before it cuts them. */
@@ -71,14 +63,10 @@ export class GuestClient {
   #gate: Promise<void> | undefined;
   /** Lowered once to an agent of an older snapshot that refuses ours. */
   #version: number | undefined;
-  readonly #verify: (() => Promise<void>) | undefined;
   /** Every connect, HELLO, answer and transfer step gets this long (see GUEST_DEADLINE_MS). */
   readonly #deadlineMs: number;
-  /** The socket's directory is known sealed (see #connect). */
-  #trusted: boolean;
-  #verifying: Promise<void> | undefined;
-  /** Set while forkd has the directory unsealed (start, restore): connections wait for the seal. */
-  #sealing: { done: Promise<void>; resolve: () => void; reject: (err: unknown) => void } | undefined;
+  /** Nothing connects while the agent's directory is not known sealed (see SealGate). */
+  readonly #seal: SealGate;
 
   /**
    * `dial` opens a connection to the agent (see GuestDialer). `verify`
@@ -89,64 +77,27 @@ export class GuestClient {
   constructor(dial: GuestDialer, opts: { verify?: () => Promise<void>; deadlineMs?: number } = {}) {
     this.#dial = dial;
     this.#deadlineMs = opts.deadlineMs ?? GUEST_DEADLINE_MS;
-    this.#verify = opts.verify;
-    this.#trusted = !opts.verify;
+    this.#seal = new SealGate(opts.verify);
   }
 
   /** forkd is about to unseal the socket's directory: new connections wait until `sealed` (or `sealFailed`). */
   unsealing(): void {
-    this.#trusted = false;
-    if (this.#sealing) return;
-    let resolve!: () => void;
-    let reject!: (err: unknown) => void;
-    const done = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
-    done.catch(() => {});
-    this.#sealing = { done, resolve, reject };
+    this.#seal.unsealing();
   }
 
   /** The directory was sealed and checked (forkd-rootfs-ops seal-agent). */
   sealed(): void {
-    this.#trusted = true;
-    this.#sealing?.resolve();
-    this.#sealing = undefined;
+    this.#seal.sealed();
   }
 
   /** Sealing failed (the directory was tampered with, or the start failed): waiting connections fail with `err`. */
   sealFailed(err: unknown): void {
-    this.#trusted = false;
-    this.#sealing?.reject(err);
-    this.#sealing = undefined;
+    this.#seal.sealFailed(err);
   }
 
-  /**
-   * The socket lives in the sandbox's root, at a path the sandbox could
-   * otherwise replace with a symlink to a host socket, and a connect()
-   * follows symlinks. A check before the connect (lstat) would be a race;
-   * instead nothing connects until the directory is sealed: the root is
-   * forkd's volume, `.forkd` a direct child of it, and an immutable
-   * directory can be neither renamed, removed nor replaced, nor can its
-   * entries change (the sandbox lacks CAP_LINUX_IMMUTABLE; the kernel's
-   * may_delete refuses an immutable victim). So once forkd-rootfs-ops has
-   * sealed it (resolving it with openat2, no symlinks) and found a socket in
-   * it, `<root>/.forkd/agent.sock` names that socket until forkd itself
-   * unseals the directory, which it announces with `unsealing`. A client
-   * made for an instance already running (a daemon restart) checks the seal
-   * once before its first connect.
-   */
   async #connect(deadlineMs = this.#deadlineMs): Promise<GuestConnection> {
     while (this.#gate) await this.#gate;
-    while (!this.#trusted) {
-      if (this.#sealing) {
-        await withTimeout(this.#sealing.done, SEAL_WAIT_MS, 'the guest agent is not ready');
-        continue;
-      }
-      this.#verifying ??= this.#verify!()
-        .then(() => {
-          this.#trusted = true;
-        })
-        .finally(() => (this.#verifying = undefined));
-      await this.#verifying;
-    }
+    await this.#seal.ready();
     const conn = await GuestConnection.open(this.#dial, this.#version, deadlineMs);
     this.#open.add(conn);
     conn.onClose(() => this.#open.delete(conn));
