@@ -198,7 +198,11 @@ describe('a bounded daemon (real daemon)', { skip: !isRoot && 'needs root' }, ()
   });
 
   test('300 WebSocket messages queued before the process starts close the socket with 1008', async () => {
-    const ws = new WebSocket(wsUrl(daemon, id), { headers: { authorization: `Bearer ${daemon.apiKey}` } });
+    // A paused sandbox: the spawn waits for its resume (~0.5 s), so the 2.4 MB surely arrive before the process
+    // starts (on a running one a quick start could take them as stdin, and the socket would rightly stay open).
+    const asleep = (await api(daemon, 'POST', '/v1/sandboxes', {})).json.id as string;
+    assert.equal((await api(daemon, 'POST', `/v1/sandboxes/${asleep}/pause`)).status, 200);
+    const ws = new WebSocket(wsUrl(daemon, asleep), { headers: { authorization: `Bearer ${daemon.apiKey}` } });
     await new Promise((r, j) => ws.once('open', r).once('error', j));
     const bye = closed(ws);
     ws.send(JSON.stringify({ op: 'spawn', spawn: { cmd: ['cat'] } }));
@@ -209,6 +213,7 @@ describe('a bounded daemon (real daemon)', { skip: !isRoot && 'needs root' }, ()
     assert.equal(c.code, 1008);
     assert.match(c.reason, /1048576 bytes/);
     await stillServing();
+    assert.equal((await api(daemon, 'DELETE', `/v1/sandboxes/${asleep}`)).status, 204);
   });
 
   test('an oversized chunked JSON body is refused while it is read', async () => {
