@@ -9,6 +9,7 @@ import { privateDir, usePrivateUmask } from './shared/private-state.js';
 import type { NodeEventSink } from './node/node-event.js';
 import { listenNode, type RunningNodeServer } from './node-http/node-http-server.js';
 import { nodeToken, nodeTokenPath } from './node-http/node-token.js';
+import { startE2bServers, type E2bServers } from './control-plane/e2b/e2b-servers.js';
 
 /** Host set-up plus the pool, the `base` template in it and the admin key. Idempotent; seconds when done. */
 export async function setup(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Node> {
@@ -58,6 +59,8 @@ export interface Daemon {
   node: Node;
   control: ControlPlane;
   server: RunningServer;
+  /** The E2B-compatible API and envd gateway (either may be off). */
+  e2b: E2bServers;
   close(): Promise<void>;
 }
 
@@ -68,13 +71,24 @@ export interface Daemon {
 export async function startDaemon(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Daemon> {
   const { node, control } = await setupWithControl(config, logger, progress);
   const server = await listen({ svc: node.service, control, logger, proxyDomain: config.proxyDomain }, config.host, config.port);
+  let e2b: E2bServers;
+  try {
+    e2b = await startE2bServers({ svc: node.service, control, logger, stateDir: config.stateDir, host: config.host, apiPort: config.e2bApiPort, envdPort: config.e2bEnvdPort });
+  } catch (err) {
+    await server.close();
+    await node.close();
+    await control.close();
+    throw err;
+  }
   const stopLoops = startNodeLoops(node, config, logger);
   return {
     node,
     control,
     server,
+    e2b,
     async close() {
       stopLoops();
+      await e2b.close();
       await server.close();
       await node.close();
       await control.close();

@@ -1,0 +1,118 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { posix } from 'node:path';
+import { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import { ForkdError, toForkdError } from '@forkd/protocol';
+import type { EnvdCall } from './envd-call.js';
+import { resolvePath } from './envd-paths.js';
+import { publicError } from '../http/public-error.js';
+
+/** envd's plain-HTTP `/files`: download (GET) and upload (POST, multipart or raw), over the node's file calls. */
+
+export class FilesError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const b = Buffer.from(JSON.stringify(body));
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': b.length });
+  res.end(b);
+}
+
+/** A failure as envd's `{code, message}` with the status the SDK maps (507 for a full disk). */
+export function filesFailure(err: unknown, requestId: string): { status: number; message: string } {
+  if (err instanceof FilesError) return { status: err.status, message: err.message };
+  const fe = toForkdError(err);
+  if (fe.details?.errno === 'ENOSPC' || fe.details?.errno === 28 || fe.details?.errno === 'EDQUOT') return { status: 507, message: 'not enough disk space available' };
+  const status = fe.code === 'FAILED_PRECONDITION' ? 400 : fe.status;
+  return { status, message: publicError(fe, requestId, false).message };
+}
+
+async function statOrUndefined(call: EnvdCall, path: string) {
+  try {
+    return await call.view.stat(call.id, path);
+  } catch (err) {
+    if (err instanceof ForkdError && err.code === 'NOT_FOUND') return undefined;
+    throw err;
+  }
+}
+
+export async function download(call: EnvdCall, q: URLSearchParams, res: ServerResponse): Promise<void> {
+  const path = resolvePath(q.get('path') ?? '', call.user);
+  call.target = path;
+  const st = await statOrUndefined(call, path);
+  if (!st) throw new FilesError(404, `path '${path}' does not exist`);
+  if (st.type === 'dir') throw new FilesError(400, `path '${path}' is a directory`);
+  const file = await call.view.readFile(call.id, path);
+  res.writeHead(200, {
+    'content-type': 'application/octet-stream',
+    'content-length': file.size,
+    'content-disposition': `inline; filename=${encodeURIComponent(posix.basename(path))}`,
+    vary: 'Accept-Encoding',
+  });
+  for await (const chunk of file.chunks) {
+    if (res.destroyed) return;
+    if (!res.write(chunk)) await new Promise((r) => res.once('drain', r));
+  }
+  res.end();
+}
+
+interface Upload {
+  path: string;
+  data: AsyncIterable<Uint8Array> | Uint8Array;
+}
+
+async function* webChunks(stream: ReadableStream<Uint8Array>): AsyncIterable<Uint8Array> {
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    yield value;
+  }
+}
+
+export async function upload(call: EnvdCall, q: URLSearchParams, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  let body: Readable = req;
+  if ((req.headers['content-encoding'] ?? '').toLowerCase() === 'gzip') {
+    const gunzip = createGunzip();
+    req.pipe(gunzip);
+    body = gunzip;
+  }
+  const ct = req.headers['content-type'] ?? '';
+  const qpath = q.get('path') || undefined;
+  const uploads: Upload[] = [];
+  if (/^multipart\/form-data/i.test(ct)) {
+    let form: FormData;
+    try {
+      form = await new Request('http://envd/files', { method: 'POST', headers: { 'content-type': ct }, body: Readable.toWeb(body) as ReadableStream, duplex: 'half' } as RequestInit).formData();
+    } catch {
+      throw new FilesError(400, 'invalid multipart body');
+    }
+    const seen = new Set<string>();
+    for (const part of form.getAll('file')) {
+      if (typeof part === 'string') continue;
+      const path = resolvePath(qpath ?? part.name, call.user);
+      if (seen.has(path)) throw new FilesError(400, `you cannot upload multiple files to the same path '${path}' in one upload request, only the last specified one will be uploaded`);
+      seen.add(path);
+      uploads.push({ path, data: webChunks(part.stream()) });
+    }
+  } else if (/^application\/octet-stream/i.test(ct)) {
+    if (!qpath) throw new FilesError(400, 'path query parameter is required for raw body upload');
+    uploads.push({ path: resolvePath(qpath, call.user), data: body });
+  } else {
+    throw new FilesError(400, `unsupported content type: ${ct}, expected multipart/form-data or application/octet-stream`);
+  }
+  const out: { name: string; type: 'file'; path: string }[] = [];
+  for (const u of uploads) {
+    call.target = u.path;
+    const st = await statOrUndefined(call, u.path);
+    if (st?.type === 'dir') throw new FilesError(400, `path is a directory: ${u.path}`);
+    await call.view.writeFile(call.id, u.path, u.data, { user: call.user, mode: 0o644 });
+    out.push({ name: posix.basename(u.path), type: 'file', path: u.path });
+  }
+  sendJson(res, 200, out);
+}

@@ -1,0 +1,113 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
+import { startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
+
+/**
+ * The official `e2b` SDK, unchanged, against a real `forkd serve`: only the
+ * environment points it here (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY).
+ * Runs for 2.51.0 and for 2.35.0 (plain HTTP since 2.14.1, v1 create and
+ * connect paths, fork since 2.35).
+ */
+
+type SandboxClass = typeof import('e2b').Sandbox;
+
+const VERSIONS: { name: string; load: () => Promise<SandboxClass> }[] = [
+  { name: 'e2b 2.51.0', load: async () => (await import('e2b')).Sandbox },
+  { name: 'e2b 2.35.0', load: async () => (await import('e2b-2-35')).Sandbox as unknown as SandboxClass },
+];
+
+const freePort = () => 20000 + Math.floor(Math.random() * 12000);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function waitForLog(d: DaemonProcess, pattern: RegExp, ms = 60_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!pattern.test(d.log())) {
+    if (Date.now() > until) throw new Error(`daemon never logged ${pattern}:\n${d.log()}`);
+    await sleep(50);
+  }
+}
+
+describe('the official e2b SDK against forkd serve', { skip: !isRoot && 'needs root' }, () => {
+  let dir = '';
+  let cfg: ReturnType<typeof testConfig>;
+  let daemon: DaemonProcess | undefined;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'forkd-e2b-'));
+    cfg = testConfig(dir);
+    const apiPort = freePort();
+    let envdPort = freePort();
+    while (envdPort === apiPort) envdPort = freePort();
+    daemon = await startDaemonProcess({ ...cfg.env, FORKD_E2B_API_PORT: String(apiPort), FORKD_E2B_ENVD_PORT: String(envdPort) });
+    await waitForLog(daemon, /e2b envd serving/);
+    const r = await fetch(`${daemon.url}/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${daemon.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ format: 'e2b', tenant: 'e2b-test' }) });
+    assert.equal(r.status, 201, await r.clone().text());
+    const { key } = (await r.json()) as { key: string };
+    assert.match(key, /^e2b_[0-9a-f]{40}$/);
+    process.env.E2B_API_KEY = key;
+    process.env.E2B_API_URL = `http://127.0.0.1:${apiPort}`;
+    process.env.E2B_SANDBOX_URL = `http://127.0.0.1:${envdPort}`;
+    delete process.env.E2B_DEBUG;
+  });
+  after(async () => {
+    await stopDaemonProcess(daemon);
+    if (dir) await disposeNodeDir(undefined, dir, cfg.config);
+  });
+
+  for (const version of VERSIONS) {
+    describe(version.name, () => {
+      let Sandbox: SandboxClass;
+      let sbx: InstanceType<SandboxClass>;
+      const tag = `run-${randomBytes(4).toString('hex')}`;
+
+      before(async () => {
+        Sandbox = await version.load();
+      });
+
+      test('create with envs and metadata; commands see the envs', async () => {
+        sbx = await Sandbox.create('base', { envs: { FOO: 'bar' }, metadata: { suite: tag }, timeoutMs: 600_000 });
+        assert.equal(await sbx.isRunning(), true);
+        const r = await sbx.commands.run('echo $FOO; whoami; pwd');
+        assert.equal(r.stdout, 'bar\nuser\n/home/user\n');
+        assert.equal(r.exitCode, 0);
+        const info = await sbx.getInfo();
+        assert.equal(info.sandboxId, sbx.sandboxId);
+        assert.deepEqual(info.metadata, { suite: tag });
+      });
+
+      test('Sandbox.list: metadata filter and paging', async () => {
+        const other = await Sandbox.create('base', { metadata: { suite: tag }, timeoutMs: 120_000 });
+        try {
+          const all = await Sandbox.list({ query: { metadata: { suite: tag } } }).nextItems();
+          assert.deepEqual(all.map((s) => s.sandboxId).sort(), [sbx.sandboxId, other.sandboxId].sort());
+          assert.deepEqual(all[0]!.metadata, { suite: tag });
+          const pager = Sandbox.list({ query: { metadata: { suite: tag } }, limit: 1 });
+          const p1 = await pager.nextItems();
+          assert.equal(p1.length, 1);
+          assert.equal(pager.hasNext, true);
+          const p2 = await pager.nextItems();
+          assert.equal(p2.length, 1);
+          assert.equal(pager.hasNext, false);
+          assert.notEqual(p1[0]!.sandboxId, p2[0]!.sandboxId);
+          const none = await Sandbox.list({ query: { metadata: { suite: 'nope' } } }).nextItems();
+          assert.deepEqual(none, []);
+        } finally {
+          assert.equal(await other.kill(), true);
+        }
+      });
+
+      test('kill, then isRunning() is false and kill again is false', async () => {
+        const s = await Sandbox.create('base', { timeoutMs: 120_000 });
+        assert.equal(await s.kill(), true);
+        assert.equal(await s.isRunning(), false);
+        assert.equal(await Sandbox.kill(s.sandboxId), false);
+        await assert.rejects(Sandbox.getInfo(s.sandboxId), (e: Error) => e.name === 'SandboxNotFoundError' || /not found/i.test(e.message));
+      });
+    });
+  }
+});
