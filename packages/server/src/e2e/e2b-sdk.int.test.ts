@@ -80,6 +80,80 @@ describe('the official e2b SDK against forkd serve', { skip: !isRoot && 'needs r
         assert.deepEqual(info.metadata, { suite: tag });
       });
 
+      test('commands: foreground and background with streaming callbacks, exit codes', async () => {
+        const out: string[] = [];
+        const err: string[] = [];
+        const r = await sbx.commands.run('echo "a  b"; echo oops >&2; printf "multi\nline\n"', { onStdout: (d) => void out.push(d), onStderr: (d) => void err.push(d) });
+        assert.equal(r.stdout, 'a  b\nmulti\nline\n');
+        assert.equal(r.stderr, 'oops\n');
+        assert.equal(out.join(''), r.stdout);
+        assert.equal(err.join(''), 'oops\n');
+        await assert.rejects(sbx.commands.run('exit 3'), (e: Error & { exitCode?: number }) => e.exitCode === 3);
+        const bg: string[] = [];
+        const h = await sbx.commands.run('for i in 1 2 3; do echo $i; sleep 0.1; done', { background: true, onStdout: (d) => void bg.push(d) });
+        assert.ok(h.pid > 0);
+        const done = await h.wait();
+        assert.equal(done.stdout, '1\n2\n3\n');
+        assert.equal(bg.join(''), '1\n2\n3\n');
+        const scoped = await sbx.commands.run('echo $ONLY', { envs: { ONLY: 'here' } });
+        assert.equal(scoped.stdout, 'here\n');
+        assert.equal((await sbx.commands.run('echo "[$ONLY]"')).stdout, '[]\n');
+        assert.equal((await sbx.commands.run('pwd', { cwd: '/tmp' })).stdout, '/tmp\n');
+        assert.equal((await sbx.commands.run('whoami', { user: 'root' })).stdout, 'root\n');
+        await assert.rejects(sbx.commands.run('sleep 10', { timeoutMs: 1000 }));
+      });
+
+      test('commands: stdin, closeStdin, kill, list, connect', async () => {
+        const cat = await sbx.commands.run('cat', { background: true, stdin: true });
+        await sbx.commands.sendStdin(cat.pid, 'hello ');
+        await sbx.commands.sendStdin(cat.pid, '');
+        await cat.sendStdin('world\n');
+        await cat.closeStdin();
+        const r = await cat.wait();
+        assert.equal(r.stdout, 'hello world\n');
+        assert.equal(r.exitCode, 0);
+
+        const s1 = await sbx.commands.run('sleep 30', { background: true });
+        const s2 = await sbx.commands.run('sleep 30', { background: true });
+        const pids = (await sbx.commands.list()).map((p) => p.pid);
+        assert.ok(pids.includes(s1.pid) && pids.includes(s2.pid), JSON.stringify(pids));
+        assert.equal(await sbx.commands.kill(s1.pid), true);
+        await assert.rejects(sbx.commands.run(`kill -0 ${s1.pid}`));
+        assert.equal(await sbx.commands.kill(999999), false);
+        await assert.rejects(s1.wait());
+
+        const ticker = await sbx.commands.run('sleep 0.5; for i in 1 2 3; do echo tick$i; sleep 0.2; done', { background: true });
+        await ticker.disconnect();
+        const seen: string[] = [];
+        const again = await sbx.commands.connect(ticker.pid, { onStdout: (d) => void seen.push(d) });
+        const res = await again.wait();
+        assert.match(seen.join(''), /tick3/);
+        assert.equal(res.exitCode, 0);
+        await assert.rejects(sbx.commands.connect(999999));
+        await s2.kill();
+      });
+
+      test('pty: create, sendInput, resize, kill', async () => {
+        let data = '';
+        const dec = new TextDecoder();
+        const pty = await sbx.pty.create({ cols: 80, rows: 24, envs: { ABC: '123' }, onData: (d) => void (data += dec.decode(d)) });
+        await sbx.pty.sendInput(pty.pid, new TextEncoder().encode('tput cols\n'));
+        for (let i = 0; i < 100 && !/\b80\b/.test(data); i++) await sleep(50);
+        assert.match(data, /\b80\b/);
+        await sbx.pty.resize(pty.pid, { cols: 100, rows: 30 });
+        await sbx.pty.sendInput(pty.pid, new TextEncoder().encode('tput cols; echo $ABC\n'));
+        for (let i = 0; i < 100 && !/\b100\b/.test(data); i++) await sleep(50);
+        assert.match(data, /\b100\b/);
+        assert.match(data, /123/);
+        assert.equal(await sbx.pty.kill(pty.pid), true);
+        await assert.rejects(pty.wait());
+        assert.equal(await sbx.pty.kill(999999), false);
+
+        const p2 = await sbx.pty.create({ cols: 80, rows: 24, onData: () => {} });
+        await sbx.pty.sendInput(p2.pid, new TextEncoder().encode('exit\n'));
+        assert.equal((await p2.wait()).exitCode, 0);
+      });
+
       test('Sandbox.list: metadata filter and paging', async () => {
         const other = await Sandbox.create('base', { metadata: { suite: tag }, timeoutMs: 120_000 });
         try {
