@@ -154,6 +154,91 @@ describe('the official e2b SDK against forkd serve', { skip: !isRoot && 'needs r
         assert.equal((await p2.wait()).exitCode, 0);
       });
 
+      test('files: write/read text and 3 MB binary, list, exists, rename, remove, makeDir, getInfo', async () => {
+        const w = await sbx.files.write('notes/hello.txt', 'hello world');
+        assert.equal(w.path, '/home/user/notes/hello.txt');
+        assert.equal(w.name, 'hello.txt');
+        assert.equal(await sbx.files.read('notes/hello.txt'), 'hello world');
+        assert.equal((await sbx.commands.run('cat ~/notes/hello.txt; echo; stat -c %U:%G:%a ~/notes/hello.txt')).stdout, 'hello world\nuser:user:644\n');
+        const bin = randomBytes(3 * 1024 * 1024);
+        await sbx.files.write('/tmp/blob.bin', bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.length) as ArrayBuffer);
+        const back = await sbx.files.read('/tmp/blob.bin', { format: 'bytes' });
+        assert.equal(Buffer.from(back).equals(bin), true);
+        assert.equal(await sbx.files.read('/tmp/empty-not-there').catch((e: Error) => e.name), 'FileNotFoundError');
+        await sbx.files.write('/tmp/empty.txt', '');
+        assert.equal(await sbx.files.read('/tmp/empty.txt'), '');
+        const multi = await sbx.files.write([
+          { path: 'm/a.txt', data: 'A' },
+          { path: '/tmp/m/b.txt', data: 'B' },
+        ]);
+        assert.deepEqual(multi.map((e) => e.path), ['/home/user/m/a.txt', '/tmp/m/b.txt']);
+
+        assert.equal(await sbx.files.makeDir('tree/sub1/sub1_1'), true);
+        assert.equal(await sbx.files.makeDir('tree/sub1'), false);
+        await sbx.files.makeDir('tree/sub2');
+        await sbx.files.write('tree/file1.txt', 'x');
+        const flat = await sbx.files.list('tree');
+        assert.deepEqual(flat.map((e) => e.name), ['file1.txt', 'sub1', 'sub2']);
+        assert.deepEqual(flat.map((e) => e.type), ['file', 'dir', 'dir']);
+        const deep = await sbx.files.list('tree', { depth: 2 });
+        assert.deepEqual(deep.map((e) => e.path.replace('/home/user/tree/', '')), ['file1.txt', 'sub1', 'sub1/sub1_1', 'sub2']);
+
+        assert.equal(await sbx.files.exists('tree/file1.txt'), true);
+        assert.equal(await sbx.files.exists('tree/nope.txt'), false);
+        const info = await sbx.files.getInfo('tree/file1.txt');
+        assert.equal(info.name, 'file1.txt');
+        assert.equal(info.type, 'file');
+        assert.equal(info.path, '/home/user/tree/file1.txt');
+        assert.equal(info.size, 1);
+        assert.equal(info.mode, 0o644);
+        assert.equal(info.permissions, '-rw-r--r--');
+        assert.equal(info.owner, 'user');
+        assert.ok(info.modifiedTime instanceof Date && !Number.isNaN(info.modifiedTime.getTime()));
+        await assert.rejects(sbx.files.getInfo('tree/nope.txt'), (e: Error) => e.name === 'FileNotFoundError');
+
+        const moved = await sbx.files.rename('tree/file1.txt', 'tree/renamed/file2.txt');
+        assert.equal(moved.path, '/home/user/tree/renamed/file2.txt');
+        assert.equal(await sbx.files.read('tree/renamed/file2.txt'), 'x');
+        assert.equal(await sbx.files.exists('tree/file1.txt'), false);
+        await sbx.files.remove('tree');
+        assert.equal(await sbx.files.exists('tree'), false);
+        await sbx.files.remove('tree');
+      });
+
+      test('files: watchDir, uploadUrl, downloadUrl', async () => {
+        await sbx.files.makeDir('watched');
+        const events: { name: string; type: string }[] = [];
+        const handle = await sbx.files.watchDir('watched', (e) => void events.push({ name: e.name, type: String(e.type) }), { recursive: true });
+        await sbx.files.write('watched/w.txt', 'one');
+        await sbx.files.makeDir('watched/nested');
+        await sleep(200);
+        await sbx.files.write('watched/nested/n.txt', 'two');
+        for (let i = 0; i < 100 && !events.some((e) => e.name === 'nested/n.txt'); i++) await sleep(50);
+        await handle.stop();
+        assert.ok(events.some((e) => e.name === 'w.txt' && e.type === 'write'), JSON.stringify(events));
+        assert.ok(events.some((e) => e.name === 'nested' && e.type === 'create'), JSON.stringify(events));
+        assert.ok(events.some((e) => e.name === 'nested/n.txt'), JSON.stringify(events));
+        await assert.rejects(sbx.files.watchDir('watched/w.txt', () => {}));
+
+        const up = await sbx.uploadUrl('signed.txt', { useSignatureExpiration: 10_000 });
+        const form = new FormData();
+        form.append('file', new Blob(['signed hello']), 'blob');
+        const ur = await fetch(up, { method: 'POST', body: form });
+        assert.equal(ur.status, 200);
+        assert.deepEqual(await ur.json(), [{ name: 'signed.txt', type: 'file', path: '/home/user/signed.txt' }]);
+        const down = await sbx.downloadUrl('signed.txt');
+        const dr = await fetch(down);
+        assert.equal(dr.status, 200);
+        assert.equal(await dr.text(), 'signed hello');
+        const expired = await fetch(await sbx.downloadUrl('signed.txt', { useSignatureExpiration: -10_000 }));
+        assert.equal(expired.status, 401);
+        assert.deepEqual(await expired.json(), { code: 401, message: 'signature is already expired' });
+        const asRoot = await fetch(await sbx.downloadUrl('/home/user/signed.txt', { user: 'root' }));
+        assert.equal(await asRoot.text(), 'signed hello');
+        const bad = await fetch(down.replace(/signature=[^&]+/, 'signature=v1_nope'));
+        assert.equal(bad.status, 502);
+      });
+
       test('Sandbox.list: metadata filter and paging', async () => {
         const other = await Sandbox.create('base', { metadata: { suite: tag }, timeoutMs: 120_000 });
         try {
