@@ -260,7 +260,114 @@ describe('the official e2b SDK against forkd serve', { skip: !isRoot && 'needs r
         }
       });
 
+      test('setTimeout, getInfo, getMetrics; expiry kills within a second', async () => {
+        const before = await sbx.getInfo();
+        assert.equal(before.state, 'running');
+        await sbx.setTimeout(900_000);
+        const after = await sbx.getInfo();
+        assert.ok(after.endAt.getTime() > before.endAt.getTime());
+        // connect never shortens the lifetime.
+        await Sandbox.connect(sbx.sandboxId, { timeoutMs: 10_000 });
+        assert.equal((await sbx.getInfo()).endAt.getTime(), after.endAt.getTime());
+        const metrics = await sbx.getMetrics();
+        assert.ok(metrics.length >= 1);
+        const m = metrics[0]!;
+        assert.ok(m.cpuCount >= 1 && m.memUsed > 0 && m.memTotal > 0 && m.diskTotal > 0 && typeof m.cpuUsedPct === 'number');
+        assert.deepEqual(await sbx.getMetrics({ start: new Date(Date.now() - 3600_000), end: new Date(Date.now() - 1800_000) }), []);
+
+        const short = await Sandbox.create('base', { timeoutMs: 120_000 });
+        await short.setTimeout(2000);
+        await sleep(3000);
+        assert.equal(await short.isRunning(), false);
+      });
+
+      test('pause, then connect with a background process still running', async () => {
+        const s = await Sandbox.create('base', { timeoutMs: 120_000 });
+        try {
+          const bg = await s.commands.run('sleep 3600', { background: true });
+          await s.commands.run('(sleep 2 && echo done > /home/user/later.txt) > /dev/null 2>&1 &');
+          await s.files.write('kept.txt', 'kept');
+          assert.equal(await s.pause(), true);
+          assert.equal(await s.isRunning(), false);
+          assert.equal((await Sandbox.getInfo(s.sandboxId)).state, 'paused');
+          assert.equal(await Sandbox.pause(s.sandboxId), false);
+          const paused = await Sandbox.list({ query: { state: ['paused'] } }).nextItems();
+          assert.ok(paused.some((x) => x.sandboxId === s.sandboxId));
+          const again = await Sandbox.connect(s.sandboxId);
+          assert.equal(await again.isRunning(), true);
+          assert.ok((await again.commands.list()).some((p) => p.pid === bg.pid));
+          assert.equal(await again.files.read('kept.txt'), 'kept');
+          await sleep(2500);
+          assert.equal((await again.files.read('later.txt')).trim(), 'done');
+          assert.equal(await again.commands.kill(bg.pid), true);
+        } finally {
+          await s.kill();
+        }
+      });
+
+      test('createSnapshot, create from it, deleteSnapshot', async () => {
+        await sbx.files.write('app/config.json', '{"v":1}');
+        const snap = await sbx.createSnapshot({ name: `snap-${tag}` });
+        assert.ok(snap.snapshotId);
+        assert.ok(snap.names.some((n) => n.includes(`snap-${tag}`)));
+        const listed = await Sandbox.listSnapshots({ sandboxId: sbx.sandboxId }).nextItems();
+        assert.ok(listed.some((x) => x.snapshotId === snap.snapshotId));
+        const a = await Sandbox.create(snap.snapshotId, { timeoutMs: 120_000 });
+        const b = await Sandbox.create(snap.snapshotId, { timeoutMs: 120_000 });
+        try {
+          assert.equal(await a.files.read('app/config.json'), '{"v":1}');
+          await a.files.write('app/config.json', '{"v":2}');
+          assert.equal(await b.files.read('app/config.json'), '{"v":1}');
+          assert.equal(await sbx.isRunning(), true);
+        } finally {
+          await a.kill();
+          await b.kill();
+        }
+        assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), true);
+        assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false);
+      });
+
+      test('fork with count 3', async () => {
+        await sbx.files.write('state.txt', 'parent');
+        const forks = await sbx.fork({ count: 3 });
+        assert.equal(forks.length, 3);
+        const ids = new Set<string>();
+        try {
+          for (const f of forks) {
+            assert.ok(!(f instanceof Error), String(f));
+            const fs = f as InstanceType<SandboxClass>;
+            ids.add(fs.sandboxId);
+            assert.notEqual(fs.sandboxId, sbx.sandboxId);
+            assert.equal(await fs.isRunning(), true);
+            assert.equal(await fs.files.read('state.txt'), 'parent');
+          }
+          assert.equal(ids.size, 3);
+          await (forks[0] as InstanceType<SandboxClass>).files.write('state.txt', 'child');
+          assert.equal(await sbx.files.read('state.txt'), 'parent');
+        } finally {
+          for (const f of forks) if (!(f instanceof Error)) await (f as InstanceType<SandboxClass>).kill();
+        }
+      });
+
+      test('kill while a command streams: the SDK reports the sandbox was killed', async () => {
+        const s = await Sandbox.create('base', { timeoutMs: 120_000 });
+        // Settled into a value at once: the rejection comes while the kill is awaited.
+        const outcome = s.commands.run('sleep 60').then(
+          () => undefined,
+          (e: Error) => e,
+        );
+        await sleep(500);
+        await Sandbox.kill(s.sandboxId);
+        const err = await outcome;
+        assert.equal(err?.name, 'TimeoutError');
+        assert.match(err.message, /killed or reached its end of life/);
+        assert.equal(await s.isRunning(), false);
+        await assert.rejects(Sandbox.connect(s.sandboxId));
+      });
+
       test('kill, then isRunning() is false and kill again is false', async () => {
+        assert.equal(await sbx.kill(), true);
+        assert.equal(await sbx.isRunning(), false);
         const s = await Sandbox.create('base', { timeoutMs: 120_000 });
         assert.equal(await s.kill(), true);
         assert.equal(await s.isRunning(), false);
