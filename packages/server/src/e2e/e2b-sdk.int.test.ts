@@ -365,6 +365,52 @@ describe('the official e2b SDK against forkd serve', { skip: !isRoot && 'needs r
         await assert.rejects(Sandbox.connect(s.sandboxId));
       });
 
+      test('lifecycle: auto-pause at timeout, then connect resumes; autoResume wakes a paused sandbox on traffic', { skip: version.name !== 'e2b 2.51.0' && 'lifecycle options are 2.42+' }, async () => {
+        const s = await Sandbox.create('base', { timeoutMs: 3000, lifecycle: { onTimeout: 'pause', autoResume: false } });
+        try {
+          await s.files.write('before.txt', 'x');
+          await sleep(4500);
+          assert.equal((await s.getInfo()).state, 'paused');
+          assert.equal(await s.isRunning(), false);
+          await s.connect({ timeoutMs: 60_000 });
+          assert.equal((await s.getInfo()).state, 'running');
+          assert.equal(await s.files.read('before.txt'), 'x');
+        } finally {
+          await s.kill();
+        }
+        const w = await Sandbox.create('base', { timeoutMs: 60_000, lifecycle: { onTimeout: 'pause', autoResume: true } });
+        try {
+          assert.equal((await w.getInfo()).lifecycle?.autoResume, true);
+          await w.pause();
+          assert.equal((await w.getInfo()).state, 'paused');
+          assert.equal((await w.commands.run('echo awake')).stdout, 'awake\n');
+          assert.equal((await w.getInfo()).state, 'running');
+        } finally {
+          await w.kill();
+        }
+      });
+
+      test('wire: 502 body for unknown sandboxes, 401 without the token, every call audited', async () => {
+        const envd = process.env.E2B_SANDBOX_URL!;
+        const r = await fetch(`${envd}/health`, { headers: { 'e2b-sandbox-id': 'sbx-000000000000' } });
+        assert.equal(r.status, 502);
+        assert.deepEqual(await r.json(), { sandboxId: 'sbx-000000000000', message: 'The sandbox was not found', code: 502 });
+        const u = await fetch(`${envd}/process.Process/List`, { method: 'POST', headers: { 'e2b-sandbox-id': sbx.sandboxId, 'content-type': 'application/json' }, body: '{}' });
+        assert.equal(u.status, 401);
+        assert.deepEqual(await u.json(), { code: 401, message: 'unauthorized access, please provide a valid access token or method signing if supported' });
+        const api = process.env.E2B_API_URL!;
+        const noKey = await fetch(`${api}/v2/sandboxes`);
+        assert.equal(noKey.status, 401);
+        assert.equal(((await noKey.json()) as { code: number }).code, 401);
+        const gone = await fetch(`${api}/sandboxes/nonexisting`, { headers: { 'x-api-key': process.env.E2B_API_KEY! } });
+        assert.equal(gone.status, 404);
+        assert.equal(((await gone.json()) as { code: number }).code, 404);
+        const audit = await fetch(`${daemon!.url}/v1/audit?sandbox=${sbx.sandboxId}`, { headers: { authorization: `Bearer ${daemon!.apiKey}` } });
+        const ops = ((await audit.json()) as { records: { operation: string; tenant?: string }[] }).records;
+        assert.ok(ops.some((o) => /^E2B POST \/(v2\/)?sandboxes$/.test(o.operation) && o.tenant === 'e2b-test'), JSON.stringify(ops.slice(0, 5)));
+        assert.ok(ops.some((o) => o.operation === 'E2B envd POST /process.Process/Start'));
+      });
+
       test('kill, then isRunning() is false and kill again is false', async () => {
         assert.equal(await sbx.kill(), true);
         assert.equal(await sbx.isRunning(), false);
