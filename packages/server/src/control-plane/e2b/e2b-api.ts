@@ -1,9 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { z } from 'zod';
 import { ForkdError, SANDBOX_ID_SOURCE, toForkdError, type SandboxInfo } from '@forkd/protocol';
 import type { NodeService } from '../../node-contract/index.js';
 import { presentedKey, type Principal } from '../auth/api-keys.js';
+import { KeyedBuckets } from '../auth/keyed-buckets.js';
 import { callerView } from '../http/caller-view.js';
 import { logRequestError, newRequestId } from '../http/public-error.js';
 import { ConnectBody, ForkBody, NetworkConfig, NewSandbox, PauseBody, SnapshotBody, TimeoutBody, unsupportedNetwork } from './api-schemas.js';
@@ -74,6 +76,10 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
   app.notFound((c) => c.json({ code: 404, message: `no route ${c.req.method} ${c.req.path}` }, 404));
 
   app.get('/health', (c) => c.body(null, 204));
+  // Control-plane bodies are small JSON; nothing here streams.
+  app.use('*', bodyLimit({ maxSize: 1 << 20, onError: (c) => c.json({ code: 413, message: 'request body too large (1 MiB at most)' }, 413) }));
+  // Refused calls are audited too, but a flood of them must not fill the log (as on forkd's own API).
+  const unauthenticatedAudit = new KeyedBuckets({ capacity: 60, perSecond: 1, maxKeys: 1 });
 
   // Who is calling, then one audit record per call (refusals too), as on forkd's own API.
   app.use('*', async (c, next) => {
@@ -81,27 +87,30 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
     c.set('requestId', newRequestId());
     let who: Principal | undefined;
     let code = 'OK';
+    let status: number | undefined;
+    const codeOf = (err: unknown) => (err instanceof E2bApiError ? (err.status === 413 ? 'PAYLOAD_TOO_LARGE' : 'INVALID_ARGUMENT') : toForkdError(err).code);
     try {
       const source = sourceAddress(c);
       who = await control.keys.authenticate(presentedKey((n) => c.req.header(n), new URLSearchParams()), source);
       c.set('who', who);
       c.set('view', callerView(svc, control, who));
       await next();
-      if (c.error) code = toForkdError(c.error).code;
+      if (c.error) code = codeOf(c.error);
       else if (c.res.status >= 400) code = c.res.status === 404 ? 'NOT_FOUND' : c.res.status === 409 ? 'CONFLICT' : 'INVALID_ARGUMENT';
     } catch (err) {
-      code = err instanceof E2bApiError ? 'INVALID_ARGUMENT' : toForkdError(err).code;
+      code = codeOf(err);
+      status = err instanceof E2bApiError ? err.status : apiError(err, '').status;
       throw err;
     } finally {
       const route = c.req.routePath && c.req.routePath !== '*' ? c.req.routePath : c.req.path.slice(0, 200);
       const sandboxId = c.get('sandbox');
-      await control.store.appendAudit({
+      if (who || unauthenticatedAudit.take('*')) await control.store.appendAudit({
         at: new Date().toISOString(),
         ...(who ? { keyId: who.keyId, tenant: who.tenant } : {}),
         ...(sandboxId ? { sandboxId } : {}),
         operation: `E2B ${c.req.method} ${route}`,
         code,
-        status: c.res.status,
+        status: status ?? c.res.status,
         durationMs: Math.round((performance.now() - t0) * 10) / 10,
         requestId: c.get('requestId'),
       });

@@ -6,6 +6,7 @@ import { ForkdError, toForkdError } from '@forkd/protocol';
 import type { EnvdCall } from './envd-call.js';
 import { resolvePath } from './envd-paths.js';
 import { publicError } from '../http/public-error.js';
+import { boundaryOf, MultipartError, multipartParts } from './multipart.js';
 
 /** envd's plain-HTTP `/files`: download (GET) and upload (POST, multipart or raw), over the node's file calls. */
 
@@ -61,18 +62,13 @@ export async function download(call: EnvdCall, q: URLSearchParams, res: ServerRe
   res.end();
 }
 
-interface Upload {
-  path: string;
-  data: AsyncIterable<Uint8Array> | Uint8Array;
-}
-
-async function* webChunks(stream: ReadableStream<Uint8Array>): AsyncIterable<Uint8Array> {
-  const reader = stream.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return;
-    yield value;
-  }
+/** One file: the target must not be a directory; written 0644, owned by the request user (parents made as needed). */
+async function writeOne(call: EnvdCall, path: string, data: AsyncIterable<Uint8Array>): Promise<{ name: string; type: 'file'; path: string }> {
+  call.target = path;
+  const st = await statOrUndefined(call, path);
+  if (st?.type === 'dir') throw new FilesError(400, `path is a directory: ${path}`);
+  await call.view.writeFile(call.id, path, data, { user: call.user, mode: 0o644 });
+  return { name: posix.basename(path), type: 'file', path };
 }
 
 export async function upload(call: EnvdCall, q: URLSearchParams, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -84,35 +80,29 @@ export async function upload(call: EnvdCall, q: URLSearchParams, req: IncomingMe
   }
   const ct = req.headers['content-type'] ?? '';
   const qpath = q.get('path') || undefined;
-  const uploads: Upload[] = [];
   if (/^multipart\/form-data/i.test(ct)) {
-    let form: FormData;
-    try {
-      form = await new Request('http://envd/files', { method: 'POST', headers: { 'content-type': ct }, body: Readable.toWeb(body) as ReadableStream, duplex: 'half' } as RequestInit).formData();
-    } catch {
-      throw new FilesError(400, 'invalid multipart body');
-    }
+    const boundary = boundaryOf(ct);
+    if (!boundary) throw new FilesError(400, 'multipart/form-data without a boundary');
+    // Streamed part by part: each file goes to the sandbox as it arrives.
     const seen = new Set<string>();
-    for (const part of form.getAll('file')) {
-      if (typeof part === 'string') continue;
-      const path = resolvePath(qpath ?? part.name, call.user);
-      if (seen.has(path)) throw new FilesError(400, `you cannot upload multiple files to the same path '${path}' in one upload request, only the last specified one will be uploaded`);
-      seen.add(path);
-      uploads.push({ path, data: webChunks(part.stream()) });
+    const out: { name: string; type: 'file'; path: string }[] = [];
+    try {
+      for await (const part of multipartParts(body, boundary)) {
+        if (part.name !== 'file') continue;
+        const path = resolvePath(qpath ?? part.filename ?? '', call.user);
+        if (seen.has(path)) throw new FilesError(400, `you cannot upload multiple files to the same path '${path}' in one upload request, only the last specified one will be uploaded`);
+        seen.add(path);
+        out.push(await writeOne(call, path, part.body));
+      }
+    } catch (err) {
+      if (err instanceof MultipartError) throw new FilesError(400, err.message);
+      throw err;
     }
-  } else if (/^application\/octet-stream/i.test(ct)) {
-    if (!qpath) throw new FilesError(400, 'path query parameter is required for raw body upload');
-    uploads.push({ path: resolvePath(qpath, call.user), data: body });
-  } else {
-    throw new FilesError(400, `unsupported content type: ${ct}, expected multipart/form-data or application/octet-stream`);
+    if (!out.length) throw new FilesError(400, 'no file part in the upload');
+    sendJson(res, 200, out);
+    return;
   }
-  const out: { name: string; type: 'file'; path: string }[] = [];
-  for (const u of uploads) {
-    call.target = u.path;
-    const st = await statOrUndefined(call, u.path);
-    if (st?.type === 'dir') throw new FilesError(400, `path is a directory: ${u.path}`);
-    await call.view.writeFile(call.id, u.path, u.data, { user: call.user, mode: 0o644 });
-    out.push({ name: posix.basename(u.path), type: 'file', path: u.path });
-  }
-  sendJson(res, 200, out);
+  if (!/^application\/octet-stream/i.test(ct)) throw new FilesError(400, `unsupported content type: ${ct}, expected multipart/form-data or application/octet-stream`);
+  if (!qpath) throw new FilesError(400, 'path query parameter is required for raw body upload');
+  sendJson(res, 200, [await writeOne(call, resolvePath(qpath, call.user), body)]);
 }
