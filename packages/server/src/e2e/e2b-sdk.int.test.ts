@@ -411,6 +411,22 @@ describe('the official e2b SDK against forkd serve', { skip: !isRoot && 'needs r
         assert.ok(ops.some((o) => o.operation === 'E2B envd POST /process.Process/Start'));
       });
 
+      test("forkd's extras on an E2B sandbox: its timeline and a rewind, with a forkd key of the same tenant", async () => {
+        const r = await fetch(`${daemon!.url}/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${daemon!.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ tenant: 'e2b-test' }) });
+        const forkdKey = ((await r.json()) as { key: string }).key;
+        const h = { authorization: `Bearer ${forkdKey}`, 'content-type': 'application/json' };
+        await sbx.files.write('rewind.txt', 'before');
+        const snap = await sbx.createSnapshot();
+        await sbx.files.write('rewind.txt', 'after');
+        const tl = await fetch(`${daemon!.url}/v1/sandboxes/${sbx.sandboxId}/snapshots`, { headers: h });
+        assert.equal(tl.status, 200);
+        assert.ok(((await tl.json()) as { snapshots: { id: string }[] }).snapshots.some((x) => x.id === snap.snapshotId));
+        const rw = await fetch(`${daemon!.url}/v1/sandboxes/${sbx.sandboxId}/rewind`, { method: 'POST', headers: h, body: JSON.stringify({ snapshot: snap.snapshotId }) });
+        assert.equal(rw.status, 200, await rw.clone().text());
+        assert.equal(await sbx.files.read('rewind.txt'), 'before');
+        await Sandbox.deleteSnapshot(snap.snapshotId);
+      });
+
       test('kill, then isRunning() is false and kill again is false', async () => {
         assert.equal(await sbx.kill(), true);
         assert.equal(await sbx.isRunning(), false);
