@@ -72,6 +72,8 @@ async function writeOne(call: EnvdCall, path: string, data: AsyncIterable<Uint8A
 }
 
 export async function upload(call: EnvdCall, q: URLSearchParams, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  // Advertised by envd 0.6.2+, which forkd's 0.6.4 implies: refused out loud rather than dropped.
+  if (Object.keys(req.headers).some((h) => h.startsWith('x-metadata-'))) throw new FilesError(400, 'file metadata (X-Metadata-* headers) is not supported by this server yet');
   let body: Readable = req;
   if ((req.headers['content-encoding'] ?? '').toLowerCase() === 'gzip') {
     const gunzip = createGunzip();

@@ -6,8 +6,12 @@ import type { SandboxInfo } from '@forkd/protocol';
  * (autoResume) rides in one reserved metadata key, never shown to E2B callers.
  */
 
-/** The envd version advertised: it gates SDK features. 0.6.1: everything below file metadata (0.6.2, needs xattrs) and watch entries (0.6.3). */
-export const ENVD_VERSION = '0.6.1';
+/**
+ * The envd version advertised: it gates SDK features. 0.6.4: watch entries
+ * (0.6.3) and network-mount watches (0.6.4) work; file metadata (0.6.2, xattrs)
+ * is the one gated feature forkd lacks, and uploads carrying it are refused.
+ */
+export const ENVD_VERSION = '0.6.4';
 /** Deprecated in E2B's API, still required: the reference answers this constant. */
 export const CLIENT_ID = '6532622b';
 /** E2B's default lifetime when a create or connect names none (seconds). */
