@@ -78,6 +78,9 @@ describe('the official e2b SDK against forkd serve', { skip: !isRoot && 'needs r
         const info = await sbx.getInfo();
         assert.equal(info.sandboxId, sbx.sandboxId);
         assert.deepEqual(info.metadata, { suite: tag });
+        // E2B's base: python next to python3, passwordless sudo for `user`.
+        assert.match((await sbx.commands.run('python --version')).stdout, /^Python 3\./);
+        assert.equal((await sbx.commands.run('sudo -n whoami; id -gn')).stdout, 'root\nuser\n');
       });
 
       test('commands: foreground and background with streaming callbacks, exit codes', async () => {
