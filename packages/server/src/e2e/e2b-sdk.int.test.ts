@@ -430,6 +430,49 @@ describe('the official e2b SDK against forkd serve', { skip: !isRoot && 'needs r
         await Sandbox.deleteSnapshot(snap.snapshotId);
       });
 
+      test('wire: the RPCs the JS SDK does not use (polled watchers, StreamInput)', async () => {
+        const envd = process.env.E2B_SANDBOX_URL!;
+        const detail = await fetch(`${process.env.E2B_API_URL}/sandboxes/${sbx.sandboxId}`, { headers: { 'x-api-key': process.env.E2B_API_KEY! } });
+        const token = ((await detail.json()) as { envdAccessToken: string }).envdAccessToken;
+        const h = { 'e2b-sandbox-id': sbx.sandboxId, 'x-access-token': token, 'content-type': 'application/json' };
+        const rpc = async (path: string, body: unknown) => {
+          const r = await fetch(`${envd}/${path}`, { method: 'POST', headers: h, body: JSON.stringify(body) });
+          return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+        };
+        await sbx.files.makeDir('polled');
+        const created = await rpc('filesystem.Filesystem/CreateWatcher', { path: 'polled' });
+        assert.equal(created.status, 200);
+        const watcherId = created.body.watcherId as string;
+        assert.match(watcherId, /^w/);
+        await sbx.files.write('polled/p.txt', 'x');
+        let events: { name: string; type: string }[] = [];
+        for (let i = 0; i < 50 && !events.some((e) => e.name === 'p.txt'); i++) {
+          await sleep(100);
+          events = events.concat(((await rpc('filesystem.Filesystem/GetWatcherEvents', { watcherId })).body.events as typeof events) ?? []);
+        }
+        assert.ok(events.some((e) => e.name === 'p.txt' && e.type === 'EVENT_TYPE_WRITE'), JSON.stringify(events));
+        assert.equal((await rpc('filesystem.Filesystem/RemoveWatcher', { watcherId })).status, 200);
+        const gone = await rpc('filesystem.Filesystem/GetWatcherEvents', { watcherId });
+        assert.equal(gone.status, 404);
+        assert.equal(gone.body.code, 'not_found');
+
+        const cat = await sbx.commands.run('cat', { background: true, stdin: true });
+        const frame = (m: unknown) => {
+          const p = Buffer.from(JSON.stringify(m));
+          const head = Buffer.alloc(5);
+          head.writeUInt32BE(p.length, 1);
+          return Buffer.concat([head, p]);
+        };
+        const body = Buffer.concat([frame({ start: { process: { pid: cat.pid } } }), frame({ data: { input: { stdin: Buffer.from('streamed\n').toString('base64') } } }), frame({ keepalive: {} })]);
+        const si = await fetch(`${envd}/process.Process/StreamInput`, { method: 'POST', headers: { ...h, 'content-type': 'application/connect+json' }, body });
+        assert.equal(si.status, 200);
+        const raw = Buffer.from(await si.arrayBuffer());
+        assert.equal(raw.readUInt8(raw.length - 7), 2, 'ends with an end-stream envelope');
+        assert.equal(raw.subarray(raw.length - 2).toString(), '{}');
+        await cat.closeStdin();
+        assert.equal((await cat.wait()).stdout, 'streamed\n');
+      });
+
       test('kill, then isRunning() is false and kill again is false', async () => {
         assert.equal(await sbx.kill(), true);
         assert.equal(await sbx.isRunning(), false);

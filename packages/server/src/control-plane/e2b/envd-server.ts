@@ -16,6 +16,7 @@ import { download, filesFailure, sendJson, upload } from './files-http.js';
 import { filesystemService } from './filesystem-service.js';
 import { processService } from './process-service.js';
 import { RpcStream } from './rpc-stream.js';
+import { streamInput } from './stream-input.js';
 import { e2bAttributes } from './sandbox-mapping.js';
 
 const SERVICES: Record<string, RpcService> = { 'process.Process': processService, 'filesystem.Filesystem': filesystemService };
@@ -120,6 +121,10 @@ export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: 
         status = 404;
         code = 'NOT_FOUND';
         return sendJson(res, 404, { code: 404, message: `no route ${req.method} ${url.pathname}` });
+      }
+      if (service === processService && method === 'StreamInput') {
+        await streamInput(call, req, res);
+        return;
       }
       const stream = service.streams[method];
       const unary = service.unary[method];

@@ -5,6 +5,7 @@ import { ListDirRequest, MoveRequest, PathRequest, WatchDirRequest, parseMessage
 import { resolvePath } from './envd-paths.js';
 import { entryInfo, entryWithTarget, preorder } from './entry-info.js';
 import { RpcError, rpcError } from './e2b-errors.js';
+import { polledWatcherMethods } from './polled-watchers.js';
 
 /** envd's `filesystem.Filesystem` over the node contract's file calls (which run as root in the sandbox). */
 
@@ -77,6 +78,7 @@ const watchDir: StreamMethod = async (call, msg, stream, deadlineMs) => {
 
 export const filesystemService: RpcService = {
   unary: {
+    ...polledWatcherMethods,
     Stat: async (call, msg) => {
       const p = path(call, parseMessage(PathRequest, msg).path);
       return { entry: await entryWithTarget(call.view, call.id, await mustStat(call, p), p) };
