@@ -18,6 +18,8 @@ export async function metricSample(view: NodeService, s: SandboxInfo, start: str
   const prev = lastCpu.get(s.id);
   const created = Date.parse(s.createdAt);
   const from = prev ?? { at: created, cpuNanos: 0 };
+  // Bounded: entries of sandboxes long gone go with the next overflow.
+  if (lastCpu.size >= 10_000 && !lastCpu.has(s.id)) lastCpu.clear();
   lastCpu.set(s.id, { at: now, cpuNanos: m.cpuNanos });
   const cpus = Math.max(1, Math.round(s.limits.cpus));
   const wallNs = Math.max(1, (now - from.at) * 1e6);
