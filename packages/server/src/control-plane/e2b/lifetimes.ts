@@ -57,15 +57,13 @@ export class Lifetimes {
       this.schedule(s);
       return;
     }
+    // forkd's default, as its reconciler would: pause unless the policy says kill (E2B creates always say).
+    const action = s.onTimeout === 'kill' ? 'kill' : 'pause';
     try {
-      if (s.onTimeout === 'pause') {
-        this.#gone(id);
-        await this.#svc.pause(id);
-      } else {
-        this.#gone(id);
-        await this.#svc.delete(id);
-      }
-      this.#logger.info('e2b sandbox timed out', { sandboxId: id, action: s.onTimeout ?? 'kill' });
+      this.#gone(id);
+      if (action === 'pause') await this.#svc.pause(id);
+      else await this.#svc.delete(id);
+      this.#logger.info('e2b sandbox timed out', { sandboxId: id, action });
     } catch (err) {
       this.#logger.warn('e2b sandbox timeout failed (the reconciler will retry)', { sandboxId: id, error: String(err) });
     }

@@ -90,6 +90,6 @@ export function detailBody(s: SandboxInfo, token: string): Record<string, unknow
     envdAccessToken: token,
     domain: null,
     allowInternetAccess: true,
-    lifecycle: { onTimeout: s.onTimeout === 'pause' ? 'pause' : 'kill', autoResume: e2bAttributes(s)?.autoResume ?? false },
+    lifecycle: { onTimeout: s.onTimeout === 'kill' ? 'kill' : 'pause', autoResume: e2bAttributes(s)?.autoResume ?? false },
   };
 }
