@@ -123,14 +123,20 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
     if (refused) throw new E2bApiError(400, refused);
     if (req.autoPause && req.autoPauseMemory === false) throw new E2bApiError(400, 'autoPauseMemory: false (filesystem-only pause) is not supported yet');
     const view = c.get('view');
-    const timeout = req.timeout ?? (v2 ? DEFAULT_TIMEOUT_S : 15);
+    // At least a second: forkd reads a lifetime of 0 as none.
+    const timeout = Math.max(1, req.timeout ?? (v2 ? DEFAULT_TIMEOUT_S : 15));
     const attrs = attributesMetadata({ autoResume: req.autoResume?.enabled === true, ...(req.templateID.startsWith('snap-') ? { templateID: req.templateID } : {}) });
     let s: SandboxInfo;
     if (req.templateID.startsWith('snap-')) {
       // A snapshot as the template: a fork of it (its files and processes), under its own lifetime.
       const [f] = await view.fork(req.templateID, 1);
       if (!f) throw new ForkdError('INTERNAL', 'fork returned no sandbox');
-      s = await view.setTimeout(f.id, timeout);
+      try {
+        s = await view.setTimeout(f.id, timeout);
+      } catch (err) {
+        await view.delete(f.id).catch(() => {});
+        throw err;
+      }
     } else {
       s = await view.create({
         template: req.templateID,
