@@ -30,6 +30,7 @@ function fakeNode(): NodeService {
     },
     get: async (id) => get(id),
     list: async () => [...boxes.values()],
+    templates: async () => [{ name: 'base', createdAt: new Date(0).toISOString() }],
     delete: async (id) => void (get(id), boxes.delete(id)),
     setTimeout: async (id, seconds) => {
       const s = { ...get(id), expiresAt: new Date(Date.now() + seconds * 1000).toISOString() };
@@ -76,6 +77,8 @@ test('error bodies carry the numeric code the SDK branches on', async () => {
       assert.equal(r.status, 404, `${m} ${p}`);
       assert.equal((r.body as { code: number }).code, 404);
     }
+    assert.deepEqual((await h.call('GET', '/templates/aliases/base')).body, { templateID: 'base', public: true });
+    assert.equal((await h.call('GET', '/templates/aliases/nope')).status, 404);
     const bad = await h.call('POST', '/v2/sandboxes', { templateID: 'base', network: { denyOut: ['0.0.0.0/0'] } });
     assert.equal(bad.status, 400);
     assert.equal((bad.body as { code: number }).code, 400);

@@ -253,6 +253,15 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
     return c.json(page.items, 200, page.nextToken ? { 'x-next-token': page.nextToken } : {});
   });
 
+  // Template.exists / aliasExists: forkd templates the caller can see (shared ones are public).
+  app.get('/templates/aliases/:alias', async (c) => {
+    const alias = c.req.param('alias');
+    const t = (await c.get('view').templates()).find((x) => x.name === alias);
+    if (!t) throw new ForkdError('NOT_FOUND', `template ${alias} not found`);
+    const owner = await control.store.owner('template', t.name);
+    return c.json({ templateID: t.name, public: owner === undefined });
+  });
+
   app.delete('/templates/:templateID', async (c) => {
     const name = c.req.param('templateID');
     const view = c.get('view');
