@@ -408,6 +408,11 @@ describe('the official e2b SDK against forkd serve', { skip: !isRoot && 'needs r
         const gone = await fetch(`${api}/sandboxes/nonexisting`, { headers: { 'x-api-key': process.env.E2B_API_KEY! } });
         assert.equal(gone.status, 404);
         assert.equal(((await gone.json()) as { code: number }).code, 404);
+        if (version.name === 'e2b 2.51.0') {
+          const { Template } = await import('e2b');
+          assert.equal(await Template.exists('base'), true);
+          assert.equal(await Template.exists('no-such-template'), false);
+        }
         const audit = await fetch(`${daemon!.url}/v1/audit?sandbox=${sbx.sandboxId}`, { headers: { authorization: `Bearer ${daemon!.apiKey}` } });
         const ops = ((await audit.json()) as { records: { operation: string; tenant?: string }[] }).records;
         assert.ok(ops.some((o) => /^E2B POST \/(v2\/)?sandboxes$/.test(o.operation) && o.tenant === 'e2b-test'), JSON.stringify(ops.slice(0, 5)));
