@@ -12,6 +12,7 @@ import { nodeToken, nodeTokenPath } from './node-http/node-token.js';
 import { NodeHttpClient } from './node-http/node-http-client.js';
 import { readFile } from 'node:fs/promises';
 import { ForkdError } from '@forkd/protocol';
+import { startE2bServers, type E2bServers } from './control-plane/e2b/e2b-servers.js';
 
 /** Host set-up plus the pool, the `base` template in it and the admin key. Idempotent; seconds when done. */
 export async function setup(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Node> {
@@ -61,6 +62,8 @@ export interface Daemon {
   node: Node;
   control: ControlPlane;
   server: RunningServer;
+  /** The E2B-compatible API and envd gateway (either may be off). */
+  e2b: E2bServers;
   close(): Promise<void>;
 }
 
@@ -71,13 +74,24 @@ export interface Daemon {
 export async function startDaemon(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Daemon> {
   const { node, control } = await setupWithControl(config, logger, progress);
   const server = await listen({ svc: node.service, control, logger, proxyDomain: config.proxyDomain }, config.host, config.port);
+  let e2b: E2bServers;
+  try {
+    e2b = await startE2bServers({ svc: node.service, control, logger, stateDir: config.stateDir, host: config.host, apiPort: config.e2bApiPort, envdPort: config.e2bEnvdPort });
+  } catch (err) {
+    await server.close();
+    await node.close();
+    await control.close();
+    throw err;
+  }
   const stopLoops = startNodeLoops(node, config, logger);
   return {
     node,
     control,
     server,
+    e2b,
     async close() {
       stopLoops();
+      await e2b.close();
       await server.close();
       await node.close();
       await control.close();
@@ -128,6 +142,8 @@ export async function startNodeDaemon(config: ForkdConfig, logger: Logger, progr
 export interface ControlPlaneDaemon {
   control: ControlPlane;
   server: RunningServer;
+  /** The E2B-compatible API and envd gateway over the same node (either may be off). */
+  e2b: E2bServers;
   /** The node it serves, over HTTP. */
   nodeUrl: string;
   close(): Promise<void>;
@@ -149,24 +165,30 @@ export async function startControlPlaneDaemon(config: ForkdConfig, logger: Logge
   await privateDir(config.stateDir);
   const control = await openControlPlane(config, logger);
   const node = new NodeHttpClient({ url, token });
-  let server: RunningServer;
+  let server: RunningServer | undefined;
+  let e2b: E2bServers;
   try {
     // Fail at start, not at a tenant's first call: a wrong token would otherwise reach callers as their own 401.
     await node.templates().catch((err: unknown) => {
       throw new ForkdError('FAILED_PRECONDITION', `the node at ${url} does not answer this control plane: ${(err as Error).message}`, undefined, { cause: err });
     });
     server = await listen({ svc: node, control, logger, proxyDomain: config.proxyDomain }, config.host, config.port);
+    e2b = await startE2bServers({ svc: node, control, logger, stateDir: config.stateDir, host: config.host, apiPort: config.e2bApiPort, envdPort: config.e2bEnvdPort });
   } catch (err) {
+    await server?.close();
     node.close();
     await control.close();
     throw err;
   }
+  const api = server;
   return {
     control,
-    server,
+    server: api,
+    e2b,
     nodeUrl: url,
     async close() {
-      await server.close();
+      await e2b.close();
+      await api.close();
       node.close();
       await control.close();
     },

@@ -60,8 +60,12 @@ export const serveCommand: CliCommand = {
       throw err;
     }
     if ('tokenPath' in daemon) process.stderr.write(`forkd node serving on ${daemon.server.url}, token in ${daemon.tokenPath} (Ctrl-C to stop)\n`);
-    else if ('nodeUrl' in daemon) process.stderr.write(`forkd control plane serving on ${daemon.server.url} over the node at ${daemon.nodeUrl} (Ctrl-C to stop)\n`);
-    else process.stderr.write(`forkd serving on ${daemon.server.url} (Ctrl-C to stop)\n`);
+    else {
+      if ('nodeUrl' in daemon) process.stderr.write(`forkd control plane serving on ${daemon.server.url} over the node at ${daemon.nodeUrl} (Ctrl-C to stop)\n`);
+      else process.stderr.write(`forkd serving on ${daemon.server.url} (Ctrl-C to stop)\n`);
+      const { apiUrl, envdUrl } = daemon.e2b;
+      if (apiUrl || envdUrl) process.stderr.write(`E2B-compatible: ${apiUrl ? `E2B_API_URL=${apiUrl}` : 'API off'}, ${envdUrl ? `E2B_SANDBOX_URL=${envdUrl}` : 'envd off'}\n`);
+    }
     const d = daemon;
     return new Promise<number>((resolve) => {
       let stopping = false;

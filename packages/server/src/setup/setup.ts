@@ -25,7 +25,14 @@ const PACKAGES = ['btrfs-progs', 'debootstrap', 'runc', 'patchelf', 'iproute2', 
 const ROOTFS_UMASK = 0o022;
 
 /** Contents of the default template; a change of this list rebuilds it. */
-export const BASE_PACKAGES = ['bash', 'coreutils', 'procps', 'python3', 'git', 'curl', 'ca-certificates', 'ncurses-bin', 'less', 'iproute2'];
+export const BASE_PACKAGES = ['bash', 'coreutils', 'procps', 'python3', 'python-is-python3', 'git', 'curl', 'ca-certificates', 'ncurses-bin', 'less', 'iproute2', 'sudo'];
+
+/**
+ * The base recipe's version: part of the cached root filesystem's directory
+ * name, so hosts (and worktrees) on different recipes share the cache
+ * without rebuilding each other's.
+ */
+const BASE_RECIPE_VERSION = 3;
 
 export async function dpkgInstalled(pkg: string): Promise<boolean> {
   const r = await exec('dpkg-query', ['-W', '-f=${Status}', pkg], { allowFailure: true });
@@ -192,17 +199,18 @@ export async function buildNative(): Promise<void> {
 }
 
 function recipeHash(host: HostInfo): string {
-  return createHash('sha256').update(JSON.stringify({ v: 2, codename: host.codename, pkgs: BASE_PACKAGES })).digest('hex').slice(0, 16);
+  return createHash('sha256').update(JSON.stringify({ v: BASE_RECIPE_VERSION, codename: host.codename, pkgs: BASE_PACKAGES })).digest('hex').slice(0, 16);
 }
 
 /** Path of the cached root filesystem of the `base` template (a plain directory). */
 export function baseRootfsDir(config: ForkdConfig): string {
-  return join(config.cacheDir, 'rootfs', 'base');
+  return join(config.cacheDir, 'rootfs', `base-v${BASE_RECIPE_VERSION}`);
 }
 
 /**
  * The `base` root filesystem: minimal Debian of the host's release plus the
- * tools agents expect, and an unprivileged `user` (uid 1000). Built once into
+ * tools agents expect (python as python3, sudo), and `user` (uid 1000, group
+ * user, home /home/user, passwordless sudo: E2B's default user). Built once into
  * the cache; a marker written last makes a half-built one impossible to reuse.
  */
 async function ensureBaseRootfs(config: ForkdConfig, host: HostInfo, detail: (d: string) => void): Promise<string> {
@@ -218,7 +226,10 @@ async function ensureBaseRootfs(config: ForkdConfig, host: HostInfo, detail: (d:
     umask: ROOTFS_UMASK,
     onStdout: (l) => detail(l.trim().split('\n').pop() ?? ''),
   }).finally(() => releaseMounts(tmp));
-  await exec('chroot', [tmp, 'useradd', '--create-home', '--shell', '/bin/bash', '--uid', '1000', 'user'], { umask: ROOTFS_UMASK });
+  await exec('chroot', [tmp, 'useradd', '--create-home', '--shell', '/bin/bash', '--uid', '1000', '--user-group', 'user'], { umask: ROOTFS_UMASK });
+  // E2B's `base` has the same: `user` may sudo without a password (agents install packages).
+  await writeFile(join(tmp, 'etc/sudoers.d/user'), 'user ALL=(ALL:ALL) NOPASSWD: ALL\n');
+  await chmod(join(tmp, 'etc/sudoers.d/user'), 0o440);
   await exec('chroot', [tmp, 'apt-get', 'clean'], { umask: ROOTFS_UMASK });
   await rm(join(tmp, 'var/lib/apt/lists'), { recursive: true, force: true });
   // Modes given outright: forkd's own umask (077) would leave these root-only inside every sandbox.

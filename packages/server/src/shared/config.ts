@@ -72,6 +72,10 @@ export interface ForkdConfig {
   poolMinFreePct: number;
   /** Disk quotas of all sandboxes may add up to this many times the pool's size (FORKD_DISK_OVERCOMMIT, default 8; 0: not checked). */
   diskOvercommit: number;
+  /** The E2B-compatible control-plane API's port (FORKD_E2B_API_PORT, default 3000; 0 or `off`: not served). */
+  e2bApiPort: number | null;
+  /** The E2B-compatible envd gateway's port (FORKD_E2B_ENVD_PORT, default 49983; 0 or `off`: not served). */
+  e2bEnvdPort: number | null;
 }
 
 /** The repository root (packages/server/dist/shared → ../../../..). */
@@ -104,6 +108,14 @@ function role(v: string | undefined): ServeRole {
   if (v === undefined || v === '') return 'all';
   if (!(SERVE_ROLES as readonly string[]).includes(v)) throw new Error(`FORKD_ROLE must be one of ${SERVE_ROLES.join(', ')}, got ${JSON.stringify(v)}`);
   return v as ServeRole;
+}
+
+/** A port that may be switched off: `0` or `off` is null. */
+function optionalPort(v: string | undefined, def: number, name: string): number | null {
+  if (v === '0' || v?.toLowerCase() === 'off') return null;
+  const n = int(v, def, name);
+  if (n > 65535) throw new Error(`${name} must be a port (1-65535), 0 or off, got ${JSON.stringify(v)}`);
+  return n;
 }
 
 function nonNegative(v: string | undefined, def: number, name: string): number {
@@ -161,6 +173,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     poolMinFreeMb: nonNegative(env.FORKD_POOL_MIN_FREE_MB, 2048, 'FORKD_POOL_MIN_FREE_MB'),
     poolMinFreePct: limit(env.FORKD_POOL_MIN_FREE_PCT, 'FORKD_POOL_MIN_FREE_PCT') ?? 5,
     diskOvercommit: env.FORKD_DISK_OVERCOMMIT === '0' ? 0 : (positive(env.FORKD_DISK_OVERCOMMIT, 'FORKD_DISK_OVERCOMMIT') ?? 8),
+    e2bApiPort: optionalPort(env.FORKD_E2B_API_PORT, 3000, 'FORKD_E2B_API_PORT'),
+    e2bEnvdPort: optionalPort(env.FORKD_E2B_ENVD_PORT, 49983, 'FORKD_E2B_ENVD_PORT'),
     ...overrides,
   };
 }

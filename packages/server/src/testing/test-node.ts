@@ -39,6 +39,9 @@ export function testConfig(dir: string): { config: ForkdConfig; env: NodeJS.Proc
     FORKD_WARM_POOL: '0',
     // A 16 GiB pool: the default 8× would admit only 12 sandboxes at the default 10 GiB quota (the scale test makes 50).
     FORKD_DISK_OVERCOMMIT: '64',
+    // Off unless a test asks: parallel daemons would all want ports 3000 and 49983.
+    FORKD_E2B_API_PORT: 'off',
+    FORKD_E2B_ENVD_PORT: 'off',
   };
   return { config: loadConfig(env), env };
 }

@@ -1,0 +1,87 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { disposeNodeDir, startDaemonProcess, stopDaemonProcess, testConfig, type DaemonProcess } from '@forkd/server/testing';
+import { summarize, type Summary } from './stats.js';
+
+export interface E2bSdkRow {
+  name: string;
+  unit: string;
+  target?: string;
+  summary: Summary;
+}
+
+/**
+ * What E2B's official SDK sees of a real `forkd serve` (issue 14): the same
+ * operations as the core rows, through the E2B control-plane API and envd
+ * gateway over loopback HTTP/1.1, with the default warm pool.
+ */
+export async function e2bSdkRows(quick: boolean): Promise<E2bSdkRow[]> {
+  const n = quick ? 3 : 30;
+  const dir = await mkdtemp(join(tmpdir(), 'forkd-bench-e2b-'));
+  const cfg = testConfig(dir);
+  const apiPort = 20000 + Math.floor(Math.random() * 12000);
+  let d: DaemonProcess | undefined;
+  const saved = { key: process.env.E2B_API_KEY, api: process.env.E2B_API_URL, envd: process.env.E2B_SANDBOX_URL };
+  try {
+    d = await startDaemonProcess({ ...cfg.env, FORKD_WARM_POOL: '2', FORKD_E2B_API_PORT: String(apiPort), FORKD_E2B_ENVD_PORT: String(apiPort + 1) });
+    for (let i = 0; i < 600 && !/e2b envd serving/.test(d.log()); i++) await new Promise((r) => setTimeout(r, 50));
+    const r = await fetch(`${d.url}/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${d.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ format: 'e2b' }) });
+    process.env.E2B_API_KEY = ((await r.json()) as { key: string }).key;
+    process.env.E2B_API_URL = `http://127.0.0.1:${apiPort}`;
+    process.env.E2B_SANDBOX_URL = `http://127.0.0.1:${apiPort + 1}`;
+    const { Sandbox } = await import('e2b');
+    const settle = () => new Promise((r) => setTimeout(r, 1500)); // the warm pool refills between creates
+
+    // Warm-up: first connections, page cache.
+    await (await Sandbox.create('base')).kill();
+    const create: number[] = [];
+    for (let i = 0; i < n; i++) {
+      await settle();
+      const t0 = performance.now();
+      const s = await Sandbox.create('base');
+      await s.commands.run('true');
+      create.push(performance.now() - t0);
+      await s.kill();
+    }
+    const s = await Sandbox.create('base', { timeoutMs: 600_000 });
+    const rtt: number[] = [];
+    const io: number[] = [];
+    const fork: number[] = [];
+    try {
+      for (let i = 0; i < n * 3; i++) {
+        const t0 = performance.now();
+        await s.commands.run('true');
+        rtt.push(performance.now() - t0);
+      }
+      const mb = new Uint8Array(2 ** 20).fill(7);
+      for (let i = 0; i < n; i++) {
+        const t0 = performance.now();
+        await s.files.write('/tmp/bench.bin', mb.buffer as ArrayBuffer);
+        await s.files.read('/tmp/bench.bin', { format: 'bytes' });
+        io.push(performance.now() - t0);
+      }
+      for (let i = 0; i < n; i++) {
+        const t0 = performance.now();
+        const [f] = await s.fork({ count: 1 });
+        fork.push(performance.now() - t0);
+        if (f && !(f instanceof Error)) await f.kill();
+      }
+    } finally {
+      await s.kill();
+    }
+    return [
+      { name: 'E2B SDK: Sandbox.create → first commands.run completed (warm pool)', unit: 'ms', summary: summarize(create) },
+      { name: 'E2B SDK: commands.run round trip of `true`', unit: 'ms', summary: summarize(rtt) },
+      { name: 'E2B SDK: files.write + files.read of 1 MB', unit: 'ms', summary: summarize(io) },
+      { name: 'E2B SDK: sandbox.fork({count: 1}) to running', unit: 'ms', summary: summarize(fork) },
+    ];
+  } finally {
+    for (const [k, v] of Object.entries({ E2B_API_KEY: saved.key, E2B_API_URL: saved.api, E2B_SANDBOX_URL: saved.envd })) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    await stopDaemonProcess(d);
+    await disposeNodeDir(undefined, dir, cfg.config);
+  }
+}

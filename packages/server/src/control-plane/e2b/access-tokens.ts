@@ -1,0 +1,69 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { chmod, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/**
+ * Per-sandbox envd access tokens, derived (HMAC-SHA256 of the sandbox id
+ * under a server secret kept in a root-only file of the state dir): each
+ * sandbox gets a distinct token, the same one again on every connect and
+ * after a pause, and nothing of it is stored in plain text.
+ */
+export class AccessTokens {
+  readonly #secret: Buffer;
+
+  constructor(secret: Buffer) {
+    this.#secret = secret;
+  }
+
+  static async open(stateDir: string): Promise<AccessTokens> {
+    const file = join(stateDir, 'e2b-token.secret');
+    const existing = await readFile(file).catch(() => undefined);
+    if (existing && existing.length >= 32) return new AccessTokens(existing);
+    const secret = randomBytes(32);
+    await writeFile(`${file}.tmp`, secret, { mode: 0o600 });
+    await chmod(`${file}.tmp`, 0o600);
+    await rename(`${file}.tmp`, file);
+    return new AccessTokens(secret);
+  }
+
+  /** 32 hex digits, like the reference's tokens in length. */
+  token(sandboxId: string): string {
+    return createHmac('sha256', this.#secret).update(`envd-access-token:${sandboxId}`).digest('hex').slice(0, 32);
+  }
+
+  matches(sandboxId: string, presented: string | undefined): boolean {
+    if (presented === undefined) return false;
+    const want = Buffer.from(this.token(sandboxId));
+    const got = Buffer.from(presented);
+    return got.length === want.length && timingSafeEqual(got, want);
+  }
+}
+
+/**
+ * A presigned URL's signature (reference envd, and the SDK that makes them):
+ * `v1_` + base64(sha256("path:op:user:token[:expiration]")) without padding.
+ * `path` is exactly what the caller passed, not the resolved path.
+ */
+export function fileSignature(path: string, op: 'read' | 'write', user: string, token: string, expiration?: string | undefined): string {
+  const raw = `${path}:${op}:${user}:${token}${expiration !== undefined ? `:${expiration}` : ''}`;
+  return `v1_${createHash('sha256').update(raw).digest('base64').replace(/=+$/, '')}`;
+}
+
+export interface SignedQuery {
+  path: string;
+  username: string | undefined;
+  signature: string | undefined;
+  expiration: string | undefined;
+}
+
+/** Why a /files request is refused, in the reference's order and words; undefined: allowed. */
+export function signingRefusal(q: SignedQuery, op: 'read' | 'write', token: string, headerToken: string | undefined, nowSeconds = Math.floor(Date.now() / 1000)): string | undefined {
+  if (headerToken !== undefined) return headerToken === token ? undefined : 'access token present in header but does not match';
+  if (q.signature === undefined) return 'missing signature query parameter';
+  const want = fileSignature(q.path, op, q.username ?? '', token, q.expiration);
+  const a = Buffer.from(want);
+  const b = Buffer.from(q.signature);
+  if (a.length !== b.length || !timingSafeEqual(a, b)) return 'invalid signature';
+  if (q.expiration !== undefined && Number(q.expiration) < nowSeconds) return 'signature is already expired';
+  return undefined;
+}

@@ -1,0 +1,110 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { posix } from 'node:path';
+import { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import { ForkdError, toForkdError } from '@forkd/protocol';
+import type { EnvdCall } from './envd-call.js';
+import { resolvePath } from './envd-paths.js';
+import { publicError } from '../http/public-error.js';
+import { boundaryOf, MultipartError, multipartParts } from './multipart.js';
+
+/** envd's plain-HTTP `/files`: download (GET) and upload (POST, multipart or raw), over the node's file calls. */
+
+export class FilesError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const b = Buffer.from(JSON.stringify(body));
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': b.length });
+  res.end(b);
+}
+
+/** A failure as envd's `{code, message}` with the status the SDK maps (507 for a full disk). */
+export function filesFailure(err: unknown, requestId: string): { status: number; message: string } {
+  if (err instanceof FilesError) return { status: err.status, message: err.message };
+  const fe = toForkdError(err);
+  if (fe.details?.errno === 'ENOSPC' || fe.details?.errno === 28 || fe.details?.errno === 'EDQUOT') return { status: 507, message: 'not enough disk space available' };
+  const status = fe.code === 'FAILED_PRECONDITION' ? 400 : fe.status;
+  return { status, message: publicError(fe, requestId, false).message };
+}
+
+async function statOrUndefined(call: EnvdCall, path: string) {
+  try {
+    return await call.view.stat(call.id, path);
+  } catch (err) {
+    if (err instanceof ForkdError && err.code === 'NOT_FOUND') return undefined;
+    throw err;
+  }
+}
+
+export async function download(call: EnvdCall, q: URLSearchParams, res: ServerResponse): Promise<void> {
+  const path = resolvePath(q.get('path') ?? '', call.user);
+  call.target = path;
+  const st = await statOrUndefined(call, path);
+  if (!st) throw new FilesError(404, `path '${path}' does not exist`);
+  if (st.type === 'dir') throw new FilesError(400, `path '${path}' is a directory`);
+  const file = await call.view.readFile(call.id, path);
+  res.writeHead(200, {
+    'content-type': 'application/octet-stream',
+    'content-length': file.size,
+    'content-disposition': `inline; filename=${encodeURIComponent(posix.basename(path))}`,
+    vary: 'Accept-Encoding',
+  });
+  for await (const chunk of file.chunks) {
+    if (res.destroyed) return;
+    if (!res.write(chunk)) await new Promise((r) => res.once('drain', r));
+  }
+  res.end();
+}
+
+/** One file: the target must not be a directory; written 0644, owned by the request user (parents made as needed). */
+async function writeOne(call: EnvdCall, path: string, data: AsyncIterable<Uint8Array>): Promise<{ name: string; type: 'file'; path: string }> {
+  call.target = path;
+  const st = await statOrUndefined(call, path);
+  if (st?.type === 'dir') throw new FilesError(400, `path is a directory: ${path}`);
+  await call.view.writeFile(call.id, path, data, { user: call.user, mode: 0o644 });
+  return { name: posix.basename(path), type: 'file', path };
+}
+
+export async function upload(call: EnvdCall, q: URLSearchParams, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  // Advertised by envd 0.6.2+, which forkd's 0.6.4 implies: refused out loud rather than dropped.
+  if (Object.keys(req.headers).some((h) => h.startsWith('x-metadata-'))) throw new FilesError(400, 'file metadata (X-Metadata-* headers) is not supported by this server yet');
+  let body: Readable = req;
+  if ((req.headers['content-encoding'] ?? '').toLowerCase() === 'gzip') {
+    const gunzip = createGunzip();
+    req.pipe(gunzip);
+    body = gunzip;
+  }
+  const ct = req.headers['content-type'] ?? '';
+  const qpath = q.get('path') || undefined;
+  if (/^multipart\/form-data/i.test(ct)) {
+    const boundary = boundaryOf(ct);
+    if (!boundary) throw new FilesError(400, 'multipart/form-data without a boundary');
+    // Streamed part by part: each file goes to the sandbox as it arrives.
+    const seen = new Set<string>();
+    const out: { name: string; type: 'file'; path: string }[] = [];
+    try {
+      for await (const part of multipartParts(body, boundary)) {
+        if (part.name !== 'file') continue;
+        const path = resolvePath(qpath ?? part.filename ?? '', call.user);
+        if (seen.has(path)) throw new FilesError(400, `you cannot upload multiple files to the same path '${path}' in one upload request, only the last specified one will be uploaded`);
+        seen.add(path);
+        out.push(await writeOne(call, path, part.body));
+      }
+    } catch (err) {
+      if (err instanceof MultipartError) throw new FilesError(400, err.message);
+      throw err;
+    }
+    if (!out.length) throw new FilesError(400, 'no file part in the upload');
+    sendJson(res, 200, out);
+    return;
+  }
+  if (!/^application\/octet-stream/i.test(ct)) throw new FilesError(400, `unsupported content type: ${ct}, expected multipart/form-data or application/octet-stream`);
+  if (!qpath) throw new FilesError(400, 'path query parameter is required for raw body upload');
+  sendJson(res, 200, [await writeOne(call, resolvePath(qpath, call.user), body)]);
+}
