@@ -1,4 +1,4 @@
-import type { IncomingMessage, Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createAdaptorServer } from '@hono/node-server';
@@ -11,8 +11,9 @@ export interface RunningServer {
 }
 
 export interface HttpServerOptions {
-  /** The app's fetch handler (Hono's `app.fetch`). */
-  fetch: (req: Request, env: { incoming: IncomingMessage }) => Response | Promise<Response>;
+  /** The app's fetch handler (Hono's `app.fetch`), or a plain Node request listener (a surface that writes its own framing). */
+  fetch?: (req: Request, env: { incoming: IncomingMessage }) => Response | Promise<Response>;
+  listener?: (req: IncomingMessage, res: ServerResponse) => void;
   host: string;
   port: number;
   /** Upgrade requests (WebSockets, port connections); the socket is destroyed when this returns false. */
@@ -20,17 +21,19 @@ export interface HttpServerOptions {
   logger: Logger;
   /** Said in the `listening` log line. */
   role?: string;
+  /** That line's message instead of `listening` (which test fixtures wait for from forkd's own API). */
+  message?: string;
 }
 
 /**
- * Serves a fetch handler over HTTP/1.1, as forkd's API, its node contract
- * and its other surfaces all do. Streams and uploads last for minutes or
+ * Serves a fetch handler (or a request listener) over HTTP/1.1, as forkd's
+ * API, its node contract and its E2B surfaces all do. Streams and uploads last for minutes or
  * hours: the request timeout is off (headers must still come within 60 s).
  * Upgraded sockets are no longer the server's to close: close() destroys
  * them too, so nothing outlives it.
  */
 export async function serveHttp(o: HttpServerOptions): Promise<RunningServer> {
-  const server = createAdaptorServer({ fetch: o.fetch as never }) as Server;
+  const server = o.listener ? createServer(o.listener) : (createAdaptorServer({ fetch: o.fetch as never }) as Server);
   const upgraded = new Set<Duplex>();
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     upgraded.add(socket);
@@ -39,13 +42,15 @@ export async function serveHttp(o: HttpServerOptions): Promise<RunningServer> {
   });
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
+  // Longer than the usual clients' idle keep-alive (undici: 4 s; proxies: 60 s), so they close first, never mid-request.
+  server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, o.host, () => resolve());
   });
   const addr = server.address() as AddressInfo;
   const url = `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${addr.port}`;
-  o.logger.info('listening', { url, ...(o.role ? { role: o.role } : {}) });
+  o.logger.info(o.message ?? 'listening', { url, ...(o.role ? { role: o.role } : {}) });
   return {
     url,
     port: addr.port,

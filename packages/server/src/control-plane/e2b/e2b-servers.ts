@@ -5,7 +5,8 @@ import type { ControlPlane } from '../control-plane.js';
 import { AccessTokens } from './access-tokens.js';
 import { createE2bApi } from './e2b-api.js';
 import { e2bContext } from './e2b-context.js';
-import { createEnvdHandler, listenHttp } from './envd-server.js';
+import { createEnvdHandler } from './envd-server.js';
+import { serveHttp, type HttpServerOptions } from '../../shared/http-server.js';
 import { e2bAttributes } from './sandbox-mapping.js';
 
 export interface E2bServerOptions {
@@ -40,16 +41,9 @@ export async function startE2bServers(o: E2bServerOptions): Promise<E2bServers> 
     ctx.lifetimes.close();
     for (const c of closers.splice(0)) await c();
   };
-  const serve = async (name: string, handler: Parameters<typeof listenHttp>[0], port: number) => {
-    const l = await listenHttp(handler, o.host, port);
-    closers.push(
-      () =>
-        new Promise<void>((resolve) => {
-          l.server.closeAllConnections();
-          l.server.close(() => resolve());
-        }),
-    );
-    o.logger.info(`e2b ${name} serving`, { url: l.url });
+  const serve = async (name: string, listener: NonNullable<HttpServerOptions['listener']>, port: number) => {
+    const l = await serveHttp({ listener, host: o.host, port, logger: o.logger, message: `e2b ${name} serving` });
+    closers.push(() => l.close());
     return l.url;
   };
   try {

@@ -1,5 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ForkdError, toForkdError, type SandboxInfo } from '@forkd/protocol';
 import type { NodeService } from '../../node-contract/index.js';
 import { DEFAULT_TENANT } from '../auth/api-keys.js';
@@ -195,24 +194,4 @@ export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: 
       else res.destroy();
     });
   };
-}
-
-export interface RunningE2bServer {
-  url: string;
-  port: number;
-  close(): Promise<void>;
-}
-
-/** Listens with a plain HTTP/1.1 server; streams are long-lived, so no request timeout. */
-export async function listenHttp(handler: (req: IncomingMessage, res: ServerResponse) => void, host: string, port: number): Promise<{ server: Server; url: string; port: number }> {
-  const server = createServer(handler);
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  const addr = server.address() as AddressInfo;
-  return { server, url: `http://${host.includes(':') ? `[${host}]` : host}:${addr.port}`, port: addr.port };
 }
