@@ -32,11 +32,14 @@ export class AccessTokens {
   }
 
   matches(sandboxId: string, presented: string | undefined): boolean {
-    if (presented === undefined) return false;
-    const want = Buffer.from(this.token(sandboxId));
-    const got = Buffer.from(presented);
-    return got.length === want.length && timingSafeEqual(got, want);
+    return presented !== undefined && sameSecret(presented, this.token(sandboxId));
   }
+}
+
+/** Equality of two secrets in constant time (of their digests: equal lengths whatever was presented). */
+function sameSecret(a: string, b: string): boolean {
+  const d = (x: string) => createHash('sha256').update(x).digest();
+  return timingSafeEqual(d(a), d(b));
 }
 
 /**
@@ -58,12 +61,9 @@ export interface SignedQuery {
 
 /** Why a /files request is refused, in the reference's order and words; undefined: allowed. */
 export function signingRefusal(q: SignedQuery, op: 'read' | 'write', token: string, headerToken: string | undefined, nowSeconds = Math.floor(Date.now() / 1000)): string | undefined {
-  if (headerToken !== undefined) return headerToken === token ? undefined : 'access token present in header but does not match';
+  if (headerToken !== undefined) return sameSecret(headerToken, token) ? undefined : 'access token present in header but does not match';
   if (q.signature === undefined) return 'missing signature query parameter';
-  const want = fileSignature(q.path, op, q.username ?? '', token, q.expiration);
-  const a = Buffer.from(want);
-  const b = Buffer.from(q.signature);
-  if (a.length !== b.length || !timingSafeEqual(a, b)) return 'invalid signature';
+  if (!sameSecret(q.signature, fileSignature(q.path, op, q.username ?? '', token, q.expiration))) return 'invalid signature';
   if (q.expiration !== undefined && Number(q.expiration) < nowSeconds) return 'signature is already expired';
   return undefined;
 }

@@ -66,31 +66,32 @@ export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: 
     } catch {
       return notFound();
     }
-    if (s.state === 'paused' && e2bAttributes(s)?.autoResume) {
+    const token = tokens.token(id);
+    const headerToken = header(req, 'x-access-token');
+    const isFiles = url.pathname === '/files';
+    // Checked before anything else happens to the sandbox: a request that would be refused wakes nothing.
+    const refused = isFiles
+      ? signingRefusal(
+          { path: url.searchParams.get('path') ?? '', username: url.searchParams.get('username') ?? undefined, signature: url.searchParams.get('signature') ?? undefined, expiration: url.searchParams.get('signature_expiration') ?? undefined },
+          req.method === 'POST' ? 'write' : 'read',
+          token,
+          headerToken,
+        )
+      : tokens.matches(id, headerToken)
+        ? undefined
+        : ENVD_UNAUTHORIZED;
+    if (s.state === 'paused' && !refused && e2bAttributes(s)?.autoResume) {
       const { view } = await ownerCallView(ctx, id);
       s = await view.resume(id).catch(() => s);
       ctx.lifetimes.schedule(s);
     }
     if (s.state !== 'running') return notFound();
-
-    const token = tokens.token(id);
-    const headerToken = header(req, 'x-access-token');
-    const isFiles = url.pathname === '/files';
+    // /health needs no token (the SDK's isRunning() of a killed sandbox must read 502, not 401).
     if (url.pathname === '/health' && req.method === 'GET') {
       res.writeHead(204).end();
       return;
     }
-    if (isFiles) {
-      const refused = signingRefusal(
-        { path: url.searchParams.get('path') ?? '', username: url.searchParams.get('username') ?? undefined, signature: url.searchParams.get('signature') ?? undefined, expiration: url.searchParams.get('signature_expiration') ?? undefined },
-        req.method === 'POST' ? 'write' : 'read',
-        token,
-        headerToken,
-      );
-      if (refused) return sendJson(res, 401, { code: 401, message: refused });
-    } else if (headerToken !== token) {
-      return sendJson(res, 401, { code: 401, message: ENVD_UNAUTHORIZED });
-    }
+    if (refused) return sendJson(res, 401, { code: 401, message: refused });
 
     const { view, tenant } = await ownerCallView(ctx, id);
     const call: EnvdCall = { id, view, user: 'user', requestId, streams: ctx.streams };
