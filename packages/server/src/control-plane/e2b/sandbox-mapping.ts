@@ -3,7 +3,8 @@ import type { SandboxInfo } from '@forkd/protocol';
 /**
  * forkd's SandboxInfo in E2B's shapes (Sandbox, SandboxDetail,
  * ListedSandbox). What E2B keeps about a sandbox that forkd has no field for
- * (autoResume) rides in one reserved metadata key, never shown to E2B callers.
+ * (autoResume, autoPauseMemory) rides in one reserved metadata key, never
+ * shown to E2B callers.
  */
 
 /**
@@ -23,6 +24,8 @@ export interface E2bAttributes {
   autoResume: boolean;
   /** The templateID the sandbox was created from (a snapshot id, for one made from a snapshot). */
   templateID?: string | undefined;
+  /** `autoPauseMemory: false`: its timeout pauses it without memory (filesystem-only). */
+  autoPauseMemory?: false | undefined;
 }
 
 export function e2bAttributes(s: SandboxInfo): E2bAttributes | undefined {
@@ -30,7 +33,7 @@ export function e2bAttributes(s: SandboxInfo): E2bAttributes | undefined {
   if (raw === undefined) return undefined;
   try {
     const v = JSON.parse(raw) as Partial<E2bAttributes>;
-    return { autoResume: v.autoResume === true, ...(typeof v.templateID === 'string' ? { templateID: v.templateID } : {}) };
+    return { autoResume: v.autoResume === true, ...(typeof v.templateID === 'string' ? { templateID: v.templateID } : {}), ...(v.autoPauseMemory === false ? { autoPauseMemory: false } : {}) };
   } catch {
     return undefined;
   }
