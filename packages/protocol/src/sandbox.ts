@@ -44,6 +44,8 @@ export const CreateSandboxRequest = z.strictObject({
   timeoutSeconds: LifetimeSeconds.optional(),
   /** What a timeout does: pause (keeps everything, default) or kill (deletes the sandbox). */
   onTimeout: OnTimeout.optional(),
+  /** false: the pause at a timeout keeps only the files (a filesystem-only pause; the resume starts it cold). Default true. */
+  timeoutPauseMemory: z.boolean().optional(),
 });
 export type CreateSandboxRequest = z.input<typeof CreateSandboxRequest>;
 
@@ -99,8 +101,12 @@ export const SandboxInfo = z.object({
   /** When it times out (see onTimeout); absent: no lifetime. */
   expiresAt: z.string().optional(),
   onTimeout: OnTimeout.optional(),
+  /** false: its timeout's pause keeps only the files (see CreateSandboxRequest). */
+  timeoutPauseMemory: z.literal(false).optional(),
   /** Set once its processes were lost and it came back (see SandboxRecovery). */
   recovered: SandboxRecovery.optional(),
+  /** While paused: whether its memory was kept (false: a filesystem-only pause; the resume starts it cold). */
+  pausedMemory: z.boolean().optional(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfo>;
 

@@ -24,7 +24,7 @@ function fakeNode(calls: Array<[string, unknown]> = []): NodeService {
     async create(req, claim?: ClaimSandbox) {
       const id = `sbx-${String(++n).padStart(12, 'a')}`;
       await claim?.(id);
-      const s: SandboxInfo = { id, template: req.template ?? 'base', state: 'running', limits: { memoryMb: 512, cpus: 1, pids: 1024, diskMb: 100 }, env: req.env ?? {}, metadata: req.metadata ?? {}, createdAt: new Date(Date.now() + n).toISOString(), hostname: id, ...(req.timeoutSeconds ? { expiresAt: new Date(Date.now() + req.timeoutSeconds * 1000).toISOString() } : {}), ...(req.onTimeout ? { onTimeout: req.onTimeout } : {}) };
+      const s: SandboxInfo = { id, template: req.template ?? 'base', state: 'running', limits: { memoryMb: 512, cpus: 1, pids: 1024, diskMb: 100 }, env: req.env ?? {}, metadata: req.metadata ?? {}, createdAt: new Date(Date.now() + n).toISOString(), hostname: id, ...(req.timeoutSeconds ? { expiresAt: new Date(Date.now() + req.timeoutSeconds * 1000).toISOString() } : {}), ...(req.onTimeout ? { onTimeout: req.onTimeout } : {}), ...(req.timeoutPauseMemory === false ? { timeoutPauseMemory: false as const } : {}) };
       boxes.set(id, s);
       return s;
     },
@@ -169,6 +169,7 @@ test('filesystem-only pause: pause memory false, connect memory false (reboot), 
     assert.equal((await h.call('POST', `/sandboxes/${sb.sandboxID}/pause`, {})).status, 204);
     assert.equal((await h.call('POST', `/v2/sandboxes/${sb.sandboxID}/connect`, {})).status, 201);
     assert.deepEqual(h.calls.at(-1), ['resume', { memory: true }]);
+    assert.equal((await h.call('POST', '/v2/sandboxes', { templateID: 'base', autoPause: true, autoPauseMemory: false, autoResume: { enabled: true } })).status, 400);
     // The timeout's pause keeps no memory when the create said so (the reserved metadata key is not shown).
     const t = (await h.call('POST', '/v2/sandboxes', { templateID: 'base', timeout: 1, autoPause: true, autoPauseMemory: false, metadata: { m: '1' } })).body as { sandboxID: string };
     assert.deepEqual(((await h.call('GET', `/sandboxes/${t.sandboxID}`)).body as { metadata: unknown }).metadata, { m: '1' });

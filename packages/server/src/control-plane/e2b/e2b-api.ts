@@ -121,13 +121,14 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
     const req = await body(c, NewSandbox);
     const refused = unsupportedNetwork(req.network, req.allow_internet_access);
     if (refused) throw new E2bApiError(400, refused);
+    // As E2B: traffic cannot wake a filesystem-only pause (its resume is a reboot).
+    if (req.autoPause && req.autoPauseMemory === false && req.autoResume?.enabled) throw new E2bApiError(400, 'autoResume cannot be combined with autoPauseMemory: false (a filesystem-only pause is resumed by connect)');
     const view = c.get('view');
     // At least a second: forkd reads a lifetime of 0 as none.
     const timeout = Math.max(1, req.timeout ?? (v2 ? DEFAULT_TIMEOUT_S : 15));
     const attrs = attributesMetadata({
       autoResume: req.autoResume?.enabled === true,
       ...(req.templateID.startsWith('snap-') ? { templateID: req.templateID } : {}),
-      ...(req.autoPause && req.autoPauseMemory === false ? { autoPauseMemory: false } : {}),
     });
     const metadata = { ...(req.metadata ?? {}), ...attrs };
     let s: SandboxInfo;
@@ -150,6 +151,8 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
         metadata,
         timeoutSeconds: timeout,
         onTimeout: req.autoPause ? 'pause' : 'kill',
+        // A filesystem-only pause at the timeout (the reconciler's backstop does the same).
+        ...(req.autoPause && req.autoPauseMemory === false ? { timeoutPauseMemory: false } : {}),
         // E2B sandboxes live until their endAt: no idle hibernation under them.
         idleTimeoutSeconds: 0,
       });

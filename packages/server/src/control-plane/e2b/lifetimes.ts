@@ -1,7 +1,6 @@
 import type { SandboxInfo } from '@forkd/protocol';
 import type { NodeService } from '../../node-contract/index.js';
 import type { Logger } from '../../shared/logger.js';
-import { e2bAttributes } from './sandbox-mapping.js';
 
 /**
  * E2B expects a sandbox to be killed (or paused) within a second of its
@@ -62,8 +61,8 @@ export class Lifetimes {
     const action = s.onTimeout === 'kill' ? 'kill' : 'pause';
     try {
       this.#gone(id);
-      // autoPauseMemory: false asked for a filesystem-only pause.
-      if (action === 'pause') await this.#svc.pause(id, { memory: e2bAttributes(s)?.autoPauseMemory !== false });
+      // autoPauseMemory: false (timeoutPauseMemory) asked for a filesystem-only pause.
+      if (action === 'pause') await this.#svc.pause(id, { memory: s.timeoutPauseMemory !== false });
       else await this.#svc.delete(id);
       this.#logger.info('e2b sandbox timed out', { sandboxId: id, action });
     } catch (err) {

@@ -3,8 +3,7 @@ import type { SandboxInfo } from '@forkd/protocol';
 /**
  * forkd's SandboxInfo in E2B's shapes (Sandbox, SandboxDetail,
  * ListedSandbox). What E2B keeps about a sandbox that forkd has no field for
- * (autoResume, autoPauseMemory) rides in one reserved metadata key, never
- * shown to E2B callers.
+ * (autoResume) rides in one reserved metadata key, never shown to E2B callers.
  */
 
 /**
@@ -24,8 +23,6 @@ export interface E2bAttributes {
   autoResume: boolean;
   /** The templateID the sandbox was created from (a snapshot id, for one made from a snapshot). */
   templateID?: string | undefined;
-  /** `autoPauseMemory: false`: its timeout pauses it without memory (filesystem-only). */
-  autoPauseMemory?: false | undefined;
 }
 
 export function e2bAttributes(s: SandboxInfo): E2bAttributes | undefined {
@@ -33,7 +30,7 @@ export function e2bAttributes(s: SandboxInfo): E2bAttributes | undefined {
   if (raw === undefined) return undefined;
   try {
     const v = JSON.parse(raw) as Partial<E2bAttributes>;
-    return { autoResume: v.autoResume === true, ...(typeof v.templateID === 'string' ? { templateID: v.templateID } : {}), ...(v.autoPauseMemory === false ? { autoPauseMemory: false } : {}) };
+    return { autoResume: v.autoResume === true, ...(typeof v.templateID === 'string' ? { templateID: v.templateID } : {}) };
   } catch {
     return undefined;
   }

@@ -162,6 +162,7 @@ test('pause without memory: no snapshot, processes gone, root volume kept; resum
   const s = await t.manager.create({ template: 'base', memoryMb: 256, env: { A: '1' } });
   const paused = await t.manager.pause(s.id, { memory: false });
   assert.equal(paused.state, 'paused');
+  assert.equal(paused.pausedMemory, false, 'shown: its resume starts it cold');
   assert.deepEqual(await t.manager.timeline(s.id), [], 'no snapshot taken');
   assert.equal((await t.store.getSandbox(s.id))?.resumeFrom, undefined, 'nothing to restore: its files are the state');
   assert.equal(t.runtime.instances.has(s.id), false, 'processes gone');
@@ -173,6 +174,7 @@ test('pause without memory: no snapshot, processes gone, root volume kept; resum
   const restores = t.runtime.callsOf('restore').length;
   const resumed = await t.manager.resume(s.id);
   assert.equal(resumed.state, 'running');
+  assert.equal(resumed.pausedMemory, undefined);
   assert.equal(resumed.id, s.id);
   assert.equal(resumed.limits.memoryMb, 256);
   assert.deepEqual(resumed.env, { A: '1' });
@@ -185,7 +187,7 @@ test('pause without memory: no snapshot, processes gone, root volume kept; resum
 
 test('resume with memory false after a pause that kept memory: a cold start on its files; the pause snapshot is no longer held', async () => {
   const s = await t.manager.create({ template: 'base' });
-  await t.manager.pause(s.id);
+  assert.equal((await t.manager.pause(s.id)).pausedMemory, true);
   const [snap] = await t.manager.timeline(s.id);
   const restores = t.runtime.callsOf('restore').length;
   assert.equal((await t.manager.resume(s.id, { memory: false })).state, 'running');
@@ -223,4 +225,31 @@ test('a fork takes the metadata and env given (env over the parent\'s), else the
   assert.deepEqual(plain?.env, { A: '1', B: '2' });
   for (const f of [own!, plain!]) await t.manager.delete(f.id);
   await t.manager.delete(s.id);
+});
+
+test('rewind of a filesystem-only pause: started cold first, so the state it leaves is snapshotted like a running one\'s', async () => {
+  const s = await t.manager.create({ template: 'base' });
+  const target = await t.manager.snapshot(s.id);
+  await t.manager.pause(s.id, { memory: false });
+  const back = await t.manager.rewind(s.id, target.id);
+  assert.equal(back.state, 'running');
+  const tl = await t.manager.timeline(s.id);
+  assert.ok(tl.some((x) => x.reason === 'rewind'), 'the files it left are kept in a rewind snapshot');
+  assert.equal((await t.store.getSandbox(s.id))?.origin?.snapshot, target.id);
+  await t.manager.delete(s.id);
+});
+
+test('a timeout with timeoutPauseMemory false pauses without memory; a plain one keeps it', async () => {
+  const s = await t.manager.create({ template: 'base', timeoutSeconds: 60, timeoutPauseMemory: false });
+  assert.equal(s.timeoutPauseMemory, false);
+  await t.manager.timeOut(s.id);
+  const r = await t.manager.get(s.id);
+  assert.deepEqual([r.state, r.pausedMemory, r.expiresAt], ['paused', false, undefined]);
+  assert.deepEqual(await t.manager.timeline(s.id), [], 'no pause snapshot');
+  const back = await t.manager.resume(s.id);
+  assert.ok(back.expiresAt, 'a lifetime that ran out starts anew');
+  const plain = await t.manager.create({ template: 'base', timeoutSeconds: 60 });
+  await t.manager.timeOut(plain.id);
+  assert.equal((await t.manager.get(plain.id)).pausedMemory, true);
+  for (const x of [s, plain]) await t.manager.delete(x.id);
 });

@@ -328,7 +328,7 @@ export class SandboxManager {
 
   /** The lifetime ran out: pause (the lifetime is spent until a resume) or delete. */
   async timeOut(id: string): Promise<void> {
-    return timeOut(this.#ctx, id, (x) => this.pause(x));
+    return timeOut(this.#ctx, id, (x, opts) => this.pause(x, opts));
   }
 
   /** A rolling-timeline snapshot (unnamed, thinnable), if the sandbox is still running. */
