@@ -198,6 +198,9 @@ export function nodeConformance(name: string, open: () => Promise<OpenedNode>, o
       await node.writeFile(id, '/root/kept.txt', Buffer.from('kept'));
       const sleeper = await node.spawn(id, { argv: ['sleep', '3600'], tag: 'conf-fs-sleeper' });
       sleeper.process.detach();
+      // A stream still attached to a process of before ends (it does not wait for a process that is gone).
+      const attached = await node.spawn(id, { argv: ['sleep', '3600'] });
+      const ended = attached.exit.then(() => 'ended', () => 'ended');
       const pauses = async () => (await node.timeline(id)).filter((s) => s.reason === 'pause').length;
       const n = await pauses();
       const paused = await node.pause(id, { memory: false });
@@ -206,6 +209,7 @@ export function nodeConformance(name: string, open: () => Promise<OpenedNode>, o
       const back = await node.resume(id);
       assert.deepEqual([back.id, back.state, back.limits, back.env], [id, 'running', before.limits, before.env]);
       assert.equal((await run(node, id, 'cat /root/kept.txt')).stdout, 'kept');
+      assert.equal(await Promise.race([ended, new Promise((r) => setTimeout(() => r('still open'), 15_000))]), 'ended');
       assert.ok(!(await node.listProcesses(id)).some((p) => p.tag === 'conf-fs-sleeper'), 'the processes of before are gone');
       assert.equal((await run(node, id, SLEEPERS)).stdout, '0\n');
       // A pause that kept memory, resumed without it: a restart on the same files.
