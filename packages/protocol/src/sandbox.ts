@@ -17,7 +17,9 @@ export const Limits = z.object({
 });
 export type Limits = z.infer<typeof Limits>;
 
-const EnvMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'invalid env var name').max(256), z.string().max(65536));
+export const EnvMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'invalid env var name').max(256), z.string().max(65536));
+
+export const MetadataMap = z.record(z.string().max(128), z.string().max(1024));
 
 const LifetimeSeconds = z.number().int().min(0).max(30 * 86400);
 const OnTimeout = z.enum(['pause', 'kill']);
@@ -33,7 +35,7 @@ export const CreateSandboxRequest = z.strictObject({
   /** Disk quota (MiB) over the template; default: the server's (FORKD_DEFAULT_DISK_MB, 10240). */
   diskMb: DiskMb.optional(),
   env: EnvMap.optional(),
-  metadata: z.record(z.string().max(128), z.string().max(1024)).optional(),
+  metadata: MetadataMap.optional(),
   /** Rolling timeline: a snapshot this often while active (0 = none). Default: the server's (300). */
   snapshotIntervalSeconds: z.number().int().min(0).max(7 * 86400).optional(),
   /** Hibernate (pause to disk) after this long without activity (0 = never). Default: the server's (600). */
@@ -42,8 +44,25 @@ export const CreateSandboxRequest = z.strictObject({
   timeoutSeconds: LifetimeSeconds.optional(),
   /** What a timeout does: pause (keeps everything, default) or kill (deletes the sandbox). */
   onTimeout: OnTimeout.optional(),
+  /** false: the pause at a timeout keeps only the files (a filesystem-only pause; the resume starts it cold). Default true. */
+  timeoutPauseMemory: z.boolean().optional(),
 });
 export type CreateSandboxRequest = z.input<typeof CreateSandboxRequest>;
+
+/**
+ * Pause. `memory: false` keeps only the files: the processes are stopped
+ * without a memory image, and the resume starts the sandbox cold (a fresh
+ * init and agent on the same files, same id, limits and env).
+ */
+export const PauseRequest = z.strictObject({ memory: z.boolean().default(true) });
+export type PauseRequest = z.input<typeof PauseRequest>;
+
+/**
+ * Resume. `memory: false` starts the sandbox cold from its files even when
+ * its pause kept memory (a restart); a filesystem-only pause always does.
+ */
+export const ResumeRequest = z.strictObject({ memory: z.boolean().default(true) });
+export type ResumeRequest = z.input<typeof ResumeRequest>;
 
 /**
  * The last time a sandbox's processes were lost (host reboot or crash, its
@@ -82,8 +101,12 @@ export const SandboxInfo = z.object({
   /** When it times out (see onTimeout); absent: no lifetime. */
   expiresAt: z.string().optional(),
   onTimeout: OnTimeout.optional(),
+  /** false: its timeout's pause keeps only the files (see CreateSandboxRequest). */
+  timeoutPauseMemory: z.literal(false).optional(),
   /** Set once its processes were lost and it came back (see SandboxRecovery). */
   recovered: SandboxRecovery.optional(),
+  /** While paused: whether its memory was kept (false: a filesystem-only pause; the resume starts it cold). */
+  pausedMemory: z.boolean().optional(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfo>;
 

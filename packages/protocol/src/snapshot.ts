@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_FORK_COUNT, SNAPSHOT_ID_PATTERN } from './ids.js';
+import { EnvMap, MetadataMap } from './sandbox.js';
 
 export const SnapshotInfo = z.object({
   id: z.string(),
@@ -23,9 +24,19 @@ export const CreateSnapshotRequest = z.strictObject({
 
 export const PinRequest = z.strictObject({ pinned: z.boolean() });
 
+/**
+ * A fork. `metadata`, when given, is the forks' metadata (instead of the
+ * parent's); `env` is laid over the parent's env (its keys added or
+ * replaced). A fork restores the parent's processes as they were, with the
+ * env they started with: the fork's env applies to every process started in
+ * it afterwards (each exec gets the sandbox's env, then its own).
+ */
 export const ForkRequest = z.strictObject({
   count: z.number().int().min(1).max(MAX_FORK_COUNT).default(1),
+  metadata: MetadataMap.optional(),
+  env: EnvMap.optional(),
 });
+export type ForkRequest = z.input<typeof ForkRequest>;
 
 export const RewindRequest = z.strictObject({
   snapshot: z.string().regex(SNAPSHOT_ID_PATTERN, 'invalid snapshot id'),

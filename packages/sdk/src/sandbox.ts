@@ -1,4 +1,4 @@
-import { ForkdError, type ProcessInfo, type SandboxInfo, type SnapshotInfo } from '@forkd/protocol';
+import { ForkdError, type ForkRequest, type ProcessInfo, type SandboxInfo, type SnapshotInfo } from '@forkd/protocol';
 import { toBase64 } from './base64.js';
 import { ByteCollector, toBytes } from './bytes.js';
 import type { HttpTransport } from './http-transport.js';
@@ -19,9 +19,11 @@ import type {
   ForkTree,
   Metrics,
   OutputEncoding,
+  PauseOptions,
   ProcessExit,
   ProcessSelector,
   PtyOptions,
+  ResumeOptions,
   SignalSpec,
   SnapshotOptions,
   StartedProcess,
@@ -89,14 +91,16 @@ export class Sandbox {
 
   /**
    * Snapshots the sandbox and stops it, releasing its memory. Exec and file
-   * calls resume it transparently; `resume()` does so explicitly.
+   * calls resume it transparently; `resume()` does so explicitly. With
+   * `{ memory: false }` only its files are kept: the resume starts it cold.
    */
-  pause(): Promise<SandboxInfo> {
-    return this.#update('POST', `${this.#base}/pause`);
+  pause(opts: PauseOptions = {}): Promise<SandboxInfo> {
+    return this.#update('POST', `${this.#base}/pause`, opts.memory === false ? { memory: false } : undefined);
   }
 
-  resume(): Promise<SandboxInfo> {
-    return this.#update('POST', `${this.#base}/resume`);
+  /** `{ memory: false }`: start it cold from its files even after a pause that kept memory. */
+  resume(opts: ResumeOptions = {}): Promise<SandboxInfo> {
+    return this.#update('POST', `${this.#base}/resume`, opts.memory === false ? { memory: false } : undefined);
   }
 
   /**
@@ -240,9 +244,13 @@ export class Sandbox {
   }
 }
 
-/** The fork body: an absent count is left to the server's default (1). */
-export function forkRequest(opts: ForkOptions): { count?: number } {
-  return opts.count !== undefined ? { count: opts.count } : {};
+/** The fork body: an absent count is left to the server's default (1); absent metadata and env to the parent's. */
+export function forkRequest(opts: ForkOptions): ForkRequest {
+  return {
+    ...(opts.count !== undefined ? { count: opts.count } : {}),
+    ...(opts.metadata !== undefined ? { metadata: opts.metadata } : {}),
+    ...(opts.env !== undefined ? { env: opts.env } : {}),
+  };
 }
 
 /** `TERM`, `sigterm` and `SIGTERM` all mean SIGTERM; numeric strings are numbers. */

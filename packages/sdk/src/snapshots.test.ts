@@ -88,6 +88,19 @@ test('pause, resume and rewind return the new info and keep `info` current', asy
       requests.map((r) => `${r.method} ${r.url.pathname.replace(`/v1/sandboxes/${ID}`, '')}`),
       ['GET ', 'POST /pause', 'POST /resume', 'POST /pause', 'POST /rewind', 'POST /rewind'],
     );
+    assert.equal(bodyOf(requests[1]), undefined, 'a plain pause sends no body');
+  });
+});
+
+test('pause({ memory: false }) and resume({ memory: false }) send the flag', async () => {
+  await withServer(async (client, requests) => {
+    const sb = await client.sandboxes.get(ID);
+    assert.equal((await sb.pause({ memory: false })).state, 'paused');
+    assert.deepEqual(bodyOf(requests.at(-1)), { memory: false });
+    await sb.resume({ memory: false });
+    assert.deepEqual(bodyOf(requests.at(-1)), { memory: false });
+    await sb.pause({ memory: true });
+    assert.equal(bodyOf(requests.at(-1)), undefined);
   });
 });
 
@@ -102,8 +115,9 @@ test('fork: live from a sandbox or from a snapshot id, returns usable Sandbox ha
     assert.equal(new Set(three.map((s) => s.id)).size, 3);
     assert.equal(three[0]!.info.forkedFrom, 'snap-implicit00000');
 
-    const fromSnap = await client.snapshots.fork(SNAP, { count: 2 });
+    const fromSnap = await client.snapshots.fork(SNAP, { count: 2, metadata: { k: 'v' }, env: { FOO: 'bar' } });
     assert.equal(requests.at(-1)!.url.pathname, `/v1/snapshots/${SNAP}/fork`);
+    assert.deepEqual(bodyOf(requests.at(-1)), { count: 2, metadata: { k: 'v' }, env: { FOO: 'bar' } });
     assert.deepEqual(fromSnap.map((s) => s.info.forkedFrom), [SNAP, SNAP]);
     // The handles talk to the same server.
     await assert.rejects(fromSnap[0]!.metrics(), (e: unknown) => e instanceof ForkdError && e.code === 'NOT_FOUND');

@@ -120,6 +120,28 @@ export interface SnapshotOptions {
 export interface ForkOptions {
   /** How many sandboxes to make (1 to 64, default 1). */
   count?: number;
+  /** The forks' metadata, instead of the parent's. */
+  metadata?: Record<string, string>;
+  /**
+   * Laid over the parent's env (keys added or replaced). The forks' restored
+   * processes keep the env they started with; every process started in a
+   * fork afterwards gets this one.
+   */
+  env?: Record<string, string>;
+}
+
+export interface PauseOptions {
+  /**
+   * false: keep only the files. The processes are stopped without a memory
+   * image, and the resume starts the sandbox cold (same id, files, limits
+   * and env; new processes). Default true: everything is kept.
+   */
+  memory?: boolean;
+}
+
+export interface ResumeOptions {
+  /** false: start cold from the files even when the pause kept memory (a restart). Default true. */
+  memory?: boolean;
 }
 
 /** A sandbox and, under it, the sandboxes forked from its snapshots (recursively). */

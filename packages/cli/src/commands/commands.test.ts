@@ -71,6 +71,7 @@ test('serve: --port and --host override the environment', () => {
 
 test('create: lifetime and metadata; timeout', async () => {
   assert.deepEqual(parseCreateArgs(['--timeout', '600', '--on-timeout', 'kill', '--metadata', 'owner=ci', '--metadata', 'run=a=b']).request, { timeoutSeconds: 600, onTimeout: 'kill', metadata: { owner: 'ci', run: 'a=b' } });
+  assert.deepEqual(parseCreateArgs(['--on-timeout', 'pause-files']).request, { onTimeout: 'pause', timeoutPauseMemory: false });
   assert.throws(() => parseCreateArgs(['--on-timeout', 'explode']), UsageError);
   assert.throws(() => parseCreateArgs(['--metadata', 'novalue']), UsageError);
   const { parseTimeoutArgs } = await import('./lifecycle.js');

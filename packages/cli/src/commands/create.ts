@@ -18,7 +18,8 @@ Options:
   -e, --env K=V         environment of every process in it (repeatable)
       --metadata K=V    a label kept with the sandbox (repeatable; forkd ls --metadata filters)
       --timeout S       lifetime: time out S seconds after creation (default: none)
-      --on-timeout WHAT pause (default: keeps everything) or kill (deletes it)
+      --on-timeout WHAT pause (default: keeps everything), pause-files (keeps only
+                        its files: the resume starts it cold) or kill (deletes it)
       --json            print {"id": ..., "proxyToken": ...} (the port proxy's token, shown only here)
 `;
 
@@ -63,8 +64,9 @@ export function parseCreateArgs(argv: string[]): CreateArgs {
   if (timeout !== undefined) request.timeoutSeconds = timeout;
   const on = values['on-timeout'];
   if (on !== undefined) {
-    if (on !== 'pause' && on !== 'kill') throw new UsageError('--on-timeout must be pause or kill');
-    request.onTimeout = on;
+    if (on !== 'pause' && on !== 'pause-files' && on !== 'kill') throw new UsageError('--on-timeout must be pause, pause-files or kill');
+    request.onTimeout = on === 'kill' ? 'kill' : 'pause';
+    if (on === 'pause-files') request.timeoutPauseMemory = false;
   }
   return { request, json: !!values.json };
 }

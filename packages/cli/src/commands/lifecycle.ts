@@ -6,15 +6,22 @@ import { openSandbox } from '../connect.js';
 import { expectSnapshotId } from './snapshot.js';
 import { UsageError } from '../usage-error.js';
 
-const PAUSE_USAGE = `Usage: forkd pause ID [--json]
+const PAUSE_USAGE = `Usage: forkd pause [--no-memory] ID [--json]
 
 Snapshots a sandbox and stops it, releasing its memory. forkd resume brings
 it back as it was; exec, cp and other calls on it resume it by themselves.
+
+  --no-memory   keep only its files: its processes are stopped without a
+                memory image, and the resume starts it cold (same id, files,
+                limits and env; new processes)
 `;
 
-const RESUME_USAGE = `Usage: forkd resume ID [--json]
+const RESUME_USAGE = `Usage: forkd resume [--no-memory] ID [--json]
 
-Brings a paused sandbox back, its processes where they were.
+Brings a paused sandbox back, its processes where they were (or, after a
+pause --no-memory, started afresh on its files).
+
+  --no-memory   start it cold from its files even if its pause kept memory
 `;
 
 const TIMEOUT_USAGE = `Usage: forkd timeout ID SECONDS [--json]
@@ -63,6 +70,13 @@ export function parseRewindArgs(argv: string[]): { id: string; snapshot: string;
   return { id: id!, snapshot: expectSnapshotId(snapshot!), json: !!values.json };
 }
 
+/** `ID [--no-memory] [--json]`: pause and resume. */
+export function parseMemoryArgs(argv: string[]): { id: string; memory: boolean; json: boolean } {
+  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' }, 'no-memory': { type: 'boolean' } } });
+  const [id] = expectPositionals(positionals, ['ID']);
+  return { id: id!, memory: !values['no-memory'], json: !!values.json };
+}
+
 /** With --json the sandbox as it is now; otherwise nothing (the exit status says it worked). */
 function printInfo(info: SandboxInfo, json: boolean): number {
   if (json) printJson(info);
@@ -74,8 +88,8 @@ export const pauseCommand: CliCommand = {
   summary: 'snapshot a sandbox and stop it',
   usage: PAUSE_USAGE,
   async run(argv) {
-    const { id, json } = parseIdArg(argv);
-    return printInfo(await (await openSandbox(id)).pause(), json);
+    const { id, memory, json } = parseMemoryArgs(argv);
+    return printInfo(await (await openSandbox(id)).pause(memory ? {} : { memory: false }), json);
   },
 };
 
@@ -84,8 +98,8 @@ export const resumeCommand: CliCommand = {
   summary: 'resume a paused sandbox',
   usage: RESUME_USAGE,
   async run(argv) {
-    const { id, json } = parseIdArg(argv);
-    return printInfo(await (await openSandbox(id)).resume(), json);
+    const { id, memory, json } = parseMemoryArgs(argv);
+    return printInfo(await (await openSandbox(id)).resume(memory ? {} : { memory: false }), json);
   },
 };
 

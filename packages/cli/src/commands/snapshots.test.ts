@@ -4,7 +4,7 @@ import type { ForkTree, SnapshotInfo } from '@forkd/sdk';
 import { sandboxInfo } from '@forkd/sdk/testing';
 import { UsageError } from '../usage-error.js';
 import { parseForkArgs, parseForkSource } from './fork.js';
-import { parseIdArg, parseRewindArgs } from './lifecycle.js';
+import { parseIdArg, parseMemoryArgs, parseRewindArgs } from './lifecycle.js';
 import { parseSnapshotArgs, parseSnapshotRmArgs } from './snapshot.js';
 import { parseTimelineArgs, timelineTable } from './timeline.js';
 import { parseTreeArgs, renderTree } from './tree.js';
@@ -39,11 +39,18 @@ test('fork ID|SNAPSHOT [--count N] [--json]: the prefix picks the source', () =>
   assert.deepEqual(parseForkArgs([SBX]), { source: { kind: 'sandbox', id: SBX }, count: undefined, json: false });
   assert.deepEqual(parseForkArgs([SNAP, '--count', '3', '--json']), { source: { kind: 'snapshot', id: SNAP }, count: 3, json: true });
   assert.equal(parseForkArgs(['-n', '64', SBX]).count, 64);
+  assert.deepEqual(parseForkArgs([SNAP, '-e', 'A=1', '--env', 'B=2', '--metadata', 'who=fork']), { source: { kind: 'snapshot', id: SNAP }, count: undefined, env: { A: '1', B: '2' }, metadata: { who: 'fork' }, json: false });
   assert.deepEqual(parseForkSource(SNAP), { kind: 'snapshot', id: SNAP });
   for (const bad of ['abc', 'snapshot-1', 'sbx', '']) assert.throws(() => parseForkSource(bad), /expected a sandbox id \(sbx-\.\.\.\) or a snapshot id/, bad);
   for (const bad of ['0', '65', 'two', '-1']) assert.throws(() => parseForkArgs([SBX, '--count', bad]), UsageError, bad);
   assert.throws(() => parseForkArgs([]), /missing ID\|SNAPSHOT/);
   assert.throws(() => parseForkArgs([SBX, SNAP]), /unexpected argument/);
+});
+
+test('pause and resume [--no-memory] ID [--json]', () => {
+  assert.deepEqual(parseMemoryArgs([SBX]), { id: SBX, memory: true, json: false });
+  assert.deepEqual(parseMemoryArgs(['--no-memory', SBX, '--json']), { id: SBX, memory: false, json: true });
+  assert.throws(() => parseMemoryArgs(['--no-memory']), /missing ID/);
 });
 
 test('rewind ID SNAPSHOT, pause ID, resume ID', () => {

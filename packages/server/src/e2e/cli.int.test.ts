@@ -159,6 +159,18 @@ describe('CLI against a real daemon', { skip: !isRoot && 'needs root' }, () => {
     assert.equal((Array.isArray(paused) ? paused : paused.sandboxes).find((s: { id: string }) => s.id === id).state, 'paused');
     assert.equal((await forkd(url, ['resume', id])).code, 0);
     assert.equal((await forkd(url, ['exec', id, '--', 'cat', '/tmp/state'])).stdout, 'one\n');
+    // Files only: the pause keeps no memory, the resume starts it cold on the same files.
+    assert.equal((await forkd(url, ['exec', id, '--background', '--', 'sleep', '3600'])).code, 0);
+    const fsPaused = await forkd(url, ['pause', '--no-memory', id, '--json']);
+    assert.equal(fsPaused.code, 0, fsPaused.stderr);
+    assert.deepEqual([JSON.parse(fsPaused.stdout).state, JSON.parse(fsPaused.stdout).pausedMemory], ['paused', false]);
+    assert.equal((await forkd(url, ['resume', id])).code, 0);
+    assert.equal((await forkd(url, ['exec', id, '--', 'bash', '-c', 'cat /tmp/state; cat /proc/[0-9]*/comm 2>/dev/null | grep -cx sleep || true'])).stdout, 'one\n0\n');
+    const own = JSON.parse((await forkd(url, ['fork', snapId, '--metadata', 'who=cli-fork', '-e', 'CLI_FORK=yes', '--json'])).stdout).ids;
+    assert.equal((await forkd(url, ['exec', own[0], '--', 'bash', '-c', 'echo $CLI_FORK'])).stdout, 'yes\n');
+    const mine = JSON.parse((await forkd(url, ['ls', '--metadata', 'who=cli-fork', '--json'])).stdout);
+    assert.deepEqual((Array.isArray(mine) ? mine : mine.sandboxes).map((s: { id: string }) => s.id), own);
+    assert.equal((await forkd(url, ['rm', own[0]])).code, 0);
 
     const tree = JSON.parse((await forkd(url, ['tree', id, '--json'])).stdout);
     assert.equal(tree.sandbox.id, id);

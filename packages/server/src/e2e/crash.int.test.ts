@@ -140,4 +140,19 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
     assert.equal((await execHttp(url, id, ['test', '-e', '/tmp/after3'])).exit, 1);
     await noTmpSnapshots();
   });
+
+  // Last: the counter does not survive it.
+  test('crash mid filesystem-only pause (recorded, processes not yet stopped): it is paused, no snapshot was made, it resumes cold with its files', async () => {
+    await counter(daemon!);
+    const before = (await api(daemon!, 'GET', `/v1/sandboxes/${id}/snapshots`)).json.snapshots.length;
+    const url = await crashDuring('pause:recorded', 'POST', `/v1/sandboxes/${id}/pause`, { memory: false });
+    assert.equal((await api(url, 'GET', `/v1/sandboxes/${id}`)).json.state, 'paused');
+    assert.equal((await api(url, 'GET', `/v1/sandboxes/${id}/snapshots`)).json.snapshots.length, before, 'no snapshot taken');
+    assert.equal((await api(url, 'POST', `/v1/sandboxes/${id}/resume`)).json.state, 'running');
+    const c = await counter(url);
+    assert.ok(c > 0, 'its files: the counter file is there');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(await counter(url), c, 'started cold: the counter process is gone');
+    await noTmpSnapshots();
+  });
 });

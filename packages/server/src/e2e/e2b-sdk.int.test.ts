@@ -308,6 +308,70 @@ describe('the official e2b SDK against forkd serve', { skip: !isRoot && 'needs r
         }
       });
 
+      // A container gets no new kernel: /proc/sys/kernel/random/boot_id stays the same (E2B's own test of it fails here).
+      test('pause with keepMemory false, then connect: files and envs kept, processes started afresh', async () => {
+        const s = await Sandbox.create('base', { envs: { FOO: 'kept' }, timeoutMs: 120_000 });
+        try {
+          const bg = await s.commands.run('sleep 3600', { background: true });
+          await s.files.write('kept.txt', 'kept');
+          assert.equal(await s.pause({ keepMemory: false }), true);
+          assert.equal(await s.isRunning(), false);
+          assert.equal((await Sandbox.getInfo(s.sandboxId)).state, 'paused');
+          const again = await Sandbox.connect(s.sandboxId);
+          assert.equal(await again.isRunning(), true);
+          assert.equal(await again.files.read('kept.txt'), 'kept');
+          assert.ok(!(await again.commands.list()).some((p) => p.pid === bg.pid && p.cmd === 'sleep'), 'the sleep of before is gone');
+          assert.equal((await again.commands.run('cat /proc/[0-9]*/comm 2>/dev/null | grep -cx sleep || true')).stdout, '0\n');
+          assert.equal((await again.commands.run('echo $FOO')).stdout, 'kept\n');
+        } finally {
+          await s.kill();
+        }
+      });
+
+      test('connect with onResume reboot after a pause that kept memory; auto-pause at timeout without memory', { skip: version.name !== 'e2b 2.51.0' && 'onResume and lifecycle keepMemory are 2.51' }, async () => {
+        const s = await Sandbox.create('base', { timeoutMs: 120_000 });
+        try {
+          await s.commands.run('sleep 3600', { background: true });
+          await s.files.write('kept.txt', 'kept');
+          assert.equal(await s.pause(), true);
+          const again = await Sandbox.connect(s.sandboxId, { onResume: 'reboot' });
+          assert.equal(await again.files.read('kept.txt'), 'kept');
+          assert.equal((await again.commands.run('cat /proc/[0-9]*/comm 2>/dev/null | grep -cx sleep || true')).stdout, '0\n', 'rebooted: no process of before');
+        } finally {
+          await s.kill();
+        }
+        const t = await Sandbox.create('base', { timeoutMs: 3000, lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } });
+        try {
+          await t.commands.run('sleep 3600', { background: true });
+          await t.files.write('before.txt', 'x');
+          await sleep(4500);
+          assert.equal((await t.getInfo()).state, 'paused');
+          await t.connect({ timeoutMs: 60_000 });
+          assert.equal((await t.getInfo()).state, 'running');
+          assert.equal(await t.files.read('before.txt'), 'x');
+          assert.equal((await t.commands.run('cat /proc/[0-9]*/comm 2>/dev/null | grep -cx sleep || true')).stdout, '0\n', 'started cold');
+        } finally {
+          await t.kill();
+        }
+      });
+
+      test('create from a snapshot with its own envs and metadata: listed by that metadata, new commands see the envs', async () => {
+        const snap = await sbx.createSnapshot();
+        const own = `own-${tag}`;
+        const f = await Sandbox.create(snap.snapshotId, { envs: { FROM_SNAPSHOT: 'yes' }, metadata: { own }, timeoutMs: 120_000 });
+        try {
+          const listed = await Sandbox.list({ query: { metadata: { own } } }).nextItems();
+          assert.deepEqual(listed.map((x) => x.sandboxId), [f.sandboxId]);
+          assert.deepEqual(listed[0]!.metadata, { own });
+          assert.deepEqual((await f.getInfo()).metadata, { own });
+          assert.ok(!(await Sandbox.list({ query: { metadata: { suite: tag } } }).nextItems()).some((x) => x.sandboxId === f.sandboxId), 'not the snapshot\'s metadata');
+          assert.equal((await f.commands.run('echo $FROM_SNAPSHOT $FOO')).stdout, 'yes bar\n', 'its envs over the snapshot\'s');
+        } finally {
+          await f.kill();
+          await Sandbox.deleteSnapshot(snap.snapshotId);
+        }
+      });
+
       test('createSnapshot, create from it, deleteSnapshot', async () => {
         await sbx.files.write('app/config.json', '{"v":1}');
         const snap = await sbx.createSnapshot({ name: `snap-${tag}` });

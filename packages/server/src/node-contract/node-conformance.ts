@@ -21,6 +21,9 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
   }
 }
 
+/** How many `sleep` processes the sandbox runs. */
+const SLEEPERS = 'cat /proc/[0-9]*/comm 2>/dev/null | grep -cx sleep || true';
+
 const code = (c: ForkdError['code']) => (e: unknown) => e instanceof ForkdError && e.code === c;
 
 async function readAll(chunks: AsyncIterable<Buffer>): Promise<Buffer> {
@@ -190,6 +193,33 @@ export function nodeConformance(name: string, open: () => Promise<OpenedNode>, o
       assert.equal((await run(node, id, 'echo awake')).stdout, 'awake\n');
     });
 
+    test('pause without memory: files kept, processes gone, resume starts it cold (same id, limits, env); resume memory false after a memory pause', async () => {
+      const before = await node.get(id);
+      await node.writeFile(id, '/root/kept.txt', Buffer.from('kept'));
+      const sleeper = await node.spawn(id, { argv: ['sleep', '3600'], tag: 'conf-fs-sleeper' });
+      sleeper.process.detach();
+      // A stream still attached to a process of before ends (it does not wait for a process that is gone).
+      const attached = await node.spawn(id, { argv: ['sleep', '3600'] });
+      const ended = attached.exit.then(() => 'ended', () => 'ended');
+      const pauses = async () => (await node.timeline(id)).filter((s) => s.reason === 'pause').length;
+      const n = await pauses();
+      const paused = await node.pause(id, { memory: false });
+      assert.equal(paused.state, 'paused');
+      assert.equal(await pauses(), n, 'no pause snapshot taken');
+      const back = await node.resume(id);
+      assert.deepEqual([back.id, back.state, back.limits, back.env], [id, 'running', before.limits, before.env]);
+      assert.equal((await run(node, id, 'cat /root/kept.txt')).stdout, 'kept');
+      assert.equal(await Promise.race([ended, new Promise((r) => setTimeout(() => r('still open'), 15_000))]), 'ended');
+      assert.ok(!(await node.listProcesses(id)).some((p) => p.tag === 'conf-fs-sleeper'), 'the processes of before are gone');
+      assert.equal((await run(node, id, SLEEPERS)).stdout, '0\n');
+      // A pause that kept memory, resumed without it: a restart on the same files.
+      const again = await node.spawn(id, { argv: ['sleep', '3600'], tag: 'conf-fs-sleeper2' });
+      again.process.detach();
+      await node.pause(id);
+      assert.equal((await node.resume(id, { memory: false })).state, 'running');
+      assert.equal((await run(node, id, `cat /root/kept.txt; ${SLEEPERS}`)).stdout, 'kept0\n');
+    });
+
     test('rewind to an earlier snapshot: a file written after it is gone', async () => {
       await node.writeFile(id, '/root/before.txt', Buffer.from('before'));
       const snap = await node.snapshot(id, {});
@@ -225,8 +255,11 @@ export function nodeConformance(name: string, open: () => Promise<OpenedNode>, o
       assert.ok(ids.has(a.id) && ids.has(b.id), 'the forks are in the parent\'s tree');
       await node.delete(b.id);
       await assert.rejects(node.get(b.id), code('NOT_FOUND'));
-      const [c] = await node.fork(earlier, 1);
+      const [c] = await node.fork(earlier, 1, undefined, { metadata: { conf: 'own' }, env: { CONF_FORK: 'yes' } });
       made.push(c!.id);
+      assert.deepEqual(c!.metadata, { conf: 'own' }, 'the metadata given, not the parent\'s');
+      assert.equal(c!.env.CONF_FORK, 'yes');
+      assert.equal((await run(node, c!.id, 'echo $CONF_FORK')).stdout, 'yes\n', 'a process started in the fork gets the env given');
       assert.equal((await run(node, c!.id, 'cat /root/before.txt; test -e /root/parent.txt || echo " no parent file"')).stdout, 'before no parent file\n', 'a fork of a snapshot has that snapshot\'s files');
       await node.delete(c!.id);
     });

@@ -9,7 +9,7 @@ import type {
   TemplateInfo,
   WatchEvent,
 } from '@forkd/protocol';
-import type { ClaimSandbox, FileContent, ForkTree, NodeStats, OutputHandlers, PortConnection, ProcessSelector, ProcessStream, SpawnOptions, WatchHandle, WriteFileOptions } from './node-types.js';
+import type { ClaimSandbox, FileContent, ForkOptions, ForkTree, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SpawnOptions, WatchHandle, WriteFileOptions } from './node-types.js';
 
 /**
  * Everything the control plane needs from a node: the one seam between them
@@ -55,11 +55,13 @@ export interface NodeService {
   getSnapshot(snapId: string): Promise<SnapshotInfo>;
   deleteSnapshot(snapId: string): Promise<void>;
   pinSnapshot(snapId: string, pinned: boolean): Promise<SnapshotInfo>;
-  pause(id: string): Promise<SandboxInfo>;
-  resume(id: string): Promise<SandboxInfo>;
+  /** Default: memory kept (a snapshot, then stop); `memory: false`: files only, the resume starts it cold. */
+  pause(id: string, opts?: PauseOptions): Promise<SandboxInfo>;
+  /** A filesystem-only pause (or `memory: false`) comes back cold: same id, files, limits and env; new processes. */
+  resume(id: string, opts?: ResumeOptions): Promise<SandboxInfo>;
   rewind(id: string, snapId: string): Promise<SandboxInfo>;
   /** A sandbox id forks it live (implicit snapshot); a snapshot id forks that snapshot. All or nothing. */
-  fork(source: string, count: number, claim?: ClaimSandbox): Promise<SandboxInfo[]>;
+  fork(source: string, count: number, claim?: ClaimSandbox, opts?: ForkOptions): Promise<SandboxInfo[]>;
   tree(id: string): Promise<ForkTree>;
 
   templates(): Promise<TemplateInfo[]>;

@@ -81,6 +81,26 @@ export interface WriteFileOptions {
   user?: string | undefined;
 }
 
+/** Pause: `memory: false` keeps only the files (see PauseRequest in @forkd/protocol). Default true. */
+export interface PauseOptions {
+  memory?: boolean | undefined;
+}
+
+/** Resume: `memory: false` starts it cold from its files even after a pause that kept memory. Default true. */
+export interface ResumeOptions {
+  memory?: boolean | undefined;
+}
+
+/**
+ * What the forks get instead of the parent's: `metadata` replaces the
+ * parent's, `env` is laid over it (see ForkRequest in @forkd/protocol; it
+ * applies to processes started after the fork, the restored ones keep theirs).
+ */
+export interface ForkOptions {
+  metadata?: Record<string, string> | undefined;
+  env?: Record<string, string> | undefined;
+}
+
 export interface ForkTree {
   sandbox: SandboxInfo;
   children: ForkTree[];

@@ -4,6 +4,9 @@ import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo
 import type { NodeService } from '../node-contract/node-service.js';
 import type {
   ClaimSandbox,
+  ForkOptions,
+  PauseOptions,
+  ResumeOptions,
   FileContent,
   ForkTree,
   NodeStats,
@@ -202,20 +205,21 @@ export class NodeHttpClient implements NodeService {
     return this.#t.call('POST', `/snapshots/${e(snapId)}/pin`, { json: { pinned } });
   }
 
-  async pause(id: string): Promise<SandboxInfo> {
-    return this.#t.call('POST', `${sbx(id)}/pause`);
+  async pause(id: string, opts: PauseOptions = {}): Promise<SandboxInfo> {
+    return this.#t.call('POST', `${sbx(id)}/pause`, { json: opts.memory === false ? { memory: false } : {} });
   }
 
-  async resume(id: string): Promise<SandboxInfo> {
-    return this.#t.call('POST', `${sbx(id)}/resume`);
+  async resume(id: string, opts: ResumeOptions = {}): Promise<SandboxInfo> {
+    return this.#t.call('POST', `${sbx(id)}/resume`, { json: opts.memory === false ? { memory: false } : {} });
   }
 
   async rewind(id: string, snapId: string): Promise<SandboxInfo> {
     return this.#t.call('POST', `${sbx(id)}/rewind`, { json: { snapshot: snapId } });
   }
 
-  async fork(source: string, count: number, claim?: ClaimSandbox): Promise<SandboxInfo[]> {
-    const { sandboxes } = await this.#t.call<{ sandboxes: SandboxInfo[] }>('POST', `/fork/${e(source)}`, { json: { count } });
+  async fork(source: string, count: number, claim?: ClaimSandbox, opts: ForkOptions = {}): Promise<SandboxInfo[]> {
+    const json = { count, ...(opts.metadata ? { metadata: opts.metadata } : {}), ...(opts.env ? { env: opts.env } : {}) };
+    const { sandboxes } = await this.#t.call<{ sandboxes: SandboxInfo[] }>('POST', `/fork/${e(source)}`, { json });
     await this.#claimed(
       sandboxes.map((s) => s.id),
       claim,

@@ -38,7 +38,7 @@ import { NODE_PREFIX } from './node-wire.js';
  *   POST   /sandboxes/:id/snapshots          CreateSnapshotRequest → 201 SnapshotInfo
  *   GET    /sandboxes/:id/snapshots          → {snapshots}
  *   GET    /snapshots/:snap → SnapshotInfo;  DELETE → 204;  POST /snapshots/:snap/pin PinRequest → SnapshotInfo
- *   POST   /sandboxes/:id/pause | /resume    → SandboxInfo;  /rewind RewindRequest → SandboxInfo
+ *   POST   /sandboxes/:id/pause PauseRequest | /resume ResumeRequest (bodies optional) → SandboxInfo;  /rewind RewindRequest → SandboxInfo
  *   POST   /fork/:source                     ForkRequest → 201 {sandboxes}  (a sandbox id or a snapshot id)
  *   GET    /sandboxes/:id/tree → ForkTree;   GET /templates → {templates};  DELETE /templates/:name → 204
  *   GET    /stats                            → NodeStats

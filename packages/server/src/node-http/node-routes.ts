@@ -6,6 +6,8 @@ import {
   CreateSnapshotRequest,
   ForkdError,
   ForkRequest,
+  PauseRequest,
+  ResumeRequest,
   ListQuery,
   MkdirRequest,
   MoveRequest,
@@ -99,11 +101,14 @@ export function mountNodeRoutes(app: Hono, node: NodeService): void {
     return c.body(null, 204);
   });
   app.post('/snapshots/:snap/pin', async (c) => c.json(await node.pinSnapshot(c.req.param('snap'), validate(PinRequest, await jsonOf(c)).pinned)));
-  app.post('/sandboxes/:id/pause', async (c) => c.json(await node.pause(c.req.param('id'))));
-  app.post('/sandboxes/:id/resume', async (c) => c.json(await node.resume(c.req.param('id'))));
+  app.post('/sandboxes/:id/pause', async (c) => c.json(await node.pause(c.req.param('id'), validate(PauseRequest, await jsonOf(c)))));
+  app.post('/sandboxes/:id/resume', async (c) => c.json(await node.resume(c.req.param('id'), validate(ResumeRequest, await jsonOf(c)))));
   app.post('/sandboxes/:id/rewind', async (c) => c.json(await node.rewind(c.req.param('id'), validate(RewindRequest, await jsonOf(c)).snapshot)));
   // The source is a sandbox id (a live fork) or a snapshot id.
-  app.post('/fork/:source', async (c) => c.json({ sandboxes: await node.fork(c.req.param('source'), validate(ForkRequest, await jsonOf(c)).count) }, 201));
+  app.post('/fork/:source', async (c) => {
+    const r = validate(ForkRequest, await jsonOf(c));
+    return c.json({ sandboxes: await node.fork(c.req.param('source'), r.count, undefined, { metadata: r.metadata, env: r.env }) }, 201);
+  });
   app.get('/sandboxes/:id/tree', async (c) => c.json(await node.tree(c.req.param('id'))));
 
   app.get('/templates', async (c) => c.json({ templates: await node.templates() }));

@@ -2,6 +2,9 @@ import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo
 import type { NodeService } from '../node-contract/node-service.js';
 import type {
   ClaimSandbox,
+  ForkOptions,
+  PauseOptions,
+  ResumeOptions,
   FileContent,
   ForkTree,
   NodeStats,
@@ -133,20 +136,20 @@ export class LocalNode implements NodeService {
     return this.#m.pinSnapshot(snapId, pinned);
   }
 
-  async pause(id: string): Promise<SandboxInfo> {
-    return this.#m.pause(id);
+  async pause(id: string, opts?: PauseOptions): Promise<SandboxInfo> {
+    return this.#m.pause(id, opts);
   }
 
-  async resume(id: string): Promise<SandboxInfo> {
-    return this.#m.resume(id);
+  async resume(id: string, opts?: ResumeOptions): Promise<SandboxInfo> {
+    return this.#m.resume(id, opts);
   }
 
   async rewind(id: string, snapId: string): Promise<SandboxInfo> {
     return this.#m.rewind(id, snapId);
   }
 
-  async fork(source: string, count: number, claim?: ClaimSandbox): Promise<SandboxInfo[]> {
-    return this.#m.fork(source, count, claim);
+  async fork(source: string, count: number, claim?: ClaimSandbox, opts?: ForkOptions): Promise<SandboxInfo[]> {
+    return this.#m.fork(source, count, claim, opts);
   }
 
   async tree(id: string): Promise<ForkTree> {

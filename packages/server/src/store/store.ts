@@ -60,6 +60,8 @@ export interface SandboxPolicy {
   /** Lifetime given at create; a resume after a timeout starts a new one. */
   timeoutSeconds?: number | undefined;
   onTimeout?: 'pause' | 'kill' | undefined;
+  /** false: the pause at a timeout is filesystem-only. */
+  timeoutPauseMemory?: false | undefined;
   /** ISO time the current lifetime ends; cleared when it has acted. */
   expiresAt?: string | undefined;
 }

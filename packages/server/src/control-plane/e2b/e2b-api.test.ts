@@ -11,7 +11,7 @@ import { createE2bApi } from './e2b-api.js';
 import { e2bContext } from './e2b-context.js';
 
 /** Just enough of a node for the control-plane routes; anything else is a test failure. */
-function fakeNode(): NodeService {
+function fakeNode(calls: Array<[string, unknown]> = []): NodeService {
   const boxes = new Map<string, SandboxInfo>();
   let n = 0;
   const missing = (id: string) => new ForkdError('NOT_FOUND', `sandbox ${id} not found`);
@@ -24,7 +24,7 @@ function fakeNode(): NodeService {
     async create(req, claim?: ClaimSandbox) {
       const id = `sbx-${String(++n).padStart(12, 'a')}`;
       await claim?.(id);
-      const s: SandboxInfo = { id, template: req.template ?? 'base', state: 'running', limits: { memoryMb: 512, cpus: 1, pids: 1024, diskMb: 100 }, env: req.env ?? {}, metadata: req.metadata ?? {}, createdAt: new Date(Date.now() + n).toISOString(), hostname: id, ...(req.timeoutSeconds ? { expiresAt: new Date(Date.now() + req.timeoutSeconds * 1000).toISOString() } : {}), ...(req.onTimeout ? { onTimeout: req.onTimeout } : {}) };
+      const s: SandboxInfo = { id, template: req.template ?? 'base', state: 'running', limits: { memoryMb: 512, cpus: 1, pids: 1024, diskMb: 100 }, env: req.env ?? {}, metadata: req.metadata ?? {}, createdAt: new Date(Date.now() + n).toISOString(), hostname: id, ...(req.timeoutSeconds ? { expiresAt: new Date(Date.now() + req.timeoutSeconds * 1000).toISOString() } : {}), ...(req.onTimeout ? { onTimeout: req.onTimeout } : {}), ...(req.timeoutPauseMemory === false ? { timeoutPauseMemory: false as const } : {}) };
       boxes.set(id, s);
       return s;
     },
@@ -37,15 +37,28 @@ function fakeNode(): NodeService {
       boxes.set(id, s);
       return s;
     },
-    pause: async (id) => {
+    pause: async (id, opts) => {
+      calls.push(['pause', opts]);
       const s = { ...get(id), state: 'paused' as const };
       boxes.set(id, s);
       return s;
     },
-    resume: async (id) => {
+    resume: async (id, opts) => {
+      calls.push(['resume', opts]);
       const s = { ...get(id), state: 'running' as const };
       boxes.set(id, s);
       return s;
+    },
+    // Every snapshot is one of the first sandbox's.
+    getSnapshot: async (snapId) => ({ id: snapId, sandboxId: `sbx-${'1'.padStart(12, 'a')}`, createdAt: new Date().toISOString(), frozenMs: 1, sizeBytes: 1, pinned: false, reason: 'manual' }),
+    // A snapshot's fork: its parent's env under the fork's own (see ForkOptions).
+    fork: async (source, count, claim, opts) => {
+      calls.push(['fork', { source, count, opts }]);
+      const id = `sbx-${String(++n).padStart(12, 'a')}`;
+      await claim?.(id);
+      const s: SandboxInfo = { id, template: 'base', state: 'running', limits: { memoryMb: 512, cpus: 1, pids: 1024, diskMb: 100 }, env: { PARENT: '1', ...opts?.env }, metadata: opts?.metadata ?? { parent: 'meta' }, createdAt: new Date(Date.now() + n).toISOString(), hostname: id, forkedFrom: source };
+      boxes.set(id, s);
+      return [s];
     },
   };
   return new Proxy(impl as NodeService, {
@@ -58,14 +71,15 @@ async function harness() {
   const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
   const key = (await control.keys.create({ format: 'e2b', tenant: 'acme', admin: false }, undefined)).key;
   const other = (await control.keys.create({ format: 'e2b', tenant: 'other', admin: false }, undefined)).key;
-  const ctx = e2bContext(fakeNode(), control, silentLogger, new AccessTokens(Buffer.alloc(32, 1)));
+  const calls: Array<[string, unknown]> = [];
+  const ctx = e2bContext(fakeNode(calls), control, silentLogger, new AccessTokens(Buffer.alloc(32, 1)));
   const app = createE2bApi(ctx);
   const call = async (method: string, path: string, body?: unknown, k: string | null = key) => {
     const r = await app.request(path, { method, headers: { ...(k ? { 'x-api-key': k } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
     const text = await r.text();
     return { status: r.status, headers: r.headers, body: text ? (JSON.parse(text) as unknown) : undefined };
   };
-  return { call, store, other, close: () => (ctx.lifetimes.close(), store.close()) };
+  return { call, calls, store, other, close: () => (ctx.lifetimes.close(), store.close()) };
 }
 
 test('error bodies carry the numeric code the SDK branches on', async () => {
@@ -100,8 +114,8 @@ test('create, get, pause (409 when paused), connect (201 resumed, 200 running), 
     assert.deepEqual(d.lifecycle, { onTimeout: 'pause', autoResume: true });
     assert.equal(d.envdAccessToken, sb.envdAccessToken);
     assert.equal((await h.call('GET', `/sandboxes/${sb.sandboxID}`, undefined, h.other)).status, 404);
-    assert.equal((await h.call('POST', `/sandboxes/${sb.sandboxID}/pause`, { memory: false })).status, 400);
     assert.equal((await h.call('POST', `/sandboxes/${sb.sandboxID}/pause`)).status, 204);
+    assert.deepEqual(h.calls.at(-1), ['pause', { memory: true }]);
     const again = await h.call('POST', `/sandboxes/${sb.sandboxID}/pause`);
     assert.equal(again.status, 409);
     assert.equal((again.body as { code: number }).code, 409);
@@ -139,6 +153,51 @@ test('list: X-Next-Token on every page but the last', async () => {
     } while (token);
     assert.equal(pages, 2);
     assert.equal(new Set(ids).size, 3);
+  } finally {
+    h.close();
+  }
+});
+
+test('filesystem-only pause: pause memory false, connect memory false (reboot), autoPauseMemory false at timeout', async () => {
+  const h = await harness();
+  try {
+    const sb = (await h.call('POST', '/v2/sandboxes', { templateID: 'base', timeout: 120 })).body as { sandboxID: string };
+    assert.equal((await h.call('POST', `/sandboxes/${sb.sandboxID}/pause`, { memory: false })).status, 204);
+    assert.deepEqual(h.calls.at(-1), ['pause', { memory: false }]);
+    assert.equal((await h.call('POST', `/v2/sandboxes/${sb.sandboxID}/connect`, { memory: false })).status, 201);
+    assert.deepEqual(h.calls.at(-1), ['resume', { memory: false }]);
+    assert.equal((await h.call('POST', `/sandboxes/${sb.sandboxID}/pause`, {})).status, 204);
+    assert.equal((await h.call('POST', `/v2/sandboxes/${sb.sandboxID}/connect`, {})).status, 201);
+    assert.deepEqual(h.calls.at(-1), ['resume', { memory: true }]);
+    assert.equal((await h.call('POST', '/v2/sandboxes', { templateID: 'base', autoPause: true, autoPauseMemory: false, autoResume: { enabled: true } })).status, 400);
+    // The timeout's pause keeps no memory when the create said so (the reserved metadata key is not shown).
+    const t = (await h.call('POST', '/v2/sandboxes', { templateID: 'base', timeout: 1, autoPause: true, autoPauseMemory: false, metadata: { m: '1' } })).body as { sandboxID: string };
+    assert.deepEqual(((await h.call('GET', `/sandboxes/${t.sandboxID}`)).body as { metadata: unknown }).metadata, { m: '1' });
+    await new Promise((r) => setTimeout(r, 1300));
+    assert.deepEqual(h.calls.at(-1), ['pause', { memory: false }]);
+    assert.equal(((await h.call('GET', `/sandboxes/${t.sandboxID}`)).body as { state: string }).state, 'paused');
+  } finally {
+    h.close();
+  }
+});
+
+test('create from a snapshot: a fork with the given metadata and envVars, listed by that metadata', async () => {
+  const h = await harness();
+  try {
+    await h.call('POST', '/v2/sandboxes', { templateID: 'base', metadata: { parent: 'meta' } });
+    const c = await h.call('POST', '/v2/sandboxes', { templateID: 'snap-aaaaaaaaaaaa', metadata: { who: 'fork' }, envVars: { FOO: 'bar' } });
+    assert.equal(c.status, 201);
+    const id = (c.body as { sandboxID: string; templateID: string }).sandboxID;
+    assert.equal((c.body as { templateID: string }).templateID, 'snap-aaaaaaaaaaaa');
+    const [op, args] = h.calls.at(-1)!;
+    assert.equal(op, 'fork');
+    const { opts } = args as { opts: { metadata: Record<string, string>; env: Record<string, string> } };
+    assert.deepEqual(opts.env, { FOO: 'bar' });
+    assert.equal(opts.metadata.who, 'fork');
+    const listed = (await h.call('GET', `/v2/sandboxes?metadata=${encodeURIComponent('who=fork')}`)).body as Array<{ sandboxID: string; metadata: unknown }>;
+    assert.deepEqual(listed.map((s) => s.sandboxID), [id]);
+    assert.deepEqual(listed[0]!.metadata, { who: 'fork' });
+    assert.equal(((await h.call('GET', `/v2/sandboxes?metadata=${encodeURIComponent('parent=meta')}`)).body as unknown[]).length, 1, 'the fork does not keep the snapshot\'s metadata');
   } finally {
     h.close();
   }

@@ -121,15 +121,22 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
     const req = await body(c, NewSandbox);
     const refused = unsupportedNetwork(req.network, req.allow_internet_access);
     if (refused) throw new E2bApiError(400, refused);
-    if (req.autoPause && req.autoPauseMemory === false) throw new E2bApiError(400, 'autoPauseMemory: false (filesystem-only pause) is not supported yet');
+    // As E2B: traffic cannot wake a filesystem-only pause (its resume is a reboot).
+    if (req.autoPause && req.autoPauseMemory === false && req.autoResume?.enabled) throw new E2bApiError(400, 'autoResume cannot be combined with autoPauseMemory: false (a filesystem-only pause is resumed by connect)');
     const view = c.get('view');
     // At least a second: forkd reads a lifetime of 0 as none.
     const timeout = Math.max(1, req.timeout ?? (v2 ? DEFAULT_TIMEOUT_S : 15));
-    const attrs = attributesMetadata({ autoResume: req.autoResume?.enabled === true, ...(req.templateID.startsWith('snap-') ? { templateID: req.templateID } : {}) });
+    const attrs = attributesMetadata({
+      autoResume: req.autoResume?.enabled === true,
+      ...(req.templateID.startsWith('snap-') ? { templateID: req.templateID } : {}),
+    });
+    const metadata = { ...(req.metadata ?? {}), ...attrs };
     let s: SandboxInfo;
     if (req.templateID.startsWith('snap-')) {
-      // A snapshot as the template: a fork of it (its files and processes), under its own lifetime.
-      const [f] = await view.fork(req.templateID, 1);
+      // A snapshot as the template: a fork of it (its files and processes), under its own lifetime,
+      // with the caller's metadata (not the snapshot's) and envVars laid over the snapshot's env
+      // (for the processes started from now on: the restored ones keep theirs).
+      const [f] = await view.fork(req.templateID, 1, undefined, { metadata, ...(req.envVars ? { env: req.envVars } : {}) });
       if (!f) throw new ForkdError('INTERNAL', 'fork returned no sandbox');
       try {
         s = await view.setTimeout(f.id, timeout);
@@ -141,9 +148,11 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
       s = await view.create({
         template: req.templateID,
         ...(req.envVars ? { env: req.envVars } : {}),
-        metadata: { ...(req.metadata ?? {}), ...attrs },
+        metadata,
         timeoutSeconds: timeout,
         onTimeout: req.autoPause ? 'pause' : 'kill',
+        // A filesystem-only pause at the timeout (the reconciler's backstop does the same).
+        ...(req.autoPause && req.autoPauseMemory === false ? { timeoutPauseMemory: false } : {}),
         // E2B sandboxes live until their endAt: no idle hibernation under them.
         idleTimeoutSeconds: 0,
       });
@@ -207,10 +216,10 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
     const view = c.get('view');
     const s = await visible(view, id);
     if (e2bState(s) === 'paused') return c.json({ code: 409, message: `sandbox ${id} is already paused` }, 409);
-    if (req.memory === false) throw new E2bApiError(400, 'memory: false (filesystem-only pause) is not supported yet; pause keeps memory');
     lifetimes.cancel(id);
     streams.abortAll(id);
-    await view.pause(id);
+    // memory: false: filesystem-only, the next connect starts it cold.
+    await view.pause(id, { memory: req.memory !== false });
     return c.body(null, 204);
   });
 
@@ -223,8 +232,8 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
     const timeout = Math.max(1, req.timeout ?? DEFAULT_TIMEOUT_S);
     const resumed = e2bState(s) === 'paused';
     if (resumed) {
-      if (req.memory === false) throw new E2bApiError(400, 'memory: false (resume with a reboot) is not supported yet');
-      await view.resume(id);
+      // memory: false (onResume: 'reboot'): a cold start from its files, whatever the pause kept.
+      await view.resume(id, { memory: req.memory !== false });
       s = await view.setTimeout(id, timeout);
     } else if (resumeOnly) {
       return c.json({ code: 409, message: `sandbox ${id} is already running` }, 409);

@@ -48,7 +48,7 @@ async function ownerCallView(ctx: E2bContext, id: string): Promise<{ view: NodeS
  * The envd gateway: every sandbox's envd API on one port, routed by headers
  * (envd-router.ts), answering 502 with the reference proxy's body for a
  * sandbox that is unknown, gone or paused (waking it instead when its
- * autoResume is on).
+ * autoResume is on and its pause kept memory).
  */
 export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: ServerResponse) => void {
   const { svc, tokens, logger, control } = ctx;
@@ -80,7 +80,8 @@ export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: 
       : tokens.matches(id, headerToken)
         ? undefined
         : ENVD_UNAUTHORIZED;
-    if (s.state === 'paused' && !refused && e2bAttributes(s)?.autoResume) {
+    // As in E2B, traffic never wakes a filesystem-only pause (its resume is a reboot): connect does.
+    if (s.state === 'paused' && !refused && s.pausedMemory !== false && e2bAttributes(s)?.autoResume) {
       const { view } = await ownerCallView(ctx, id);
       s = await view.resume(id).catch(() => s);
       ctx.lifetimes.schedule(s);

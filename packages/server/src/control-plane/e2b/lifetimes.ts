@@ -61,7 +61,8 @@ export class Lifetimes {
     const action = s.onTimeout === 'kill' ? 'kill' : 'pause';
     try {
       this.#gone(id);
-      if (action === 'pause') await this.#svc.pause(id);
+      // autoPauseMemory: false (timeoutPauseMemory) asked for a filesystem-only pause.
+      if (action === 'pause') await this.#svc.pause(id, { memory: s.timeoutPauseMemory !== false });
       else await this.#svc.delete(id);
       this.#logger.info('e2b sandbox timed out', { sandboxId: id, action });
     } catch (err) {

@@ -18,8 +18,10 @@ export const info: SandboxInfo = sandboxInfo('sbx-aaaaaaaaaaaa');
  * Template builds make a build sandbox like the node does and wait for
  * `buildGate` (when set) before publishing, so a test can act mid-build.
  */
-export function fakeService(): NodeService & { created: unknown[]; probe: (id: string) => void | Promise<void>; buildGate: Promise<void> | undefined; buildSandboxes: string[]; failBuild: boolean } {
+export function fakeService(): NodeService & { created: unknown[]; calls: Array<[string, unknown]>; probe: (id: string) => void | Promise<void>; buildGate: Promise<void> | undefined; buildSandboxes: string[]; failBuild: boolean } {
   const created: unknown[] = [];
+  /** Lifecycle calls with the options they were given. */
+  const calls: Array<[string, unknown]> = [];
   const boxes = new Map([[info.id, info]]);
   const templates = [{ name: 'base', createdAt: info.createdAt }];
   const missing = (id: string) => new ForkdError('NOT_FOUND', `sandbox ${id} not found`);
@@ -34,6 +36,7 @@ export function fakeService(): NodeService & { created: unknown[]; probe: (id: s
   };
   const fake: ReturnType<typeof fakeService> = {
     created,
+    calls,
     probe: () => {},
     buildGate: undefined,
     buildSandboxes: [],
@@ -82,14 +85,26 @@ export function fakeService(): NodeService & { created: unknown[]; probe: (id: s
     getSnapshot: async (id) => Promise.reject(missing(id)),
     deleteSnapshot: async (id) => Promise.reject(missing(id)),
     pinSnapshot: async (id) => Promise.reject(missing(id)),
-    pause: async (id) => Promise.reject(missing(id)),
+    pause: async (id, opts) => {
+      calls.push(['pause', opts]);
+      const s = { ...(await fake.get(id)), state: 'paused' as const };
+      boxes.set(id, s);
+      return s;
+    },
     setTimeout: async (id) => Promise.reject(missing(id)),
-    resume: async (id) => Promise.reject(missing(id)),
+    resume: async (id, opts) => {
+      calls.push(['resume', opts]);
+      const s = { ...(await fake.get(id)), state: 'running' as const };
+      boxes.set(id, s);
+      return s;
+    },
     rewind: async (id) => Promise.reject(missing(id)),
-    fork: async (id, count, claim) => {
-      if (!boxes.has(id)) throw missing(id);
+    fork: async (id, count, claim, opts) => {
+      const parent = boxes.get(id);
+      if (!parent) throw missing(id);
+      calls.push(['fork', opts]);
       const out: SandboxInfo[] = [];
-      for (let i = 0; i < count; i++) out.push(await make(claim));
+      for (let i = 0; i < count; i++) out.push(await make(claim, { metadata: opts?.metadata ?? parent.metadata, env: { ...parent.env, ...opts?.env } }));
       return out;
     },
     tree: async (id) => Promise.reject(missing(id)),

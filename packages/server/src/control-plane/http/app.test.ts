@@ -12,6 +12,25 @@ test('create validates with the protocol schema and applies defaults', async () 
   assert.deepEqual(svc.created[0], { template: 'base', memoryMb: 256 });
 });
 
+test('pause and resume take an optional memory flag; a fork its own metadata and env', async () => {
+  const svc = fakeService();
+  const { call } = await testApp(svc);
+  assert.equal((await call('POST', `/v1/sandboxes/${info.id}/pause`)).json.state, 'paused');
+  assert.deepEqual(svc.calls.at(-1), ['pause', { memory: true }], 'no body: memory kept');
+  await call('POST', `/v1/sandboxes/${info.id}/resume`);
+  assert.equal((await call('POST', `/v1/sandboxes/${info.id}/pause`, JSON.stringify({ memory: false }))).status, 200);
+  assert.deepEqual(svc.calls.at(-1), ['pause', { memory: false }]);
+  assert.equal((await call('POST', `/v1/sandboxes/${info.id}/resume`, JSON.stringify({ memory: false }))).json.state, 'running');
+  assert.deepEqual(svc.calls.at(-1), ['resume', { memory: false }]);
+  assert.equal((await call('POST', `/v1/sandboxes/${info.id}/pause`, JSON.stringify({ memory: 'no' }))).json.error.code, 'INVALID_ARGUMENT');
+  const forked = await call('POST', `/v1/sandboxes/${info.id}/fork`, JSON.stringify({ metadata: { k: 'fork' }, env: { FOO: 'bar' } }));
+  assert.equal(forked.status, 201);
+  assert.deepEqual(svc.calls.at(-1), ['fork', { metadata: { k: 'fork' }, env: { FOO: 'bar' } }]);
+  assert.deepEqual(forked.json.sandboxes[0].metadata, { k: 'fork' });
+  assert.equal(forked.json.sandboxes[0].env.FOO, 'bar');
+  assert.equal((await call('POST', `/v1/sandboxes/${info.id}/fork`, JSON.stringify({ env: { 'BAD-NAME': 'x' } }))).json.error.code, 'INVALID_ARGUMENT');
+});
+
 test('bad input is INVALID_ARGUMENT with a stable shape, never a 500', async () => {
   const { call } = await testApp();
   for (const body of ['{nope', JSON.stringify({ memoryMb: -1 }), JSON.stringify({ template: '../etc' }), JSON.stringify({ bogus: 1 }), JSON.stringify({ cpus: 'many' })]) {

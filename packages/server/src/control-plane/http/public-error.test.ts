@@ -32,6 +32,7 @@ function failingService(): NodeService {
   const svc: Partial<NodeService> = {
     create: async () => info,
     list: async () => [info],
+    get: async () => info,
     getSnapshot: async () => Promise.reject(new ForkdError('NOT_FOUND', 'no snapshot')),
     snapshot: async () => Promise.reject(criuFailure()),
     pause: async () => Promise.reject(toolTimeout()),

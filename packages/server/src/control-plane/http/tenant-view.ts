@@ -1,5 +1,5 @@
 import { ForkdError, type BuildTemplateRequest, type CreateSandboxRequest, type SandboxInfo, type SnapshotInfo, type TemplateInfo } from '@forkd/protocol';
-import type { ClaimSandbox, ForkTree, NodeService } from '../../node-contract/index.js';
+import type { ClaimSandbox, ForkOptions, ForkTree, NodeService, PauseOptions, ResumeOptions } from '../../node-contract/index.js';
 import type { ControlStore } from '../../store/control-store.js';
 import { mintProxyToken } from '../auth/proxy-tokens.js';
 
@@ -181,12 +181,12 @@ export class TenantView implements NodeService {
     return this.#svc.pinSnapshot((await this.#snapshot(snapId)).id, pinned);
   }
 
-  async pause(id: string): Promise<SandboxInfo> {
-    return this.#shown(await this.#svc.pause(await this.#sandbox(id)));
+  async pause(id: string, opts?: PauseOptions): Promise<SandboxInfo> {
+    return this.#shown(await this.#svc.pause(await this.#sandbox(id), opts));
   }
 
-  async resume(id: string): Promise<SandboxInfo> {
-    return this.#shown(await this.#svc.resume(await this.#sandbox(id)));
+  async resume(id: string, opts?: ResumeOptions): Promise<SandboxInfo> {
+    return this.#shown(await this.#svc.resume(await this.#sandbox(id), opts));
   }
 
   async rewind(id: string, snapId: string): Promise<SandboxInfo> {
@@ -195,10 +195,10 @@ export class TenantView implements NodeService {
   }
 
   /** Forks belong to the tenant of their source, never to anyone else. */
-  async fork(source: string, count: number): Promise<SandboxInfo[]> {
+  async fork(source: string, count: number, _claim?: ClaimSandbox, opts?: ForkOptions): Promise<SandboxInfo[]> {
     if (source.startsWith('snap-')) await this.#snapshot(source);
     else await this.#sandbox(source);
-    return this.#adopt(await this.#svc.fork(source, count, this.#claim));
+    return this.#adopt(await this.#svc.fork(source, count, this.#claim, opts));
   }
 
   async tree(id: string): Promise<ForkTree> {

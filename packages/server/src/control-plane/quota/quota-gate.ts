@@ -1,5 +1,5 @@
 import { Limits, type BuildTemplateRequest, type CreateSandboxRequest, type SandboxInfo, type TenantUsage } from '@forkd/protocol';
-import type { ClaimSandbox, NodeService } from '../../node-contract/index.js';
+import type { ClaimSandbox, ForkOptions, NodeService } from '../../node-contract/index.js';
 import type { ControlStore } from '../../store/control-store.js';
 import type { Reservation, TenantHoldings, TenantQuotas } from './tenant-quotas.js';
 import { NO_USAGE, addUsage, newSandboxDemand, sandboxUsage } from './tenant-usage.js';
@@ -70,18 +70,18 @@ export function quotaGate(svc: NodeService, store: ControlStore, quotas: TenantQ
       const r = await admit(d);
       return guarded(r, () => svc.create(req, claiming(r, claim)));
     },
-    async fork(source: string, count: number, claim?: ClaimSandbox) {
+    async fork(source: string, count: number, claim?: ClaimSandbox, opts?: ForkOptions) {
       let l: SandboxInfo['limits'];
       try {
         l = await limitsOf(source);
       } catch {
         // No such source: the node answers for it (NOT_FOUND), and makes nothing.
-        return svc.fork(source, count, claim);
+        return svc.fork(source, count, claim, opts);
       }
       let d = addUsage(NO_USAGE, newSandboxDemand({ memoryMb: l.memoryMb, cpus: l.cpus, diskMb: l.diskMb }), Math.max(1, count));
       if (!source.startsWith('snap-')) d = addUsage(d, ONE_SNAPSHOT);
       const r = await admit(d);
-      return guarded(r, () => svc.fork(source, count, claiming(r, claim)));
+      return guarded(r, () => svc.fork(source, count, claiming(r, claim), opts));
     },
     async snapshot(id, opts) {
       return guarded(await admit(ONE_SNAPSHOT), () => svc.snapshot(id, opts));
@@ -90,7 +90,7 @@ export function quotaGate(svc: NodeService, store: ControlStore, quotas: TenantQ
       const r = await admit(BUILD_DEMAND);
       return guarded(r, () => svc.buildTemplate(req, progress, claiming(r, claim)));
     },
-    resume: (id) => waking(id, () => svc.resume(id)),
+    resume: (id, opts) => waking(id, () => svc.resume(id, opts)),
     rewind: (id, snapId) => waking(id, () => svc.rewind(id, snapId)),
     spawn: (id, ...rest) => waking(id, () => svc.spawn(id, ...rest)),
     attach: (id, ...rest) => waking(id, () => svc.attach(id, ...rest)),
@@ -115,7 +115,7 @@ export function quotaGate(svc: NodeService, store: ControlStore, quotas: TenantQ
     getSnapshot: (snapId) => svc.getSnapshot(snapId),
     deleteSnapshot: (snapId) => svc.deleteSnapshot(snapId),
     pinSnapshot: (snapId, pinned) => svc.pinSnapshot(snapId, pinned),
-    pause: (id) => svc.pause(id),
+    pause: (id, opts) => svc.pause(id, opts),
     setTimeout: (id, seconds) => svc.setTimeout(id, seconds),
     tree: (id) => svc.tree(id),
     deleteTemplate: (name) => svc.deleteTemplate(name),

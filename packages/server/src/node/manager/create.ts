@@ -32,8 +32,16 @@ export async function createSandbox(c: ManagerContext, maxima: SandboxMaxima, in
       env: req.env ?? {},
       metadata: req.metadata ?? {},
       createdAt: new Date().toISOString(),
-      ...(req.snapshotIntervalSeconds !== undefined || req.idleTimeoutSeconds !== undefined || req.timeoutSeconds || req.onTimeout
-        ? { policy: freshLifetime({ snapshotIntervalSeconds: req.snapshotIntervalSeconds, idleTimeoutSeconds: req.idleTimeoutSeconds, timeoutSeconds: req.timeoutSeconds || undefined, onTimeout: req.onTimeout }) }
+      ...(req.snapshotIntervalSeconds !== undefined || req.idleTimeoutSeconds !== undefined || req.timeoutSeconds || req.onTimeout || req.timeoutPauseMemory === false
+        ? {
+            policy: freshLifetime({
+              snapshotIntervalSeconds: req.snapshotIntervalSeconds,
+              idleTimeoutSeconds: req.idleTimeoutSeconds,
+              timeoutSeconds: req.timeoutSeconds || undefined,
+              onTimeout: req.onTimeout,
+              ...(req.timeoutPauseMemory === false ? { timeoutPauseMemory: false as const } : {}),
+            }),
+          }
         : {}),
     };
     try {

@@ -1,5 +1,5 @@
 import { ForkdError, Limits, MAX_FORK_COUNT, newSandboxId, type SandboxInfo } from '@forkd/protocol';
-import type { ClaimSandbox } from '../../node-contract/node-types.js';
+import type { ClaimSandbox, ForkOptions } from '../../node-contract/node-types.js';
 import { crashPoint } from '../../shared/crash-point.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
 import { commitOf } from './admission.js';
@@ -9,9 +9,11 @@ import { freshLifetime, toInfo } from './sandbox-info.js';
 /**
  * Fork: new sandboxes from a snapshot, or from a running sandbox (an
  * implicit snapshot; the parent keeps running). Each gets its own id, root
- * volume, cgroup and network namespace and diverges independently.
+ * volume, cgroup and network namespace and diverges independently. Its
+ * env and metadata are the parent's, unless `opts` gives others (see
+ * ForkOptions: the env is what processes started in the fork get).
  */
-export async function forkSandboxes(c: ManagerContext, source: string, count: number, claim?: ClaimSandbox): Promise<SandboxInfo[]> {
+export async function forkSandboxes(c: ManagerContext, source: string, count: number, claim?: ClaimSandbox, opts: ForkOptions = {}): Promise<SandboxInfo[]> {
   if (!Number.isInteger(count) || count < 1 || count > MAX_FORK_COUNT) throw new ForkdError('INVALID_ARGUMENT', `count must be between 1 and ${MAX_FORK_COUNT}`);
   const fromSnapshot = source.startsWith('snap-');
   // The owner's lock is held until every fork has its root volume and its
@@ -48,8 +50,8 @@ export async function forkSandboxes(c: ManagerContext, source: string, count: nu
           template: parent?.template ?? 'base',
           state: 'creating',
           limits: parent?.limits ?? Limits.parse({}),
-          env: parent?.env ?? {},
-          metadata: parent?.metadata ?? {},
+          env: { ...parent?.env, ...opts.env },
+          metadata: opts.metadata ?? parent?.metadata ?? {},
           createdAt: new Date().toISOString(),
           forkedFrom: snap.id,
           policy: freshLifetime(parent?.policy),

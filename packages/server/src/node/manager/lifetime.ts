@@ -1,4 +1,5 @@
 import { ForkdError, type SandboxInfo } from '@forkd/protocol';
+import type { PauseOptions } from '../../node-contract/node-types.js';
 import type { SandboxPolicy } from '../../store/store.js';
 import type { NodeEventSink } from '../node-event.js';
 import type { ManagerContext } from './manager-context.js';
@@ -15,12 +16,12 @@ export function setLifetime(c: ManagerContext, id: string, seconds: number): Pro
   });
 }
 
-/** The lifetime ran out: pause (the lifetime is spent until a resume) or delete. */
-export async function timeOut(c: ManagerContext, id: string, pause: (id: string) => Promise<unknown>): Promise<void> {
+/** The lifetime ran out: pause (the lifetime is spent until a resume; filesystem-only if its policy says so) or delete. */
+export async function timeOut(c: ManagerContext, id: string, pause: (id: string, opts: PauseOptions) => Promise<unknown>): Promise<void> {
   const r = await c.record(id);
   c.logger.info('sandbox timed out', { sandbox: id, onTimeout: r.policy?.onTimeout ?? 'pause' });
   if (r.policy?.onTimeout === 'kill') return c.delete(id);
-  if (r.state === 'running') await pause(id);
+  if (r.state === 'running') await pause(id, { memory: r.policy?.timeoutPauseMemory !== false });
   const now = await c.store.getSandbox(id);
   if (now?.policy) await c.store.setPolicy(id, { ...now.policy, expiresAt: undefined });
 }

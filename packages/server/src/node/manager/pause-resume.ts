@@ -1,15 +1,23 @@
 import { ForkdError, type SandboxInfo } from '@forkd/protocol';
 import { crashPoint } from '../../shared/crash-point.js';
+import type { PauseOptions, ResumeOptions } from '../../node-contract/node-types.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
 import { commitOf } from './admission.js';
 import type { ManagerContext } from './manager-context.js';
 import { freshLifetime, toInfo } from './sandbox-info.js';
 
-/** Pause: snapshot, then stop. The sandbox uses no CPU or memory until resumed. Under the sandbox's lock. */
-export async function pauseSandbox(c: ManagerContext, id: string): Promise<SandboxInfo> {
+/**
+ * Pause: snapshot, then stop. The sandbox uses no CPU or memory until
+ * resumed. With `memory: false` there is no snapshot: the processes are
+ * stopped and the instance's own root volume is what is kept (a paused
+ * record without `resumeFrom`), so the resume starts it cold. Under the
+ * sandbox's lock.
+ */
+export async function pauseSandbox(c: ManagerContext, id: string, opts: PauseOptions = {}): Promise<SandboxInfo> {
   const r = await c.record(id);
   if (r.state === 'paused') return toInfo(r);
   if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
+  if (opts.memory === false) return pauseFilesOnly(c, r);
   const snap = await c.takeSnapshot(r, { reason: 'pause', leaveRunning: false });
   await c.store.setResumeFrom(id, snap.id);
   await c.transition(r, 'paused');
@@ -19,12 +27,27 @@ export async function pauseSandbox(c: ManagerContext, id: string): Promise<Sandb
   return toInfo(await c.record(id));
 }
 
+/**
+ * A filesystem-only pause. The record says paused (without a snapshot to
+ * resume from) before anything is stopped: a crash after that leaves a
+ * paused sandbox whose leftover processes the start-up check removes; one
+ * before leaves it running. The root volume, its quota and its id range stay.
+ */
+async function pauseFilesOnly(c: ManagerContext, r: SandboxRecord): Promise<SandboxInfo> {
+  await c.store.setResumeFrom(r.id, undefined);
+  await c.transition(r, 'paused');
+  crashPoint('pause:recorded');
+  await c.instances.dropProcesses(r.instance ?? r.id);
+  return toInfo(await c.record(r.id));
+}
+
 /** Resume from the paused state (or bring back a lost sandbox). Under the sandbox's lock. */
-export async function resumeSandbox(c: ManagerContext, id: string): Promise<SandboxInfo> {
+export async function resumeSandbox(c: ManagerContext, id: string, opts: ResumeOptions = {}): Promise<SandboxInfo> {
   const r = await c.record(id);
   if (r.state === 'running') return toInfo(r);
   if (c.recovery.isLost(r)) return revived(c, r, { trigger: 'resume' });
-  if (r.state !== 'paused' || !r.resumeFrom) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
+  if (r.state !== 'paused') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
+  if (!r.resumeFrom || opts.memory === false) return resumeCold(c, r);
   const key = r.instance ?? r.id;
   // Held while the restore runs (the record says paused until it is done), so two resumes cannot both take the last room.
   const ticket = await c.admission.admit({ memory: commitOf(r.limits), ids: [id] });
@@ -35,7 +58,37 @@ export async function resumeSandbox(c: ManagerContext, id: string): Promise<Sand
   } finally {
     ticket.release();
   }
-  await c.store.setOrigin(id, { at: new Date().toISOString(), snapshot: r.resumeFrom });
+  return resumed(c, r, r.resumeFrom);
+}
+
+/**
+ * A cold resume: a fresh init and agent on the instance's own root volume
+ * (its files as the pause left them; for a pause that kept memory, the same
+ * files its snapshot holds, since the frozen processes wrote nothing after
+ * it). Same id, limits, env and id range; no process of before. The record
+ * says paused until the agent answers: a crash in between leaves it paused
+ * (the start-up check removes the half-started container) and it can be
+ * resumed again.
+ */
+async function resumeCold(c: ManagerContext, r: SandboxRecord): Promise<SandboxInfo> {
+  const key = r.instance ?? r.id;
+  const ticket = await c.admission.admit({ memory: commitOf(r.limits), ids: [r.id] });
+  try {
+    // Leftovers of an interrupted pause or resume (none normally).
+    await c.instances.dropProcesses(key);
+    await c.instances.startCold(key, r);
+    await c.instances.waitReady(key);
+    await c.transition(r, 'running');
+  } finally {
+    ticket.release();
+  }
+  return resumed(c, r, undefined);
+}
+
+/** After a resume: where its state began, the pause's snapshot unpinned, a fresh lifetime if the old one ran out. */
+async function resumed(c: ManagerContext, r: SandboxRecord, snapshot: string | undefined): Promise<SandboxInfo> {
+  const id = r.id;
+  await c.store.setOrigin(id, { at: new Date().toISOString(), ...(snapshot ? { snapshot } : {}) });
   await c.store.setResumeFrom(id, undefined);
   // A lifetime that ran out starts anew; a hibernated sandbox keeps the one it had.
   if (r.policy?.timeoutSeconds && !r.policy.expiresAt) await c.store.setPolicy(id, freshLifetime(r.policy));

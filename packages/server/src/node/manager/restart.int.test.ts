@@ -45,4 +45,32 @@ describe('daemon restart', { skip: !isRoot && 'needs root' }, () => {
     assert.ok(procs.json.processes.some((p: { tag?: string; running: boolean }) => p.tag === 'sleeper' && p.running));
     for (const id of ids) assert.equal((await api(daemon, 'DELETE', `/v1/sandboxes/${id}`)).status, 204);
   });
+
+  test('a filesystem-only pause across a kill -9: still paused after the restart, resumes cold with its files, id, limits, env and disk quota', async () => {
+    const created = await api(daemon!, 'POST', '/v1/sandboxes', { memoryMb: 128, diskMb: 300, env: { KEPT: 'env' } });
+    assert.equal(created.status, 201, created.text);
+    const id = created.json.id as string;
+    assert.equal((await api(daemon!, 'POST', `/v1/sandboxes/${id}/exec`, { command: 'echo files > /root/kept; sleep 10000', background: true, tag: 'sleeper' })).status, 201);
+    await new Promise((r) => setTimeout(r, 300));
+    const quota = (await api(daemon!, 'GET', `/v1/sandboxes/${id}/metrics`)).json.diskQuotaBytes;
+    assert.equal(quota, 300 * 1024 * 1024, 'quotas are on (Btrfs qgroups)');
+    const paused = await api(daemon!, 'POST', `/v1/sandboxes/${id}/pause`, { memory: false });
+    assert.equal(paused.json.state, 'paused', paused.text);
+    assert.deepEqual((await api(daemon!, 'GET', `/v1/sandboxes/${id}/snapshots`)).json.snapshots, [], 'no snapshot: its files are the state');
+
+    await stopDaemonProcess(daemon, 'SIGKILL');
+    daemon = await startDaemonProcess(cfg!.env);
+
+    assert.equal((await api(daemon, 'GET', `/v1/sandboxes/${id}`)).json.state, 'paused', 'still paused after the restart');
+    const resumed = await api(daemon, 'POST', `/v1/sandboxes/${id}/resume`);
+    assert.equal(resumed.status, 200, resumed.text);
+    assert.deepEqual([resumed.json.id, resumed.json.state, resumed.json.limits.memoryMb, resumed.json.limits.diskMb, resumed.json.env], [id, 'running', 128, 300, { KEPT: 'env' }]);
+    assert.equal((await execHttp(daemon, id, ['cat', '/root/kept'])).stdout, 'files\n');
+    assert.equal((await execHttp(daemon, id, ['sh', '-c', 'echo $KEPT'])).stdout, 'env\n');
+    const procs = await api(daemon, 'GET', `/v1/sandboxes/${id}/processes`);
+    assert.ok(!procs.json.processes.some((p: { tag?: string }) => p.tag === 'sleeper'), 'the processes of before are gone');
+    assert.equal((await execHttp(daemon, id, ['sh', '-c', 'cat /proc/[0-9]*/comm 2>/dev/null | grep -cx sleep || true'])).stdout, '0\n');
+    assert.equal((await api(daemon, 'GET', `/v1/sandboxes/${id}/metrics`)).json.diskQuotaBytes, quota, 'the disk quota holds');
+    assert.equal((await api(daemon, 'DELETE', `/v1/sandboxes/${id}`)).status, 204);
+  });
 });

@@ -16,11 +16,17 @@ import { toInfo } from './sandbox-info.js';
  * the new one; recovery removes the other. Under the sandbox's lock.
  */
 export async function rewindSandbox(c: ManagerContext, id: string, snapId: string): Promise<SandboxInfo> {
-  const r = await c.record(id);
+  let r = await c.record(id);
   const snap = await c.snapshotRecord(snapId);
   if (snap.sandboxId !== id) throw new ForkdError('INVALID_ARGUMENT', `snapshot ${snapId} is not in the timeline of ${id}`);
   // Nothing runs to snapshot: the target is restored in place of the processes lost.
   if (c.recovery.isLost(r)) return revived(c, r, { trigger: 'rewind', snapshot: snap });
+  // A filesystem-only pause: its files are the state left, and no snapshot holds them. Started
+  // cold first, it is rewound like a running sandbox, whose state left is snapshotted: nothing is lost.
+  if (r.state === 'paused' && !r.resumeFrom) {
+    await resumeSandbox(c, id);
+    r = await c.record(id);
+  }
   if (r.state === 'paused') {
     await c.store.setResumeFrom(id, snapId);
     crashPoint('rewind:recorded');

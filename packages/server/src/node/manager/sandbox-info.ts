@@ -15,7 +15,10 @@ export function toInfo(r: SandboxRecord): SandboxInfo {
     ...(r.error ? { error: r.error } : {}),
     ...(r.forkedFrom ? { forkedFrom: r.forkedFrom } : {}),
     ...(r.policy?.expiresAt ? { expiresAt: r.policy.expiresAt, onTimeout: r.policy.onTimeout ?? 'pause' } : {}),
+    ...(r.policy?.timeoutPauseMemory === false ? { timeoutPauseMemory: false as const } : {}),
     ...(r.recovered ? { recovered: r.recovered } : {}),
+    // A paused record without a snapshot to resume from is a filesystem-only pause.
+    ...(r.state === 'paused' ? { pausedMemory: !!r.resumeFrom } : {}),
   };
 }
 

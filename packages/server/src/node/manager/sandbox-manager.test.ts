@@ -157,3 +157,99 @@ test('a dump that fails because the agent still held a connection the host close
   assert.equal((await t.manager.timeline(s.id)).length, 1);
   await t.manager.delete(s.id);
 });
+
+test('pause without memory: no snapshot, processes gone, root volume kept; resume starts it cold with the same id, limits and env', async () => {
+  const s = await t.manager.create({ template: 'base', memoryMb: 256, env: { A: '1' } });
+  const paused = await t.manager.pause(s.id, { memory: false });
+  assert.equal(paused.state, 'paused');
+  assert.equal(paused.pausedMemory, false, 'shown: its resume starts it cold');
+  assert.deepEqual(await t.manager.timeline(s.id), [], 'no snapshot taken');
+  assert.equal((await t.store.getSandbox(s.id))?.resumeFrom, undefined, 'nothing to restore: its files are the state');
+  assert.equal(t.runtime.instances.has(s.id), false, 'processes gone');
+  assert.ok(await t.storage.exists(`sandboxes/${s.id}`), 'root volume kept');
+  // Pausing again is a no-op, as for a pause with memory.
+  assert.equal((await t.manager.pause(s.id, { memory: false })).state, 'paused');
+
+  const starts = t.runtime.callsOf('start').length;
+  const restores = t.runtime.callsOf('restore').length;
+  const resumed = await t.manager.resume(s.id);
+  assert.equal(resumed.state, 'running');
+  assert.equal(resumed.pausedMemory, undefined);
+  assert.equal(resumed.id, s.id);
+  assert.equal(resumed.limits.memoryMb, 256);
+  assert.deepEqual(resumed.env, { A: '1' });
+  assert.equal(t.runtime.callsOf('start').length, starts + 1, 'started cold');
+  assert.equal(t.runtime.callsOf('restore').length, restores, 'nothing restored');
+  assert.equal(t.runtime.instances.get(s.id)?.status, 'running');
+  assert.equal((await t.store.getSandbox(s.id))?.origin?.snapshot, undefined, 'its state began with the cold start');
+  await t.manager.delete(s.id);
+});
+
+test('resume with memory false after a pause that kept memory: a cold start on its files; the pause snapshot is no longer held', async () => {
+  const s = await t.manager.create({ template: 'base' });
+  assert.equal((await t.manager.pause(s.id)).pausedMemory, true);
+  const [snap] = await t.manager.timeline(s.id);
+  const restores = t.runtime.callsOf('restore').length;
+  assert.equal((await t.manager.resume(s.id, { memory: false })).state, 'running');
+  assert.equal(t.runtime.callsOf('restore').length, restores, 'nothing restored');
+  assert.equal((await t.store.getSandbox(s.id))?.resumeFrom, undefined);
+  // No longer the paused state: it can go like any other snapshot.
+  await t.manager.deleteSnapshot(snap!.id);
+  await t.manager.delete(s.id);
+});
+
+test('a filesystem-only pause survives a restart (leftover processes of a crash mid-pause go) and resumes cold', async () => {
+  const s = await t.manager.create({ template: 'base' });
+  await t.manager.pause(s.id, { memory: false });
+  // As if the daemon died between recording the pause and stopping the processes.
+  t.runtime.plant(s.id);
+  const m = t.restart();
+  await m.recover();
+  assert.equal((await m.get(s.id)).state, 'paused');
+  assert.equal(t.runtime.instances.has(s.id), false, 'the leftover processes are destroyed');
+  assert.ok(await t.storage.exists(`sandboxes/${s.id}`), 'its files are kept');
+  assert.equal((await m.resume(s.id)).state, 'running');
+  await m.delete(s.id);
+  await m.close();
+});
+
+test('a fork takes the metadata and env given (env over the parent\'s), else the parent\'s', async () => {
+  const s = await t.manager.create({ template: 'base', env: { A: '1', B: '2' }, metadata: { k: 'parent' } });
+  const snap = await t.manager.snapshot(s.id);
+  const [own] = await t.manager.fork(snap.id, 1, undefined, { metadata: { k: 'fork' }, env: { B: 'x', C: '3' } });
+  assert.deepEqual(own?.metadata, { k: 'fork' });
+  assert.deepEqual(own?.env, { A: '1', B: 'x', C: '3' });
+  assert.deepEqual((await t.store.getSandbox(own!.id))?.env, { A: '1', B: 'x', C: '3' }, 'recorded: new processes get it');
+  const [plain] = await t.manager.fork(s.id, 1);
+  assert.deepEqual(plain?.metadata, { k: 'parent' });
+  assert.deepEqual(plain?.env, { A: '1', B: '2' });
+  for (const f of [own!, plain!]) await t.manager.delete(f.id);
+  await t.manager.delete(s.id);
+});
+
+test('rewind of a filesystem-only pause: started cold first, so the state it leaves is snapshotted like a running one\'s', async () => {
+  const s = await t.manager.create({ template: 'base' });
+  const target = await t.manager.snapshot(s.id);
+  await t.manager.pause(s.id, { memory: false });
+  const back = await t.manager.rewind(s.id, target.id);
+  assert.equal(back.state, 'running');
+  const tl = await t.manager.timeline(s.id);
+  assert.ok(tl.some((x) => x.reason === 'rewind'), 'the files it left are kept in a rewind snapshot');
+  assert.equal((await t.store.getSandbox(s.id))?.origin?.snapshot, target.id);
+  await t.manager.delete(s.id);
+});
+
+test('a timeout with timeoutPauseMemory false pauses without memory; a plain one keeps it', async () => {
+  const s = await t.manager.create({ template: 'base', timeoutSeconds: 60, timeoutPauseMemory: false });
+  assert.equal(s.timeoutPauseMemory, false);
+  await t.manager.timeOut(s.id);
+  const r = await t.manager.get(s.id);
+  assert.deepEqual([r.state, r.pausedMemory, r.expiresAt], ['paused', false, undefined]);
+  assert.deepEqual(await t.manager.timeline(s.id), [], 'no pause snapshot');
+  const back = await t.manager.resume(s.id);
+  assert.ok(back.expiresAt, 'a lifetime that ran out starts anew');
+  const plain = await t.manager.create({ template: 'base', timeoutSeconds: 60 });
+  await t.manager.timeOut(plain.id);
+  assert.equal((await t.manager.get(plain.id)).pausedMemory, true);
+  for (const x of [s, plain]) await t.manager.delete(x.id);
+});

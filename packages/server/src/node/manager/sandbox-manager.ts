@@ -7,7 +7,7 @@ import {
   type TemplateInfo,
   type WatchEvent,
 } from '@forkd/protocol';
-import type { ClaimSandbox, ForkTree, NodeStats, OutputHandlers, PortConnection, ProcessSelector, ProcessStream, SpawnOptions, WatchHandle } from '../../node-contract/node-types.js';
+import type { ClaimSandbox, ForkOptions, ForkTree, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SpawnOptions, WatchHandle } from '../../node-contract/node-types.js';
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
 import type { GuestClient } from '../guest/guest-client.js';
@@ -244,9 +244,9 @@ export class SandboxManager {
     return toSnapshotInfo(await this.#ctx.snapshotRecord(snapId));
   }
 
-  /** Pause: snapshot, then stop. The sandbox uses no CPU or memory until resumed. */
-  async pause(id: string): Promise<SandboxInfo> {
-    return this.#ctx.locks.exclusive(id, () => this.#ctx.locks.away(id, () => pauseSandbox(this.#ctx, id)));
+  /** Pause: snapshot, then stop (or with `memory: false`, stop and keep the files). The sandbox uses no CPU or memory until resumed. */
+  async pause(id: string, opts: PauseOptions = {}): Promise<SandboxInfo> {
+    return this.#ctx.locks.exclusive(id, () => this.#ctx.locks.away(id, () => pauseSandbox(this.#ctx, id, opts)));
   }
 
   /**
@@ -263,8 +263,9 @@ export class SandboxManager {
     });
   }
 
-  async resume(id: string): Promise<SandboxInfo> {
-    return this.#ctx.locks.exclusive(id, () => this.#ctx.locks.away(id, () => resumeSandbox(this.#ctx, id)));
+  /** Back to running: restored from the pause's snapshot, or started cold from its files (a filesystem-only pause, or `memory: false`). */
+  async resume(id: string, opts: ResumeOptions = {}): Promise<SandboxInfo> {
+    return this.#ctx.locks.exclusive(id, () => this.#ctx.locks.away(id, () => resumeSandbox(this.#ctx, id, opts)));
   }
 
   /** Rewind in place to any snapshot of the sandbox's timeline (see rewind.ts). */
@@ -273,8 +274,8 @@ export class SandboxManager {
   }
 
   /** Fork: new sandboxes from a snapshot, or live from a running sandbox (see fork.ts). */
-  fork(source: string, count = 1, claim?: ClaimSandbox): Promise<SandboxInfo[]> {
-    return forkSandboxes(this.#ctx, source, count, claim);
+  fork(source: string, count = 1, claim?: ClaimSandbox, opts: ForkOptions = {}): Promise<SandboxInfo[]> {
+    return forkSandboxes(this.#ctx, source, count, claim, opts);
   }
 
   /** The fork tree below a sandbox: its snapshots and the sandboxes forked from them, recursively. */
@@ -327,7 +328,7 @@ export class SandboxManager {
 
   /** The lifetime ran out: pause (the lifetime is spent until a resume) or delete. */
   async timeOut(id: string): Promise<void> {
-    return timeOut(this.#ctx, id, (x) => this.pause(x));
+    return timeOut(this.#ctx, id, (x, opts) => this.pause(x, opts));
   }
 
   /** A rolling-timeline snapshot (unnamed, thinnable), if the sandbox is still running. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CreateSandboxRequest, ListSandboxesQuery, SandboxInfo, SandboxMetrics, SetTimeoutRequest } from '@forkd/protocol';
+import { CreateSandboxRequest, ListSandboxesQuery, PauseRequest, ResumeRequest, SandboxInfo, SandboxMetrics, SetTimeoutRequest } from '@forkd/protocol';
 import { listPage } from '../list-sandboxes.js';
 import { none, ok, param, route, view as v } from './route.js';
 
@@ -55,16 +55,28 @@ export const SANDBOX_ROUTES = [
   route({
     method: 'post',
     path: '/v1/sandboxes/:id/pause',
-    summary: 'Pause: snapshot, then stop (no CPU or memory used)',
+    summary: 'Pause: snapshot, then stop (no CPU or memory used); memory false: stop and keep the files only',
+    body: PauseRequest,
     response: ok(SandboxInfo),
-    handler: async (c) => c.json(await v(c).pause(param(c, 'id'))),
+    handler: async (c, _deps, input) => {
+      // Another tenant's id is NOT_FOUND whatever the body says.
+      await v(c).get(param(c, 'id'));
+      const r = await input.body();
+      return c.json(await v(c).pause(param(c, 'id'), { memory: r.memory }));
+    },
   }),
   route({
     method: 'post',
     path: '/v1/sandboxes/:id/resume',
-    summary: 'Resume a paused sandbox in place',
+    summary: 'Resume a paused sandbox in place (cold from its files after a filesystem-only pause, or with memory false)',
+    body: ResumeRequest,
     response: ok(SandboxInfo),
-    handler: async (c) => c.json(await v(c).resume(param(c, 'id'))),
+    handler: async (c, _deps, input) => {
+      // Another tenant's id is NOT_FOUND whatever the body says.
+      await v(c).get(param(c, 'id'));
+      const r = await input.body();
+      return c.json(await v(c).resume(param(c, 'id'), { memory: r.memory }));
+    },
   }),
   route({
     method: 'post',

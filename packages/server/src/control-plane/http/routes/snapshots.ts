@@ -64,23 +64,23 @@ export const SNAPSHOT_ROUTES = [
   route({
     method: 'post',
     path: '/v1/sandboxes/:id/fork',
-    summary: 'Fork a live sandbox (implicit snapshot)',
+    summary: 'Fork a live sandbox (implicit snapshot); metadata replaces the parent\'s, env is laid over it',
     body: ForkRequest,
     response: ok(list('sandboxes', SandboxInfo), 201),
     handler: async (c, _deps, input) => {
       const r = await input.body();
-      return c.json({ sandboxes: await v(c).fork(param(c, 'id'), r.count) }, 201);
+      return c.json({ sandboxes: await v(c).fork(param(c, 'id'), r.count, undefined, { metadata: r.metadata, env: r.env }) }, 201);
     },
   }),
   route({
     method: 'post',
     path: '/v1/snapshots/:snap/fork',
-    summary: 'Fork a snapshot into new sandboxes',
+    summary: 'Fork a snapshot into new sandboxes; metadata replaces the parent\'s, env is laid over it',
     body: ForkRequest,
     response: ok(list('sandboxes', SandboxInfo), 201),
     handler: async (c, _deps, input) => {
       const r = await input.body();
-      return c.json({ sandboxes: await v(c).fork(param(c, 'snap'), r.count) }, 201);
+      return c.json({ sandboxes: await v(c).fork(param(c, 'snap'), r.count, undefined, { metadata: r.metadata, env: r.env }) }, 201);
     },
   }),
   route({
