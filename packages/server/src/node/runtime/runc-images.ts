@@ -47,8 +47,13 @@ export async function ownImages(dir: string, hostId: number): Promise<void> {
   const p = (async () => {
     for (const name of await readdir(dir)) {
       const f = join(dir, name);
-      const st = await lstat(f);
-      if (!st.isFile()) continue;
+      // Another restore of the same images (an N-way fork) may be done and have removed its broker's
+      // socket (`.uffd-<id>.sock`) since the listing: what is gone needs no owner.
+      const st = await lstat(f).catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return undefined;
+        throw err;
+      });
+      if (!st?.isFile()) continue;
       if (st.uid !== hostId || st.gid !== 0) await lchown(f, hostId, 0);
       if ((st.mode & 0o777) !== 0o640) await chmod(f, 0o640);
     }
