@@ -1,10 +1,10 @@
-import { chmod, lstat, mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import { exec } from '../shared/exec.js';
 import type { RootKind, SandboxRoot } from '../node/runtime/sandbox-root.js';
-import { adoptDirAt, copyTreeInto, directoryRoot, removeDirAt } from '../node/storage/directory-ops.js';
+import { adoptDirAt, copyTreeInto, directoryRoot, pathExists, removeDirAt } from '../node/storage/directory-ops.js';
 import type { FrozenCommit } from '../node/storage/frozen-commit.js';
 import { poolUsage } from '../node/storage/host-space.js';
 import { assertKey, type Storage } from '../node/storage/storage.js';
@@ -63,10 +63,7 @@ export class MemoryStorage implements Storage {
   }
 
   async exists(key: string): Promise<boolean> {
-    return stat(this.path(key)).then(
-      () => true,
-      () => false,
-    );
+    return pathExists(this.path(key));
   }
 
   async create(key: string): Promise<string> {

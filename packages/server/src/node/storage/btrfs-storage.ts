@@ -1,9 +1,9 @@
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
 import type { RootKind, SandboxRoot } from '../runtime/sandbox-root.js';
-import { adoptDirAt, copyTreeInto, directoryRoot, removeDirAt } from './directory-ops.js';
+import { adoptDirAt, copyTreeInto, directoryRoot, pathExists, removeDirAt } from './directory-ops.js';
 import type { FrozenCommit } from './frozen-commit.js';
 import { poolUsage } from './host-space.js';
 import { rootDiskUsage } from './rootfs-ops.js';
@@ -28,10 +28,7 @@ export class BtrfsStorage implements Storage {
   }
 
   async exists(key: string): Promise<boolean> {
-    return stat(this.path(key)).then(
-      () => true,
-      () => false,
-    );
+    return pathExists(this.path(key));
   }
 
   async create(key: string): Promise<string> {

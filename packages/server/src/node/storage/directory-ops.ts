@@ -1,4 +1,4 @@
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { exec } from '../../shared/exec.js';
 import type { RootKind, SandboxRoot } from '../runtime/sandbox-root.js';
@@ -27,4 +27,12 @@ export async function removeDirAt(path: string): Promise<void> {
 /** Copies the tree under `sourceDir` into the existing directory `dst`, as `cp -a` does (reflinks where it can). */
 export async function copyTreeInto(sourceDir: string, dst: string): Promise<void> {
   await exec('cp', ['-a', '--reflink=auto', `${sourceDir}/.`, `${dst}/`]);
+}
+
+/** Whether something is at a host path (a volume of a directory-backed storage). */
+export function pathExists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
 }
