@@ -1,7 +1,7 @@
 import { ForkdError, type FileEntry, type ProcessInfo, type WatchEvent } from '@forkd/protocol';
 import { GUEST_DEADLINE_MS, GuestConnection, guestError, type GuestDialer } from './guest-connection.js';
 import { FORKD_GUEST_PROTOCOL, FORKD_GUEST_PROTOCOL_MIN, K, MAX_DATA, ProtocolError, T, Tlv, type TlvInput } from './guest-frames.js';
-import { decodeXattrs, XATTR_PROTOCOL, xattrFields } from './guest-xattrs.js';
+import { decodeXattrs, metadataBytes, XATTR_PROTOCOL, xattrFields } from './guest-xattrs.js';
 import { GuestProcess, type OutputHandlers } from './guest-process.js';
 import { SealGate } from './seal-gate.js';
 
@@ -54,7 +54,7 @@ function joinPath(base: string, rel: string): string {
 
 /** What one directory listing may hold: it is answered as one JSON reply. */
 export const MAX_LIST_ENTRIES = 100_000;
-/** ~Bytes of that reply (names, paths, link targets, ~100 per entry for the rest). */
+/** ~Bytes of that reply (names, paths, link targets, metadata, ~100 per entry for the rest). */
 export const MAX_LIST_BYTES = 32 * 1024 * 1024;
 
 const WATCH_EVENTS = new Set(['create', 'write', 'remove', 'rename', 'chmod']);
@@ -332,7 +332,7 @@ export class GuestClient {
     const what = `the listing of ${path} (depth ${depth})`;
     return this.#collect(conn, T.ENTRY, MAX_LIST_ENTRIES + 1, (t) => {
       const e = toEntry(t, path);
-      bytes += e.path.length + e.name.length + (e.linkTarget?.length ?? 0) + 100;
+      bytes += e.path.length + e.name.length + (e.linkTarget?.length ?? 0) + metadataBytes(e.metadata) + 100;
       if (++entries > MAX_LIST_ENTRIES) throw new ForkdError('RESOURCE_EXHAUSTED', `${what} has more than ${MAX_LIST_ENTRIES} entries (the cap); list a narrower path or depth`, { limitEntries: MAX_LIST_ENTRIES });
       if (bytes > MAX_LIST_BYTES) throw new ForkdError('RESOURCE_EXHAUSTED', `${what} is larger than ${MAX_LIST_BYTES} bytes (the cap); list a narrower path or depth`, { limitBytes: MAX_LIST_BYTES });
       return e;

@@ -48,3 +48,10 @@ export function decodeXattrs(raw: readonly Buffer[]): Record<string, string> | u
   }
   return out ? { ...out } : undefined;
 }
+
+/** ~Bytes of metadata in a JSON reply (it counts against a listing's cap). */
+export function metadataBytes(m: Record<string, string> | undefined): number {
+  let n = 0;
+  for (const [k, v] of Object.entries(m ?? {})) n += k.length + v.length + 6;
+  return n;
+}
