@@ -12,6 +12,7 @@
 #include "client.h"
 #include "users.h"
 #include "util.h"
+#include "xattrs.h"
 
 #define LIST_MAX_DEPTH 32
 #define RM_MAX_DEPTH 256
@@ -31,8 +32,9 @@ static void tlv_str2(struct buf *b, uint8_t key, const char *x, const char *y) {
   buf_append(b, y, ly);
 }
 
+/* `dfd`/`at`: where the entry is, for its xattrs (v3 only: an older host has no use for them) */
 static void entry_frame(struct buf *b, const char *prefix, const char *name, const struct stat *st,
-                        const char *link) {
+                        const char *link, int dfd, const char *at, bool xattrs) {
   size_t m = fr_begin(b, T_ENTRY);
   tlv_str2(b, K_NAME, prefix, name);
   tlv_str(b, K_TYPE, S_ISREG(st->st_mode)   ? "file"
@@ -45,6 +47,7 @@ static void entry_frame(struct buf *b, const char *prefix, const char *name, con
   tlv_int(b, K_UID, st->st_uid);
   tlv_int(b, K_GID, st->st_gid);
   if (link) tlv_str(b, K_LINK, link);
+  if (xattrs) xattrs_report(b, dfd, at, st);
   fr_end(b, m);
 }
 
@@ -140,6 +143,11 @@ int files_read_pump(struct client *c) {
 void files_handle_write(struct client *c, const struct req *r) {
   const char *path = need_str(c, r, K_PATH, "PATH");
   if (!path) return;
+  const char *bad = xattrs_check(r); /* before anything is created */
+  if (bad) {
+    client_error_code(c, "EINVAL", "%s", bad);
+    return;
+  }
   struct user_info u;
   int has_user = lookup_user(c, r, &u);
   if (has_user < 0) return;
@@ -176,6 +184,8 @@ void files_handle_write(struct client *c, const struct req *r) {
   else if (S_ISCHR(st.st_mode)) fcntl(fd, F_SETFL, O_WRONLY | (flags & O_APPEND));
   else if ((created || req_has(r, K_MODE)) && fchmod(fd, mode) < 0) e = errno;
   if (!e && created && has_user > 0 && fchown(fd, u.uid, u.gid) < 0) e = errno;
+  /* Set as root like the chown: user.* xattrs of a regular file; ENOTSUP (a virtual fs) stores nothing. */
+  if (!e && S_ISREG(st.st_mode) && (r->nxattrs || req_has(r, K_XATTR_REPLACE))) e = xattrs_apply(fd, r);
   if (e) {
     close(fd);
     client_error(c, e, "'%s': %s", path, e == EINVAL ? "not a regular file" : strerror(e));
@@ -271,7 +281,8 @@ int files_list_pump(struct client *c) {
     struct stat st;
     int dfd = dirfd(L->d);
     if (fstatat(dfd, nm, &st, AT_SYMLINK_NOFOLLOW) < 0) continue; /* vanished */
-    entry_frame(&c->out, L->prefix, nm, &st, S_ISLNK(st.st_mode) ? read_link(dfd, nm, link) : NULL);
+    entry_frame(&c->out, L->prefix, nm, &st, S_ISLNK(st.st_mode) ? read_link(dfd, nm, link) : NULL, dfd, nm,
+                c->version >= 3);
     produced = 1;
     if (S_ISDIR(st.st_mode) && c->ndirs < c->maxdepth) {
       int sfd = openat(dfd, nm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -305,7 +316,8 @@ void files_handle_stat(struct client *c, const struct req *r) {
     return;
   }
   char link[PATH_MAX];
-  entry_frame(&c->out, "", path, &st, S_ISLNK(st.st_mode) ? read_link(AT_FDCWD, path, link) : NULL);
+  entry_frame(&c->out, "", path, &st, S_ISLNK(st.st_mode) ? read_link(AT_FDCWD, path, link) : NULL, AT_FDCWD,
+              path, c->version >= 3);
   c->state = CS_CLOSING;
 }
 

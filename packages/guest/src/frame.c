@@ -9,7 +9,7 @@ static int key_kind(uint8_t k) {
   switch (k) {
   case K_AGENT: case K_ARG: case K_ENV: case K_CWD: case K_USER: case K_TAG:
   case K_PATH: case K_DST: case K_TYPE: case K_NAME: case K_LINK: case K_CODE:
-  case K_MESSAGE: case K_EVENT:
+  case K_MESSAGE: case K_EVENT: case K_XATTR: case K_XATTR_REPLACE:
     return KIND_STR;
   case K_PROC:
     return KIND_TLV;
@@ -65,7 +65,7 @@ static int64_t rd64(const uint8_t *p) {
 
 int req_parse(struct req *r, const uint8_t *p, size_t n) {
   memset(r, 0, sizeof *r);
-  size_t off = 0, nargs = 0, nenvs = 0;
+  size_t off = 0, nargs = 0, nenvs = 0, nxattrs = 0;
   /* pass 1: validate structure and kinds, count lists */
   while (off < n) {
     if (n - off < 5) return -1;
@@ -81,6 +81,7 @@ int req_parse(struct req *r, const uint8_t *p, size_t n) {
       if (l > MAX_STR || memchr(p + off, 0, l)) return -1;
       if (k == K_ARG) nargs++;
       if (k == K_ENV) nenvs++;
+      if (k == K_XATTR) nxattrs++;
       break;
     default:
       break;
@@ -90,7 +91,8 @@ int req_parse(struct req *r, const uint8_t *p, size_t n) {
   r->copy = malloc(n + 1);
   r->args = calloc(nargs + 1, sizeof(char *));
   r->envs = calloc(nenvs + 1, sizeof(char *));
-  if (!r->copy || !r->args || !r->envs) return -2;
+  r->xattrs = calloc(nxattrs + 1, sizeof(char *));
+  if (!r->copy || !r->args || !r->envs || !r->xattrs) return -2;
   if (n) memcpy(r->copy, p, n);
   r->copy[n] = 0;
   /* pass 2: fill; NUL-terminating a string clobbers the next key byte,
@@ -111,6 +113,7 @@ int req_parse(struct req *r, const uint8_t *p, size_t n) {
       const char *s = (const char *)c + v;
       if (k == K_ARG) r->args[r->nargs++] = s;
       else if (k == K_ENV) r->envs[r->nenvs++] = s;
+      else if (k == K_XATTR) r->xattrs[r->nxattrs++] = s;
       r->s[k] = s;
       r->len[k] = l;
       r->has |= 1ull << k;
@@ -125,6 +128,7 @@ void req_free(struct req *r) {
   free(r->copy);
   free(r->args);
   free(r->envs);
+  free(r->xattrs);
   r->copy = NULL;
-  r->args = r->envs = NULL;
+  r->args = r->envs = r->xattrs = NULL;
 }

@@ -29,8 +29,8 @@ struct req {
   int64_t i[K_MAXKEY + 1];
   const char *s[K_MAXKEY + 1]; /* str (NUL-terminated) and bytes values */
   uint32_t len[K_MAXKEY + 1];
-  const char **args, **envs;
-  size_t nargs, nenvs;
+  const char **args, **envs, **xattrs; /* repeated ARG, ENV, XATTR */
+  size_t nargs, nenvs, nxattrs;
 };
 static inline int req_has(const struct req *r, int k) { return (r->has >> k) & 1; }
 static inline int64_t req_int(const struct req *r, int k, int64_t dflt) {

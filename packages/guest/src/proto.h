@@ -2,9 +2,9 @@
 #ifndef FORKD_PROTO_H
 #define FORKD_PROTO_H
 
-#define FORKD_GUEST_PROTOCOL 2
+#define FORKD_GUEST_PROTOCOL 3
 #define FORKD_GUEST_PROTOCOL_MIN 1
-#define FORKD_AGENT_NAME "forkd-guest/2"
+#define FORKD_AGENT_NAME "forkd-guest/3"
 
 #define MAX_FRAME (1024u * 1024u + 64u) /* max value of the length field */
 #define MAX_DATA (64u * 1024u)          /* max raw bytes in DATA/STDIN/STDOUT */
@@ -14,6 +14,8 @@
 #define MAX_EXITED 64
 #define OUT_SOFT (64u * 1024u)          /* generators stop above this */
 #define HOLD_MS 30000                   /* after DETACH: keep output for the host to come back */
+#define MAX_XATTRS 64                   /* v3: user.* xattrs per request or ENTRY */
+#define MAX_XATTR_VALUE 4096u           /* v3: bytes of one value (longer ones are not reported) */
 
 /* keys */
 enum {
@@ -24,8 +26,8 @@ enum {
   K_LINK = 23, K_CODE = 24, K_MESSAGE = 25, K_EVENT = 26, K_PROC = 27,
   K_RUNNING = 28, K_STDIN = 29, K_APPEND = 30, K_UID = 31, K_GID = 32,
   K_DROPPED = 33, K_ENTRIES = 34, K_DATA = 35, K_EOF = 36, K_OFFSET = 37,
-  K_TOKEN = 38, K_DUMPABLE = 39,
-  K_MAXKEY = 39
+  K_TOKEN = 38, K_DUMPABLE = 39, K_XATTR = 40, K_XATTR_REPLACE = 41,
+  K_MAXKEY = 41
 };
 
 /* frame types */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FileMetadataQuery } from './file-metadata.js';
 
 const SandboxPath = z
   .string()
@@ -16,6 +17,8 @@ export const FileEntry = z.object({
   uid: z.number(),
   gid: z.number(),
   linkTarget: z.string().optional(),
+  /** The file's `user.*` extended attributes (prefix stripped), when it has any. */
+  metadata: z.record(z.string(), z.string()).optional(),
 });
 export type FileEntry = z.infer<typeof FileEntry>;
 
@@ -27,6 +30,10 @@ export const WriteQuery = z.object({
   mode: z.coerce.number().int().min(0).max(0o7777).optional(),
   append: z.enum(['true', 'false', '1', '0']).optional(),
   user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/).optional(),
+  /** JSON object: the file's metadata afterwards (keys in `metadataScope` that it lacks are removed). */
+  metadata: FileMetadataQuery.optional(),
+  /** With `metadata`: only keys starting with this are replaced (default: all). */
+  metadataScope: z.string().max(200).regex(/^[A-Za-z0-9!#$%&'*+\-.^_`|~]*$/).optional(),
 });
 export const MoveRequest = z.strictObject({ from: SandboxPath, to: SandboxPath });
 export const MkdirRequest = z.strictObject({ path: SandboxPath, user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/).optional() });

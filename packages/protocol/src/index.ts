@@ -4,6 +4,7 @@ export * from './sandbox-state.js';
 export * from './sandbox.js';
 export * from './exec.js';
 export * from './files.js';
+export * from './file-metadata.js';
 export * from './snapshot.js';
 export * from './auth.js';
 export * from './tenant-limits.js';

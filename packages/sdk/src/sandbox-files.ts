@@ -40,7 +40,14 @@ export class SandboxFiles {
   async write(path: string, data: FileData, opts: WriteFileOptions = {}): Promise<{ path: string; size: number }> {
     const body = typeof data === 'string' || data instanceof Uint8Array ? toBytes(data) : data instanceof ReadableStream ? data : iterableToStream(data);
     return this.#http.json('PUT', this.#base, {
-      query: { path, mode: opts.mode, append: opts.append ? 'true' : undefined, user: opts.user },
+      query: {
+        path,
+        mode: opts.mode,
+        append: opts.append ? 'true' : undefined,
+        user: opts.user,
+        metadata: opts.metadata ? JSON.stringify(opts.metadata) : undefined,
+        metadataScope: opts.metadata ? opts.metadataScope : undefined,
+      },
       body,
       signal: opts.abortSignal,
     });

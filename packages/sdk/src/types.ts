@@ -107,6 +107,10 @@ export interface WriteFileOptions {
   append?: boolean;
   /** Owner of the created file. */
   user?: string;
+  /** The file's metadata afterwards (`user.<key>` xattrs; `{}` clears it); unset: left as it is. */
+  metadata?: Record<string, string>;
+  /** With `metadata`: only keys starting with this are replaced. */
+  metadataScope?: string;
   abortSignal?: AbortSignal;
 }
 

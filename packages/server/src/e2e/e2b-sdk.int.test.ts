@@ -208,6 +208,36 @@ describe('the official e2b SDK against forkd serve', { skip: !isRoot && 'needs r
         await sbx.files.remove('tree');
       });
 
+      test('files: metadata (X-Metadata-* as user.e2b.* xattrs), multipart and octet-stream, stat, list, rename, overwrite; a directory has a size', async () => {
+        const metadata = { author: 'mish', purpose: 'upload' };
+        const w = await sbx.files.write('meta/a.txt', 'with metadata', { metadata });
+        assert.deepEqual(w.metadata, metadata);
+        assert.deepEqual((await sbx.files.getInfo('meta/a.txt')).metadata, metadata);
+        const raw = await sbx.files.write('meta/raw.txt', 'octets', { metadata, useOctetStream: true });
+        assert.deepEqual(raw.metadata, metadata);
+        const many = await sbx.files.writeFiles([{ path: 'meta/m1.txt', data: '1' }, { path: 'meta/m2.txt', data: '2' }], { metadata: { source: 'suite' } });
+        assert.deepEqual(many.map((i) => i.metadata), [{ source: 'suite' }, { source: 'suite' }]);
+        assert.deepEqual((await sbx.files.list('meta')).find((e) => e.name === 'm2.txt')?.metadata, { source: 'suite' });
+        assert.deepEqual((await sbx.files.rename('meta/a.txt', 'meta/b.txt')).metadata, metadata);
+        // envd replaces a file's metadata on every upload: none clears it.
+        assert.equal((await sbx.files.write('meta/b.txt', 'again')).metadata, undefined);
+        assert.equal((await sbx.files.getInfo('meta/b.txt')).metadata, undefined);
+        // Set inside the sandbox under envd's namespace: shown; forkd's own keys are not E2B's.
+        const path = (await sbx.commands.run('realpath meta/raw.txt')).stdout.trim();
+        await sbx.commands.run(`python3 -c "import os; os.setxattr('${path}', 'user.e2b.extra', b'x'); os.setxattr('${path}', 'user.other', b'y')"`);
+        assert.deepEqual((await sbx.files.getInfo('meta/raw.txt')).metadata, { ...metadata, extra: 'x' });
+        await assert.rejects(sbx.files.write('meta/bad.txt', 'x', { metadata: { 'bad key': 'v' } }), (e: Error) => e.name === 'InvalidArgumentError');
+        assert.equal(await sbx.files.exists('meta/bad.txt'), false);
+        // A raw request the SDK would have refused: the server refuses it too, before writing.
+        const up = await sbx.uploadUrl('meta/bad.txt', { useSignatureExpiration: 10_000 });
+        const r = await fetch(up, { method: 'POST', headers: { 'content-type': 'application/octet-stream', 'x-metadata-k': 'v'.repeat(5000) }, body: 'x' });
+        assert.equal(r.status, 400);
+        assert.equal(await sbx.files.exists('meta/bad.txt'), false);
+        await sbx.files.makeDir('meta/empty');
+        assert.ok((await sbx.files.getInfo('meta/empty')).size > 0, 'an empty directory reports a size, as on ext4');
+        await sbx.files.remove('meta');
+      });
+
       test('files: watchDir, uploadUrl, downloadUrl', async () => {
         await sbx.files.makeDir('watched');
         const events: { name: string; type: string }[] = [];

@@ -150,6 +150,22 @@ export function nodeConformance(name: string, open: () => Promise<OpenedNode>, o
       await assert.rejects(node.stat(id, '/tmp/conf'), code('NOT_FOUND'));
     });
 
+    test('files: metadata is stored with a write (user.* xattrs), reported by stat and listDir, replaced in its scope', async () => {
+      // The sandbox's own disk (/tmp may be a tmpfs without user xattrs on older kernels).
+      await node.writeFile(id, '/root/meta/a.txt', Buffer.from('a'), { metadata: { author: 'mish', 'e2b.k': 'v' } });
+      const st = FileEntry.parse(await node.stat(id, '/root/meta/a.txt'));
+      assert.deepEqual(st.metadata, { author: 'mish', 'e2b.k': 'v' });
+      assert.deepEqual((await node.listDir(id, '/root/meta')).find((e) => e.name === 'a.txt')?.metadata, { author: 'mish', 'e2b.k': 'v' });
+      await node.writeFile(id, '/root/meta/a.txt', Buffer.from('b'));
+      assert.deepEqual((await node.stat(id, '/root/meta/a.txt')).metadata, { author: 'mish', 'e2b.k': 'v' }, 'a write without metadata keeps it');
+      await node.writeFile(id, '/root/meta/a.txt', Buffer.from('c'), { metadata: {}, metadataScope: 'e2b.' });
+      assert.deepEqual((await node.stat(id, '/root/meta/a.txt')).metadata, { author: 'mish' });
+      assert.equal((await node.stat(id, '/root/meta')).metadata, undefined);
+      await assert.rejects(node.writeFile(id, '/root/meta/bad.txt', Buffer.from('x'), { metadata: { 'bad key': 'v' } }), code('INVALID_ARGUMENT'));
+      await assert.rejects(node.stat(id, '/root/meta/bad.txt'), code('NOT_FOUND'));
+      await node.remove(id, '/root/meta', true);
+    });
+
     test('watch sees a write', async () => {
       await node.mkdir(id, '/tmp/watched');
       const events: WatchEvent[] = [];

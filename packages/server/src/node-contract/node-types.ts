@@ -79,6 +79,14 @@ export interface WriteFileOptions {
   mode?: number | undefined;
   append?: boolean | undefined;
   user?: string | undefined;
+  /**
+   * The file's metadata afterwards (stored as `user.<key>` xattrs, see
+   * FileMetadata): keys in `metadataScope` that it lacks are removed.
+   * Unset: the file's metadata is left as it is.
+   */
+  metadata?: Record<string, string> | undefined;
+  /** Only keys starting with this are replaced (default '': all); E2B's are under `e2b.`. */
+  metadataScope?: string | undefined;
 }
 
 /** Pause: `memory: false` keeps only the files (see PauseRequest in @forkd/protocol). Default true. */

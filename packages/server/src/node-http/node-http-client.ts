@@ -113,7 +113,9 @@ export class NodeHttpClient implements NodeService {
   }
 
   async writeFile(id: string, path: string, data: AsyncIterable<Uint8Array> | Uint8Array, opts: WriteFileOptions = {}): Promise<number> {
-    const query = { path, mode: opts.mode, append: opts.append ? 'true' : undefined, user: opts.user };
+    // Metadata travels as the public API's `metadata` query (a JSON object), validated by the same schema.
+    const metadata = opts.metadata ? JSON.stringify(opts.metadata) : undefined;
+    const query = { path, mode: opts.mode, append: opts.append ? 'true' : undefined, user: opts.user, metadata, metadataScope: opts.metadata ? opts.metadataScope : undefined };
     return (await this.#t.call<{ size: number }>('PUT', `${sbx(id)}/files`, { query, body: data })).size;
   }
 

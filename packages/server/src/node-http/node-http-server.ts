@@ -31,7 +31,8 @@ import { NODE_PREFIX } from './node-wire.js';
  *   POST   /sandboxes/:id/processes/:sel/signal  {signal} → 204    (sel: pid or tag:<tag>)
  *   POST   /sandboxes/:id/processes/:sel/stdin   StdinRequest (base64) → 204
  *   GET    /sandboxes/:id/files?path=        → the bytes, application/octet-stream with content-length
- *   PUT    /sandboxes/:id/files?path=&mode=&append=&user=   the bytes, streamed → 201 {size}
+ *   PUT    /sandboxes/:id/files?path=&mode=&append=&user=&metadata=&metadataScope=   the bytes, streamed → 201 {size}
+ *          (metadata: a JSON object, as in the public API)
  *   DELETE /sandboxes/:id/files?path=&recursive=            → 204
  *   GET    /sandboxes/:id/files/list?path=&depth= → {entries}; /files/stat?path= → FileEntry
  *   POST   /sandboxes/:id/files/mkdir        MkdirRequest → 204; /files/move MoveRequest → 204

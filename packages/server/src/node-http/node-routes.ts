@@ -69,7 +69,7 @@ export function mountNodeRoutes(app: Hono, node: NodeService): void {
     const q = validate(WriteQuery, c.req.query());
     const body = c.req.raw.body;
     const source: AsyncIterable<Uint8Array> | Uint8Array = body ? (body as unknown as AsyncIterable<Uint8Array>) : new Uint8Array(0);
-    const size = await node.writeFile(c.req.param('id'), q.path, source, { mode: q.mode, append: flag(q.append), user: q.user });
+    const size = await node.writeFile(c.req.param('id'), q.path, source, { mode: q.mode, append: flag(q.append), user: q.user, metadata: q.metadata, metadataScope: q.metadataScope });
     return c.json({ size }, 201);
   });
   app.delete('/sandboxes/:id/files', async (c) => {

@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
 import type { FileEntry } from '@forkd/protocol';
 import type { NodeService } from '../../node-contract/index.js';
+import { e2bMetadata } from './e2b-file-metadata.js';
 
 /** forkd's FileEntry as envd's EntryInfo (proto3 JSON). */
 
@@ -20,20 +21,31 @@ function idName(n: number): string {
   return n === 0 ? 'root' : n === 1000 ? 'user' : String(n);
 }
 
+/**
+ * A directory's size as envd reports it. envd stats ext4, where a directory's
+ * st_size is its allocated blocks, never under one 4 KiB block; Btrfs counts
+ * its entries' name bytes, 0 for an empty one. E2B's SDK test only asks a
+ * directory's size to be above 0 (files/info.test.ts), so an empty
+ * directory shows ext4's one block; any other size is Btrfs's own.
+ */
+function dirSize(size: number): number {
+  return size > 0 ? size : 4096;
+}
+
 export function entryInfo(e: FileEntry, path = e.path, targetType?: FileEntry['type']): Record<string, unknown> {
   const type = e.type === 'symlink' ? (targetType ?? 'other') : e.type;
   return {
     name: posix.basename(path),
     type: FILE_TYPE[type],
     path,
-    size: String(e.size),
+    size: String(e.type === 'dir' ? dirSize(e.size) : e.size),
     mode: e.mode & 0o777,
     permissions: permissionString(e.type, e.mode),
     owner: idName(e.uid),
     group: idName(e.gid),
     modifiedTime: e.mtime,
     ...(e.type === 'symlink' && e.linkTarget !== undefined ? { symlinkTarget: posix.resolve(posix.dirname(path), e.linkTarget) } : {}),
-    metadata: {},
+    metadata: e2bMetadata(e.metadata),
   };
 }
 

@@ -7,6 +7,7 @@ import type { EnvdCall } from './envd-call.js';
 import { resolvePath } from './envd-paths.js';
 import { publicError } from '../http/public-error.js';
 import { boundaryOf, MultipartError, multipartParts } from './multipart.js';
+import { E2B_METADATA_SCOPE, e2bMetadata, uploadMetadata } from './e2b-file-metadata.js';
 
 /** envd's plain-HTTP `/files`: download (GET) and upload (POST, multipart or raw), over the node's file calls. */
 
@@ -62,18 +63,27 @@ export async function download(call: EnvdCall, q: URLSearchParams, res: ServerRe
   res.end();
 }
 
-/** One file: the target must not be a directory; written 0644, owned by the request user (parents made as needed). */
-async function writeOne(call: EnvdCall, path: string, data: AsyncIterable<Uint8Array>): Promise<{ name: string; type: 'file'; path: string }> {
+type Written = { name: string; type: 'file'; path: string; metadata?: Record<string, string> };
+
+/**
+ * One file: the target must not be a directory; written 0644, owned by the
+ * request user (parents made as needed), its E2B metadata replaced by
+ * `metadata`. The answer carries the metadata read back, as envd's does (a
+ * file system without xattrs stores none, and then shows none).
+ */
+async function writeOne(call: EnvdCall, path: string, data: AsyncIterable<Uint8Array>, metadata: Record<string, string>): Promise<Written> {
   call.target = path;
   const st = await statOrUndefined(call, path);
   if (st?.type === 'dir') throw new FilesError(400, `path is a directory: ${path}`);
-  await call.view.writeFile(call.id, path, data, { user: call.user, mode: 0o644 });
-  return { name: posix.basename(path), type: 'file', path };
+  await call.view.writeFile(call.id, path, data, { user: call.user, mode: 0o644, metadata, metadataScope: E2B_METADATA_SCOPE });
+  const stored = Object.keys(metadata).length ? e2bMetadata((await statOrUndefined(call, path))?.metadata) : {};
+  return { name: posix.basename(path), type: 'file', path, ...(Object.keys(stored).length ? { metadata: stored } : {}) };
 }
 
 export async function upload(call: EnvdCall, q: URLSearchParams, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  // Advertised by envd 0.6.2+, which forkd's 0.6.4 implies: refused out loud rather than dropped.
-  if (Object.keys(req.headers).some((h) => h.startsWith('x-metadata-'))) throw new FilesError(400, 'file metadata (X-Metadata-* headers) is not supported by this server yet');
+  // envd 0.6.2+: checked before anything is written, so a refused upload creates no file.
+  const metadata = uploadMetadata(req.headers, req.headersDistinct);
+  if (typeof metadata === 'string') throw new FilesError(400, `invalid metadata: ${metadata}`);
   let body: Readable = req;
   if ((req.headers['content-encoding'] ?? '').toLowerCase() === 'gzip') {
     const gunzip = createGunzip();
@@ -87,14 +97,14 @@ export async function upload(call: EnvdCall, q: URLSearchParams, req: IncomingMe
     if (!boundary) throw new FilesError(400, 'multipart/form-data without a boundary');
     // Streamed part by part: each file goes to the sandbox as it arrives.
     const seen = new Set<string>();
-    const out: { name: string; type: 'file'; path: string }[] = [];
+    const out: Written[] = [];
     try {
       for await (const part of multipartParts(body, boundary)) {
         if (part.name !== 'file') continue;
         const path = resolvePath(qpath ?? part.filename ?? '', call.user);
         if (seen.has(path)) throw new FilesError(400, `you cannot upload multiple files to the same path '${path}' in one upload request, only the last specified one will be uploaded`);
         seen.add(path);
-        out.push(await writeOne(call, path, part.body));
+        out.push(await writeOne(call, path, part.body, metadata));
       }
     } catch (err) {
       if (err instanceof MultipartError) throw new FilesError(400, err.message);
@@ -106,5 +116,5 @@ export async function upload(call: EnvdCall, q: URLSearchParams, req: IncomingMe
   }
   if (!/^application\/octet-stream/i.test(ct)) throw new FilesError(400, `unsupported content type: ${ct}, expected multipart/form-data or application/octet-stream`);
   if (!qpath) throw new FilesError(400, 'path query parameter is required for raw body upload');
-  sendJson(res, 200, [await writeOne(call, resolvePath(qpath, call.user), body)]);
+  sendJson(res, 200, [await writeOne(call, resolvePath(qpath, call.user), body, metadata)]);
 }

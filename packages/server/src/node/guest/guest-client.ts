@@ -1,14 +1,15 @@
 import { ForkdError, type FileEntry, type ProcessInfo, type WatchEvent } from '@forkd/protocol';
 import { GUEST_DEADLINE_MS, GuestConnection, guestError, type GuestDialer } from './guest-connection.js';
-import { FORKD_GUEST_PROTOCOL_MIN, K, MAX_DATA, ProtocolError, T, Tlv, type TlvInput } from './guest-frames.js';
+import { FORKD_GUEST_PROTOCOL, FORKD_GUEST_PROTOCOL_MIN, K, MAX_DATA, ProtocolError, T, Tlv, type TlvInput } from './guest-frames.js';
+import { decodeXattrs, metadataBytes, XATTR_PROTOCOL, xattrFields } from './guest-xattrs.js';
 import { GuestProcess, type OutputHandlers } from './guest-process.js';
 import { SealGate } from './seal-gate.js';
 
 export { GuestProcess, type DetachReason, type OutputHandlers, type ProcessExit } from './guest-process.js';
 
 // The contract's types: a remote node's client speaks them too (node-contract/node-types.ts).
-import type { SpawnOptions, ProcessSelector } from '../../node-contract/node-types.js';
-export type { SpawnOptions, ProcessSelector };
+import type { SpawnOptions, ProcessSelector, WriteFileOptions } from '../../node-contract/node-types.js';
+export type { SpawnOptions, ProcessSelector, WriteFileOptions };
 
 /** Where a re-attach resumes a stream (protocol 2): that very process, from that ring offset. */
 export interface ResumePoint {
@@ -28,6 +29,7 @@ function toEntry(t: Tlv, base: string): FileEntry {
   const type = t.reqStr(K.TYPE);
   if (type !== 'file' && type !== 'dir' && type !== 'symlink' && type !== 'other') throw new ProtocolError(`bad entry type ${type}`);
   const link = t.str(K.LINK);
+  const metadata = decodeXattrs(t.raws(K.XATTR));
   return {
     name: name.split('/').pop() ?? name,
     path: base ? joinPath(base, name) : name,
@@ -38,7 +40,12 @@ function toEntry(t: Tlv, base: string): FileEntry {
     uid: t.int(K.UID) ?? 0,
     gid: t.int(K.GID) ?? 0,
     ...(link !== undefined ? { linkTarget: link } : {}),
+    ...(metadata ? { metadata } : {}),
   };
+}
+
+function tooOld(): ForkdError {
+  return new ForkdError('FAILED_PRECONDITION', "this sandbox's guest agent (restored from an older snapshot) cannot store file metadata", { minProtocol: XATTR_PROTOCOL });
 }
 
 function joinPath(base: string, rel: string): string {
@@ -47,7 +54,7 @@ function joinPath(base: string, rel: string): string {
 
 /** What one directory listing may hold: it is answered as one JSON reply. */
 export const MAX_LIST_ENTRIES = 100_000;
-/** ~Bytes of that reply (names, paths, link targets, ~100 per entry for the rest). */
+/** ~Bytes of that reply (names, paths, link targets, metadata, ~100 per entry for the rest). */
 export const MAX_LIST_BYTES = 32 * 1024 * 1024;
 
 const WATCH_EVENTS = new Set(['create', 'write', 'remove', 'rename', 'chmod']);
@@ -61,7 +68,7 @@ export class GuestClient {
   readonly #dial: GuestDialer;
   readonly #open = new Set<GuestConnection>();
   #gate: Promise<void> | undefined;
-  /** Lowered once to an agent of an older snapshot that refuses ours. */
+  /** Lowered, a version at a time, to an agent of an older snapshot that refuses ours. */
   #version: number | undefined;
   /** Every connect, HELLO, answer and transfer step gets this long (see GUEST_DEADLINE_MS). */
   readonly #deadlineMs: number;
@@ -141,7 +148,13 @@ export class GuestClient {
     };
   }
 
-  async #request(type: number, fields: TlvInput, deadlineMs?: number): Promise<GuestConnection> {
+  /**
+   * `minVersion`: the request means something only to an agent at least
+   * that new (an older one ignores keys it does not know); refused rather
+   * than silently half-done.
+   */
+  async #request(type: number, fields: TlvInput, deadlineMs?: number, minVersion = FORKD_GUEST_PROTOCOL_MIN): Promise<GuestConnection> {
+    if ((this.#version ?? FORKD_GUEST_PROTOCOL) < minVersion) throw tooOld();
     const conn = await this.#connect(deadlineMs);
     try {
       conn.send(type, fields);
@@ -149,10 +162,12 @@ export class GuestClient {
       return conn;
     } catch (err) {
       conn.close();
-      if (err instanceof ForkdError && err.details?.errno === 'EPROTO' && this.#version === undefined) {
-        // An agent restored from an older snapshot: speak its version (its streams do not resume).
-        this.#version = FORKD_GUEST_PROTOCOL_MIN;
-        return this.#request(type, fields, deadlineMs);
+      const v = this.#version ?? FORKD_GUEST_PROTOCOL;
+      if (err instanceof ForkdError && err.details?.errno === 'EPROTO' && v > FORKD_GUEST_PROTOCOL_MIN) {
+        // An agent restored from an older snapshot: speak its version (v1: its streams do not
+        // resume; below 3: no file metadata).
+        this.#version = v - 1;
+        return this.#request(type, fields, deadlineMs, minVersion);
       }
       throw err;
     }
@@ -279,13 +294,15 @@ export class GuestClient {
     return { size, chunks: chunks() };
   }
 
-  async writeFile(path: string, data: AsyncIterable<Uint8Array> | Uint8Array, opts: { mode?: number | undefined; append?: boolean | undefined; user?: string | undefined } = {}): Promise<number> {
-    const conn = await this.#request(T.WRITE_FILE, [
-      [K.PATH, path],
-      [K.MODE, opts.mode],
-      [K.APPEND, opts.append],
-      [K.USER, opts.user],
-    ]);
+  async writeFile(path: string, data: AsyncIterable<Uint8Array> | Uint8Array, opts: WriteFileOptions = {}): Promise<number> {
+    const meta = opts.metadata ? xattrFields(opts.metadata, opts.metadataScope) : [];
+    const conn = await this.#request(
+      T.WRITE_FILE,
+      [[K.PATH, path], [K.MODE, opts.mode], [K.APPEND, opts.append], [K.USER, opts.user], ...meta],
+      undefined,
+      // An older agent ignores the keys: fine for an empty set (it reports no metadata either), not for pairs.
+      opts.metadata && Object.keys(opts.metadata).length ? XATTR_PROTOCOL : FORKD_GUEST_PROTOCOL_MIN,
+    );
     try {
       await conn.expect(T.OK);
       const source = data instanceof Uint8Array ? [data] : data;
@@ -315,7 +332,7 @@ export class GuestClient {
     const what = `the listing of ${path} (depth ${depth})`;
     return this.#collect(conn, T.ENTRY, MAX_LIST_ENTRIES + 1, (t) => {
       const e = toEntry(t, path);
-      bytes += e.path.length + e.name.length + (e.linkTarget?.length ?? 0) + 100;
+      bytes += e.path.length + e.name.length + (e.linkTarget?.length ?? 0) + metadataBytes(e.metadata) + 100;
       if (++entries > MAX_LIST_ENTRIES) throw new ForkdError('RESOURCE_EXHAUSTED', `${what} has more than ${MAX_LIST_ENTRIES} entries (the cap); list a narrower path or depth`, { limitEntries: MAX_LIST_ENTRIES });
       if (bytes > MAX_LIST_BYTES) throw new ForkdError('RESOURCE_EXHAUSTED', `${what} is larger than ${MAX_LIST_BYTES} bytes (the cap); list a narrower path or depth`, { limitBytes: MAX_LIST_BYTES });
       return e;

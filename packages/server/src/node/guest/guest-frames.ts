@@ -4,7 +4,7 @@
  * length is bounds-checked and any violation throws a ProtocolError.
  */
 /** Spoken by this host; agents in older snapshots may speak down to FORKD_GUEST_PROTOCOL_MIN. */
-export const FORKD_GUEST_PROTOCOL = 2;
+export const FORKD_GUEST_PROTOCOL = 3;
 export const FORKD_GUEST_PROTOCOL_MIN = 1;
 export const MAX_FRAME = 1024 * 1024 + 64;
 export const MAX_DATA = 64 * 1024;
@@ -88,6 +88,8 @@ export const K = {
   OFFSET: 37,
   TOKEN: 38,
   DUMPABLE: 39,
+  XATTR: 40,
+  XATTR_REPLACE: 41,
 } as const;
 
 export class ProtocolError extends Error {
@@ -182,6 +184,11 @@ export class Tlv {
 
   strs(key: number): string[] {
     return this.#fields.filter(([k]) => k === key).map(([, v]) => decodeStr(v, key));
+  }
+
+  /** Every value of a repeated key, undecoded. */
+  raws(key: number): Buffer[] {
+    return this.#fields.filter(([k]) => k === key).map(([, v]) => v);
   }
 
   nested(key: number): Tlv[] {

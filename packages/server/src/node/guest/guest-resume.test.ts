@@ -10,7 +10,7 @@ import { ForkdError } from '@forkd/protocol';
 import { REPO_ROOT } from '../../shared/config.js';
 import { GuestClient } from './guest-client.js';
 import { GuestConnection, unixDialer } from './guest-connection.js';
-import { K, T, Tlv } from './guest-frames.js';
+import { FORKD_GUEST_PROTOCOL, K, T, Tlv } from './guest-frames.js';
 
 const AGENT = join(REPO_ROOT, 'packages/guest/build/forkd-guest');
 
@@ -87,11 +87,15 @@ describe('guest protocol 2: resumable process streams', { skip: !existsSync(AGEN
     assert.equal(out, '');
   });
 
-  test('protocol 1 is still spoken', async () => {
-    const conn = await GuestConnection.open(unixDialer(sock()), 1);
-    conn.send(T.INFO);
-    await conn.handshake();
-    assert.equal(new Tlv((await conn.expect(T.OK)).payload).reqInt(K.VERSION), 2);
-    conn.close();
+  test('protocols 1 and 2 are still spoken', async () => {
+    for (const v of [1, 2]) {
+      const conn = await GuestConnection.open(unixDialer(sock()), v);
+      conn.send(T.INFO);
+      await conn.handshake();
+      assert.equal(conn.version, v);
+      // INFO names the newest version the agent speaks.
+      assert.equal(new Tlv((await conn.expect(T.OK)).payload).reqInt(K.VERSION), FORKD_GUEST_PROTOCOL);
+      conn.close();
+    }
   });
 });

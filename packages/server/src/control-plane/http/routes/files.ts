@@ -33,7 +33,7 @@ export const FILE_ROUTES = [
       const q = input.query();
       const body = c.req.raw.body;
       const source: AsyncIterable<Uint8Array> | Uint8Array = body ? (body as unknown as AsyncIterable<Uint8Array>) : new Uint8Array(0);
-      const size = await v(c).writeFile(param(c, 'id'), q.path, source, { mode: q.mode, append: flag(q.append), user: q.user });
+      const size = await v(c).writeFile(param(c, 'id'), q.path, source, { mode: q.mode, append: flag(q.append), user: q.user, metadata: q.metadata, metadataScope: q.metadataScope });
       return c.json({ path: q.path, size }, 201);
     },
   }),
