@@ -1,36 +1,25 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ForkdError } from '@forkd/protocol';
-import { REPO_ROOT } from '../../shared/config.js';
-import { GuestClient } from './guest-client.js';
+import type { GuestClient } from './guest-client.js';
+import { AGENT, startLocalAgent, type LocalAgent } from '../../testing/local-agent.js';
 import { GuestConnection, unixDialer } from './guest-connection.js';
 import { FORKD_GUEST_PROTOCOL, K, T, Tlv } from './guest-frames.js';
 
-const AGENT = join(REPO_ROOT, 'packages/guest/build/forkd-guest');
-
 /** The real agent, outside a container (`--socket`), spoken to by the host's real client. */
 describe('guest protocol 2: resumable process streams', { skip: !existsSync(AGENT) && 'guest agent not built' }, () => {
-  let dir: string;
-  let agent: ChildProcess;
   let guest: GuestClient;
-  const sock = () => join(dir, 'agent.sock');
+  const sock = () => local.sock;
+
+  let local: LocalAgent;
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'forkd-guest-'));
-    agent = spawn(AGENT, ['--socket', sock()], { stdio: 'ignore' });
-    for (let i = 0; i < 200 && !existsSync(sock()); i++) await sleep(10);
-    guest = new GuestClient(unixDialer(sock()));
+    local = await startLocalAgent('forkd-guest-');
+    guest = local.guest;
   });
-  after(async () => {
-    agent.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => local.stop());
 
   test('a stream let go of mid-output resumes at its offset: every byte once, in order', async () => {
     let out = '';

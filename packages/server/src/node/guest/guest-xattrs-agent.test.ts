@@ -1,42 +1,34 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ForkdError } from '@forkd/protocol';
-import { REPO_ROOT } from '../../shared/config.js';
 import { GuestClient } from './guest-client.js';
+import { AGENT, startLocalAgent, type LocalAgent } from '../../testing/local-agent.js';
 import { GuestConnection, unixDialer } from './guest-connection.js';
 import { encodeFrame, encodeTlv, FrameReader, K, T, Tlv } from './guest-frames.js';
-
-const AGENT = join(REPO_ROOT, 'packages/guest/build/forkd-guest');
 
 /** The real agent, outside a container (`--socket`), on a real file system: file metadata (protocol 3). */
 describe('guest protocol 3: file metadata as user.* xattrs', { skip: !existsSync(AGENT) && 'guest agent not built' }, () => {
   let dir: string;
-  let agent: ChildProcess;
   let guest: GuestClient;
-  const sock = () => join(dir, 'agent.sock');
+  const sock = () => local.sock;
   const f = (name: string) => join(dir, name);
   const sh = async (script: string) => {
     const p = await guest.spawn({ argv: ['/bin/sh', '-c', script] });
     assert.deepEqual(await p.done, { exitCode: 0, signal: 0 });
   };
 
+  let local: LocalAgent;
+
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'forkd-xattr-'));
-    agent = spawn(AGENT, ['--socket', sock()], { stdio: 'ignore' });
-    for (let i = 0; i < 200 && !existsSync(sock()); i++) await sleep(10);
-    guest = new GuestClient(unixDialer(sock()));
+    local = await startLocalAgent('forkd-xattr-');
+    dir = local.dir;
+    guest = local.guest;
   });
-  after(async () => {
-    agent.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => local.stop());
 
   test('a write sets metadata; stat and listings report it', async () => {
     await guest.writeFile(f('a.txt'), Buffer.from('hello'), { metadata: { author: 'mish', 'e2b.purpose': 'upload' } });
