@@ -1,0 +1,34 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../shared/config.js';
+import { exec } from '../shared/exec.js';
+import { isRoot } from '../testing/test-node.js';
+
+const TESTS = join(REPO_ROOT, 'packages/host-tools/test');
+
+/**
+ * The host tools' own tests on the real thing (see their README): forkd-dedupe
+ * on a Btrfs loop filesystem (matching, moved pages, repack, refusals), and
+ * forkd-criu-action playing CRIU's pre-dump and post-dump on a real freezer.
+ */
+describe('host tools: their own real-filesystem tests', { skip: !isRoot && 'needs root' }, () => {
+  test('forkd-dedupe on Btrfs (test/btrfs.sh)', async () => {
+    const work = await mkdtemp(join(tmpdir(), 'forkd-dedupe-test-'));
+    try {
+      const r = await exec('bash', [join(TESTS, 'btrfs.sh'), join(work, 'w')], { allowFailure: true, timeoutMs: 300_000 });
+      assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+      assert.match(r.stdout, /ALL OK/);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  });
+
+  test('forkd-criu-action on a real freezer (test/criu-action.sh)', async () => {
+    const r = await exec('bash', [join(TESTS, 'criu-action.sh')], { allowFailure: true, timeoutMs: 300_000 });
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    assert.doesNotMatch(r.stdout, /FAIL/);
+  });
+});
