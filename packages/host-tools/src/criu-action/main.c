@@ -23,12 +23,7 @@
  *
  * Exit 0 lets CRIU go on; anything else fails the dump (forkd then thaws).
  */
-#include <dirent.h>
 #include <errno.h>
-#include <sys/socket.h>
-#include <sys/ioctl.h>
-#include <net/if.h>
-#include <sched.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <regex.h>
@@ -41,6 +36,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tasks.h"
+#include "loopback.h"
 
 #define HOOK_NAME "forkd-hook"
 #define MAX_ARGS 64
@@ -285,73 +283,6 @@ static int start_snapshot(char **argv)
     _exit(0);
 }
 
-/*
- * Tasks of the cgroup at dir (and below) stopped by job control (state T: a
- * shell's Ctrl-Z, a `kill -STOP`). CRIU's ptrace attach to a stopped task in
- * a frozen cgroup waits in the kernel for it to trap again, which a frozen
- * task never does: the dump would hang with the sandbox frozen. So, once the
- * tree is frozen, each gets SIGCONT and then SIGSTOP: no longer stopped, it
- * cannot run either (frozen), and CRIU finds the SIGSTOP pending, records
- * the task as stopped and stops it again after the dump (and after every
- * restore). Its parent sees one continue and one stop more.
- */
-#define MAX_STOPPED 256
-static pid_t stopped_pids[MAX_STOPPED];
-static int nstopped;
-
-/*
- * Calls visit for every pid in cgroup.procs of the cgroup at dir and of the
- * cgroups below it (8 levels at most) until visit returns nonzero, which is
- * then returned.
- */
-static int each_cgroup_pid(const char *dir, int depth, int (*visit)(long pid))
-{
-    char path[4400];
-    snprintf(path, sizeof path, "%s/cgroup.procs", dir);
-    FILE *f = fopen(path, "re");
-    int stop = 0;
-    if (f) {
-        long pid;
-        while (!stop && fscanf(f, "%ld", &pid) == 1)
-            stop = visit(pid);
-        fclose(f);
-    }
-    if (stop || depth >= 8)
-        return stop;
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    struct dirent *e;
-    while (!stop && (e = readdir(d))) {
-        if (e->d_type != DT_DIR || e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        stop = each_cgroup_pid(path, depth + 1, visit);
-    }
-    closedir(d);
-    return stop;
-}
-
-/* Notes pid if it is stopped; nonzero once the list is full. */
-static int note_if_stopped(long pid)
-{
-    char stat_path[64], buf[512];
-    snprintf(stat_path, sizeof stat_path, "/proc/%ld/stat", pid);
-    int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
-    /* The state follows the last ')': the command name may hold anything. */
-    char *p = strrchr(buf, ')');
-    if (p && p[1] == ' ' && p[2] == 'T')
-        stopped_pids[nstopped++] = (pid_t)pid;
-    return nstopped >= MAX_STOPPED;
-}
-
 static int write_frozen_at(void)
 {
     char at[4200];
@@ -365,40 +296,6 @@ static int write_frozen_at(void)
     return 0;
 }
 
-/*
- * Whether a thread of pid is a parent waiting for
- * its vfork child to exec or exit (wchan kernel_clone, or
- * wait_for_vfork_done where that is not inlined). CRIU cannot dump one:
- * once it has seized the child, the parent never leaves that wait, and the
- * dump fails after CRIU's 10 s timeout with "Unseizable non-zombie ...
- * state D" (a shell loop running commands is in that window often, the
- * more so where exec is slow). The window lasts until the child's exec.
- */
-static int waits_for_vfork(long pid)
-{
-    char task_dir[64];
-    snprintf(task_dir, sizeof task_dir, "/proc/%ld/task", pid);
-    DIR *t = opendir(task_dir);
-    if (!t)
-        return 0;
-    int found = 0;
-    struct dirent *e;
-    while (!found && (e = readdir(t))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char wchan_path[400], wchan[64] = {0};
-        snprintf(wchan_path, sizeof wchan_path, "%s/%s/wchan", task_dir, e->d_name);
-        int fd = open(wchan_path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t n = read(fd, wchan, sizeof wchan - 1);
-        close(fd);
-        found = n > 0 && (strcmp(wchan, "kernel_clone") == 0 || strcmp(wchan, "wait_for_vfork_done") == 0);
-    }
-    closedir(t);
-    return found;
-}
-
 /* How often a freeze that caught a vfork is let go and made again before the dump is left to CRIU as it is. */
 #define VFORK_RETRIES 100
 #define VFORK_RETRY_NS 2000000L
@@ -410,13 +307,13 @@ static int pre_dump(void)
     char *slash = strrchr(cg, '/');
     if (slash) {
         *slash = 0;
-        each_cgroup_pid(cg, 0, note_if_stopped);
+        tasks_note_stopped(cg);
     }
     if (write_frozen_at() != 0 || freeze() != 0)
         return 1;
     /* A vfork caught in the freeze: thaw for a moment so the child can exec, then freeze again. */
     const char *thawed = strcmp(lines[1], "FROZEN") == 0 ? "THAWED" : "0";
-    for (int i = 0; slash && i < VFORK_RETRIES && each_cgroup_pid(cg, 0, waits_for_vfork); i++) {
+    for (int i = 0; slash && i < VFORK_RETRIES && tasks_vfork_waiting(cg); i++) {
         if (write_str(lines[0], thawed) < 0)
             return fail(lines[0]);
         struct timespec ts = { 0, VFORK_RETRY_NS };
@@ -424,10 +321,7 @@ static int pre_dump(void)
         if (write_frozen_at() != 0 || freeze() != 0)
             return 1;
     }
-    for (int i = 0; i < nstopped; i++) {
-        kill(stopped_pids[i], SIGCONT);
-        kill(stopped_pids[i], SIGSTOP);
-    }
+    tasks_restop_stopped();
     /* Frozen: the filesystem snapshot runs alongside CRIU's dump. */
     return nlines > 4 ? start_snapshot(&lines[4]) : 0;
 }
@@ -475,42 +369,6 @@ static int post_dump(void)
         fprintf(stderr, "forkd-criu-action: the filesystem snapshot failed (status %s)\n", got ? buf : "none");
         return 1;
     }
-    return 0;
-}
-
-/* setup-namespaces (restore): CRIU has made the tree's namespaces and not
- * yet restored its sockets. A network namespace CRIU made itself (a
- * sandbox in a user namespace) has its loopback down, and re-connecting an
- * established TCP socket over 127.0.0.1 then fails (ENETUNREACH): bring it
- * up first. In a namespace the host made, it is up already. */
-static int loopback_up(void)
-{
-    const char *pid = getenv("CRTOOLS_INIT_PID");
-    char path[64];
-    if (!pid || snprintf(path, sizeof path, "/proc/%s/ns/net", pid) >= (int)sizeof path)
-        return 0;
-    int ns = open(path, O_RDONLY | O_CLOEXEC);
-    if (ns < 0 || setns(ns, CLONE_NEWNET) < 0) {
-        perror("forkd-criu-action: network namespace");
-        return 1;
-    }
-    close(ns);
-    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof ifr);
-    strcpy(ifr.ifr_name, "lo");
-    if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0) {
-        perror("forkd-criu-action: lo");
-        return 1;
-    }
-    if (!(ifr.ifr_flags & IFF_UP)) {
-        ifr.ifr_flags |= IFF_UP;
-        if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0) {
-            perror("forkd-criu-action: lo up");
-            return 1;
-        }
-    }
-    close(s);
     return 0;
 }
 
