@@ -16,6 +16,7 @@ const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]
 export function addressRuleError(rule: string): string | undefined {
   const [addr = '', len, ...rest] = rule.split('/');
   if (IPV4.test(addr) && rest.length === 0 && (len === undefined || (/^\d{1,2}$/.test(len) && Number(len) <= 32))) return undefined;
+  if (/^[\d./]*$/.test(rule)) return `${rule}: not an IPv4 address or CIDR`;
   if (addr.includes(':')) return `${rule}: IPv6 rules are not supported (sandboxes have IPv4 egress only)`;
   if (/^(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.?$/.test(rule)) return `${rule}: domain name rules are not supported yet; give an IPv4 address or CIDR`;
   return `${rule}: not an IPv4 address or CIDR`;
