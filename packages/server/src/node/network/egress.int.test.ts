@@ -1,59 +1,25 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { exec, spawnStream } from '../../shared/exec.js';
 import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
-import { run, waitFor } from '../../testing/helpers.js';
+import { run } from '../../testing/helpers.js';
+import { FETCH_PY, startTestInternet, type TestInternet } from '../../testing/test-internet.js';
 import { GATEWAY_IP, SANDBOX_IP } from './egress-nft.js';
 
-/**
- * The test's own "internet": a network namespace with two HTTP servers
- * (203.0.113.2 and .3, documentation addresses), routed from the host over
- * a veth of the test's own. Traffic goes only there and to loopback.
- */
-const NET_HOST = '203.0.113.1';
-const SERVER_A = '203.0.113.2';
-const SERVER_B = '203.0.113.3';
 const PORT = 8080;
-
-const SERVE = `const http=require('node:http');for(const a of process.argv.slice(1))http.createServer((q,s)=>s.end('hello from '+a)).listen(${PORT},a);`;
-
-/** From inside a sandbox: the body, or ERR and why (a dropped connection times out). */
-const FETCH = `import sys,urllib.request
-try: print(urllib.request.urlopen(sys.argv[1],timeout=2).read().decode())
-except Exception as e: print('ERR',type(e).__name__)`;
+const [SERVER_A, SERVER_B] = ['203.0.113.2', '203.0.113.3'];
 
 describe('egress networking (real runc, netns, nftables)', { skip: !isRoot && 'needs root' }, () => {
   let node: TestNode;
-  let dir: string;
-  const tag = randomBytes(2).toString('hex');
-  const uplink = `fti${tag}`;
-  let netns: string;
-  let servers: ReturnType<typeof spawnStream> | undefined;
+  let internet: TestInternet;
   let hostService: Server;
   let hostPort = 0;
 
-  const fetchFrom = async (id: string, url: string) => (await run(node.manager, id, ['python3', '-c', FETCH, url])).stdout.trim();
+  const fetchFrom = async (id: string, url: string) => (await run(node.manager, id, ['python3', '-c', FETCH_PY, url])).stdout.trim();
   const reaches = async (id: string, addr: string) => (await fetchFrom(id, `http://${addr}:${PORT}/`)) === `hello from ${addr}`;
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'forkd-egress-'));
-    netns = join(dir, 'internet');
-    await writeFile(netns, '');
-    await exec('unshare', [`--net=${netns}`, 'true']);
-    await exec('ip', ['link', 'add', uplink, 'type', 'veth', 'peer', 'name', 'up0', 'netns', netns]);
-    const inside = ['link set lo up', 'link set up0 up', `addr add ${SERVER_A}/24 dev up0`, `addr add ${SERVER_B}/24 dev up0`, `route add default via ${NET_HOST}`];
-    await exec('nsenter', [`--net=${netns}`, 'ip', '-batch', '-'], { input: inside.join('\n') + '\n' });
-    await exec('ip', ['-batch', '-'], { input: [`addr add ${NET_HOST}/24 dev ${uplink}`, `link set ${uplink} up`].join('\n') + '\n' });
-    // Replies come back in through the uplink: forwarding on the test's own link only (no host-wide sysctl).
-    await writeFile(`/proc/sys/net/ipv4/conf/${uplink}/forwarding`, '1');
-    servers = spawnStream('nsenter', [`--net=${netns}`, process.execPath, '-e', SERVE, SERVER_A, SERVER_B]);
-    servers.stream.on('error', () => {}); // killed at the end
-    await waitFor(async () => (await exec('nsenter', [`--net=${netns}`, 'ss', '-Htln'], { allowFailure: true })).stdout.includes(`${SERVER_B}:${PORT}`), 10_000, 'the test servers');
+    internet = await startTestInternet();
     // A host service on every host address: a sandbox must not reach it through its gateway.
     hostService = createServer((_q, s) => s.end('host service'));
     await new Promise<void>((r) => hostService.listen(0, '0.0.0.0', r));
@@ -63,11 +29,8 @@ describe('egress networking (real runc, netns, nftables)', { skip: !isRoot && 'n
 
   after(async () => {
     await node?.dispose();
-    servers?.kill();
     hostService?.close();
-    await exec('ip', ['link', 'del', uplink], { allowFailure: true });
-    await exec('umount', [netns], { allowFailure: true });
-    await rm(dir, { recursive: true, force: true });
+    await internet?.close();
   });
 
   test('a domain rule is refused until names are supported', async () => {
@@ -83,6 +46,15 @@ describe('egress networking (real runc, netns, nftables)', { skip: !isRoot && 'n
     await node.manager.delete(s.id);
   });
 
+  test('egress: private addresses are denied unless allowed explicitly', async () => {
+    const s = await node.manager.create({ template: 'base', memoryMb: 128, network: { mode: 'egress' } });
+    assert.equal(await reaches(s.id, SERVER_A), true, 'public by default');
+    assert.equal(await reaches(s.id, internet.privateServer), false, 'private denied by default');
+    await node.manager.setNetwork(s.id, { mode: 'egress', allowOut: [`${internet.privateServer}/32`] });
+    assert.equal(await reaches(s.id, internet.privateServer), true, 'allowed explicitly');
+    await node.manager.delete(s.id);
+  });
+
   test('egress: allow wins over deny, private and host denied, rules change at runtime and survive snapshot, fork, pause and rewind', async () => {
     const s = await node.manager.create({ template: 'base', memoryMb: 128, network: { mode: 'egress', allowOut: [`${SERVER_A}`], denyOut: ['203.0.113.0/24'] } });
     assert.deepEqual(s.network, { mode: 'egress', allowOut: [SERVER_A], denyOut: ['203.0.113.0/24'] });
@@ -91,7 +63,7 @@ describe('egress networking (real runc, netns, nftables)', { skip: !isRoot && 'n
     assert.equal(await reaches(s.id, SERVER_A), true, 'allowed explicitly');
     assert.equal(await reaches(s.id, SERVER_B), false, 'denied by the CIDR');
     // The gateway and the host's own addresses: nothing of the host's.
-    for (const a of [GATEWAY_IP, NET_HOST]) assert.match(await fetchFrom(s.id, `http://${a}:${hostPort}/`), /^ERR/, `host service via ${a}`);
+    for (const a of [GATEWAY_IP, internet.host]) assert.match(await fetchFrom(s.id, `http://${a}:${hostPort}/`), /^ERR/, `host service via ${a}`);
 
     // A runtime change: the next connection follows it.
     await node.manager.setNetwork(s.id, { mode: 'egress', denyOut: [`${SERVER_A}/32`] });
