@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
-import { run } from '../../testing/helpers.js';
+import { run, waitFor } from '../../testing/helpers.js';
 import { FETCH_PY, startTestInternet, type TestInternet } from '../../testing/test-internet.js';
 import { GATEWAY_IP, SANDBOX_IP } from './egress-nft.js';
 
@@ -88,8 +88,14 @@ describe('egress networking (real runc, netns, nftables)', { skip: !isRoot && 'n
     assert.equal(await reaches(s.id, SERVER_B), true, 'resumed reaches B');
     assert.equal(await reaches(s.id, SERVER_A), false, 'resumed denied A');
 
-    // Rewind to the snapshot after another change: the sandbox's rules now are kept.
+    // Changed while paused: the resume applies the new rules.
+    await node.manager.pause(s.id);
     await node.manager.setNetwork(s.id, { mode: 'egress', denyOut: [`${SERVER_B}/32`] });
+    await node.manager.resume(s.id);
+    assert.equal(await reaches(s.id, SERVER_A), true, 'changed while paused: reaches A');
+    assert.equal(await reaches(s.id, SERVER_B), false, 'changed while paused: denied B');
+
+    // Rewind to the snapshot (taken under other rules): the sandbox's rules now are kept.
     await node.manager.rewind(s.id, snap.id);
     assert.equal(await reaches(s.id, SERVER_A), true, 'rewound reaches A');
     assert.equal(await reaches(s.id, SERVER_B), false, 'rewound denied B');
@@ -98,8 +104,41 @@ describe('egress networking (real runc, netns, nftables)', { skip: !isRoot && 'n
     await node.manager.setNetwork(s.id, { mode: 'none' });
     assert.equal((await run(node.manager, s.id, 'ls /sys/class/net')).stdout.trim(), 'lo');
     assert.equal((await node.manager.get(s.id)).network, undefined);
-    await node.manager.setNetwork(s.id, { mode: 'egress' });
-    assert.equal(await reaches(s.id, SERVER_A), true, 'egress again');
+    await node.manager.setNetwork(s.id, { mode: 'egress', denyOut: [`${SERVER_A}/32`] });
+    assert.equal(await reaches(s.id, SERVER_B), true, 'egress again');
+    assert.equal(await reaches(s.id, SERVER_A), false, 'egress again, A denied');
+
+    // A filesystem-only pause: the resume is a cold start, with the rules.
+    await node.manager.pause(s.id, { memory: false });
+    await node.manager.resume(s.id);
+    assert.equal(await reaches(s.id, SERVER_B), true, 'cold start reaches B');
+    assert.equal(await reaches(s.id, SERVER_A), false, 'cold start denied A');
+
+    // Its init killed: recovery from the latest snapshot, with the rules.
+    await node.manager.snapshot(s.id);
+    const key = (await node.manager.recordOf(s.id))?.instance ?? s.id;
+    process.kill((await node.runtime.state(key)).pid, 'SIGKILL');
+    await waitFor(async () => (await node.runtime.usage(key)).pids === 0, 10_000, 'the sandbox cgroup to empty');
+    await node.tick();
+    const back = await node.manager.get(s.id);
+    assert.ok(back.state === 'running' && back.recovered, JSON.stringify(back));
+    assert.equal(await reaches(s.id, SERVER_B), true, 'recovered reaches B');
+    assert.equal(await reaches(s.id, SERVER_A), false, 'recovered denied A');
     await node.manager.delete(s.id);
+  });
+
+  test('a warm-pool member adopted by an egress create gets its rules', async () => {
+    const warm = await createTestNode({ warmPool: 1 });
+    try {
+      warm.manager.startWarmPool();
+      await warm.manager.warmPool.settled();
+      const held = warm.manager.warmPool.held();
+      const s = await warm.manager.create({ template: 'base', network: { mode: 'egress', denyOut: [`${SERVER_B}/32`] } });
+      assert.ok(held.has(s.id), 'came from the pool');
+      assert.equal((await run(warm.manager, s.id, ['python3', '-c', FETCH_PY, `http://${SERVER_A}:${PORT}/`])).stdout.trim(), `hello from ${SERVER_A}`);
+      assert.match((await run(warm.manager, s.id, ['python3', '-c', FETCH_PY, `http://${SERVER_B}:${PORT}/`])).stdout, /^ERR/);
+    } finally {
+      await warm.dispose();
+    }
   });
 });
