@@ -1,4 +1,6 @@
+import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
@@ -125,6 +127,22 @@ describe('egress networking (real runc, netns, nftables)', { skip: !isRoot && 'n
     assert.equal(await reaches(s.id, SERVER_B), true, 'recovered reaches B');
     assert.equal(await reaches(s.id, SERVER_A), false, 'recovered denied A');
     await node.manager.delete(s.id);
+  });
+
+  test('one sandbox cannot open a connection to another, even with everything allowed', async () => {
+    const target = await node.manager.create({ template: 'base', memoryMb: 128, network: { mode: 'egress' } });
+    const attacker = await node.manager.create({ template: 'base', memoryMb: 128, network: { mode: 'egress', allowOut: ['0.0.0.0/0'] } });
+    (await node.manager.spawn(target.id, { argv: ['python3', '-m', 'http.server', '8000', '--bind', '0.0.0.0', '--directory', '/tmp'], tag: 'srv' })).process.detach();
+    let last = '';
+    await waitFor(async () => !(last = (await run(node.manager, target.id, ['python3', '-c', FETCH_PY, 'http://127.0.0.1:8000/'])).stdout).startsWith('ERR'), 15_000, 'the target server').catch((err: Error) => {
+      throw new Error(`${err.message}: ${last}`);
+    });
+    // The target's unique host-side address (see Egress): what a reply to it would be routed by.
+    const { hostIp } = JSON.parse(await readFile(join(node.dir, 'run/netns/.egress', `${target.id}.json`), 'utf8')) as { hostIp: string };
+    assert.match(await fetchFrom(attacker.id, `http://${hostIp}:8000/`), /^ERR/);
+    assert.equal(await reaches(attacker.id, SERVER_A), true, 'the attacker still has egress');
+    await node.manager.delete(attacker.id);
+    await node.manager.delete(target.id);
   });
 
   test('a warm-pool member adopted by an egress create gets its rules', async () => {
