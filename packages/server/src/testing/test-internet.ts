@@ -19,6 +19,8 @@ export interface TestInternet {
   /** A server on an address denied by default (198.18.0.2, benchmarking: private to forkd). */
   privateServer: string;
   port: number;
+  /** Packets the internet's side of the link has received (what got out of the host). */
+  rxPackets(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -51,8 +53,11 @@ export async function startTestInternet(): Promise<TestInternet> {
     const inside = ['link set lo up', 'link set up0 up', ...servers.map((a) => `addr add ${a}/24 dev up0`), `addr add ${privateServer}/24 dev up0`, `route add default via ${host}`];
     await exec('nsenter', [`--net=${netns}`, 'ip', '-batch', '-'], { input: inside.join('\n') + '\n' });
     await exec('ip', ['-batch', '-'], { input: [`addr add ${host}/24 dev ${uplink}`, `addr add 198.18.0.1/24 dev ${uplink}`, `link set ${uplink} up`].join('\n') + '\n' });
-    // Replies come back in through the uplink: forwarding on the test's own link only.
+    // Replies come back in through the uplink: forwarding on the test's own link only. No IPv6 (no
+    // neighbour discovery chatter in rxPackets).
     await writeFile(`/proc/sys/net/ipv4/conf/${uplink}/forwarding`, '1');
+    await writeFile(`/proc/sys/net/ipv6/conf/${uplink}/disable_ipv6`, '1');
+    await exec('nsenter', [`--net=${netns}`, 'sysctl', '-qw', 'net.ipv6.conf.up0.disable_ipv6=1']);
     serving = spawnStream('nsenter', [`--net=${netns}`, process.execPath, '-e', SERVE, String(port), ...servers, privateServer]);
     serving.stream.on('error', () => {}); // killed at close
     await waitFor(async () => (await exec('nsenter', [`--net=${netns}`, 'ss', '-Htln'], { allowFailure: true })).stdout.includes(`${privateServer}:${port}`), 10_000, 'the test servers');
@@ -60,5 +65,9 @@ export async function startTestInternet(): Promise<TestInternet> {
     await close();
     throw err;
   }
-  return { host, servers, privateServer, port, close };
+  const rxPackets = async () => {
+    const j = JSON.parse((await exec('nsenter', [`--net=${netns}`, 'ip', '-s', '-j', 'link', 'show', 'up0'])).stdout) as Array<{ stats64?: { rx?: { packets?: number } } }>;
+    return j[0]?.stats64?.rx?.packets ?? 0;
+  };
+  return { host, servers, privateServer, port, rxPackets, close };
 }

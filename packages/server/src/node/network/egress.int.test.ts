@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
+import { exec } from '../../shared/exec.js';
 import { run, waitFor } from '../../testing/helpers.js';
 import { FETCH_PY, startTestInternet, type TestInternet } from '../../testing/test-internet.js';
 import { GATEWAY_IP, SANDBOX_IP } from './egress-nft.js';
@@ -143,6 +144,18 @@ describe('egress networking (real runc, netns, nftables)', { skip: !isRoot && 'n
     assert.equal(await reaches(attacker.id, SERVER_A), true, 'the attacker still has egress');
     await node.manager.delete(attacker.id);
     await node.manager.delete(target.id);
+  });
+
+  test("without forkd's table (a host firewall's reload) a sandbox's traffic fails closed; the next change brings the rules back", async () => {
+    const s = await node.manager.create({ template: 'base', memoryMb: 128, network: { mode: 'egress' } });
+    assert.equal(await reaches(s.id, SERVER_A), true);
+    await exec('nft', ['delete', 'table', 'inet', node.env.FORKD_NET_TABLE!]);
+    const rx = await internet.rxPackets();
+    assert.match(await fetchFrom(s.id, `http://${SERVER_A}:${PORT}/`), /^ERR/);
+    assert.equal((await internet.rxPackets()) - rx, 0, 'nothing left the host');
+    await node.manager.setNetwork(s.id, { mode: 'egress' });
+    assert.equal(await reaches(s.id, SERVER_A), true, 'rules back');
+    await node.manager.delete(s.id);
   });
 
   test('a warm-pool member adopted by an egress create gets its rules', async () => {

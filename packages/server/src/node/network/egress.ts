@@ -102,31 +102,41 @@ export class Egress {
     const hostHas = existsSync(`/sys/class/net/${a.ifname}`);
     if (rules.mode === 'none') {
       if (hostHas) await exec('ip', ['link', 'del', a.ifname], { allowFailure: true });
+      await this.#delRule(a);
       // A restore of images taken with egress into a sandbox now without: CRIU made the pair with the host end above.
       await exec('nsenter', [`--net=${netns}`, 'ip', 'link', 'del', SANDBOX_IF], { allowFailure: true });
       await this.#nftDetach(a);
       return;
     }
-    if (!this.#tableReady) {
-      await exec('nft', ['-f', '-'], { input: tableScript(this.#o.table) });
-      this.#tableReady = true;
-    }
-    // Rules before the link: nothing leaves under none.
-    await exec('nft', ['-f', '-'], { input: attachScript(this.#o.table, a, rules) });
+    // The table is (re)made with every change, in the same transaction: a table someone removed (a host
+    // firewall's reload runs `flush ruleset`) comes back with the next change. Rules before the link.
+    await exec('nft', ['-f', '-'], { input: tableScript(this.#o.table) + attachScript(this.#o.table, a, rules) });
+    this.#tableReady = true;
     if (!hostHas) await exec('ip', ['link', 'add', a.ifname, 'type', 'veth', 'peer', 'name', SANDBOX_IF, 'netns', netns]);
     const inside = [`addr replace ${SANDBOX_IP}/${SANDBOX_PREFIX} dev ${SANDBOX_IF}`, `link set ${SANDBOX_IF} up`, `route replace default via ${GATEWAY_IP} dev ${SANDBOX_IF}`];
     await exec('nsenter', [`--net=${netns}`, 'ip', '-batch', '-'], { input: inside.join('\n') + '\n' });
-    // No IPv6 on the host end (the sandbox gets none either); forwarding from this link only.
+    // No IPv6 on the host end (the sandbox gets none either); forwarding from this link only. Fail closed
+    // without forkd's table: a packet whose source the table did not rewrite (still SANDBOX_IP) is
+    // blackholed by the link's own routing rule (after the local table's, so ARP for the gateway still
+    // resolves). Not strict reverse-path filtering: ARP from SANDBOX_IP would fail it.
     await writeFile(`/proc/sys/net/ipv6/conf/${a.ifname}/disable_ipv6`, '1').catch(() => {});
     await writeFile(`/proc/sys/net/ipv4/conf/${a.ifname}/forwarding`, '1');
-    const host = [`addr replace ${GATEWAY_IP}/32 dev ${a.ifname}`, `link set ${a.ifname} up`, `route replace ${a.hostIp}/32 via ${SANDBOX_IP} dev ${a.ifname} onlink`];
+    await this.#delRule(a);
+    const host = [`rule add iif ${a.ifname} from ${SANDBOX_IP} blackhole`, `addr replace ${GATEWAY_IP}/32 dev ${a.ifname}`, `link set ${a.ifname} up`, `route replace ${a.hostIp}/32 via ${SANDBOX_IP} dev ${a.ifname} onlink`];
     await exec('ip', ['-batch', '-'], { input: host.join('\n') + '\n' });
+  }
+
+  /** The link's fail-closed routing rule (see apply); every copy of it, none is fine. */
+  async #delRule(a: Attachment): Promise<void> {
+    for (let i = 0; i < 8; i++) {
+      if ((await exec('ip', ['rule', 'del', 'iif', a.ifname, 'from', SANDBOX_IP, 'blackhole'], { allowFailure: true })).code !== 0) return;
+    }
   }
 
   /** Rules of an attached instance only (a runtime change): the next connection follows them. */
   async setRules(key: string, rules: NetworkRules): Promise<void> {
     const a = await this.attachment(key);
-    await exec('nft', ['-f', '-'], { input: attachScript(this.#o.table, a, rules) });
+    await exec('nft', ['-f', '-'], { input: tableScript(this.#o.table) + attachScript(this.#o.table, a, rules) });
   }
 
   async #nftDetach(a: Attachment): Promise<void> {
@@ -144,6 +154,7 @@ export class Egress {
     const a = await this.#recorded(key);
     if (a) {
       await exec('ip', ['link', 'del', a.ifname], { allowFailure: true });
+      await this.#delRule(a);
       await this.#nftDetach(a);
     }
     this.#known.delete(key);
