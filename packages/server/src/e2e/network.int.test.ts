@@ -8,6 +8,7 @@ import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
 import { CLI, NODE_FLAGS, startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
 import { FETCH_PY, startTestInternet, type TestInternet } from '../testing/test-internet.js';
 import { GATEWAY_IP } from '../node/network/egress-nft.js';
+import { exec } from '../shared/exec.js';
 
 interface CliResult {
   code: number;
@@ -82,8 +83,10 @@ describe('network: CLI, API and a daemon restart', { skip: !isRoot && 'needs roo
     assert.match(c.stderr, /not supported yet/);
   });
 
-  test('the rules survive a daemon restart and can still be changed', async () => {
+  test('the rules survive a daemon restart (its start re-applies them, even without its table) and can still be changed', async () => {
     await stopDaemonProcess(daemon);
+    // As a host firewall's reload would: the start-up check brings the rules back.
+    await exec('nft', ['delete', 'table', 'inet', cfg.env.FORKD_NET_TABLE!]);
     daemon = await startDaemonProcess(cfg.env);
     assert.equal(await reaches(B), true);
     assert.equal(await reaches(A), false);
