@@ -8,3 +8,4 @@ export * from './file-metadata.js';
 export * from './snapshot.js';
 export * from './auth.js';
 export * from './tenant-limits.js';
+export * from './network.js';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SANDBOX_STATES } from './sandbox-state.js';
 import { TEMPLATE_NAME_PATTERN } from './ids.js';
+import { NetworkRules } from './network.js';
 
 const MemoryMb = z.number().int().min(32).max(262144);
 const Cpus = z.number().min(0.05).max(256);
@@ -46,6 +47,8 @@ export const CreateSandboxRequest = z.strictObject({
   onTimeout: OnTimeout.optional(),
   /** false: the pause at a timeout keeps only the files (a filesystem-only pause; the resume starts it cold). Default true. */
   timeoutPauseMemory: z.boolean().optional(),
+  /** Its network (see NetworkRules); default `none`, loopback only. */
+  network: NetworkRules.optional(),
 });
 export type CreateSandboxRequest = z.input<typeof CreateSandboxRequest>;
 
@@ -107,6 +110,8 @@ export const SandboxInfo = z.object({
   recovered: SandboxRecovery.optional(),
   /** While paused: whether its memory was kept (false: a filesystem-only pause; the resume starts it cold). */
   pausedMemory: z.boolean().optional(),
+  /** Its network mode and rules (absent: `none`). */
+  network: NetworkRules.optional(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfo>;
 

@@ -1,4 +1,4 @@
-import { ForkdError, type ForkRequest, type ProcessInfo, type SandboxInfo, type SnapshotInfo } from '@forkd/protocol';
+import { ForkdError, type ForkRequest, type ProcessInfo, type SandboxInfo, type SetNetworkRequest, type SnapshotInfo } from '@forkd/protocol';
 import { toBase64 } from './base64.js';
 import { ByteCollector, toBytes } from './bytes.js';
 import type { HttpTransport } from './http-transport.js';
@@ -118,6 +118,16 @@ export class Sandbox {
   /** Extends (or shortens) the lifetime: the sandbox times out `seconds` from now (0: never). */
   setTimeout(seconds: number): Promise<SandboxInfo> {
     return this.#update('POST', `${this.#base}/timeout`, { timeoutSeconds: seconds });
+  }
+
+  /**
+   * Replaces the network mode (`none`: loopback only; `egress`: outbound
+   * through NAT) and the egress rules (IPv4 addresses and CIDRs; allow wins
+   * over deny; private, link-local and host addresses are denied unless
+   * allowed). A running sandbox's next connection follows them.
+   */
+  setNetwork(rules: SetNetworkRequest): Promise<SandboxInfo> {
+    return this.#update('PUT', `${this.#base}/network`, rules);
   }
 
   /**

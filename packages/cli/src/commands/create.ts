@@ -4,6 +4,7 @@ import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';
 import { printJson } from '../format.js';
 import { UsageError } from '../usage-error.js';
+import { parseMode } from './network.js';
 
 const USAGE = `Usage: forkd create [options]
 
@@ -20,6 +21,10 @@ Options:
       --timeout S       lifetime: time out S seconds after creation (default: none)
       --on-timeout WHAT pause (default: keeps everything), pause-files (keeps only
                         its files: the resume starts it cold) or kill (deletes it)
+      --network MODE    none (default: loopback only) or egress (outbound through NAT)
+      --allow-out RULE  egress: an allowed destination, IPv4 address or CIDR (repeatable)
+      --deny-out RULE   egress: a denied destination (repeatable; allow wins; private,
+                        link-local and host addresses are denied unless allowed)
       --json            print {"id": ..., "proxyToken": ...} (the port proxy's token, shown only here)
 `;
 
@@ -42,6 +47,9 @@ export function parseCreateArgs(argv: string[]): CreateArgs {
       metadata: { type: 'string', multiple: true },
       timeout: { type: 'string' },
       'on-timeout': { type: 'string' },
+      network: { type: 'string' },
+      'allow-out': { type: 'string', multiple: true },
+      'deny-out': { type: 'string', multiple: true },
       json: { type: 'boolean' },
     },
   });
@@ -68,6 +76,11 @@ export function parseCreateArgs(argv: string[]): CreateArgs {
     request.onTimeout = on === 'kill' ? 'kill' : 'pause';
     if (on === 'pause-files') request.timeoutPauseMemory = false;
   }
+  const mode = parseMode('--network', values.network);
+  const allowOut = values['allow-out'] ?? [];
+  const denyOut = values['deny-out'] ?? [];
+  if ((allowOut.length || denyOut.length) && mode !== 'egress') throw new UsageError('--allow-out and --deny-out need --network egress');
+  if (mode !== undefined) request.network = { mode, allowOut, denyOut };
   return { request, json: !!values.json };
 }
 

@@ -12,6 +12,7 @@ import { killCommand } from './kill.js';
 import { pauseCommand, resumeCommand, rewindCommand, timeoutCommand } from './lifecycle.js';
 import { lsCommand } from './ls.js';
 import { metricsCommand } from './metrics.js';
+import { networkCommand } from './network.js';
 import { psCommand } from './ps.js';
 import { rmCommand } from './rm.js';
 import { serveCommand } from './serve.js';
@@ -44,6 +45,7 @@ export const COMMANDS: readonly CliCommand[] = [
   pauseCommand,
   resumeCommand,
   timeoutCommand,
+  networkCommand,
   treeCommand,
   snapshotRmCommand,
   pinCommand,

@@ -8,6 +8,7 @@ import type {
   SnapshotInfo,
   TemplateInfo,
   WatchEvent,
+  SetNetworkRequest,
 } from '@forkd/protocol';
 import type { ClaimSandbox, FileContent, ForkOptions, ForkTree, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SpawnOptions, WatchHandle, WriteFileOptions } from './node-types.js';
 
@@ -27,6 +28,8 @@ export interface NodeService {
   delete(id: string): Promise<void>;
   /** Lifetime: times out `seconds` from now (0: never). */
   setTimeout(id: string, seconds: number): Promise<SandboxInfo>;
+  /** Replaces its network mode and rules (running: from the next connection on). */
+  setNetwork(id: string, rules: SetNetworkRequest): Promise<SandboxInfo>;
   /** Memory, CPU, processes and disk. */
   metrics(id: string): Promise<SandboxMetrics>;
 

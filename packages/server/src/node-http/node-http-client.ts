@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import { ForkdError, fromErrorBody } from '@forkd/protocol';
-import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo, SandboxInfo, SandboxMetrics, SnapshotInfo, TemplateInfo, WatchEvent } from '@forkd/protocol';
+import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo, SandboxInfo, SandboxMetrics, SetNetworkRequest, SnapshotInfo, TemplateInfo, WatchEvent } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
 import type {
   ClaimSandbox,
@@ -80,6 +80,10 @@ export class NodeHttpClient implements NodeService {
 
   async setTimeout(id: string, seconds: number): Promise<SandboxInfo> {
     return this.#t.call('POST', `${sbx(id)}/timeout`, { json: { timeoutSeconds: seconds } });
+  }
+
+  async setNetwork(id: string, rules: SetNetworkRequest): Promise<SandboxInfo> {
+    return this.#t.call('PUT', `${sbx(id)}/network`, { json: rules });
   }
 
   async metrics(id: string): Promise<SandboxMetrics> {

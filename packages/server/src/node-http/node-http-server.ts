@@ -26,6 +26,7 @@ import { NODE_PREFIX } from './node-wire.js';
  *   GET    /sandboxes                        → {sandboxes}
  *   GET    /sandboxes/:id                    → SandboxInfo        DELETE → 204
  *   POST   /sandboxes/:id/timeout            SetTimeoutRequest → SandboxInfo
+ *   PUT    /sandboxes/:id/network            SetNetworkRequest → SandboxInfo
  *   GET    /sandboxes/:id/metrics            → SandboxMetrics
  *   GET    /sandboxes/:id/processes          → {processes}
  *   POST   /sandboxes/:id/processes/:sel/signal  {signal} → 204    (sel: pid or tag:<tag>)

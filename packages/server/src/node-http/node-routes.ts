@@ -17,6 +17,7 @@ import {
   RemoveQuery,
   RewindRequest,
   SetTimeoutRequest,
+  type SetNetworkRequest,
   SignalRequest,
   StdinRequest,
   WriteQuery,
@@ -43,6 +44,8 @@ export function mountNodeRoutes(app: Hono, node: NodeService): void {
     return c.body(null, 204);
   });
   app.post('/sandboxes/:id/timeout', async (c) => c.json(await node.setTimeout(c.req.param('id'), validate(SetTimeoutRequest, await jsonOf(c)).timeoutSeconds)));
+  // Checked by the manager, which words a domain rule's refusal.
+  app.put('/sandboxes/:id/network', async (c) => c.json(await node.setNetwork(c.req.param('id'), (await jsonOf(c)) as SetNetworkRequest)));
   app.get('/sandboxes/:id/metrics', async (c) => c.json(await node.metrics(c.req.param('id'))));
 
   app.get('/sandboxes/:id/processes', async (c) => c.json({ processes: await node.listProcesses(c.req.param('id')) }));

@@ -1,4 +1,4 @@
-import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo, SandboxInfo, SandboxMetrics, SnapshotInfo, TemplateInfo, WatchEvent } from '@forkd/protocol';
+import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo, SandboxInfo, SandboxMetrics, SetNetworkRequest, SnapshotInfo, TemplateInfo, WatchEvent } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
 import type {
   ClaimSandbox,
@@ -54,6 +54,10 @@ export class LocalNode implements NodeService {
 
   async setTimeout(id: string, seconds: number): Promise<SandboxInfo> {
     return this.#m.setTimeout(id, seconds);
+  }
+
+  async setNetwork(id: string, rules: SetNetworkRequest): Promise<SandboxInfo> {
+    return this.#m.setNetwork(id, rules);
   }
 
   async metrics(id: string): Promise<SandboxMetrics> {

@@ -63,7 +63,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?:
   await openStagingDir(config.stagingDir, (m) => logger.warn(m));
   if (!(await refreshCriuKdat(criuPath(config), config.cacheDir))) logger.warn('criu kernel probe not cached: every checkpoint and restore will probe again');
   const store = new SqliteStore(join(config.stateDir, 'forkd.db'));
-  const network = new NetnsNetwork(join(config.runDir, 'netns'));
+  const network = new NetnsNetwork(join(config.runDir, 'netns'), config.net);
   const runtime = makeRuntime(config, network);
   const templates = new TemplateRegistry(storage, store);
   const manager = new SandboxManager({

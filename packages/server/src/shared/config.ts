@@ -28,6 +28,14 @@ export interface ForkdConfig {
   storage: string;
   /** Volatile runtime state (runc state); lost on reboot like the processes it describes. */
   runDir: string;
+  /**
+   * Egress networking's host side: forkd's nftables table (`inet <table>`),
+   * the host-side veth names (`<ifPrefix><n>`) and the /16 of the sandboxes'
+   * unique host-side addresses (first two octets). One node's own: two nodes
+   * on a host need different ones (FORKD_NET_TABLE, FORKD_NET_IF_PREFIX,
+   * FORKD_NET_HOST_NET; defaults forkd, fkv, 10.254).
+   */
+  net: { table: string; ifPrefix: string; hostNet: string };
   /** Memory-backed directory where CRIU dumps before images move to the pool (short freezes). */
   stagingDir: string;
   cgroupParent: string;
@@ -142,6 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     runtime: env.FORKD_RUNTIME || 'runc',
     storage: env.FORKD_STORAGE || 'btrfs',
     runDir: env.FORKD_RUN_DIR || '/run/forkd',
+    net: netConfig(env),
     stagingDir: env.FORKD_STAGING_DIR || '/dev/shm/forkd',
     cgroupParent: env.FORKD_CGROUP_PARENT || 'forkd',
     guestBinary: env.FORKD_GUEST_BINARY || join(REPO_ROOT, 'packages/guest/build/forkd-guest'),
@@ -177,4 +186,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     e2bEnvdPort: optionalPort(env.FORKD_E2B_ENVD_PORT, 49983, 'FORKD_E2B_ENVD_PORT'),
     ...overrides,
   };
+}
+
+function netConfig(env: NodeJS.ProcessEnv): ForkdConfig['net'] {
+  const table = env.FORKD_NET_TABLE || 'forkd';
+  const ifPrefix = env.FORKD_NET_IF_PREFIX || 'fkv';
+  const hostNet = env.FORKD_NET_HOST_NET || '10.254';
+  if (!/^[a-z][a-z0-9_]{0,31}$/.test(table)) throw new Error('FORKD_NET_TABLE: a lowercase nftables table name');
+  if (!/^[a-z][a-z0-9]{0,9}$/.test(ifPrefix)) throw new Error('FORKD_NET_IF_PREFIX: 1 to 10 lowercase letters and digits');
+  if (!/^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/.test(hostNet)) throw new Error('FORKD_NET_HOST_NET: the first two octets of a /16, e.g. 10.254');
+  return { table, ifPrefix, hostNet };
 }

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { openSqlite } from './sqlite-open.js';
-import type { SandboxRecovery } from '@forkd/protocol';
+import type { NetworkRules, SandboxRecovery } from '@forkd/protocol';
 import type { SandboxLoss, SandboxOrigin, SandboxPolicy, SandboxRecord, SnapshotRecord, Store, TemplateRecord } from './store.js';
 
 const MIGRATIONS = [
@@ -42,6 +42,7 @@ const MIGRATIONS = [
    ALTER TABLE sandboxes ADD COLUMN origin TEXT;`,
   `ALTER TABLE sandboxes ADD COLUMN idmap INTEGER;
    ALTER TABLE templates ADD COLUMN idmap INTEGER;`,
+  `ALTER TABLE sandboxes ADD COLUMN network TEXT;`,
 ];
 
 interface TemplateRow {
@@ -100,6 +101,7 @@ interface SandboxRow {
   recovered: string | null;
   origin: string | null;
   idmap: number | null;
+  network: string | null;
 }
 
 function toRecord(r: SandboxRow): SandboxRecord {
@@ -120,6 +122,7 @@ function toRecord(r: SandboxRow): SandboxRecord {
     ...(r.recovered ? { recovered: JSON.parse(r.recovered) } : {}),
     ...(r.origin ? { origin: JSON.parse(r.origin) } : {}),
     ...(r.idmap !== null ? { idmap: r.idmap } : {}),
+    ...(r.network ? { network: JSON.parse(r.network) } : {}),
   };
 }
 
@@ -143,7 +146,7 @@ export class SqliteStore implements Store {
 
   async insertSandbox(rec: SandboxRecord): Promise<void> {
     this.#db
-      .prepare('INSERT INTO sandboxes (id, template, state, limits, env, metadata, created_at, error, forked_from, resume_from, policy, instance, lost, recovered, origin, idmap) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .prepare('INSERT INTO sandboxes (id, template, state, limits, env, metadata, created_at, error, forked_from, resume_from, policy, instance, lost, recovered, origin, idmap, network) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
       .run(
         rec.id,
         rec.template,
@@ -161,6 +164,7 @@ export class SqliteStore implements Store {
         json(rec.recovered),
         json(rec.origin),
         rec.idmap ?? null,
+        json(rec.network),
       );
   }
 
@@ -194,6 +198,10 @@ export class SqliteStore implements Store {
     const key = instance === id ? null : instance;
     if (origin) this.#db.prepare('UPDATE sandboxes SET instance = ?, origin = ? WHERE id = ?').run(key, JSON.stringify(origin), id);
     else this.#db.prepare('UPDATE sandboxes SET instance = ? WHERE id = ?').run(key, id);
+  }
+
+  async setNetwork(id: string, network: NetworkRules | undefined): Promise<void> {
+    this.#db.prepare('UPDATE sandboxes SET network = ? WHERE id = ?').run(json(network), id);
   }
 
   async setIdmap(id: string, hostId: number | undefined): Promise<void> {

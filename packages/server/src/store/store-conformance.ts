@@ -78,7 +78,7 @@ export function storeConformance(name: string, open: OpenStore): void {
       assert.deepEqual(await store.listSandboxes(), []);
     });
 
-    withStore('setResumeFrom, setPolicy, setIdmap, setLost, setRecovered and setOrigin set a field and clear it with undefined', async (store) => {
+    withStore('setResumeFrom, setPolicy, setIdmap, setLost, setRecovered, setOrigin and setNetwork set a field and clear it with undefined', async (store) => {
       const base = sandbox('sbx-a');
       const other = sandbox('sbx-b');
       await store.insertSandbox(base);
@@ -90,7 +90,8 @@ export function storeConformance(name: string, open: OpenStore): void {
       await store.setLost('sbx-a', full.lost);
       await store.setRecovered('sbx-a', full.recovered);
       await store.setOrigin('sbx-a', full.origin);
-      const set = { ...base, resumeFrom: full.resumeFrom, policy: full.policy, idmap: full.idmap, lost: full.lost, recovered: full.recovered, origin: full.origin };
+      await store.setNetwork('sbx-a', full.network);
+      const set = { ...base, resumeFrom: full.resumeFrom, policy: full.policy, idmap: full.idmap, lost: full.lost, recovered: full.recovered, origin: full.origin, network: full.network };
       assert.deepEqual(await store.getSandbox('sbx-a'), set);
       assert.deepEqual(await store.getSandbox('sbx-b'), other, 'only the named sandbox changes');
       await store.setResumeFrom('sbx-a', undefined);
@@ -99,6 +100,7 @@ export function storeConformance(name: string, open: OpenStore): void {
       await store.setLost('sbx-a', undefined);
       await store.setRecovered('sbx-a', undefined);
       await store.setOrigin('sbx-a', undefined);
+      await store.setNetwork('sbx-a', undefined);
       assert.deepEqual(await store.getSandbox('sbx-a'), base);
     });
 
@@ -281,6 +283,7 @@ function fullSandbox(id: string): SandboxRecord {
     recovered: { at: '2026-01-01T00:09:00.000Z', reason: 'init killed', fromSnapshot: 'snap-resume', lostSeconds: 12.5 },
     origin: { at: '2026-01-01T00:09:00.000Z', snapshot: 'snap-resume' },
     idmap: 231072,
+    network: { mode: 'egress', allowOut: ['203.0.113.7'], denyOut: ['0.0.0.0/0'] },
   });
 }
 

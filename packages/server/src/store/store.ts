@@ -1,4 +1,4 @@
-import type { Limits, SandboxRecovery, SandboxState } from '@forkd/protocol';
+import type { Limits, NetworkRules, SandboxRecovery, SandboxState } from '@forkd/protocol';
 
 export interface SandboxRecord {
   id: string;
@@ -42,6 +42,8 @@ export interface SandboxRecord {
    * Absent: made before forkd used user namespaces.
    */
   idmap?: number | undefined;
+  /** Its network mode and rules (absent: `none`); forks, restores and rewinds keep them. */
+  network?: NetworkRules | undefined;
 }
 
 export interface SandboxLoss {
@@ -113,6 +115,7 @@ export interface Store {
   setInstance(id: string, instance: string, origin?: SandboxOrigin): Promise<void>;
   setOrigin(id: string, origin: SandboxOrigin | undefined): Promise<void>;
   setIdmap(id: string, hostId: number | undefined): Promise<void>;
+  setNetwork(id: string, network: NetworkRules | undefined): Promise<void>;
   setLost(id: string, lost: SandboxLoss | undefined): Promise<void>;
   setRecovered(id: string, recovered: SandboxRecovery | undefined): Promise<void>;
   setPolicy(id: string, policy: SandboxPolicy | undefined): Promise<void>;

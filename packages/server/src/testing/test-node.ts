@@ -29,6 +29,7 @@ export interface TestNode extends Node {
 }
 
 export function testConfig(dir: string): { config: ForkdConfig; env: NodeJS.ProcessEnv } {
+  const tag = randomBytes(2).toString('hex');
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     FORKD_STATE_DIR: join(dir, 'state'),
@@ -37,6 +38,10 @@ export function testConfig(dir: string): { config: ForkdConfig; env: NodeJS.Proc
     FORKD_POOL_SIZE_GB: '16',
     FORKD_CGROUP_PARENT: `forkd-test-${randomBytes(4).toString('hex')}`,
     FORKD_WARM_POOL: '0',
+    // A node's own nftables table, veth names and host-side addresses (see ForkdConfig.net).
+    FORKD_NET_TABLE: `forkdt${tag}`,
+    FORKD_NET_IF_PREFIX: `ft${tag}x`,
+    FORKD_NET_HOST_NET: `10.${128 + (parseInt(tag, 16) % 120)}`,
     // A 16 GiB pool: the default 8× would admit only 12 sandboxes at the default 10 GiB quota (the scale test makes 50).
     FORKD_DISK_OVERCOMMIT: '64',
     // Off unless a test asks: parallel daemons would all want ports 3000 and 49983.
@@ -74,8 +79,9 @@ export async function disposeNodeDir(node: Node | undefined, dir: string, config
     const r = await exec('runc', ['--root', root, 'list', '-q'], { allowFailure: true });
     for (const id of r.stdout.split('\n').filter(Boolean)) await exec('runc', ['--root', root, 'delete', '--force', id], { allowFailure: true });
   }
-  const netns = new NetnsNetwork(join(config.runDir, 'netns'));
+  const netns = new NetnsNetwork(join(config.runDir, 'netns'), config.net);
   for (const id of await netns.list()) await netns.release(id);
+  await netns.dropTable();
   // Mounts a killed daemon left under the dir (the runtime's views of sandbox roots): rm must never walk through one.
   for (const m of await mountsUnder(config.runDir)) await exec('umount', ['--lazy', m], { allowFailure: true });
   await unmountPool(config.pool);

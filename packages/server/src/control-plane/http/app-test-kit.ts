@@ -92,6 +92,7 @@ export function fakeService(): NodeService & { created: unknown[]; calls: Array<
       return s;
     },
     setTimeout: async (id) => Promise.reject(missing(id)),
+    setNetwork: async (id) => Promise.reject(missing(id)),
     resume: async (id, opts) => {
       calls.push(['resume', opts]);
       const s = { ...(await fake.get(id)), state: 'running' as const };

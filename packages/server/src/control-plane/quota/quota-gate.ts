@@ -117,6 +117,7 @@ export function quotaGate(svc: NodeService, store: ControlStore, quotas: TenantQ
     pinSnapshot: (snapId, pinned) => svc.pinSnapshot(snapId, pinned),
     pause: (id, opts) => svc.pause(id, opts),
     setTimeout: (id, seconds) => svc.setTimeout(id, seconds),
+    setNetwork: (id, rules) => svc.setNetwork(id, rules),
     tree: (id) => svc.tree(id),
     deleteTemplate: (name) => svc.deleteTemplate(name),
     stats: () => svc.stats(),

@@ -2,6 +2,7 @@ import { CreateSandboxRequest, ForkdError, Limits, newSandboxId, type SandboxInf
 import type { ClaimSandbox } from '../../node-contract/node-types.js';
 import type { SandboxRecord } from '../../store/store.js';
 import { commitOf } from './admission.js';
+import { parseNetwork } from './network-rules.js';
 import type { ManagerContext } from './manager-context.js';
 import { freshLifetime, toInfo } from './sandbox-info.js';
 import { checkMaxima, type SandboxMaxima } from './sandbox-maxima.js';
@@ -11,6 +12,7 @@ export async function createSandbox(c: ManagerContext, maxima: SandboxMaxima, in
   const parsed = CreateSandboxRequest.safeParse(input);
   if (!parsed.success) throw new ForkdError('INVALID_ARGUMENT', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
   const req = parsed.data;
+  if (req.network) req.network = parseNetwork(req.network);
   if (!(await c.templates.has(req.template))) throw new ForkdError('NOT_FOUND', `template ${req.template} not found`);
   const space = c.space.checkFree('create a sandbox');
   const limits = Limits.parse({ memoryMb: req.memoryMb, cpus: req.cpus, pids: req.pids, diskMb: req.diskMb ?? c.space.defaultDiskMb });
@@ -32,6 +34,7 @@ export async function createSandbox(c: ManagerContext, maxima: SandboxMaxima, in
       env: req.env ?? {},
       metadata: req.metadata ?? {},
       createdAt: new Date().toISOString(),
+      ...(req.network && req.network.mode !== 'none' ? { network: req.network } : {}),
       ...(req.snapshotIntervalSeconds !== undefined || req.idleTimeoutSeconds !== undefined || req.timeoutSeconds || req.onTimeout || req.timeoutPauseMemory === false
         ? {
             policy: freshLifetime({
@@ -58,7 +61,7 @@ export async function createSandbox(c: ManagerContext, maxima: SandboxMaxima, in
   const created = rec;
   return c.locks.exclusive(created.id, async () => {
     try {
-      const idmap = warm ? await c.instances.adopt(created) : await c.instances.start(created.id, created.template, limits);
+      const idmap = warm ? await c.instances.adopt(created) : await c.instances.start(created.id, created.template, limits, created.network);
       await c.instances.recordIdmap(created, idmap);
       await c.transition(created, 'running');
       c.markActive(created.id);

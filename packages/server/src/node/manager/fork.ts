@@ -55,6 +55,8 @@ export async function forkSandboxes(c: ManagerContext, source: string, count: nu
           createdAt: new Date().toISOString(),
           forkedFrom: snap.id,
           policy: freshLifetime(parent?.policy),
+          // Its parent's network rules, as they are now.
+          ...(parent?.network ? { network: parent.network } : {}),
         };
         await claim?.(rec.id);
         await c.store.insertSandbox(rec);

@@ -17,6 +17,8 @@ import { SandboxManager } from './sandbox-manager.js';
 const noNetwork: Network = {
   prepare: async (id) => id,
   adopt: async (id) => id,
+  restoreEnv: async () => undefined,
+  setRules: async () => {},
   release: async () => {},
   list: async () => [],
   connect: () => {

@@ -17,6 +17,7 @@ export function toInfo(r: SandboxRecord): SandboxInfo {
     ...(r.policy?.expiresAt ? { expiresAt: r.policy.expiresAt, onTimeout: r.policy.onTimeout ?? 'pause' } : {}),
     ...(r.policy?.timeoutPauseMemory === false ? { timeoutPauseMemory: false as const } : {}),
     ...(r.recovered ? { recovered: r.recovered } : {}),
+    ...(r.network ? { network: r.network } : {}),
     // A paused record without a snapshot to resume from is a filesystem-only pause.
     ...(r.state === 'paused' ? { pausedMemory: !!r.resumeFrom } : {}),
   };

@@ -1,4 +1,5 @@
-import { ForkdError, Limits } from '@forkd/protocol';
+import { ForkdError, Limits, type NetworkRules } from '@forkd/protocol';
+import type { Network } from '../network/network.js';
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
 import type { IdMap, Runtime, RuntimeSpec } from '../runtime/runtime.js';
@@ -22,6 +23,7 @@ export interface InstancesDeps {
   files: SnapshotFiles;
   space: SandboxDisk;
   logger: Logger;
+  network: Network;
   /** New sandboxes get a user namespace (an id range of their own; see id-ranges.ts). */
   userns: boolean;
 }
@@ -65,7 +67,7 @@ export class SandboxInstances {
   }
 
   spec(r: SandboxRecord, key: string): RuntimeSpec {
-    return { root: this.#root(key), hostname: r.id, limits: r.limits, env: {}, idmap: r.idmap === undefined ? undefined : { hostId: r.idmap, size: ID_RANGE_SIZE } };
+    return { root: this.#root(key), hostname: r.id, limits: r.limits, env: {}, idmap: r.idmap === undefined ? undefined : { hostId: r.idmap, size: ID_RANGE_SIZE }, network: r.network };
   }
 
   /**
@@ -96,7 +98,7 @@ export class SandboxInstances {
   }
 
   /** Root filesystem, container and a guest that answers: a sandbox ready for work. */
-  async start(id: string, template: string, limits: Limits): Promise<IdMap | undefined> {
+  async start(id: string, template: string, limits: Limits, network?: NetworkRules): Promise<IdMap | undefined> {
     const t0 = performance.now();
     const key = await this.key(id);
     const rootfs = await this.#d.storage.prepare(this.volumeOf(key), this.#d.templates.volume(template));
@@ -106,7 +108,7 @@ export class SandboxInstances {
     // (/dev is the runtime's own tmpfs, see oci-spec; the root's hidden /dev is emptied, see prepareRoot.)
     await this.#d.guests.prepareRoot(id, { install: !warm });
     const t1 = performance.now();
-    const spec = { root: this.#root(key), hostname: id, limits, env: {}, idmap: warm ? undefined : await this.#newIdmap() };
+    const spec = { root: this.#root(key), hostname: id, limits, env: {}, idmap: warm ? undefined : await this.#newIdmap(), network };
     const st = warm ? await this.#d.runtime.restore(id, spec, { imagesDir: this.#d.templates.imagesDir(template) }) : await this.#d.runtime.start(id, spec);
     const t2 = performance.now();
     await this.waitReady(id);
@@ -132,11 +134,13 @@ export class SandboxInstances {
       if (rec.limits.memoryMb !== defaults.memoryMb || rec.limits.cpus !== defaults.cpus || rec.limits.pids !== defaults.pids) {
         await this.#d.runtime.update(key, rec.limits);
       }
+      // Pool members start with loopback only.
+      if (rec.network && rec.network.mode !== 'none') await this.#d.network.setRules(key, rec.network);
       return idmap;
     } catch (err) {
       this.#d.logger.warn('warm sandbox unusable, starting one cold', { sandbox: rec.id, error: (err as Error).message });
       await this.release(rec.id);
-      return this.start(rec.id, rec.template, rec.limits);
+      return this.start(rec.id, rec.template, rec.limits, rec.network);
     }
   }
 
@@ -173,6 +177,11 @@ export class SandboxInstances {
     } finally {
       release();
     }
+  }
+
+  /** A running instance's network, as `rules` say from the next connection on. */
+  async setNetwork(key: string, rules: NetworkRules): Promise<void> {
+    await this.#d.network.setRules(key, rules);
   }
 
   /** The agent answers (see GuestTransport.waitAgent); the root's exact quota is set from then on. */

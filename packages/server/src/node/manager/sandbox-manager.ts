@@ -6,6 +6,7 @@ import {
   type SnapshotInfo,
   type TemplateInfo,
   type WatchEvent,
+  type SetNetworkRequest,
 } from '@forkd/protocol';
 import type { ClaimSandbox, ForkOptions, ForkTree, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SpawnOptions, WatchHandle } from '../../node-contract/node-types.js';
 import type { Logger } from '../../shared/logger.js';
@@ -26,6 +27,7 @@ import type { ManagerDeps } from './manager-deps.js';
 import { assembleManager, type ManagerParts } from './manager-parts.js';
 import { deleteSnapshot, forkTree, pinSnapshot, snapshotSandbox } from './snapshot-ops.js';
 import { policySnapshot, setLifetime, timeOut } from './lifetime.js';
+import { setNetwork } from './network-rules.js';
 import { toInfo, toSnapshotInfo } from './sandbox-info.js';
 
 export type { ManagerDeps } from './manager-deps.js';
@@ -324,6 +326,11 @@ export class SandboxManager {
   /** Sets the sandbox's lifetime to end `seconds` from now (0: no lifetime). Returns the updated sandbox. */
   async setTimeout(id: string, seconds: number): Promise<SandboxInfo> {
     return setLifetime(this.#ctx, id, seconds);
+  }
+
+  /** Replaces the sandbox's network mode and rules (see network-rules.ts). Returns the updated sandbox. */
+  async setNetwork(id: string, rules: SetNetworkRequest): Promise<SandboxInfo> {
+    return setNetwork(this.#ctx, id, rules);
   }
 
   /** The lifetime ran out: pause (the lifetime is spent until a resume) or delete. */

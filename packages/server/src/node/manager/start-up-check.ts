@@ -85,6 +85,9 @@ async function checkOne(c: StartUpContext, r: SandboxRecord, lost: SandboxRecord
     if (ok) ok = await c.guests.at(key).info().then(() => true, () => false);
     // A root from before quotas, or left with its start headroom by a crash, gets its exact limit.
     if (ok) await c.space.apply(c.instances.rootfsOf(key), c.instances.templateRoot(r.template), r.limits.diskMb).catch((err: unknown) => c.logger.warn('disk quota not applied', { sandbox: r.id, error: String(err) }));
+    // Its network as recorded, again: the kernel keeps it across a daemon restart, but forkd's table may have
+    // been removed meanwhile (a host firewall reload), and a crash mid-change leaves the record ahead.
+    if (ok && r.network) await c.instances.setNetwork(key, r.network).catch((err: unknown) => c.logger.warn('network rules not applied', { sandbox: r.id, error: String(err) }));
     if (!ok) {
       await c.recovery.markLost(r, st.status === 'running' ? 'its agent did not answer when the daemon started' : LOST_AT_START);
       lost.push(r);

@@ -2,7 +2,9 @@ import { mkdir, readdir, rm, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { exec, spawnStream } from '../../shared/exec.js';
 import { REPO_ROOT } from '../../shared/config.js';
+import type { NetworkRules } from '@forkd/protocol';
 import type { Network, PortConnection } from './network.js';
+import { Egress, type EgressOptions } from './egress.js';
 
 const NETNS_CONNECT = join(REPO_ROOT, 'packages/host-tools/build/forkd-netns-connect');
 const NETNS_ADOPT = join(REPO_ROOT, 'packages/host-tools/build/forkd-netns-adopt');
@@ -11,40 +13,59 @@ const NSFS_MAGIC = 0x6e736673;
 
 /**
  * One persistent network namespace per sandbox, bind-mounted at
- * `<dir>/<id>`, with loopback up and no other interface: sandboxes have no
- * external network yet.
+ * `<dir>/<id>`, with loopback up; an `egress` sandbox's also has the
+ * sandbox end of a veth pair (see Egress).
  */
 export class NetnsNetwork implements Network {
   readonly #dir: string;
+  readonly #egress: Egress;
 
-  constructor(dir: string) {
+  constructor(dir: string, egress: Partial<Omit<EgressOptions, 'dir'>> = {}) {
     this.#dir = dir;
+    this.#egress = new Egress({ dir: join(dir, '.egress'), table: 'forkd', ifPrefix: 'fkv', hostNet: '10.254', ...egress });
   }
 
   path(id: string): string {
     return join(this.#dir, id);
   }
 
-  async prepare(id: string): Promise<string> {
+  async prepare(id: string, rules?: NetworkRules): Promise<string> {
     const p = this.path(id);
     // After a host reboot the file is still there but no longer a namespace.
-    if (await isNamespace(p)) return p;
-    await mkdir(this.#dir, { recursive: true });
-    await writeFile(p, '');
-    await exec('unshare', [`--net=${p}`, 'ip', 'link', 'set', 'lo', 'up']);
+    if (!(await isNamespace(p))) {
+      await mkdir(this.#dir, { recursive: true });
+      await writeFile(p, '');
+      await exec('unshare', [`--net=${p}`, 'ip', 'link', 'set', 'lo', 'up']);
+    }
+    if (rules) await this.#egress.apply(id, p, rules);
     return p;
   }
 
-  async adopt(id: string, pid: number): Promise<string> {
+  async adopt(id: string, pid: number, rules?: NetworkRules): Promise<string> {
     const p = this.path(id);
     if (await isNamespace(p)) await exec('umount', [p], { allowFailure: true });
     await mkdir(this.#dir, { recursive: true });
     await writeFile(p, '');
     await exec(NETNS_ADOPT, [String(pid), p, '--lo-up']);
+    if (rules) await this.#egress.apply(id, p, rules);
     return p;
   }
 
+  restoreEnv(id: string, imagesDir: string): Promise<Record<string, string> | undefined> {
+    return this.#egress.restoreEnv(id, imagesDir);
+  }
+
+  async setRules(id: string, rules: NetworkRules): Promise<void> {
+    await this.#egress.apply(id, this.path(id), rules);
+  }
+
+  /** Removes forkd's nftables table (a test node's, at its end; a daemon keeps its own). */
+  dropTable(): Promise<void> {
+    return this.#egress.dropTable();
+  }
+
   async release(id: string): Promise<void> {
+    await this.#egress.release(id);
     const p = this.path(id);
     if (await isNamespace(p)) await exec('umount', [p], { allowFailure: true });
     await rm(p, { force: true });

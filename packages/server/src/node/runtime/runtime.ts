@@ -1,4 +1,4 @@
-import type { Limits } from '@forkd/protocol';
+import type { Limits, NetworkRules } from '@forkd/protocol';
 import type { FrozenCommit } from '../storage/frozen-commit.js';
 import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
 import type { RootKind, SandboxRoot } from './sandbox-root.js';
@@ -17,6 +17,8 @@ export interface RuntimeSpec {
    * dumped with, whatever this says: CRIU recreates the namespace as it was.
    */
   idmap?: IdMap | undefined;
+  /** Its network mode and rules (see Network); absent: `none`, loopback only. */
+  network?: NetworkRules | undefined;
 }
 
 export interface IdMap {

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { CreateSandboxRequest, ListSandboxesQuery, PauseRequest, ResumeRequest, SandboxInfo, SandboxMetrics, SetTimeoutRequest } from '@forkd/protocol';
+import { CreateSandboxRequest, ListSandboxesQuery, PauseRequest, ResumeRequest, SandboxInfo, SandboxMetrics, SetNetworkRequest, SetTimeoutRequest } from '@forkd/protocol';
 import { listPage } from '../list-sandboxes.js';
 import { none, ok, param, route, view as v } from './route.js';
 
-/** Sandboxes: create, read, list, delete, pause and resume, lifetime and resource usage. */
+/** Sandboxes: create, read, list, delete, pause and resume, lifetime, network and resource usage. */
 export const SANDBOX_ROUTES = [
   route({
     method: 'post',
@@ -87,6 +87,16 @@ export const SANDBOX_ROUTES = [
     handler: async (c, _deps, input) => {
       const r = await input.body();
       return c.json(await v(c).setTimeout(param(c, 'id'), r.timeoutSeconds));
+    },
+  }),
+  route({
+    method: 'put',
+    path: '/v1/sandboxes/:id/network',
+    summary: 'Replace the network mode and egress rules (running: from the next connection on)',
+    body: SetNetworkRequest,
+    response: ok(SandboxInfo),
+    handler: async (c, _deps, input) => {
+      return c.json(await v(c).setNetwork(param(c, 'id'), await input.body()));
     },
   }),
 ];

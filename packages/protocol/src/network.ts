@@ -1,0 +1,43 @@
+import { z } from 'zod';
+
+/**
+ * A sandbox's network: `none` (loopback only, the default) or `egress`
+ * (outbound through NAT on the host; inbound only through the port proxy).
+ * Rules are IPv4 addresses or CIDRs of destinations; allow wins over deny,
+ * and private, link-local and host addresses are denied unless allowed
+ * explicitly. Domain names come later: one is refused, not ignored.
+ */
+export const NETWORK_MODES = ['none', 'egress'] as const;
+export type NetworkMode = (typeof NETWORK_MODES)[number];
+
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+
+/** Why `rule` is not an address rule, or undefined when it is one. */
+export function addressRuleError(rule: string): string | undefined {
+  const [addr = '', len, ...rest] = rule.split('/');
+  if (IPV4.test(addr) && rest.length === 0 && (len === undefined || (/^\d{1,2}$/.test(len) && Number(len) <= 32))) return undefined;
+  if (/^[\d./]*$/.test(rule)) return `${rule}: not an IPv4 address or CIDR`;
+  if (addr.includes(':')) return `${rule}: IPv6 rules are not supported (sandboxes have IPv4 egress only)`;
+  if (/^(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.?$/.test(rule)) return `${rule}: domain name rules are not supported yet; give an IPv4 address or CIDR`;
+  return `${rule}: not an IPv4 address or CIDR`;
+}
+
+export const NetworkRule = z
+  .string()
+  .max(256)
+  .superRefine((v, ctx) => {
+    const err = addressRuleError(v);
+    if (err) ctx.addIssue({ code: 'custom', message: err });
+  });
+
+export const NetworkRules = z.strictObject({
+  mode: z.enum(NETWORK_MODES).default('none'),
+  allowOut: z.array(NetworkRule).max(1024).default([]),
+  denyOut: z.array(NetworkRule).max(1024).default([]),
+});
+export type NetworkRules = z.infer<typeof NetworkRules>;
+export type NetworkRulesInput = z.input<typeof NetworkRules>;
+
+/** `PUT /v1/sandboxes/{id}/network`: replaces the rules (and mode); the next connection follows them. */
+export const SetNetworkRequest = NetworkRules;
+export type SetNetworkRequest = z.input<typeof SetNetworkRequest>;

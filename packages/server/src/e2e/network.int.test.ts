@@ -1,0 +1,100 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
+import { CLI, NODE_FLAGS, startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
+import { FETCH_PY, startTestInternet, type TestInternet } from '../testing/test-internet.js';
+import { GATEWAY_IP } from '../node/network/egress-nft.js';
+import { exec } from '../shared/exec.js';
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** The CLI's contract for networking, against a real daemon, and the rules across a daemon restart. */
+describe('network: CLI, API and a daemon restart', { skip: !isRoot && 'needs root' }, () => {
+  let dir = '';
+  let cfg: ReturnType<typeof testConfig>;
+  let daemon: DaemonProcess | undefined;
+  let internet: TestInternet;
+  let id = '';
+
+  const forkd = (args: string[]): Promise<CliResult> =>
+    new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], { env: { ...process.env, ...cfg.env, FORKD_API_KEY: '', FORKD_URL: daemon!.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      child.stdout!.on('data', (d: Buffer) => out.push(d));
+      child.stderr!.on('data', (d: Buffer) => err.push(d));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
+    });
+  const fetch = async (url: string) => (await forkd(['exec', id, '--', 'python3', '-c', FETCH_PY, url])).stdout.trim();
+  const reaches = async (addr: string) => (await fetch(`http://${addr}:${internet.port}/`)) === `hello from ${addr}`;
+
+  before(async () => {
+    internet = await startTestInternet();
+    dir = await mkdtemp(join(tmpdir(), 'forkd-net-'));
+    cfg = testConfig(dir);
+    daemon = await startDaemonProcess(cfg.env);
+  });
+  after(async () => {
+    await stopDaemonProcess(daemon);
+    if (dir) await disposeNodeDir(undefined, dir, cfg.config);
+    await internet?.close();
+  });
+
+  const [A, B] = ['203.0.113.2', '203.0.113.3'];
+
+  test('create --network egress --deny-out; network --json prints the rules', async () => {
+    const r = await forkd(['create', '--memory', '128', '--network', 'egress', '--deny-out', `${B}/32`]);
+    assert.equal(r.code, 0, r.stderr);
+    id = r.stdout.trim();
+    assert.deepEqual(JSON.parse((await forkd(['network', id, '--json'])).stdout), { mode: 'egress', allowOut: [], denyOut: [`${B}/32`] });
+    assert.equal(await reaches(A), true);
+    assert.equal(await reaches(B), false);
+  });
+
+  test("the sandbox cannot reach forkd's API through its gateway", async () => {
+    const port = new URL(daemon!.url).port;
+    assert.match(await fetch(`http://${GATEWAY_IP}:${port}/v1/sandboxes`), /^ERR/);
+    assert.match(await fetch(`http://${internet.host}:${port}/v1/sandboxes`), /^ERR/);
+  });
+
+  test('network replaces the rules; the next connection follows them', async () => {
+    const r = await forkd(['network', id, '--allow-out', B, '--deny-out', '203.0.113.0/24', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { mode: 'egress', allowOut: [B], denyOut: ['203.0.113.0/24'] });
+    assert.equal(await reaches(B), true);
+    assert.equal(await reaches(A), false);
+  });
+
+  test('a domain rule is refused with a clear message', async () => {
+    const r = await forkd(['network', id, '--allow-out', '*.example.com']);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /domain name rules are not supported yet/);
+    const c = await forkd(['create', '--network', 'egress', '--deny-out', 'pypi.org']);
+    assert.notEqual(c.code, 0);
+    assert.match(c.stderr, /not supported yet/);
+  });
+
+  test('the rules survive a daemon restart (its start re-applies them, even without its table) and can still be changed', async () => {
+    await stopDaemonProcess(daemon);
+    // As a host firewall's reload would: the start-up check brings the rules back.
+    await exec('nft', ['delete', 'table', 'inet', cfg.env.FORKD_NET_TABLE!]);
+    daemon = await startDaemonProcess(cfg.env);
+    assert.equal(await reaches(B), true);
+    assert.equal(await reaches(A), false);
+    assert.equal((await forkd(['network', id, '--mode', 'egress', '--deny-out', `${B}/32`])).code, 0);
+    assert.equal(await reaches(A), true);
+    assert.equal(await reaches(B), false);
+    const none = await forkd(['network', id, '--mode', 'none']);
+    assert.equal(none.stdout, 'mode none\n');
+    assert.equal(await reaches(A), false);
+  });
+});

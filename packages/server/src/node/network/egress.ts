@@ -1,0 +1,173 @@
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { NetworkRules } from '@forkd/protocol';
+import { exec } from '../../shared/exec.js';
+import { attachScript, detachScript, GATEWAY_IP, SANDBOX_IP, SANDBOX_PREFIX, tableScript, type Attachment } from './egress-nft.js';
+
+export interface EgressOptions {
+  /** Where each instance's attachment is recorded (`<key>.json`) and its restore's CRIU config kept. */
+  dir: string;
+  /** forkd's nftables table (`inet <table>`); a node's own, never shared with another's. */
+  table: string;
+  /** Host-side veth names: `<prefix><n>` (≤ 15 bytes in all). */
+  ifPrefix: string;
+  /** The /16 the host-side unique addresses come from, as its first two octets (`10.254`). */
+  hostNet: string;
+}
+
+/** The in-sandbox interface, the same in every sandbox (a snapshot's view of it stays valid). */
+export const SANDBOX_IF = 'eth0';
+
+/**
+ * The host side of `egress` sandboxes: a veth pair per instance, its
+ * sandbox end `eth0` with SANDBOX_IP inside, its host end with the gateway
+ * address and a route to the instance's unique host-side address, and the
+ * instance's rules in forkd's nftables table (see egress-nft.ts).
+ */
+export class Egress {
+  readonly #o: EgressOptions;
+  readonly #known = new Map<string, Attachment>();
+  #tableReady = false;
+
+  constructor(o: EgressOptions) {
+    this.#o = o;
+  }
+
+  #file(key: string): string {
+    return join(this.#o.dir, `${key}.json`);
+  }
+
+  /** CRIU's config for a restore of `key`: the veth its images may hold gets this instance's host end. */
+  criuConfig(key: string): string {
+    return join(this.#o.dir, `${key}.criu.conf`);
+  }
+
+  async #recorded(key: string): Promise<Attachment | undefined> {
+    const had = this.#known.get(key);
+    if (had) return had;
+    const text = await readFile(this.#file(key), 'utf8').catch(() => undefined);
+    if (text === undefined) return undefined;
+    const a = JSON.parse(text) as Attachment;
+    this.#known.set(key, a);
+    return a;
+  }
+
+  /** The instance's host-side veth name and address, allocated once (the lowest index free on the host). */
+  async attachment(key: string): Promise<Attachment> {
+    const had = await this.#recorded(key);
+    if (had) return had;
+    const used = new Set([...this.#known.values()].map((a) => a.ifname));
+    // From here to the record in #known nothing is awaited: two instances never pick the same index.
+    let n = 1;
+    for (; n < 65535; n++) {
+      const ifname = `${this.#o.ifPrefix}${n}`;
+      if (!used.has(ifname) && !existsSync(`/sys/class/net/${ifname}`)) break;
+    }
+    const a = { ifname: `${this.#o.ifPrefix}${n}`, hostIp: `${this.#o.hostNet}.${n >> 8}.${n & 255}` };
+    this.#known.set(key, a);
+    await mkdir(this.#o.dir, { recursive: true, mode: 0o700 });
+    await writeFile(this.#file(key), JSON.stringify(a), { mode: 0o600 });
+    return a;
+  }
+
+  /**
+   * The environment of a restore of `key` from `imagesDir`: when its images
+   * hold the sandbox end of a veth (dumped with egress), CRIU is told, in a
+   * config of its own (CRIU_CONFIG_FILE, read beside its default one), to
+   * make the pair again with this instance's host end. Undefined: none.
+   */
+  async restoreEnv(key: string, imagesDir: string): Promise<Record<string, string> | undefined> {
+    if (!(await imagesHaveVeth(imagesDir))) return undefined;
+    return { CRIU_CONFIG_FILE: await this.prepareRestore(key) };
+  }
+
+  /** Writes the CRIU config for a restore of `key` and returns its path. */
+  async prepareRestore(key: string): Promise<string> {
+    const a = await this.attachment(key);
+    const p = this.criuConfig(key);
+    await writeFile(p, `external veth[${SANDBOX_IF}]:${a.ifname}\n`, { mode: 0o600 });
+    return p;
+  }
+
+  /**
+   * Makes the namespace at `netns` match `rules`: with `egress` a veth pair
+   * (made here, or by CRIU at a restore), addresses, routes and nftables
+   * rules; with `none` no interface but loopback.
+   */
+  async apply(key: string, netns: string, rules: NetworkRules): Promise<void> {
+    // Never attached and no restore made a veth: loopback only already.
+    if (rules.mode === 'none' && !(await this.#recorded(key))) return;
+    const a = await this.attachment(key);
+    const hostHas = existsSync(`/sys/class/net/${a.ifname}`);
+    if (rules.mode === 'none') {
+      if (hostHas) await exec('ip', ['link', 'del', a.ifname], { allowFailure: true });
+      await this.#delRule(a);
+      // A restore of images taken with egress into a sandbox now without: CRIU made the pair with the host end above.
+      await exec('nsenter', [`--net=${netns}`, 'ip', 'link', 'del', SANDBOX_IF], { allowFailure: true });
+      await this.#nftDetach(a);
+      return;
+    }
+    // The table is (re)made with every change, in the same transaction: a table someone removed (a host
+    // firewall's reload runs `flush ruleset`) comes back with the next change. Rules before the link.
+    await exec('nft', ['-f', '-'], { input: tableScript(this.#o.table) + attachScript(this.#o.table, a, rules) });
+    this.#tableReady = true;
+    if (!hostHas) await exec('ip', ['link', 'add', a.ifname, 'type', 'veth', 'peer', 'name', SANDBOX_IF, 'netns', netns]);
+    const inside = [`addr replace ${SANDBOX_IP}/${SANDBOX_PREFIX} dev ${SANDBOX_IF}`, `link set ${SANDBOX_IF} up`, `route replace default via ${GATEWAY_IP} dev ${SANDBOX_IF}`];
+    await exec('nsenter', [`--net=${netns}`, 'ip', '-batch', '-'], { input: inside.join('\n') + '\n' });
+    // No IPv6 on the host end (the sandbox gets none either); forwarding from this link only. Fail closed
+    // without forkd's table: a packet whose source the table did not rewrite (still SANDBOX_IP) is
+    // blackholed by the link's own routing rule (after the local table's, so ARP for the gateway still
+    // resolves). Not strict reverse-path filtering: ARP from SANDBOX_IP would fail it.
+    await writeFile(`/proc/sys/net/ipv6/conf/${a.ifname}/disable_ipv6`, '1').catch(() => {});
+    await writeFile(`/proc/sys/net/ipv4/conf/${a.ifname}/forwarding`, '1');
+    await this.#delRule(a);
+    const host = [`rule add iif ${a.ifname} from ${SANDBOX_IP} blackhole`, `addr replace ${GATEWAY_IP}/32 dev ${a.ifname}`, `link set ${a.ifname} up`, `route replace ${a.hostIp}/32 via ${SANDBOX_IP} dev ${a.ifname} onlink`];
+    await exec('ip', ['-batch', '-'], { input: host.join('\n') + '\n' });
+  }
+
+  /** The link's fail-closed routing rule (see apply); every copy of it, none is fine. */
+  async #delRule(a: Attachment): Promise<void> {
+    for (let i = 0; i < 8; i++) {
+      if ((await exec('ip', ['rule', 'del', 'iif', a.ifname, 'from', SANDBOX_IP, 'blackhole'], { allowFailure: true })).code !== 0) return;
+    }
+  }
+
+  /** Rules of an attached instance only (a runtime change): the next connection follows them. */
+  async setRules(key: string, rules: NetworkRules): Promise<void> {
+    const a = await this.attachment(key);
+    await exec('nft', ['-f', '-'], { input: tableScript(this.#o.table) + attachScript(this.#o.table, a, rules) });
+  }
+
+  async #nftDetach(a: Attachment): Promise<void> {
+    if (!this.#tableReady && (await exec('nft', ['list', 'table', 'inet', this.#o.table], { allowFailure: true })).code !== 0) return;
+    await exec('nft', ['-f', '-'], { input: detachScript(this.#o.table, a) });
+  }
+
+  async dropTable(): Promise<void> {
+    await exec('nft', ['delete', 'table', 'inet', this.#o.table], { allowFailure: true });
+    this.#tableReady = false;
+  }
+
+  /** The instance's veth, rules and records. Idempotent. */
+  async release(key: string): Promise<void> {
+    const a = await this.#recorded(key);
+    if (a) {
+      await exec('ip', ['link', 'del', a.ifname], { allowFailure: true });
+      await this.#delRule(a);
+      await this.#nftDetach(a);
+    }
+    this.#known.delete(key);
+    await rm(this.#file(key), { force: true });
+    await rm(this.criuConfig(key), { force: true });
+  }
+}
+
+/** CRIU's images of the namespace's links (netdev-<id>.img) name the sandbox end when there is one. */
+async function imagesHaveVeth(imagesDir: string): Promise<boolean> {
+  const names = await readdir(imagesDir).catch(() => [] as string[]);
+  for (const n of names.filter((f) => /^netdev-\d+\.img$/.test(f))) {
+    if ((await readFile(join(imagesDir, n))).includes(SANDBOX_IF)) return true;
+  }
+  return false;
+}
