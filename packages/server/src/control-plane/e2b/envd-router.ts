@@ -1,3 +1,4 @@
+import { headerOf } from '../http/raw-http.js';
 import type { IncomingMessage } from 'node:http';
 import type { SandboxInfo } from '@forkd/protocol';
 import type { NodeService } from '../../node-contract/index.js';
@@ -9,10 +10,6 @@ import { fileSignature, type AccessTokens } from './access-tokens.js';
  * token, else a presigned URL's signature, else the only sandbox there is.
  */
 
-function header(req: IncomingMessage, name: string): string | undefined {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
 
 export interface Routed {
   /** The sandbox asked for; undefined when nothing names one (502). */
@@ -20,10 +17,10 @@ export interface Routed {
 }
 
 export async function routeEnvd(svc: NodeService, tokens: AccessTokens, req: IncomingMessage, url: URL): Promise<Routed> {
-  const byHeader = header(req, 'e2b-sandbox-id');
+  const byHeader = headerOf(req, 'e2b-sandbox-id');
   if (byHeader) return { id: byHeader };
   const live = (): Promise<SandboxInfo[]> => svc.list();
-  const token = header(req, 'x-access-token');
+  const token = headerOf(req, 'x-access-token');
   if (token) return { id: (await live()).find((s) => tokens.matches(s.id, token))?.id };
   const sig = url.searchParams.get('signature');
   if (sig && url.pathname === '/files') {

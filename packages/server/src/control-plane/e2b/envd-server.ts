@@ -1,3 +1,4 @@
+import { headerOf } from '../http/raw-http.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ForkdError, toForkdError, type SandboxInfo } from '@forkd/protocol';
 import type { NodeService } from '../../node-contract/index.js';
@@ -32,10 +33,6 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
-function header(req: IncomingMessage, name: string): string | undefined {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
 
 /** The node as the sandbox's owner sees it: the same tenant view and limits a key of that tenant would get. */
 async function ownerCallView(ctx: E2bContext, id: string): Promise<{ view: NodeService; tenant: string | undefined }> {
@@ -67,7 +64,7 @@ export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: 
       return notFound();
     }
     const token = tokens.token(id);
-    const headerToken = header(req, 'x-access-token');
+    const headerToken = headerOf(req, 'x-access-token');
     const isFiles = url.pathname === '/files';
     // Checked before anything else happens to the sandbox: a request that would be refused wakes nothing.
     const refused = isFiles
@@ -129,11 +126,11 @@ export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: 
       }
       const stream = service.streams[method];
       const unary = service.unary[method];
-      const ct = (header(req, 'content-type') ?? '').toLowerCase();
+      const ct = (headerOf(req, 'content-type') ?? '').toLowerCase();
       if (stream) {
-        const rs = new RpcStream(res, stream.keepalive, keepaliveMs(header(req, 'keepalive-ping-interval')));
+        const rs = new RpcStream(res, stream.keepalive, keepaliveMs(headerOf(req, 'keepalive-ping-interval')));
         try {
-          call.user = requestUser(header(req, 'authorization'));
+          call.user = requestUser(headerOf(req, 'authorization'));
           if (!ct.startsWith('application/connect+json')) throw new RpcError('invalid_argument', `unsupported content type ${ct} (the JSON codec: application/connect+json)`);
           let msg: unknown;
           try {
@@ -141,7 +138,7 @@ export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: 
           } catch (err) {
             throw err instanceof RpcError ? err : new RpcError('invalid_argument', 'malformed request message');
           }
-          await stream.method(call, msg, rs, connectTimeoutMs(header(req, 'connect-timeout-ms')));
+          await stream.method(call, msg, rs, connectTimeoutMs(headerOf(req, 'connect-timeout-ms')));
         } catch (err) {
           const e = rpcError(err, requestId);
           code = e.code;
@@ -155,7 +152,7 @@ export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: 
         return sendJson(res, 501, { code: 'unimplemented', message: `${m![1]}/${method} is not implemented` });
       }
       try {
-        call.user = requestUser(header(req, 'authorization'));
+        call.user = requestUser(headerOf(req, 'authorization'));
         if (!ct.startsWith('application/json')) throw new RpcError('invalid_argument', `unsupported content type ${ct} (the JSON codec: application/json)`);
         const raw = await readBody(req);
         let msg: unknown;
