@@ -20,7 +20,8 @@ import { fileURLToPath } from 'node:url';
 
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const { testConfig, disposeNodeDir } = await import(join(root, 'packages/server/dist/testing/test-node.js'));
-const { startDaemonProcess, stopDaemonProcess } = await import(join(root, 'packages/server/dist/testing/daemon-process.js'));
+const { stopDaemonProcess } = await import(join(root, 'packages/server/dist/testing/daemon-process.js'));
+const { startE2bDaemon } = await import(join(root, 'packages/server/dist/testing/e2b-daemon.js'));
 
 const sdk = resolve(process.argv[2] ?? '');
 if (!existsSync(join(sdk, 'tests/setup.ts'))) {
@@ -56,15 +57,12 @@ export default defineConfig({ test: { include: ['tests/**/*.test.ts'], isolate: 
 
 const dir = await mkdtemp(join(tmpdir(), 'forkd-e2b-suite-'));
 const cfg = testConfig(dir);
-const api = 20000 + Math.floor(Math.random() * 12000);
 let daemon;
 let code = 1;
 try {
-  daemon = await startDaemonProcess({ ...cfg.env, FORKD_E2B_API_PORT: String(api), FORKD_E2B_ENVD_PORT: String(api + 1) });
-  while (!/e2b envd serving/.test(daemon.log())) await new Promise((r) => setTimeout(r, 50));
-  const r = await fetch(`${daemon.url}/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${daemon.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ format: 'e2b', tenant: 'e2b-suite' }) });
-  const { key } = await r.json();
-  const env = { ...process.env, E2B_API_KEY: key, E2B_API_URL: `http://127.0.0.1:${api}`, E2B_SANDBOX_URL: `http://127.0.0.1:${api + 1}` };
+  const e = await startE2bDaemon(cfg.env, 'e2b-suite');
+  daemon = e.daemon;
+  const env = { ...process.env, E2B_API_KEY: e.key, E2B_API_URL: e.apiUrl, E2B_SANDBOX_URL: e.envdUrl };
   delete env.E2B_DEBUG;
   code = sh('npx', ['vitest', 'run', '--config', config, ...files], { env });
 } finally {

@@ -1,7 +1,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { disposeNodeDir, startDaemonProcess, stopDaemonProcess, testConfig, type DaemonProcess } from '@forkd/server/testing';
+import { disposeNodeDir, startE2bDaemon, stopDaemonProcess, testConfig, type DaemonProcess } from '@forkd/server/testing';
 import { summarize, type Summary } from './stats.js';
 
 export interface E2bSdkRow {
@@ -20,16 +20,14 @@ export async function e2bSdkRows(quick: boolean): Promise<E2bSdkRow[]> {
   const n = quick ? 3 : 30;
   const dir = await mkdtemp(join(tmpdir(), 'forkd-bench-e2b-'));
   const cfg = testConfig(dir);
-  const apiPort = 20000 + Math.floor(Math.random() * 12000);
   let d: DaemonProcess | undefined;
   const saved = { key: process.env.E2B_API_KEY, api: process.env.E2B_API_URL, envd: process.env.E2B_SANDBOX_URL };
   try {
-    d = await startDaemonProcess({ ...cfg.env, FORKD_WARM_POOL: '2', FORKD_E2B_API_PORT: String(apiPort), FORKD_E2B_ENVD_PORT: String(apiPort + 1) });
-    for (let i = 0; i < 600 && !/e2b envd serving/.test(d.log()); i++) await new Promise((r) => setTimeout(r, 50));
-    const r = await fetch(`${d.url}/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${d.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ format: 'e2b' }) });
-    process.env.E2B_API_KEY = ((await r.json()) as { key: string }).key;
-    process.env.E2B_API_URL = `http://127.0.0.1:${apiPort}`;
-    process.env.E2B_SANDBOX_URL = `http://127.0.0.1:${apiPort + 1}`;
+    const e = await startE2bDaemon({ ...cfg.env, FORKD_WARM_POOL: '2' }, 'default');
+    d = e.daemon;
+    process.env.E2B_API_KEY = e.key;
+    process.env.E2B_API_URL = e.apiUrl;
+    process.env.E2B_SANDBOX_URL = e.envdUrl;
     const { Sandbox } = await import('e2b');
     const settle = () => new Promise((r) => setTimeout(r, 1500)); // the warm pool refills between creates
 

@@ -22,11 +22,15 @@ export interface NodeProcess {
   log(): string;
 }
 
+/** A random port below Linux's ephemeral range (32768+): an outgoing connection's local port there made a CI run's listen fail. */
+export function randomPort(): number {
+  return 20000 + Math.floor(Math.random() * 12000);
+}
+
 /** Runs `forkd serve ARGS` on a random port; resolves with its URL and log once it listens. */
 function startServe(env: NodeJS.ProcessEnv, args: string[]): Promise<{ child: ChildProcess; url: string; log(): string }> {
   const child = spawn(process.execPath, [...NODE_FLAGS, CLI, 'serve', ...args], {
-    // Below Linux's ephemeral range (32768+): an outgoing connection's local port there made a CI run's listen fail.
-    env: { ...env, FORKD_PORT: String(20000 + Math.floor(Math.random() * 12000)) },
+    env: { ...env, FORKD_PORT: String(randomPort()) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';

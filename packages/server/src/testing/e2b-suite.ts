@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { after, before, describe } from 'node:test';
 import { disposeNodeDir, isRoot, testConfig } from './test-node.js';
-import { startDaemonProcess, stopDaemonProcess, type DaemonProcess } from './daemon-process.js';
+import { stopDaemonProcess, type DaemonProcess } from './daemon-process.js';
+import { startE2bDaemon } from './e2b-daemon.js';
 
 export type SandboxClass = typeof import('e2b').Sandbox;
 export type E2bSandbox = InstanceType<SandboxClass>;
@@ -24,16 +25,7 @@ export interface E2bRun {
   daemon: DaemonProcess;
 }
 
-const freePort = () => 20000 + Math.floor(Math.random() * 12000);
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function waitForLog(d: DaemonProcess, pattern: RegExp, ms = 60_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!pattern.test(d.log())) {
-    if (Date.now() > until) throw new Error(`daemon never logged ${pattern}:\n${d.log()}`);
-    await sleep(50);
-  }
-}
 
 /**
  * The official `e2b` SDK, unchanged, against a real `forkd serve`: only the
@@ -50,18 +42,12 @@ export function describeE2b(title: string, body: (run: E2bRun, version: string) 
     before(async () => {
       dir = await mkdtemp(join(tmpdir(), 'forkd-e2b-'));
       cfg = testConfig(dir);
-      const apiPort = freePort();
-      let envdPort = freePort();
-      while (envdPort === apiPort) envdPort = freePort();
-      daemon = await startDaemonProcess({ ...cfg.env, FORKD_E2B_API_PORT: String(apiPort), FORKD_E2B_ENVD_PORT: String(envdPort) });
-      await waitForLog(daemon, /e2b envd serving/);
-      const r = await fetch(`${daemon.url}/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${daemon.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ format: 'e2b', tenant: 'e2b-test' }) });
-      assert.equal(r.status, 201, await r.clone().text());
-      const { key } = (await r.json()) as { key: string };
-      assert.match(key, /^e2b_[0-9a-f]{40}$/);
-      process.env.E2B_API_KEY = key;
-      process.env.E2B_API_URL = `http://127.0.0.1:${apiPort}`;
-      process.env.E2B_SANDBOX_URL = `http://127.0.0.1:${envdPort}`;
+      const e = await startE2bDaemon(cfg.env);
+      daemon = e.daemon;
+      assert.match(e.key, /^e2b_[0-9a-f]{40}$/);
+      process.env.E2B_API_KEY = e.key;
+      process.env.E2B_API_URL = e.apiUrl;
+      process.env.E2B_SANDBOX_URL = e.envdUrl;
       delete process.env.E2B_DEBUG;
     });
     after(async () => {

@@ -2,6 +2,8 @@
 export { createTestNode, disposeNodeDir, testConfig, isRoot, hostFootprint, type TestNode } from './test-node.js';
 export { startDaemonProcess, startNodeProcess, stopDaemonProcess, CLI, NODE_FLAGS, type DaemonProcess, type NodeProcess } from './daemon-process.js';
 export { run, waitFor } from './helpers.js';
+export { startE2bDaemon, type E2bDaemon } from './e2b-daemon.js';
+export { randomPort } from './daemon-process.js';
 /** Storage internals the benchmark (packages/bench) drives directly to measure what disk quotas cost. */
 export { ensurePool, unmountPool, type PoolOptions } from '../node/storage/btrfs-pool.js';
 export { BtrfsStorage } from '../node/storage/btrfs-storage.js';
