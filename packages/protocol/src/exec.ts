@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { GrantSpec } from './secrets.js';
 import { TAG_PATTERN } from './ids.js';
 
 const EnvMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'invalid env var name').max(256), z.string().max(65536));
@@ -33,6 +34,8 @@ export const ExecRequest = z.intersection(
     /** Bytes (base64) written to stdin, then stdin is closed. */
     stdinData: z.string().max(16 * 1024 * 1024).optional(),
     timeoutMs: z.number().int().min(1).max(7 * 24 * 3600 * 1000).optional(),
+    /** Per-call grants: they exist only while this call runs (removed when it returns or its stream ends). */
+    grants: z.array(GrantSpec).max(16).optional(),
   }),
 );
 export type ExecRequest = z.infer<typeof ExecRequest>;

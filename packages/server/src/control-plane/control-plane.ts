@@ -6,18 +6,26 @@ import { SqliteControlStore } from '../store/sqlite-control-store.js';
 import { ApiKeys } from './auth/api-keys.js';
 import { startAuditRetention } from './audit-retention.js';
 import { TenantQuotas } from './quota/tenant-quotas.js';
+import { loadSecretKey, SecretCipher } from './secrets/secret-cipher.js';
 
 export interface ControlPlane {
   store: ControlStore;
   keys: ApiKeys;
   /** Per-tenant limits and the capacity operations in flight reserved (one instance: reservations are shared by every request). */
   quotas: TenantQuotas;
+  /** Seals and opens secret values (the key: secretKeyFile, root-only). */
+  cipher: SecretCipher;
   close(): Promise<void>;
 }
 
 /** Where `forkd setup` leaves the machine's admin key (root only). */
 export function adminKeyFile(config: ForkdConfig): string {
   return join(config.stateDir, 'admin.key');
+}
+
+/** The key secrets are sealed with at rest: 32 random bytes, made at the first start (or `forkd setup`), owner-only. */
+export function secretKeyFile(config: ForkdConfig): string {
+  return join(config.stateDir, 'secrets.key');
 }
 
 /** Keys, ownership and audit: the control plane's own database, next to the node's. */
@@ -30,6 +38,7 @@ export async function openControlPlane(config: ForkdConfig, logger?: Logger): Pr
     store,
     keys,
     quotas: new TenantQuotas(store, config.tenantLimits, config.defaultDiskMb),
+    cipher: new SecretCipher(loadSecretKey(secretKeyFile(config))),
     close: async () => {
       stopRetention();
       await store.close();

@@ -9,6 +9,7 @@ import type {
   TemplateInfo,
   WatchEvent,
   SetNetworkRequest,
+  NodeCredential,
 } from '@forkd/protocol';
 import type { ClaimSandbox, FileContent, ForkOptions, ForkTree, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SpawnOptions, WatchHandle, WriteFileOptions } from './node-types.js';
 
@@ -30,6 +31,12 @@ export interface NodeService {
   setTimeout(id: string, seconds: number): Promise<SandboxInfo>;
   /** Replaces its network mode and rules (running: from the next connection on). */
   setNetwork(id: string, rules: SetNetworkRequest): Promise<SandboxInfo>;
+  /**
+   * Replaces the credentials the egress proxy adds to its requests (headers
+   * already resolved). Kept in memory only: never on disk, in the sandbox or
+   * a snapshot; the control plane pushes them again after a node restart.
+   */
+  setCredentials(id: string, credentials: NodeCredential[]): Promise<void>;
   /** Memory, CPU, processes and disk. */
   metrics(id: string): Promise<SandboxMetrics>;
 

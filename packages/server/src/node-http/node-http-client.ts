@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import { ForkdError, fromErrorBody } from '@forkd/protocol';
-import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo, SandboxInfo, SandboxMetrics, SetNetworkRequest, SnapshotInfo, TemplateInfo, WatchEvent } from '@forkd/protocol';
+import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo, SandboxInfo, SandboxMetrics, SetNetworkRequest, SnapshotInfo, TemplateInfo, WatchEvent, NodeCredential } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
 import type {
   ClaimSandbox,
@@ -84,6 +84,10 @@ export class NodeHttpClient implements NodeService {
 
   async setNetwork(id: string, rules: SetNetworkRequest): Promise<SandboxInfo> {
     return this.#t.call('PUT', `${sbx(id)}/network`, { json: rules });
+  }
+
+  async setCredentials(id: string, credentials: NodeCredential[]): Promise<void> {
+    await this.#t.call('PUT', `${sbx(id)}/credentials`, { json: { credentials } });
   }
 
   async metrics(id: string): Promise<SandboxMetrics> {

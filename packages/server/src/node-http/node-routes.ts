@@ -16,6 +16,7 @@ import {
   PinRequest,
   RemoveQuery,
   RewindRequest,
+  SetCredentialsRequest,
   SetTimeoutRequest,
   type SetNetworkRequest,
   SignalRequest,
@@ -46,6 +47,10 @@ export function mountNodeRoutes(app: Hono, node: NodeService): void {
   app.post('/sandboxes/:id/timeout', async (c) => c.json(await node.setTimeout(c.req.param('id'), validate(SetTimeoutRequest, await jsonOf(c)).timeoutSeconds)));
   // Checked by the manager, which words a domain rule's refusal.
   app.put('/sandboxes/:id/network', async (c) => c.json(await node.setNetwork(c.req.param('id'), (await jsonOf(c)) as SetNetworkRequest)));
+  app.put('/sandboxes/:id/credentials', async (c) => {
+    await node.setCredentials(c.req.param('id'), validate(SetCredentialsRequest, await jsonOf(c)).credentials);
+    return c.body(null, 204);
+  });
   app.get('/sandboxes/:id/metrics', async (c) => c.json(await node.metrics(c.req.param('id'))));
 
   app.get('/sandboxes/:id/processes', async (c) => c.json({ processes: await node.listProcesses(c.req.param('id')) }));

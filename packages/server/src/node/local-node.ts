@@ -1,4 +1,4 @@
-import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo, SandboxInfo, SandboxMetrics, SetNetworkRequest, SnapshotInfo, TemplateInfo, WatchEvent } from '@forkd/protocol';
+import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo, SandboxInfo, SandboxMetrics, SetNetworkRequest, SnapshotInfo, TemplateInfo, WatchEvent, NodeCredential } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
 import type {
   ClaimSandbox,
@@ -19,6 +19,7 @@ import type {
 import type { SandboxManager } from './manager/sandbox-manager.js';
 import { buildTemplate } from './templates/template-builder.js';
 import type { TemplateRegistry } from './templates/template-registry.js';
+import type { NodeCredentials } from './secrets/node-credentials.js';
 
 /**
  * The node contract in this process: a thin adapter over the SandboxManager.
@@ -30,10 +31,12 @@ import type { TemplateRegistry } from './templates/template-registry.js';
 export class LocalNode implements NodeService {
   readonly #m: SandboxManager;
   readonly #templates: TemplateRegistry;
+  readonly #credentials: NodeCredentials;
 
-  constructor(manager: SandboxManager, templates: TemplateRegistry) {
+  constructor(manager: SandboxManager, templates: TemplateRegistry, credentials: NodeCredentials) {
     this.#m = manager;
     this.#templates = templates;
+    this.#credentials = credentials;
   }
 
   async create(req: CreateSandboxRequest, claim?: ClaimSandbox): Promise<SandboxInfo> {
@@ -50,6 +53,7 @@ export class LocalNode implements NodeService {
 
   async delete(id: string): Promise<void> {
     await this.#m.delete(id);
+    await this.#credentials.forget(id);
   }
 
   async setTimeout(id: string, seconds: number): Promise<SandboxInfo> {
@@ -58,6 +62,11 @@ export class LocalNode implements NodeService {
 
   async setNetwork(id: string, rules: SetNetworkRequest): Promise<SandboxInfo> {
     return this.#m.setNetwork(id, rules);
+  }
+
+  async setCredentials(id: string, credentials: NodeCredential[]): Promise<void> {
+    await this.#m.get(id);
+    await this.#credentials.set(this, id, credentials);
   }
 
   async metrics(id: string): Promise<SandboxMetrics> {

@@ -21,6 +21,10 @@ import { privateDir, tightenPrivateState, usePrivateUmask } from '../shared/priv
 import { openStagingDir } from './storage/staging-dir.js';
 import type { NodeService } from '../node-contract/node-service.js';
 import { LocalNode } from './local-node.js';
+import type { EgressInterceptor } from './network/egress-interceptor.js';
+import { CredentialInterceptor } from './secrets/credential-interceptor.js';
+import { NodeCredentials } from './secrets/node-credentials.js';
+import { SandboxCas } from './secrets/sandbox-ca.js';
 
 export interface Node {
   config: ForkdConfig;
@@ -31,6 +35,8 @@ export interface Node {
   manager: SandboxManager;
   /** The node contract over the manager: what a control plane (in this process or over HTTP) uses. */
   service: NodeService;
+  /** What the egress proxy asks per connection and request: the sandboxes' credentials (just-in-time secrets). */
+  egressInterceptor: EgressInterceptor;
   /** Rescans qgroups the kernel left inconsistent (see quota-keeper.ts); a storage without quotas has none. */
   quotaKeeper?: QuotaKeeper | undefined;
   /** One pass of the node's policy (lifetimes, dead sandboxes, rolling snapshots, hibernation, thinning; see policy/reconciler.ts). */
@@ -93,6 +99,8 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?:
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
   });
   await manager.recover();
+  const cas = new SandboxCas(join(config.stateDir, 'sandbox-ca'));
+  const credentials = new NodeCredentials(new CredentialInterceptor(cas, opts.onEvent), cas);
   // Policy above the manager, through its public methods only.
   const reconciler = new Reconciler(manager, sandboxTimeoutMs(manager.guestDeadlineMs), {
     timeline: { ...DEFAULT_TIMELINE_POLICY, intervalMs: config.snapshotIntervalS * 1000 },
@@ -105,7 +113,8 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?:
     runtime,
     templates,
     manager,
-    service: new LocalNode(manager, templates),
+    service: new LocalNode(manager, templates, credentials),
+    egressInterceptor: credentials.interceptor,
     quotaKeeper,
     tick: (now) => reconciler.tick(now),
     async close() {

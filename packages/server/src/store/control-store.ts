@@ -1,4 +1,5 @@
 import type { AuditQuery, AuditRecord, TenantLimits } from '@forkd/protocol';
+import type { SecretRecords } from './secret-records.js';
 
 export interface KeyRecord {
   id: string;
@@ -13,7 +14,7 @@ export interface KeyRecord {
 }
 
 /** What the control plane owns beside the nodes: who may call, what each tenant owns, what was done. */
-export interface ControlStore {
+export interface ControlStore extends SecretRecords {
   insertKey(rec: KeyRecord): Promise<void>;
   keyByHash(hash: string): Promise<KeyRecord | undefined>;
   listKeys(tenant?: string): Promise<KeyRecord[]>;

@@ -3,6 +3,8 @@ import type Database from 'better-sqlite3';
 import type { AuditQuery, AuditRecord, TenantLimits } from '@forkd/protocol';
 import type { ControlStore, KeyRecord, OwnedKind } from './control-store.js';
 import { openSqlite } from './sqlite-open.js';
+import type { GrantRecord, SecretRecord } from './secret-records.js';
+import { SECRET_MIGRATION, SqliteSecretRecords } from './sqlite-secret-records.js';
 
 const MIGRATIONS = [
   `CREATE TABLE api_keys (
@@ -52,6 +54,7 @@ const MIGRATIONS = [
      limits TEXT NOT NULL,
      updated_at TEXT NOT NULL
    );`,
+  SECRET_MIGRATION,
 ];
 
 interface KeyRow {
@@ -102,10 +105,40 @@ function toAudit(r: AuditRow): AuditRecord {
 /** The default ControlStore: its own SQLite file next to the node's (PostgreSQL when the control plane scales out). */
 export class SqliteControlStore implements ControlStore {
   readonly #db: Database.Database;
+  readonly #secrets: SqliteSecretRecords;
 
   constructor(file: string) {
     this.#db = openSqlite(file, MIGRATIONS);
     this.#hashOldTokens();
+    this.#secrets = new SqliteSecretRecords(this.#db);
+  }
+
+  putSecret(tenant: string, name: string, sealed: Buffer, at: string): Promise<void> {
+    return this.#secrets.putSecret(tenant, name, sealed, at);
+  }
+
+  secret(tenant: string, name: string): Promise<SecretRecord | undefined> {
+    return this.#secrets.secret(tenant, name);
+  }
+
+  listSecrets(tenant: string): Promise<Omit<SecretRecord, 'sealed'>[]> {
+    return this.#secrets.listSecrets(tenant);
+  }
+
+  deleteSecret(tenant: string, name: string): Promise<boolean> {
+    return this.#secrets.deleteSecret(tenant, name);
+  }
+
+  insertGrant(g: GrantRecord): Promise<void> {
+    return this.#secrets.insertGrant(g);
+  }
+
+  grants(sandboxId?: string): Promise<GrantRecord[]> {
+    return this.#secrets.grants(sandboxId);
+  }
+
+  deleteGrant(id: string): Promise<boolean> {
+    return this.#secrets.deleteGrant(id);
   }
 
   /**

@@ -1,3 +1,4 @@
+import { testCipher } from '../../testing/test-cipher.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ForkdError, type SandboxInfo } from '@forkd/protocol';
@@ -68,7 +69,7 @@ function fakeNode(calls: Array<[string, unknown]> = []): NodeService {
 
 async function harness() {
   const store = new SqliteControlStore(':memory:');
-  const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
+  const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), cipher: testCipher(), close: () => store.close() };
   const key = (await control.keys.create({ format: 'e2b', tenant: 'acme', admin: false }, undefined)).key;
   const other = (await control.keys.create({ format: 'e2b', tenant: 'other', admin: false }, undefined)).key;
   const calls: Array<[string, unknown]> = [];

@@ -6,6 +6,7 @@ import { TenantQuotas } from '../quota/tenant-quotas.js';
 import { AuthThrottle } from '../auth/auth-throttle.js';
 import { SqliteControlStore } from '../../store/sqlite-control-store.js';
 import { createApp } from './app.js';
+import { testCipher } from '../../testing/test-cipher.js';
 import type { ClaimSandbox, NodeService } from '../../node-contract/index.js';
 
 /* The API's unit tests' fixtures (app.test.ts, tenancy.test.ts): a fake node and an app over it. */
@@ -93,6 +94,10 @@ export function fakeService(): NodeService & { created: unknown[]; calls: Array<
     },
     setTimeout: async (id) => Promise.reject(missing(id)),
     setNetwork: async (id) => Promise.reject(missing(id)),
+    async setCredentials(id, creds) {
+      if (!boxes.has(id)) throw missing(id);
+      calls.push(['setCredentials', { id, creds }]);
+    },
     resume: async (id, opts) => {
       calls.push(['resume', opts]);
       const s = { ...(await fake.get(id)), state: 'running' as const };
@@ -136,7 +141,7 @@ export function fakeService(): NodeService & { created: unknown[]; calls: Array<
 /** An app over the fake service with a fresh control plane; `call` uses the admin key of tenant `default`. */
 export async function testApp(svc: NodeService = fakeService(), throttle = new AuthThrottle({ burst: 10_000 })) {
   const store = new SqliteControlStore(':memory:');
-  const control = { store, keys: new ApiKeys(store, throttle), quotas: new TenantQuotas(store), close: () => store.close() };
+  const control = { store, keys: new ApiKeys(store, throttle), quotas: new TenantQuotas(store), cipher: testCipher(), close: () => store.close() };
   const app = createApp({ svc, control, logger: silentLogger });
   const admin = (await control.keys.create({ format: 'forkd', admin: true }, undefined)).key;
   const call = async (method: string, path: string, body?: string, key: string | null = admin) => {

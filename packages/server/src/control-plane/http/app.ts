@@ -14,6 +14,7 @@ import { openApiDocument } from './openapi.js';
 import { proxyHttp, proxyTarget } from './port-proxy.js';
 import { errorBody, logRequestError, newRequestId, REQUEST_ID_HEADER } from './public-error.js';
 import { mountRoutes } from './routes/index.js';
+import { SecretService } from '../secrets/secret-service.js';
 
 export type { AppEnv } from './app-env.js';
 
@@ -28,7 +29,7 @@ export interface AppDeps {
 
 const SANDBOX_IN_PATH = new RegExp(`^/v1/sandboxes/(${SANDBOX_ID_SOURCE})`);
 const SNAPSHOT_IN_PATH = new RegExp(`^/v1/snapshots/(${SNAPSHOT_ID_SOURCE})`);
-const TARGET_IN_PATH = /^\/v1\/(?:snapshots|keys|templates|tenants)\/([^/]+)/;
+const TARGET_IN_PATH = /^\/v1\/(?:snapshots|keys|templates|tenants|secrets)\/([^/]+)/;
 
 /** One audit record: the route pattern as the operation, the command or path as the target. */
 function auditRecord(c: Context<AppEnv>, who: Principal | undefined, code: string, status: number, t0: number): Omit<AuditRecord, 'id'> {
@@ -67,7 +68,10 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
     refuseKeyInQuery(new URL(c.req.url).searchParams);
     return control.keys.authenticate(presentedKey((n) => c.req.header(n), new URLSearchParams()), source);
   };
-  const deps = { svc, control, metrics, caller };
+  const secrets = new SecretService(control.store, control.cipher, svc, logger);
+  // Nodes hold credentials in memory only: a restarted daemon (or node) gets every live grant again.
+  void secrets.pushAll().catch((err: unknown) => logger.warn('grants not pushed at start', { error: String(err) }));
+  const deps = { svc, control, metrics, caller, secrets };
   // Refused calls are audited too, but a flood of them must not fill the log: 60 in a burst, then one a second (all sources together).
   const unauthenticatedAudit = new KeyedBuckets({ capacity: 60, perSecond: 1, maxKeys: 1 });
   let unauditedRefusals = 0;

@@ -1,3 +1,4 @@
+import { testCipher } from '../../testing/test-cipher.js';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { truncate } from 'node:fs/promises';
@@ -23,7 +24,7 @@ describe('errors as tenants and admins see them (real CRIU)', { skip: !isRoot &&
   before(async () => {
     node = await createTestNode();
     const store = new SqliteControlStore(':memory:');
-    const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
+    const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), cipher: testCipher(), close: () => store.close() };
     const app = createApp({ svc: node.service, control, logger: createLogger('info', (l) => lines.push(l)) });
     admin = (await control.keys.create({ format: 'forkd', admin: true }, undefined)).key;
     tenant = (await control.keys.create({ format: 'forkd', tenant: 'acme', admin: false }, undefined)).key;

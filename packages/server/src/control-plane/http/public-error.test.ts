@@ -1,3 +1,4 @@
+import { testCipher } from '../../testing/test-cipher.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ForkdError, type SandboxInfo } from '@forkd/protocol';
@@ -53,7 +54,7 @@ function failingService(): NodeService {
 
 async function setup() {
   const store = new SqliteControlStore(':memory:');
-  const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
+  const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), cipher: testCipher(), close: () => store.close() };
   const lines: string[] = [];
   const app = createApp({ svc: failingService(), control, logger: createLogger('debug', (l) => lines.push(l)) });
   const admin = (await control.keys.create({ format: 'forkd', admin: true }, undefined)).key;

@@ -1,3 +1,4 @@
+import { testCipher } from '../../testing/test-cipher.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { SandboxInfo } from '@forkd/protocol';
@@ -196,7 +197,7 @@ test('proxy tokens: shown once at creation, stored as SHA-256 only; the proxy ac
     old.prepare('INSERT INTO sandbox_tokens (id, token) VALUES (?, ?)').run('sbx-oldoldoldold', 'plain-old-token-1234567890');
     old.close();
     store = new SqliteControlStore(file);
-    const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
+    const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), cipher: testCipher(), close: () => store.close() };
     const app = createApp({ svc: fakeService(), control, logger: silentLogger });
     const admin = (await control.keys.create({ format: 'forkd', admin: true }, undefined)).key;
     const h = { authorization: `Bearer ${admin}`, 'content-type': 'application/json' };
@@ -212,7 +213,7 @@ test('proxy tokens: shown once at creation, stored as SHA-256 only; the proxy ac
     assert.equal(bytes.includes(s.proxyToken!), false);
     assert.equal(bytes.includes('plain-old-token-1234567890'), false);
     store = new SqliteControlStore(file);
-    const c2 = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
+    const c2 = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), cipher: testCipher(), close: () => store.close() };
     assert.equal(await store.tokenHash(s.id), createHash('sha256').update(s.proxyToken!).digest('hex'));
     const target = (id: string) => ({ id, port: 8000, path: '/' });
     const tok = (t: string) => (n: string) => (n === 'x-forkd-token' ? t : undefined);

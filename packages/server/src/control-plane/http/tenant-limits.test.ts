@@ -1,3 +1,4 @@
+import { testCipher } from '../../testing/test-cipher.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -65,7 +66,7 @@ function slowNode(): NodeService {
 
 async function setup(defaults = UNLIMITED) {
   const store = new SqliteControlStore(':memory:');
-  const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store, defaults), close: () => store.close() };
+  const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store, defaults), cipher: testCipher(), close: () => store.close() };
   const app = createApp({ svc: slowNode(), control, logger: silentLogger });
   const admin = (await control.keys.create({ format: 'forkd', admin: true }, undefined)).key;
   const acme = (await control.keys.create({ format: 'forkd', tenant: 'acme', admin: false }, undefined)).key;

@@ -1,4 +1,4 @@
-import { ForkdError, type BuildTemplateRequest, type CreateSandboxRequest, type SandboxInfo, type SetNetworkRequest, type SnapshotInfo, type TemplateInfo } from '@forkd/protocol';
+import { ForkdError, type BuildTemplateRequest, type CreateSandboxRequest, type SandboxInfo, type SetNetworkRequest, type NodeCredential, type SnapshotInfo, type TemplateInfo } from '@forkd/protocol';
 import type { ClaimSandbox, ForkOptions, ForkTree, NodeService, PauseOptions, ResumeOptions } from '../../node-contract/index.js';
 import type { ControlStore } from '../../store/control-store.js';
 import { mintProxyToken } from '../auth/proxy-tokens.js';
@@ -99,6 +99,10 @@ export class TenantView implements NodeService {
 
   async setTimeout(id: string, seconds: number): Promise<SandboxInfo> {
     return this.#shown(await this.#svc.setTimeout(await this.#sandbox(id), seconds));
+  }
+
+  async setCredentials(id: string, credentials: NodeCredential[]): Promise<void> {
+    await this.#svc.setCredentials(await this.#sandbox(id), credentials);
   }
 
   async setNetwork(id: string, rules: SetNetworkRequest): Promise<SandboxInfo> {

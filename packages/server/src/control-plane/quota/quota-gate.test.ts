@@ -1,3 +1,4 @@
+import { testCipher } from '../../testing/test-cipher.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ForkdError, SandboxInfo } from '@forkd/protocol';
@@ -23,7 +24,7 @@ test('a port-proxy call that would wake a paused sandbox is held to its owner\'s
     },
   } as unknown as NodeService;
   const store = new SqliteControlStore(':memory:');
-  const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), close: () => store.close() };
+  const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), cipher: testCipher(), close: () => store.close() };
   await store.setOwner('sandbox', 'sbx-run', 'acme');
   await store.setOwner('sandbox', 'sbx-paused', 'acme');
   await store.setTenantLimits('acme', { runningSandboxes: 1 });

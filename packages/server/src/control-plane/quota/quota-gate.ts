@@ -118,6 +118,7 @@ export function quotaGate(svc: NodeService, store: ControlStore, quotas: TenantQ
     pause: (id, opts) => svc.pause(id, opts),
     setTimeout: (id, seconds) => svc.setTimeout(id, seconds),
     setNetwork: (id, rules) => svc.setNetwork(id, rules),
+    setCredentials: (id, creds) => svc.setCredentials(id, creds),
     tree: (id) => svc.tree(id),
     deleteTemplate: (name) => svc.deleteTemplate(name),
     stats: () => svc.stats(),

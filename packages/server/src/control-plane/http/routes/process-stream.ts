@@ -19,10 +19,23 @@ export function streamError(c: Context, err: unknown): ErrorBody['error'] {
   return publicError(err, requestId, !!who?.admin);
 }
 
-/** Streams a process (already started or attached) as NDJSON events. */
-export function processStream(c: Context, start: (h: Required<OutputHandlers>) => Promise<ProcessStream>, after?: (p: { pid: number }) => Promise<void>) {
+/**
+ * Streams a process (already started or attached) as NDJSON events.
+ * `finish` runs once when the stream ends, however (exit, error, the caller
+ * gone), or when the start fails.
+ */
+export function processStream(c: Context, start: (h: Required<OutputHandlers>) => Promise<ProcessStream>, after?: (p: { pid: number }) => Promise<void>, finish?: () => Promise<void>) {
+  let finished = false;
+  const end = () => {
+    if (finished || !finish) return;
+    finished = true;
+    void finish().catch((err: unknown) => (c.get('logger') as Logger | undefined)?.warn('stream clean-up failed', { error: String(err) }));
+  };
   let detach = () => {};
-  const out = ndjsonStream(() => detach());
+  const out = ndjsonStream(() => {
+    detach();
+    end();
+  });
   const h = {
     onStdout: (d: Buffer) => out.write({ type: 'stdout', data: d.toString('base64') }),
     onStderr: (d: Buffer) => out.write({ type: 'stderr', data: d.toString('base64') }),
@@ -40,9 +53,13 @@ export function processStream(c: Context, start: (h: Required<OutputHandlers>) =
       } catch (err) {
         await out.write({ type: 'error', error: streamError(c, err) });
       } finally {
+        end();
         out.close();
       }
     })();
     return c.body(out.stream, 200, NDJSON_HEADERS);
+  }, (err: unknown) => {
+    end();
+    throw err;
   });
 }

@@ -21,12 +21,20 @@ export const PROCESS_ROUTES = [
     summary: 'Run a command; output streams as NDJSON (background: returns the pid at once)',
     body: ExecRequest,
     ndjson: ExecEvent,
-    handler: async (c, _deps, input) => {
+    handler: async (c, { secrets }, input) => {
       const id = param(c, 'id');
       const req = await input.body();
-      const opts = spawnOptions({ ...req, stdin: req.stdin || req.stdinData !== undefined });
+      const { grants, ...spawnReq } = req;
+      const opts = spawnOptions({ ...spawnReq, stdin: req.stdin || req.stdinData !== undefined });
       c.set('target', opts.argv.join(' '));
       const view = v(c);
+      let release: (() => Promise<void>) | undefined;
+      if (grants?.length) {
+        // A background process outlives its call: a per-call grant would have no end.
+        if (req.background) throw new ForkdError('INVALID_ARGUMENT', 'per-call grants need a foreground exec (not background)');
+        await view.get(id);
+        release = await secrets.callGrants(c.get('who').tenant, id, grants);
+      }
       if (req.background) {
         const { process } = await view.spawn(id, opts);
         process.detach();
@@ -42,6 +50,7 @@ export const PROCESS_ROUTES = [
             t.unref();
           }
         },
+        release,
       );
     },
   }),

@@ -6,6 +6,7 @@ import type { Principal } from '../../auth/api-keys.js';
 import type { ControlPlane } from '../../control-plane.js';
 import type { AppEnv } from '../app-env.js';
 import type { Metrics } from '../metrics.js';
+import type { SecretService } from '../../secrets/secret-service.js';
 
 type Schema = z.ZodType;
 
@@ -14,6 +15,8 @@ export interface RouteDeps {
   svc: NodeService;
   control: ControlPlane;
   metrics: Metrics;
+  /** Secrets and grants (tenant-scoped by the caller's key). */
+  secrets: SecretService;
   /** Authenticates a route outside `/v1` (the auth middleware covers `/v1`). */
   caller(c: Context<AppEnv>): Promise<Principal>;
 }

@@ -1,0 +1,138 @@
+import { z } from 'zod';
+
+/**
+ * Just-in-time secrets: a tenant's named values, stored encrypted, that the
+ * egress proxy adds to a sandbox's outbound requests as a header, by grant.
+ * No answer ever carries a value.
+ */
+export const SECRET_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_.-]{0,127}$/;
+export const SecretName = z.string().regex(SECRET_NAME_PATTERN, 'invalid secret name: a letter or _, then letters, digits, _ . - (at most 128)');
+
+/** CR, LF and NUL would split or end a header: such a value can never be injected. */
+export const HEADER_UNSAFE = /[\r\n\0]/;
+
+export const SetSecretRequest = z.strictObject({
+  value: z
+    .string()
+    .min(1, 'empty secret value')
+    .max(64 * 1024, 'secret value over 64 KiB')
+    .refine((v) => !HEADER_UNSAFE.test(v), 'secret value contains CR, LF or NUL (it could not be sent in a header)'),
+});
+export type SetSecretRequest = z.infer<typeof SetSecretRequest>;
+
+export const SecretInfo = z.object({ name: z.string(), createdAt: z.string(), updatedAt: z.string() });
+export type SecretInfo = z.infer<typeof SecretInfo>;
+
+const HOST_LABELS = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/** Why `pattern` (`host[:port]` or `*.suffix[:port]`) is not a grant host, or undefined when it is one. */
+export function grantHostError(pattern: string): string | undefined {
+  const m = /^([^:]+)(?::(\d{1,5}))?$/.exec(pattern);
+  if (!m) return `${pattern}: expected host[:port]`;
+  const host = m[1]!;
+  if (host.length > 253 || !HOST_LABELS.test(host)) return `${pattern}: not a lower-case host name (or *.suffix)`;
+  if (m[2] !== undefined && (Number(m[2]) < 1 || Number(m[2]) > 65535)) return `${pattern}: port out of range`;
+  return undefined;
+}
+
+export const GrantHost = z
+  .string()
+  .max(260)
+  .transform((v) => v.toLowerCase())
+  .superRefine((v, ctx) => {
+    const err = grantHostError(v);
+    if (err) ctx.addIssue({ code: 'custom', message: err });
+  });
+
+/** RFC 9110 token. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** A header template split into name and value template, or why it is not one. */
+export function parseHeaderTemplate(template: string): { name: string; value: string } | string {
+  if (HEADER_UNSAFE.test(template)) return 'header template contains CR, LF or NUL';
+  const i = template.indexOf(':');
+  if (i <= 0) return "header template must be 'Name: value with {secret}'";
+  const name = template.slice(0, i).trim();
+  const value = template.slice(i + 1).trim();
+  if (!HEADER_NAME.test(name)) return `invalid header name ${JSON.stringify(name)}`;
+  if (['host', 'content-length', 'transfer-encoding', 'connection'].includes(name.toLowerCase())) return `header ${name} cannot be injected`;
+  if (!value.includes('{secret}')) return 'header template has no {secret}';
+  return { name, value };
+}
+
+export const HeaderTemplate = z
+  .string()
+  .max(1024)
+  .superRefine((v, ctx) => {
+    const r = parseHeaderTemplate(v);
+    if (typeof r === 'string') ctx.addIssue({ code: 'custom', message: r });
+  });
+
+const HTTP_METHOD = z
+  .string()
+  .transform((v) => v.toUpperCase())
+  .pipe(z.string().regex(/^[A-Z]{1,16}$/, 'invalid HTTP method'));
+const PATH_PREFIX = z.string().max(1024).regex(/^\/[^\s]*$/, 'a path prefix starts with / and has no spaces');
+
+/** What a grant binds: a secret, the destinations, the header. */
+export const GrantSpec = z.strictObject({
+  secret: SecretName,
+  hosts: z.array(GrantHost).min(1).max(64),
+  methods: z.array(HTTP_METHOD).max(16).optional(),
+  paths: z.array(PATH_PREFIX).max(64).optional(),
+  header: HeaderTemplate,
+});
+export type GrantSpec = z.infer<typeof GrantSpec>;
+export type GrantSpecInput = z.input<typeof GrantSpec>;
+
+/** `POST /v1/sandboxes/{id}/grants`. */
+export const CreateGrantRequest = GrantSpec.extend({
+  /** Seconds from now; absent: until removed (or the sandbox is deleted). */
+  ttlSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(366 * 24 * 3600)
+    .optional(),
+});
+export type CreateGrantRequest = z.input<typeof CreateGrantRequest>;
+/** A CreateGrantRequest as validated (hosts lower-cased, methods upper-cased). */
+export type ValidGrantRequest = z.infer<typeof CreateGrantRequest>;
+
+export const GRANT_ID_PATTERN = /^grt-[0-9a-f]{16}$/;
+export const GrantInfo = z.object({
+  id: z.string(),
+  sandboxId: z.string(),
+  secret: z.string(),
+  hosts: z.array(z.string()),
+  methods: z.array(z.string()).optional(),
+  paths: z.array(z.string()).optional(),
+  /** The template, as given: never the value. */
+  header: z.string(),
+  createdAt: z.string(),
+  expiresAt: z.string().optional(),
+  /** Exists only while one exec call runs. */
+  perCall: z.boolean().optional(),
+});
+export type GrantInfo = z.infer<typeof GrantInfo>;
+
+/**
+ * What a node holds for one grant: the header already resolved (the node
+ * never sees the store, the key or a template). In memory only.
+ */
+export const NodeCredential = z.strictObject({
+  grantId: z.string().max(64),
+  secret: z.string().max(128),
+  hosts: z.array(z.string().max(260)).max(64),
+  methods: z.array(z.string().max(16)).max(16).optional(),
+  paths: z.array(z.string().max(1024)).max(64).optional(),
+  headerName: z.string().regex(HEADER_NAME),
+  headerValue: z
+    .string()
+    .max(80 * 1024)
+    .refine((v) => !HEADER_UNSAFE.test(v)),
+  /** ISO time; the node refuses to use it from then on. */
+  expiresAt: z.string().optional(),
+});
+export type NodeCredential = z.infer<typeof NodeCredential>;
+export const SetCredentialsRequest = z.strictObject({ credentials: z.array(NodeCredential).max(256) });
