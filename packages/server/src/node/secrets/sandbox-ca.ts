@@ -9,6 +9,8 @@ import { privateDir } from '../../shared/private-state.js';
 import type { TlsContexts } from './credential-interceptor.js';
 
 const SANDBOX_ID = new RegExp(`^${SANDBOX_ID_SOURCE}$`);
+/** Keys are owner-only whatever the daemon's umask (a test, an embedding). */
+const PRIVATE = { umask: 0o077 };
 const DNS_NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
 /**
@@ -53,8 +55,8 @@ export class SandboxCas implements TlsContexts {
     await privateDir(home);
     const key = join(home, 'ca.key');
     await exec('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', crt, '-days', '3650', '-subj', `/O=forkd/CN=forkd sandbox ${sandboxId} CA`,
-      '-addext', 'basicConstraints=critical,CA:TRUE,pathlen:0', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
-    await exec('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', join(home, 'leaf.key')]);
+      '-addext', 'basicConstraints=critical,CA:TRUE,pathlen:0', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'], PRIVATE);
+    await exec('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', join(home, 'leaf.key')], PRIVATE);
     return readFile(crt, 'utf8');
   }
 
@@ -64,7 +66,7 @@ export class SandboxCas implements TlsContexts {
   }
 
   async markInstalled(sandboxId: string): Promise<void> {
-    await writeFile(join(this.#home(sandboxId), 'installed'), '');
+    await writeFile(join(this.#home(sandboxId), 'installed'), '', { mode: 0o600 });
   }
 
   context(sandboxId: string, host: string): Promise<SecureContext> {
@@ -86,7 +88,7 @@ export class SandboxCas implements TlsContexts {
     const ca = await this.certificate(sandboxId);
     const home = this.#home(sandboxId);
     const r = await exec('openssl', ['req', '-x509', '-new', '-key', join(home, 'leaf.key'), '-CA', join(home, 'ca.crt'), '-CAkey', join(home, 'ca.key'), '-subj', `/CN=${h}`, '-days', '30',
-      '-addext', `subjectAltName=${ip ? 'IP' : 'DNS'}:${h}`, '-addext', 'basicConstraints=critical,CA:FALSE', '-addext', 'extendedKeyUsage=serverAuth', '-addext', 'keyUsage=critical,digitalSignature']);
+      '-addext', `subjectAltName=${ip ? 'IP' : 'DNS'}:${h}`, '-addext', 'basicConstraints=critical,CA:FALSE', '-addext', 'extendedKeyUsage=serverAuth', '-addext', 'keyUsage=critical,digitalSignature'], PRIVATE);
     return createSecureContext({ key: await readFile(join(home, 'leaf.key')), cert: r.stdout + ca });
   }
 
