@@ -1,4 +1,4 @@
-import { ForkdError, type ForkRequest, type ProcessInfo, type SandboxInfo, type SetNetworkRequest, type SnapshotInfo } from '@forkd/protocol';
+import { ForkdError, type ForkRequest, type ProcessInfo, type SandboxInfo, type SetNetworkRequest, type SnapshotInfo, type CreateGrantRequest, type GrantInfo } from '@forkd/protocol';
 import { toBase64 } from './base64.js';
 import { ByteCollector, toBytes } from './bytes.js';
 import type { HttpTransport } from './http-transport.js';
@@ -131,6 +131,25 @@ export class Sandbox {
   }
 
   /**
+   * Lets this sandbox's requests to `hosts` carry a secret as a header (the
+   * egress proxy adds it; the value never enters the sandbox). Until
+   * removed, or for `ttlSeconds`. Not inherited by forks.
+   */
+  createGrant(req: CreateGrantRequest): Promise<GrantInfo> {
+    return this.#http.json('POST', `${this.#base}/grants`, { json: req });
+  }
+
+  /** Live grants (per-call ones of running exec calls included). */
+  async listGrants(): Promise<GrantInfo[]> {
+    return (await this.#http.json<{ grants: GrantInfo[] }>('GET', `${this.#base}/grants`)).grants;
+  }
+
+  /** Revokes a grant: the next request goes without the header. */
+  removeGrant(grant: string | Pick<GrantInfo, 'id'>): Promise<void> {
+    return this.#http.send('DELETE', `${this.#base}/grants/${encodeURIComponent(typeof grant === 'string' ? grant : grant.id)}`);
+  }
+
+  /**
    * Puts the sandbox back to one of its own snapshots (memory and files). The
    * state it leaves is snapshotted first (reason `rewind`), so nothing is lost.
    */
@@ -164,6 +183,7 @@ export class Sandbox {
       ...spawnRequest(cmd, opts),
       ...(opts.stdin !== undefined ? { stdinData: toBase64(toBytes(opts.stdin)) } : {}),
       ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+      ...(opts.grants?.length ? { grants: opts.grants } : {}),
     };
     const res = await this.#http.request('POST', `${this.#base}/exec`, { json: req, streaming: true, signal: opts.abortSignal });
     const capture = opts.capture !== false;

@@ -1,3 +1,4 @@
+import type { GrantSpecInput } from '@forkd/protocol';
 import type { SandboxInfo, SandboxMetrics } from '@forkd/protocol';
 
 /** Options shared by everything that starts a process. */
@@ -69,6 +70,8 @@ export type ExecOptions<E extends OutputEncoding = 'bytes'> = SpawnOptions &
     timeoutMs?: number;
     /** Keep stdout/stderr in the result (default true); turn off for large streamed output. */
     capture?: boolean;
+    /** Per-call grants: the sandbox's requests carry these secrets only while this call runs. */
+    grants?: GrantSpecInput[];
   };
 
 export interface ExecResult extends ProcessExit {
