@@ -13,6 +13,8 @@ import { pauseCommand, resumeCommand, rewindCommand, timeoutCommand } from './li
 import { lsCommand } from './ls.js';
 import { metricsCommand } from './metrics.js';
 import { networkCommand } from './network.js';
+import { secretCommand } from './secret.js';
+import { grantCommand } from './grant.js';
 import { psCommand } from './ps.js';
 import { rmCommand } from './rm.js';
 import { serveCommand } from './serve.js';
@@ -46,6 +48,8 @@ export const COMMANDS: readonly CliCommand[] = [
   resumeCommand,
   timeoutCommand,
   networkCommand,
+  secretCommand,
+  grantCommand,
   treeCommand,
   snapshotRmCommand,
   pinCommand,
