@@ -302,6 +302,23 @@ export function nodeConformance(name: string, open: () => Promise<OpenedNode>, o
       assert.equal((await run(node, id, 'ls /sys/class/net')).stdout, 'lo\n');
     });
 
+    test('setCredentials: the sandbox trusts its CA (the certificate only, never a key), credentials replace and clear, unknown ids are NOT_FOUND', async () => {
+      const cred = { grantId: 'grt-0000000000000001', secret: 'TOKEN', hosts: ['api.example.test'], headerName: 'Authorization', headerValue: 'Bearer conformance-v4lue' };
+      await node.setCredentials(id, [cred]);
+      const bundle = (await readAll((await node.readFile(id, '/etc/ssl/certs/ca-certificates.crt')).chunks)).toString();
+      const own = (await readAll((await node.readFile(id, '/usr/local/share/ca-certificates/forkd-sandbox-ca.crt')).chunks)).toString();
+      assert.match(own, /^-----BEGIN CERTIFICATE-----/);
+      assert.ok(bundle.includes(own.trim()), 'the CA is in the bundle curl and OpenSSL read');
+      assert.ok(!bundle.includes('PRIVATE KEY') && !own.includes('PRIVATE KEY'));
+      // Again (a restart's push, a second grant): the bundle does not grow.
+      await node.setCredentials(id, [cred, { ...cred, grantId: 'grt-0000000000000002' }]);
+      assert.equal((await readAll((await node.readFile(id, '/etc/ssl/certs/ca-certificates.crt')).chunks)).toString(), bundle);
+      const grep = await run(node, id, 'grep -rl conformance-v4lue / --exclude-dir=proc --exclude-dir=sys 2>/dev/null; env | grep -c conformance-v4lue || true');
+      assert.equal(grep.stdout, '0\n', 'the value is nowhere in the sandbox');
+      await node.setCredentials(id, []);
+      await assert.rejects(node.setCredentials('sbx-000000000000', [cred]), code('NOT_FOUND'));
+    });
+
     test('node-wide stats', async () => {
       const st = await node.stats();
       assert.ok(st.poolSizeBytes > 0 && st.poolUsedBytes > 0 && st.snapshots >= 1);

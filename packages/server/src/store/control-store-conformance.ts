@@ -144,6 +144,26 @@ export function controlStoreConformance(name: string, open: () => Promise<Contro
       assert.equal(left.length, n + 1);
       assert.ok(left.includes('new') && !left.includes('old-1') && !left.includes('old-2'));
     });
+
+    test('secrets and grants: sealed bytes kept as given, names listed per tenant, grants per sandbox', async () => {
+      await store.putSecret('acme', 'TOKEN', Buffer.from([1, 2, 3]), '2026-01-01T00:00:00.000Z');
+      await store.putSecret('acme', 'TOKEN', Buffer.from([4, 5]), '2026-01-02T00:00:00.000Z');
+      await store.putSecret('beta', 'TOKEN', Buffer.from([9]), '2026-01-01T00:00:00.000Z');
+      const s = await store.secret('acme', 'TOKEN');
+      assert.deepEqual(s && { ...s, sealed: [...s.sealed] }, { tenant: 'acme', name: 'TOKEN', sealed: [4, 5], createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-02T00:00:00.000Z' });
+      assert.deepEqual(await store.listSecrets('acme'), [{ tenant: 'acme', name: 'TOKEN', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-02T00:00:00.000Z' }]);
+      assert.equal(await store.secret('gamma', 'TOKEN'), undefined);
+      const g = { id: 'grt-0000000000000001', tenant: 'acme', sandboxId: 'sbx-a', secret: 'TOKEN', hosts: ['a.com'], methods: ['GET'], header: 'A: {secret}', createdAt: '2026-01-01T00:00:00.000Z', expiresAt: '2026-01-01T01:00:00.000Z' };
+      await store.insertGrant(g);
+      await store.insertGrant({ ...g, id: 'grt-0000000000000002', sandboxId: 'sbx-b', methods: undefined, expiresAt: undefined });
+      assert.deepEqual(await store.grants('sbx-a'), [g]);
+      assert.deepEqual((await store.grants()).map((x) => x.id), ['grt-0000000000000001', 'grt-0000000000000002']);
+      assert.equal(await store.deleteGrant(g.id), true);
+      assert.equal(await store.deleteGrant(g.id), false);
+      assert.equal(await store.deleteSecret('acme', 'TOKEN'), true);
+      assert.equal(await store.deleteSecret('acme', 'TOKEN'), false);
+      assert.ok(await store.secret('beta', 'TOKEN'));
+    });
   });
 
   test(`ControlStore conformance: ${name}: close settles, and a fresh store is empty`, async () => {
