@@ -19,6 +19,8 @@ export interface TestInternet {
   /** A server on an address denied by default (198.18.0.2, benchmarking: private to forkd). */
   privateServer: string;
   port: number;
+  /** The internet's network namespace (a bind-mounted file): for a test's own servers in it (nsenter --net=). */
+  netns: string;
   /** Packets the internet's side of the link has received (what got out of the host). */
   rxPackets(): Promise<number>;
   close(): Promise<void>;
@@ -69,5 +71,5 @@ export async function startTestInternet(): Promise<TestInternet> {
     const j = JSON.parse((await exec('nsenter', [`--net=${netns}`, 'ip', '-s', '-j', 'link', 'show', 'up0'])).stdout) as Array<{ stats64?: { rx?: { packets?: number } } }>;
     return j[0]?.stats64?.rx?.packets ?? 0;
   };
-  return { host, servers, privateServer, port, rxPackets, close };
+  return { host, servers, privateServer, port, netns, rxPackets, close };
 }
