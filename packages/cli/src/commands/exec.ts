@@ -1,4 +1,5 @@
-import { ForkdError, type ProcessExit, type Sandbox, type SpawnOptions } from '@forkd/sdk';
+import { grantHostError, parseHeaderTemplate, SecretName } from '@forkd/protocol';
+import { ForkdError, type GrantSpecInput, type ProcessExit, type Sandbox, type SpawnOptions } from '@forkd/sdk';
 import { parseEnvPairs, parseOptions, parsePositiveNumber, splitAtTerminator } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { openSandbox, requireWebSocket } from '../connect.js';
@@ -29,6 +30,10 @@ Options:
   -w, --cwd DIR       working directory
   -u, --user USER     run as USER (default root)
       --timeout SEC   kill it (SIGKILL) after SEC seconds
+      --grant G       a per-call grant, SECRET=HOST[:PORT][,HOST...]=HEADER, e.g.
+                      'TOKEN=api.example.com=Authorization: Bearer {secret}':
+                      the process's requests there carry the secret only while
+                      this call runs (repeatable; stdin is not streamed then)
       --json          print {"pid", "tag"} with --background; otherwise collect
                       the output and print {"exitCode", "signal", "oomKilled",
                       "stdout", "stderr"}
@@ -41,6 +46,25 @@ export interface ExecArgs {
   background: boolean;
   timeoutMs: number | undefined;
   json: boolean;
+  grants: GrantSpecInput[];
+}
+
+/** `SECRET=HOST[,HOST...]=HEADER`: split at the first two `=` (a header's value may hold more). */
+export function parseGrantOption(v: string): GrantSpecInput {
+  const i = v.indexOf('=');
+  const j = i < 0 ? -1 : v.indexOf('=', i + 1);
+  if (i <= 0 || j < 0) throw new UsageError(`--grant ${JSON.stringify(v)}: expected SECRET=HOST[:PORT][,HOST...]=HEADER`);
+  const secret = v.slice(0, i);
+  const hosts = v.slice(i + 1, j).split(',').map((h) => h.trim().toLowerCase());
+  const header = v.slice(j + 1);
+  if (!SecretName.safeParse(secret).success) throw new UsageError(`--grant: invalid secret name ${JSON.stringify(secret)}`);
+  for (const h of hosts) {
+    const err = grantHostError(h);
+    if (err) throw new UsageError(`--grant: ${err}`);
+  }
+  const t = parseHeaderTemplate(header);
+  if (typeof t === 'string') throw new UsageError(`--grant: ${t}`);
+  return { secret, hosts, header };
 }
 
 export function parseExecArgs(argv: string[]): ExecArgs {
@@ -57,6 +81,7 @@ export function parseExecArgs(argv: string[]): ExecArgs {
         cwd: { type: 'string', short: 'w' },
         user: { type: 'string', short: 'u' },
         timeout: { type: 'string' },
+        grant: { type: 'string', multiple: true },
         json: { type: 'boolean' },
       },
     });
@@ -78,7 +103,9 @@ export function parseExecArgs(argv: string[]): ExecArgs {
   if (values.tag !== undefined) spawn.tag = values.tag;
   const timeout = parsePositiveNumber('--timeout', values.timeout);
   if (timeout !== undefined && values.background) throw new UsageError('--timeout does not apply to --background');
-  return { id, cmd, spawn, background: !!values.background, timeoutMs: timeout === undefined ? undefined : Math.ceil(timeout * 1000), json: !!values.json };
+  const grants = (values.grant ?? []).map(parseGrantOption);
+  if (grants.length && values.background) throw new UsageError('--grant does not apply to --background (a per-call grant ends with its call)');
+  return { id, cmd, spawn, background: !!values.background, timeoutMs: timeout === undefined ? undefined : Math.ceil(timeout * 1000), json: !!values.json, grants };
 }
 
 interface Outcome {
@@ -102,6 +129,7 @@ async function viaExecRoute(sb: Sandbox, args: ExecArgs): Promise<Outcome> {
     const r = await sb.exec(args.cmd, {
       ...args.spawn,
       timeoutMs: args.timeoutMs,
+      grants: args.grants,
       capture: args.json,
       onStarted: (p) => (pid = p.pid),
       onStdout: args.json ? undefined : write(process.stdout),
@@ -170,7 +198,8 @@ export const execCommand: CliCommand = {
       else process.stdout.write(`${r.pid}\n`);
       return 0;
     }
-    const outcome = process.stdin.isTTY ? await viaExecRoute(sb, args) : await viaStream(sb, args);
+    // Per-call grants ride on the exec route (the stream route has none): stdin is not streamed then.
+    const outcome = process.stdin.isTTY || args.grants.length ? await viaExecRoute(sb, args) : await viaStream(sb, args);
     if (args.json) {
       printJson({ pid: outcome.pid, ...outcome.exit, stdout: outcome.stdout, stderr: outcome.stderr });
       return outcome.exit.signal ? 128 + outcome.exit.signal : outcome.exit.exitCode;

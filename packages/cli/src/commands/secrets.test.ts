@@ -6,6 +6,7 @@ import { sandboxInfo, sendJson, startFakeServer, type FakeServer } from '@forkd/
 import { UsageError } from '../usage-error.js';
 import { parseGrantArgs } from './grant.js';
 import { parseSecretArgs, secretValue } from './secret.js';
+import { parseExecArgs } from './exec.js';
 
 const MAIN = fileURLToPath(new URL('../main.js', import.meta.url));
 const SB = 'sbx-aaaaaaaaaaaa';
@@ -77,4 +78,12 @@ test('the CLI against a server: secret set reads stdin, ls shows no value, grant
   } finally {
     await server.close();
   }
+});
+
+test('exec --grant: SECRET=HOSTS=HEADER per-call grants, refused with --background', () => {
+  const a = parseExecArgs(['sbx-1', '--grant', 'TOKEN=API.example.com,*.example.org:8443=Authorization: Bearer {secret}==', '--', 'curl', 'x']);
+  assert.deepEqual(a.grants, [{ secret: 'TOKEN', hosts: ['api.example.com', '*.example.org:8443'], header: 'Authorization: Bearer {secret}==' }]);
+  assert.deepEqual(parseExecArgs(['sbx-1', '--', 'ls']).grants, []);
+  for (const bad of ['TOKEN', 'TOKEN=a.com', '=a.com=A: {secret}', 'TOKEN=a b=A: {secret}', 'TOKEN=a.com=A: none']) assert.throws(() => parseExecArgs(['sbx-1', '--grant', bad, '--', 'ls']), UsageError, bad);
+  assert.throws(() => parseExecArgs(['sbx-1', '-b', '--grant', 'T=a.com=A: {secret}', '--', 'ls']), UsageError);
 });
