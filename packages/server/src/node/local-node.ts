@@ -158,7 +158,10 @@ export class LocalNode implements NodeService {
   }
 
   async rewind(id: string, snapId: string): Promise<SandboxInfo> {
-    return this.#m.rewind(id, snapId);
+    const info = await this.#m.rewind(id, snapId);
+    // The disk went back too, perhaps to before the sandbox trusted its CA.
+    await this.#credentials.rewound(this, id);
+    return info;
   }
 
   async fork(source: string, count: number, claim?: ClaimSandbox, opts?: ForkOptions): Promise<SandboxInfo[]> {

@@ -83,3 +83,16 @@ test('per-call grants: refused for a background exec; a missing secret fails the
   assert.equal((await call('POST', `/v1/sandboxes/${sb}/exec`, JSON.stringify({ cmd: ['true'], grants }))).json.error.code, 'NOT_FOUND');
   assert.equal(pushed(svc).length, 0);
 });
+
+test("deleting a sandbox drops its grants; a template repeating {secret} past the header limit is refused", async () => {
+  const svc = fakeService();
+  const { call, control } = await testApp(svc);
+  await call('PUT', '/v1/secrets/BIG', JSON.stringify({ value: 'x'.repeat(60 * 1024) }));
+  const sb = (await call('POST', '/v1/sandboxes', '{}')).json.id as string;
+  const big = await call('POST', `/v1/sandboxes/${sb}/grants`, JSON.stringify({ secret: 'BIG', hosts: ['a.com'], header: 'A: {secret}{secret}' }));
+  assert.equal(big.json.error.code, 'INVALID_ARGUMENT');
+  assert.deepEqual(await control.store.grants(sb), [], 'the refused grant is not kept');
+  assert.equal((await call('POST', `/v1/sandboxes/${sb}/grants`, JSON.stringify({ secret: 'BIG', hosts: ['a.com'], header: 'A: {secret}' }))).status, 201);
+  assert.equal((await call('DELETE', `/v1/sandboxes/${sb}`)).status, 204);
+  assert.deepEqual(await control.store.grants(sb), []);
+});

@@ -105,6 +105,12 @@ export class SecretService {
     return [...stored.map((g) => grantInfo(g)), ...[...(this.#perCall.get(sandboxId)?.values() ?? [])].map((g) => grantInfo(g, true))];
   }
 
+  /** The sandbox was deleted: its grants go (the node forgot its credentials with it). */
+  async forgetSandbox(sandboxId: string): Promise<void> {
+    for (const g of await this.#store.grants(sandboxId)) await this.#store.deleteGrant(g.id);
+    this.#perCall.delete(sandboxId);
+  }
+
   async removeGrant(sandboxId: string, grantId: string): Promise<void> {
     const g = (await this.#store.grants(sandboxId)).find((x) => x.id === grantId);
     if (!g || !(await this.#store.deleteGrant(grantId))) throw new ForkdError('NOT_FOUND', `grant ${grantId} not found`);

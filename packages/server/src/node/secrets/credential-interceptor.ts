@@ -37,8 +37,8 @@ export class CredentialInterceptor implements EgressInterceptor {
     else this.#creds.set(sandboxId, [...creds]);
   }
 
-  has(sandboxId: string): boolean {
-    return this.#creds.has(sandboxId);
+  credentials(sandboxId: string): readonly NodeCredential[] {
+    return this.#creds.get(sandboxId) ?? [];
   }
 
   terminates(sandboxId: string, host: string, port: number): boolean {

@@ -26,6 +26,17 @@ export class NodeCredentials {
     this.interceptor.set(id, creds);
   }
 
+  /**
+   * The sandbox's files went back to a snapshot (rewind), perhaps from before
+   * its CA certificate was installed: installed again now if it has
+   * credentials, otherwise at its next setCredentials.
+   */
+  async rewound(files: Pick<NodeService, 'readFile' | 'writeFile' | 'mkdir'>, id: string): Promise<void> {
+    await this.#cas.clearInstalled(id);
+    const creds = this.interceptor.credentials(id);
+    if (creds.length > 0) await this.set(files, id, creds);
+  }
+
   async forget(id: string): Promise<void> {
     this.interceptor.set(id, []);
     await this.#cas.remove(id);

@@ -11,6 +11,7 @@ import type { TlsContexts } from './credential-interceptor.js';
 const SANDBOX_ID = new RegExp(`^${SANDBOX_ID_SOURCE}$`);
 /** Keys are owner-only whatever the daemon's umask (a test, an embedding). */
 const PRIVATE = { umask: 0o077 };
+const MAX_LEAVES = 1024;
 const DNS_NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
 /**
@@ -65,6 +66,11 @@ export class SandboxCas implements TlsContexts {
     return existsSync(join(this.#home(sandboxId), 'installed'));
   }
 
+  /** The sandbox's disk went back to before the certificate was put in (a rewind): install again at the next chance. */
+  async clearInstalled(sandboxId: string): Promise<void> {
+    await rm(join(this.#home(sandboxId), 'installed'), { force: true });
+  }
+
   async markInstalled(sandboxId: string): Promise<void> {
     await writeFile(join(this.#home(sandboxId), 'installed'), '', { mode: 0o600 });
   }
@@ -72,7 +78,13 @@ export class SandboxCas implements TlsContexts {
   context(sandboxId: string, host: string): Promise<SecureContext> {
     const k = `${sandboxId}\0${host}`;
     let p = this.#leaves.get(k);
-    if (!p) {
+    if (p) {
+      // Most recently used last: the oldest goes first when the cache is full.
+      this.#leaves.delete(k);
+      this.#leaves.set(k, p);
+    } else {
+      // A wildcard grant lets a sandbox name any number of hosts: the cache is bounded, not the names.
+      if (this.#leaves.size >= MAX_LEAVES) this.#leaves.delete(this.#leaves.keys().next().value!);
       p = this.#leaf(sandboxId, host);
       this.#leaves.set(k, p);
       p.catch(() => this.#leaves.delete(k));

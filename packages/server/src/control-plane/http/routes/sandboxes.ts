@@ -41,8 +41,9 @@ export const SANDBOX_ROUTES = [
     path: '/v1/sandboxes/:id',
     summary: 'Delete a sandbox, its processes and files',
     response: none,
-    handler: async (c) => {
+    handler: async (c, { secrets }) => {
       await v(c).delete(param(c, 'id'));
+      await secrets.forgetSandbox(param(c, 'id'));
     },
   }),
   route({
