@@ -79,7 +79,7 @@ describe('secrets: header injection over HTTP and HTTPS, no trace in the sandbox
     await waitFor(async () => (await exec('nsenter', [`--net=${internet.netns}`, 'ss', '-Htln'], { allowFailure: true })).stdout.includes(`${A}:8443`), 10_000, 'the upstream');
     cfg = testConfig(dir);
     // The proxy verifies upstreams; this one's certificate is the test's own (how the proxy is told is the proxy's option).
-    daemon = await startDaemonProcess({ ...cfg.env, FORKD_EGRESS_UPSTREAM_CA: join(dir, 'up.crt') });
+    daemon = await startDaemonProcess({ ...cfg.env, FORKD_EGRESS_EXTRA_CA: join(dir, "up.crt") });
     const key = (await readFile(join(cfg.config.stateDir, 'admin.key'), 'utf8')).trim();
     client = new ForkdClient({ url: daemon.url, apiKey: key });
     const r = await forkd(['create', '--memory', '128', '--network', 'egress', '--allow-out', `${A}/32`]);
