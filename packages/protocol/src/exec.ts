@@ -25,16 +25,16 @@ export const SpawnRequest = z
   .refine((r) => (r.cmd === undefined) !== (r.command === undefined), 'give exactly one of cmd or command');
 export type SpawnRequest = z.infer<typeof SpawnRequest>;
 
-export const ExecRequest = z.intersection(
-  SpawnRequest,
-  z.object({
-    /** Start and return at once; the process keeps running and can be re-attached. */
-    background: z.boolean().optional(),
-    /** Bytes (base64) written to stdin, then stdin is closed. */
-    stdinData: z.string().max(16 * 1024 * 1024).optional(),
-    timeoutMs: z.number().int().min(1).max(7 * 24 * 3600 * 1000).optional(),
-  }),
-);
+/** What an exec adds to a spawn (its own object so other surfaces, e.g. MCP tools, reuse the fields). */
+export const ExecExtras = z.object({
+  /** Start and return at once; the process keeps running and can be re-attached. */
+  background: z.boolean().optional(),
+  /** Bytes (base64) written to stdin, then stdin is closed. */
+  stdinData: z.string().max(16 * 1024 * 1024).optional(),
+  timeoutMs: z.number().int().min(1).max(7 * 24 * 3600 * 1000).optional(),
+});
+
+export const ExecRequest = z.intersection(SpawnRequest, ExecExtras);
 export type ExecRequest = z.infer<typeof ExecRequest>;
 
 /** One line of an NDJSON exec/attach stream. Output is base64 so any bytes survive. */
