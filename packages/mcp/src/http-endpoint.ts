@@ -12,7 +12,8 @@ export interface McpCaller {
 
 /** The streamable-HTTP MCP endpoint, in the shape `forkd serve` mounts at `/mcp` (its McpEndpoint seam). */
 export interface McpHttpEndpoint {
-  handle(req: Request, caller: McpCaller): Promise<Response>;
+  /** `body`: the request's JSON body, read (bounded) by the daemon; the request's own body is not read again. */
+  handle(req: Request, body: unknown, caller: McpCaller): Promise<Response>;
 }
 
 const notAllowed = () =>
@@ -31,7 +32,7 @@ const notAllowed = () =>
  */
 export function mcpHttpEndpoint(version: string): McpHttpEndpoint {
   return {
-    async handle(req, caller) {
+    async handle(req, body, caller) {
       if (req.method !== 'POST') return notAllowed();
       const forkd = new ForkdClient({ url: caller.apiUrl, apiKey: caller.apiKey });
       const server = createForkdMcpServer(forkd, version);
@@ -39,7 +40,7 @@ export function mcpHttpEndpoint(version: string): McpHttpEndpoint {
       await server.connect(transport);
       let res: Response;
       try {
-        res = await transport.handleRequest(req);
+        res = await transport.handleRequest(req, { parsedBody: body });
       } catch (err) {
         await server.close();
         throw err;
@@ -49,13 +50,13 @@ export function mcpHttpEndpoint(version: string): McpHttpEndpoint {
         return res;
       }
       const close = () => void server.close().catch(() => undefined);
-      const body = res.body.pipeThrough(
+      const piped = res.body.pipeThrough(
         new TransformStream<Uint8Array, Uint8Array>({
           flush: close,
         }),
       );
       // A client that goes away cancels the body: the server (and its pending API calls) goes with it.
-      const reader = body.getReader();
+      const reader = piped.getReader();
       const stream = new ReadableStream<Uint8Array>({
         async pull(c) {
           const { done, value } = await reader.read();
