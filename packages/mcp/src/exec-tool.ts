@@ -33,7 +33,7 @@ export function registerExecTool(server: McpServer, forkd: ForkdClient): void {
           onStdout: (c) => out.push(c),
           onStderr: (c) => err.push(c),
           // Honoured once the SDK reports an approval-gated exec's wait (see notifier.ts).
-          onWaitingForApproval: (info) => void notifier.waiting(info),
+          onWaiting: (info) => void notifier.waiting(info),
           abortSignal: extra.signal,
         };
         const r = await sbx.exec(args.command, opts);

@@ -1,20 +1,22 @@
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 
-/** What forkd says of an approval-gated call while it waits. */
+/** What the SDK reports of an approval-gated exec while it waits (the policy work's `WaitingForApproval`). */
 export interface ApprovalWait {
+  approvalId?: string;
   /** The policy rule that asks for approval. */
   rule?: string;
-  message?: string;
+  /** When the wait ends in a refusal if no one decides. */
+  expiresAt?: string;
 }
 
 /**
  * The exec option through which the SDK reports that an approval-gated exec
- * waits (its NDJSON stream's "waiting for approval" event, from the policy
- * work). Passed already: it takes effect as soon as the SDK calls it.
+ * waits (the NDJSON stream's "waiting" event): `onWaiting`, as the policy
+ * work names it. Passed now, it takes effect once the SDK calls it.
  */
 export interface ApprovalWaitHook {
-  onWaitingForApproval?: (info: ApprovalWait) => void;
+  onWaiting?: (info: ApprovalWait) => void;
 }
 
 /** Tells the MCP client, during a tool call, what the call is waiting for. */
@@ -23,6 +25,10 @@ export interface ToolNotifier {
 }
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+export function waitingMessage(info: ApprovalWait): string {
+  return `waiting for approval${info.rule ? ` (policy rule ${info.rule})` : ''}${info.approvalId ? `, approval ${info.approvalId}` : ''}${info.expiresAt ? `, refused if not decided by ${info.expiresAt}` : ''}`;
+}
 
 /**
  * Notifications tied to the tool call's own request (over HTTP they go on
@@ -33,7 +39,7 @@ type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 export function toolNotifier(extra: Extra): ToolNotifier {
   return {
     async waiting(info) {
-      const message = `waiting for approval${info.rule ? ` (rule ${info.rule})` : ''}${info.message ? `: ${info.message}` : ''}`;
+      const message = waitingMessage(info);
       const token = extra._meta?.progressToken;
       try {
         if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: 0, message } });

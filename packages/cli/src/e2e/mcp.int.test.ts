@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { CLI, disposeNodeDir, isRoot, NODE_FLAGS, startDaemonProcess, stopDaemonProcess, testConfig, type DaemonProcess } from '@forkd/server/testing';
+import { LoggingMessageNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CLI, disposeNodeDir, isRoot, NODE_FLAGS, startDaemonProcess, stopDaemonProcess, testConfig, waitFor, type DaemonProcess } from '@forkd/server/testing';
 
 const TOOLS = ['sandbox_create', 'sandbox_list', 'sandbox_exec', 'file_read', 'file_write', 'file_list', 'snapshot_create', 'snapshot_list', 'sandbox_fork', 'sandbox_rewind', 'sandbox_pause', 'sandbox_resume', 'sandbox_kill'];
 
@@ -158,19 +158,32 @@ describe('MCP against a real daemon', { skip: !isRoot && 'needs root' }, () => {
         }
       });
 
-      test('a policy-denied command answers a tool error naming the rule', async (t: TestContext) => {
-        const put = await fetch(`${daemon!.url}/v1/sandboxes/${id}/policy`, {
-          method: 'PUT',
-          headers: { authorization: `Bearer ${daemon!.apiKey}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ rules: [{ name: 'no-curl', match: { command: 'curl*' }, action: 'deny' }] }),
-        });
+      test('a policy-denied command answers a tool error naming the rule; an approval-gated one waits and says so', async (t: TestContext) => {
+        const admin = { authorization: `Bearer ${daemon!.apiKey}`, 'content-type': 'application/json' };
+        const put = await fetch(`${daemon!.url}/v1/sandboxes/${id}/policy`, { method: 'PUT', headers: admin, body: JSON.stringify({ exec: { deny: ['^curl'], requireApproval: ['^echo needs-approval'] } }) });
         if (put.status === 404) {
           t.skip('no policy API in this build (PUT /v1/sandboxes/{id}/policy answers 404): enable once policy lands');
           return;
         }
-        assert.equal(put.status, 200, await put.text());
+        assert.ok(put.ok, await put.text());
         const text = await callError(client, 'sandbox_exec', { sandbox_id: id, command: 'curl http://example.com' });
-        assert.match(text, /^PERMISSION_DENIED: .*no-curl/);
+        assert.match(text, /^PERMISSION_DENIED: .*rule .*curl/);
+
+        const told: string[] = [];
+        client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void told.push(String(n.params.data)));
+        const progress: string[] = [];
+        const pending = client.callTool({ name: 'sandbox_exec', arguments: { sandbox_id: id, command: 'echo needs-approval' } }, undefined, { onprogress: (p) => void progress.push(p.message ?? '') });
+        const approval = await waitFor(async () => {
+          const r = (await (await fetch(`${daemon!.url}/v1/approvals`, { headers: admin })).json()) as { approvals: { id: string; sandbox?: string }[] };
+          return r.approvals.find((a) => a.sandbox === undefined || a.sandbox === id);
+        }, 20_000, 'an approval to decide');
+        await waitFor(() => told.some((m) => m.startsWith('waiting for approval')), 10_000, 'the client told that the call waits');
+        assert.ok(progress.some((m) => m.startsWith('waiting for approval')), 'and as progress');
+        assert.ok((await fetch(`${daemon!.url}/v1/approvals/${approval.id}/approve`, { method: 'POST', headers: admin })).ok);
+        const r = (await pending) as CallToolResult;
+        assert.ok(!r.isError, JSON.stringify(r.content));
+        assert.equal((r.structuredContent as { stdout: string }).stdout, 'needs-approval\n');
+        await fetch(`${daemon!.url}/v1/sandboxes/${id}/policy`, { method: 'PUT', headers: admin, body: '{}' });
       });
 
       test('a wrong key is refused', async () => {
