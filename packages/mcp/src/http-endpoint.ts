@@ -50,18 +50,18 @@ export function mcpHttpEndpoint(version: string): McpHttpEndpoint {
         return res;
       }
       const close = () => void server.close().catch(() => undefined);
-      const piped = res.body.pipeThrough(
-        new TransformStream<Uint8Array, Uint8Array>({
-          flush: close,
-        }),
-      );
-      // A client that goes away cancels the body: the server (and its pending API calls) goes with it.
-      const reader = piped.getReader();
+      // The server lives as long as its answer's stream: closed at its end, or when a client that went away cancels it.
+      const reader = res.body.getReader();
       const stream = new ReadableStream<Uint8Array>({
         async pull(c) {
-          const { done, value } = await reader.read();
-          if (done) c.close();
-          else c.enqueue(value);
+          try {
+            const { done, value } = await reader.read();
+            if (!done) return c.enqueue(value);
+            c.close();
+          } catch (err) {
+            c.error(err);
+          }
+          close();
         },
         cancel(reason) {
           close();
