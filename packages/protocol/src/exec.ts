@@ -26,14 +26,18 @@ export const SpawnRequest = z
   .refine((r) => (r.cmd === undefined) !== (r.command === undefined), 'give exactly one of cmd or command');
 export type SpawnRequest = z.infer<typeof SpawnRequest>;
 
+/** What an exec adds to a spawn (its own object so other surfaces, e.g. MCP tools, reuse the fields). */
+export const ExecExtras = z.object({
+  /** Start and return at once; the process keeps running and can be re-attached. */
+  background: z.boolean().optional(),
+  /** Bytes (base64) written to stdin, then stdin is closed. */
+  stdinData: z.string().max(16 * 1024 * 1024).optional(),
+  timeoutMs: z.number().int().min(1).max(7 * 24 * 3600 * 1000).optional(),
+});
+
 export const ExecRequest = z.intersection(
   SpawnRequest,
-  z.object({
-    /** Start and return at once; the process keeps running and can be re-attached. */
-    background: z.boolean().optional(),
-    /** Bytes (base64) written to stdin, then stdin is closed. */
-    stdinData: z.string().max(16 * 1024 * 1024).optional(),
-    timeoutMs: z.number().int().min(1).max(7 * 24 * 3600 * 1000).optional(),
+  ExecExtras.extend({
     /** Per-call grants: they exist only while this call runs (removed when it returns or its stream ends). */
     grants: z.array(GrantSpec).max(16).optional(),
   }),

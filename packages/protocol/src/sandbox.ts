@@ -1,7 +1,10 @@
 import { z } from 'zod';
 import { SANDBOX_STATES } from './sandbox-state.js';
-import { TEMPLATE_NAME_PATTERN } from './ids.js';
+import { SANDBOX_ID_PATTERN, TEMPLATE_NAME_PATTERN } from './ids.js';
 import { NetworkRules } from './network.js';
+
+/** A sandbox's id where it is an argument rather than a path segment (e.g. MCP tools). */
+export const SandboxId = z.string().regex(SANDBOX_ID_PATTERN, 'invalid sandbox id');
 
 const MemoryMb = z.number().int().min(32).max(262144);
 const Cpus = z.number().min(0.05).max(256);

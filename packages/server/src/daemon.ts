@@ -13,6 +13,13 @@ import { NodeHttpClient } from './node-http/node-http-client.js';
 import { readFile } from 'node:fs/promises';
 import { ForkdError } from '@forkd/protocol';
 import { startE2bServers, type E2bServers } from './control-plane/e2b/e2b-servers.js';
+import type { McpEndpoint } from './control-plane/http/mcp-endpoint.js';
+
+/** What the API serves beyond forkd's own routes, handed in by whoever starts it (the CLI). */
+export interface ApiExtras {
+  /** Streamable-HTTP MCP at `/mcp` (see McpEndpoint). */
+  mcp?: McpEndpoint;
+}
 
 /** Host set-up plus the pool, the `base` template in it and the admin key. Idempotent; seconds when done. */
 export async function setup(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Node> {
@@ -71,9 +78,9 @@ export interface Daemon {
  * `forkd serve`: set-up when needed, then the API. Sandboxes are not stopped
  * on shutdown: they keep running and the next start re-adopts them.
  */
-export async function startDaemon(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Daemon> {
+export async function startDaemon(config: ForkdConfig, logger: Logger, progress: Progress, extras: ApiExtras = {}): Promise<Daemon> {
   const { node, control } = await setupWithControl(config, logger, progress);
-  const server = await listen({ svc: node.service, control, logger, proxyDomain: config.proxyDomain }, config.host, config.port);
+  const server = await listen({ svc: node.service, control, logger, proxyDomain: config.proxyDomain, mcp: extras.mcp }, config.host, config.port);
   let e2b: E2bServers;
   try {
     e2b = await startE2bServers({ svc: node.service, control, logger, stateDir: config.stateDir, host: config.host, apiPort: config.e2bApiPort, envdPort: config.e2bEnvdPort });
@@ -156,7 +163,7 @@ export interface ControlPlaneDaemon {
  * owns the sandboxes, their loops (warm pool, policy) and their events
  * (logged by the node).
  */
-export async function startControlPlaneDaemon(config: ForkdConfig, logger: Logger): Promise<ControlPlaneDaemon> {
+export async function startControlPlaneDaemon(config: ForkdConfig, logger: Logger, extras: ApiExtras = {}): Promise<ControlPlaneDaemon> {
   const { nodeUrl: url, nodeTokenFile: tokenFile } = config;
   if (!url) throw new ForkdError('INVALID_ARGUMENT', 'role control-plane needs the node\'s URL (FORKD_NODE_URL or --node)');
   const token = (await readFile(tokenFile, 'utf8').catch(() => '')).trim();
@@ -172,7 +179,7 @@ export async function startControlPlaneDaemon(config: ForkdConfig, logger: Logge
     await node.templates().catch((err: unknown) => {
       throw new ForkdError('FAILED_PRECONDITION', `the node at ${url} does not answer this control plane: ${(err as Error).message}`, undefined, { cause: err });
     });
-    server = await listen({ svc: node, control, logger, proxyDomain: config.proxyDomain }, config.host, config.port);
+    server = await listen({ svc: node, control, logger, proxyDomain: config.proxyDomain, mcp: extras.mcp }, config.host, config.port);
     e2b = await startE2bServers({ svc: node, control, logger, stateDir: config.stateDir, host: config.host, apiPort: config.e2bApiPort, envdPort: config.e2bEnvdPort });
   } catch (err) {
     await server?.close();

@@ -2,7 +2,8 @@ export { loadConfig, REPO_ROOT, SERVE_ROLES, type ForkdConfig, type ServeRole } 
 export { createLogger, silentLogger, type Logger } from './shared/logger.js';
 export { exec } from './shared/exec.js';
 export { usePrivateUmask } from './shared/private-state.js';
-export { setup, startControlPlaneDaemon, startDaemon, startNodeDaemon, type ControlPlaneDaemon, type Daemon, type NodeDaemon } from './daemon.js';
+export { setup, startControlPlaneDaemon, startDaemon, startNodeDaemon, type ApiExtras, type ControlPlaneDaemon, type Daemon, type NodeDaemon } from './daemon.js';
+export type { McpCaller, McpEndpoint } from './control-plane/http/mcp-endpoint.js';
 export { setupHost, criuPath, baseRootfsDir, installPackages, type Progress } from './setup/setup.js';
 export { openNode, type Node } from './node/node.js';
 export { NODE_IN_USE } from './node/node-lock.js';

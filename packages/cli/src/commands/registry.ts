@@ -11,6 +11,7 @@ import { forkCommand } from './fork.js';
 import { killCommand } from './kill.js';
 import { pauseCommand, resumeCommand, rewindCommand, timeoutCommand } from './lifecycle.js';
 import { lsCommand } from './ls.js';
+import { mcpCommand } from './mcp.js';
 import { metricsCommand } from './metrics.js';
 import { networkCommand } from './network.js';
 import { secretCommand } from './secret.js';
@@ -58,6 +59,7 @@ export const COMMANDS: readonly CliCommand[] = [
   keysCommand,
   tenantsCommand,
   auditCommand,
+  mcpCommand,
 ];
 
 export function findCommand(name: string): CliCommand | undefined {

@@ -1,8 +1,10 @@
 import { createLogger, loadConfig, SERVE_ROLES, startControlPlaneDaemon, startDaemon, startNodeDaemon, usePrivateUmask, type ForkdConfig, type ServeRole } from '@forkd/server';
+import { mcpHttpEndpoint } from '@forkd/mcp';
 import { expectPositionals, parseOptions, parsePositiveInt } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { StepProgress } from '../step-progress.js';
 import { UsageError } from '../usage-error.js';
+import { cliVersion } from '../version.js';
 
 const USAGE = `Usage: forkd serve [--port N] [--host H] [--role all|node|control-plane] [--node URL]
 
@@ -52,9 +54,11 @@ export const serveCommand: CliCommand = {
     let daemon;
     try {
       const logger = createLogger();
+      // The API's MCP endpoint (/mcp): an MCP server over the SDK, calling this daemon's API with each caller's key.
+      const extras = { mcp: mcpHttpEndpoint(cliVersion()) };
       if (config.role === 'node') daemon = await startNodeDaemon(config, logger, progress.event);
-      else if (config.role === 'control-plane') daemon = await startControlPlaneDaemon(config, logger);
-      else daemon = await startDaemon(config, logger, progress.event);
+      else if (config.role === 'control-plane') daemon = await startControlPlaneDaemon(config, logger, extras);
+      else daemon = await startDaemon(config, logger, progress.event, extras);
     } catch (err) {
       progress.fail();
       throw err;
@@ -63,6 +67,7 @@ export const serveCommand: CliCommand = {
     else {
       if ('nodeUrl' in daemon) process.stderr.write(`forkd control plane serving on ${daemon.server.url} over the node at ${daemon.nodeUrl} (Ctrl-C to stop)\n`);
       else process.stderr.write(`forkd serving on ${daemon.server.url} (Ctrl-C to stop)\n`);
+      process.stderr.write(`MCP (streamable HTTP): ${daemon.server.url}/mcp\n`);
       const { apiUrl, envdUrl } = daemon.e2b;
       if (apiUrl || envdUrl) process.stderr.write(`E2B-compatible: ${apiUrl ? `E2B_API_URL=${apiUrl}` : 'API off'}, ${envdUrl ? `E2B_SANDBOX_URL=${envdUrl}` : 'envd off'}\n`);
     }

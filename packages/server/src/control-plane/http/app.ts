@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { Hono, type Context } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { ForkdError, SANDBOX_ID_SOURCE, SNAPSHOT_ID_SOURCE, toForkdError, type AuditRecord } from '@forkd/protocol';
 import type { NodeService } from '../../node-contract/index.js';
 import type { Logger } from '../../shared/logger.js';
@@ -15,6 +15,7 @@ import { proxyHttp, proxyTarget } from './port-proxy.js';
 import { errorBody, logRequestError, newRequestId, REQUEST_ID_HEADER } from './public-error.js';
 import { mountRoutes } from './routes/index.js';
 import { SecretService } from '../secrets/secret-service.js';
+import { mcpHandler, type McpEndpoint } from './mcp-endpoint.js';
 
 export type { AppEnv } from './app-env.js';
 
@@ -25,6 +26,8 @@ export interface AppDeps {
   logger: Logger;
   /** Host-based port proxy domain (`{port}-{id}.{domain}`). */
   proxyDomain?: string | undefined;
+  /** Streamable-HTTP MCP at `/mcp`, authenticated and audited as the API (absent: no `/mcp`). */
+  mcp?: McpEndpoint | undefined;
 }
 
 const SANDBOX_IN_PATH = new RegExp(`^/v1/sandboxes/(${SANDBOX_ID_SOURCE})`);
@@ -58,7 +61,7 @@ function sourceAddress(c: Context<AppEnv>): string {
  * The REST API (`/v1`): request ids, errors, the port proxy, authentication
  * and the audit record around the route table (routes/index.ts).
  */
-export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<AppEnv> {
+export function createApp({ svc, control, logger, proxyDomain, mcp }: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const metrics = new Metrics();
   // Keys only in headers here: `?api_key=` is for WebSocket upgrades (stream-socket.ts), whose browsers cannot set headers.
@@ -118,7 +121,7 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
   mountRoutes(app, deps, 'public');
 
   // Every other call: who is calling (the key's tenant scopes all it sees), then one audit record.
-  app.use('/v1/*', async (c, next) => {
+  const authenticated: MiddlewareHandler<AppEnv> = async (c, next) => {
     const t0 = performance.now();
     let who: Principal;
     try {
@@ -148,8 +151,13 @@ export function createApp({ svc, control, logger, proxyDomain }: AppDeps): Hono<
     const rec = auditRecord(c, who, code, c.res.status, t0);
     await control.store.appendAudit(rec);
     metrics.observe(rec.operation, code, rec.durationMs);
-  });
-
+  };
+  app.use('/v1/*', authenticated);
   mountRoutes(app, deps, 'authenticated');
+  if (mcp) {
+    // Same key check, throttle and audit record as the API: a wrong key is a 401 before any MCP handling.
+    app.use('/mcp', authenticated);
+    app.all('/mcp', mcpHandler(mcp));
+  }
   return app;
 }
