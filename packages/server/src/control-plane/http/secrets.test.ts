@@ -96,3 +96,37 @@ test("deleting a sandbox drops its grants; a template repeating {secret} past th
   assert.equal((await call('DELETE', `/v1/sandboxes/${sb}`)).status, 204);
   assert.deepEqual(await control.store.grants(sb), []);
 });
+
+test('per-call grants through exec: in the node set while the process runs, gone when its stream ends (and when the start fails)', async () => {
+  const svc = fakeService();
+  let finish!: () => void;
+  const exited = new Promise<void>((r) => (finish = r));
+  let duringCall: NodeCredential[] | undefined;
+  let failStart = false;
+  svc.spawn = async () => {
+    if (failStart) throw new Error('spawn failed');
+    duringCall = pushed(svc).at(-1)?.creds;
+    const process = { pid: 7, tag: undefined, pty: false, write: async () => {}, closeStdin() {}, signal() {}, resize() {}, detach() {} };
+    return { process, exit: exited.then(() => ({ exitCode: 0, signal: 0, oomKilled: false })) };
+  };
+  const { app, call } = await testApp(svc);
+  const admin = (await call('POST', '/v1/keys', JSON.stringify({ admin: true }))).json.key as string;
+  await call('PUT', '/v1/secrets/TOKEN', JSON.stringify({ value: 'per-call-v4lue' }));
+  const sb = (await call('POST', '/v1/sandboxes', '{}')).json.id as string;
+  const body = JSON.stringify({ cmd: ['curl', 'x'], grants: [{ secret: 'TOKEN', hosts: ['a.com'], header: 'A: {secret}' }] });
+  const res = await app.request(`/v1/sandboxes/${sb}/exec`, { method: 'POST', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body });
+  assert.equal(res.status, 200);
+  assert.deepEqual(duringCall?.map((c) => c.headerValue), ['per-call-v4lue'], 'in force when the process starts');
+  assert.equal((await call('GET', `/v1/sandboxes/${sb}/grants`)).json.grants[0].perCall, true);
+  finish();
+  const text = await res.text();
+  assert.match(text, /"type":"exit"/);
+  for (let i = 0; i < 50 && pushed(svc).at(-1)?.creds.length !== 0; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(pushed(svc).at(-1), { id: sb, creds: [] }, 'released when the call ended');
+  assert.deepEqual((await call('GET', `/v1/sandboxes/${sb}/grants`)).json.grants, []);
+  failStart = true;
+  const n = pushed(svc).length;
+  await call('POST', `/v1/sandboxes/${sb}/exec`, body);
+  for (let i = 0; i < 50 && pushed(svc).length < n + 2; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(pushed(svc).at(-1), { id: sb, creds: [] }, 'released when the start failed');
+});
