@@ -29,12 +29,12 @@ const NAME = 'api.secrets.test';
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 const NONE = sha('');
 
-/** The upstream: HTTP on 8081, HTTPS on 8443 (a certificate of the test's own CA for NAME). */
+/** The upstream, on an address of its own in the test internet: HTTP on 80, HTTPS on 443 (the ports the egress proxy takes), a self-signed certificate for NAME. */
 const UPSTREAM = `const http=require('node:http'),https=require('node:https'),fs=require('node:fs'),c=require('node:crypto');
 const h=(q,s)=>s.end(c.createHash('sha256').update(q.headers.authorization||'').digest('hex'));
 const [a,dir]=process.argv.slice(1);
-http.createServer(h).listen(8081,a);
-https.createServer({key:fs.readFileSync(dir+'/up.key'),cert:fs.readFileSync(dir+'/up.crt')},h).listen(8443,a);`;
+http.createServer(h).listen(80,a);
+https.createServer({key:fs.readFileSync(dir+'/up.key'),cert:fs.readFileSync(dir+'/up.crt')},h).listen(443,a);`;
 
 interface CliResult {
   code: number;
@@ -50,7 +50,7 @@ describe('secrets: header injection over HTTP and HTTPS, no trace in the sandbox
   let upstream: ReturnType<typeof spawnStream> | undefined;
   let client: ForkdClient;
   let id = '';
-  const A = '203.0.113.2';
+  const A = '203.0.113.9';
 
   const forkd = (args: string[], input?: string): Promise<CliResult> =>
     new Promise((resolve, reject) => {
@@ -65,7 +65,7 @@ describe('secrets: header injection over HTTP and HTTPS, no trace in the sandbox
     });
   /** What the upstream saw, as the hash it answered (or ERR). */
   const curl = async (scheme: 'http' | 'https') => {
-    const port = scheme === 'http' ? 8081 : 8443;
+    const port = scheme === 'http' ? 80 : 443;
     const r = await forkd(['exec', id, '--', 'curl', '-sS', '--max-time', '5', '--resolve', `${NAME}:${port}:${A}`, `${scheme}://${NAME}:${port}/v1/x`]);
     return r.stdout.trim() || `ERR ${r.stderr.trim()}`;
   };
@@ -74,9 +74,10 @@ describe('secrets: header injection over HTTP and HTTPS, no trace in the sandbox
     internet = await startTestInternet();
     dir = await mkdtemp(join(tmpdir(), 'forkd-secrets-'));
     await exec('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'up.key'), '-out', join(dir, 'up.crt'), '-days', '2', '-subj', `/CN=${NAME}`, '-addext', `subjectAltName=DNS:${NAME}`]);
+    await exec('nsenter', [`--net=${internet.netns}`, 'ip', 'addr', 'add', `${A}/24`, 'dev', 'up0']);
     upstream = spawnStream('nsenter', [`--net=${internet.netns}`, process.execPath, '-e', UPSTREAM, A, dir]);
     upstream.stream.on('error', () => {});
-    await waitFor(async () => (await exec('nsenter', [`--net=${internet.netns}`, 'ss', '-Htln'], { allowFailure: true })).stdout.includes(`${A}:8443`), 10_000, 'the upstream');
+    await waitFor(async () => (await exec('nsenter', [`--net=${internet.netns}`, 'ss', '-Htln'], { allowFailure: true })).stdout.includes(`${A}:443`), 10_000, 'the upstream');
     cfg = testConfig(dir);
     // The proxy verifies upstreams; this one's certificate is the test's own (how the proxy is told is the proxy's option).
     daemon = await startDaemonProcess({ ...cfg.env, FORKD_EGRESS_EXTRA_CA: join(dir, "up.crt") });
@@ -152,10 +153,10 @@ describe('secrets: header injection over HTTP and HTTPS, no trace in the sandbox
 
   test('a per-call grant works only during its call', { skip: !PROXY && 'needs the egress proxy' }, async () => {
     const sb = await client.sandboxes.get(id);
-    const url = `http://${NAME}:8081/`;
-    const during = await sb.exec(['curl', '-sS', '--resolve', `${NAME}:8081:${A}`, url], { grants: [{ secret: 'TOKEN', hosts: [NAME], header: 'Authorization: Bearer {secret}' }] });
+    const url = `http://${NAME}/`;
+    const during = await sb.exec(['curl', '-sS', '--resolve', `${NAME}:80:${A}`, url], { grants: [{ secret: 'TOKEN', hosts: [NAME], header: 'Authorization: Bearer {secret}' }] });
     assert.equal(during.stdout.trim(), sha(`Bearer ${VALUE}`));
-    assert.equal((await sb.exec(['curl', '-sS', '--resolve', `${NAME}:8081:${A}`, url])).stdout.trim(), NONE);
+    assert.equal((await sb.exec(['curl', '-sS', '--resolve', `${NAME}:80:${A}`, url])).stdout.trim(), NONE);
     assert.deepEqual(await sb.listGrants(), []);
   });
 
