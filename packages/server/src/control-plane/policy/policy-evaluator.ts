@@ -1,5 +1,6 @@
 import { DEFAULT_APPROVAL_TIMEOUT_SECONDS, POLICY_INPUT_MAX, type PolicyDocument, type PolicyRules, type PolicyScope } from '@forkd/protocol';
 import { commandTexts } from './command-line.js';
+import { linearRegExp } from './linear-regexp.js';
 import { underPrefix } from './path-prefix.js';
 
 /** One policy document and where it is attached. */
@@ -32,15 +33,16 @@ export interface CallLimits {
 
 const ruleName = (p: ScopedPolicy, key: string, i?: number, pattern?: string) => `${p.scope}:${key}${i === undefined ? '' : `[${i}]`}${pattern === undefined ? '' : ` ${JSON.stringify(pattern)}`}`;
 
-/** Patterns are validated at set time; a stored one that no longer compiles matches nothing rather than crashing a call. */
+/** Patterns are validated at set time; one that no longer compiles refuses the call (INVALID_ARGUMENT naming it) rather than matching nothing. */
 function matches(pattern: string, texts: readonly string[]): boolean {
-  let re: RegExp;
-  try {
-    re = new RegExp(pattern);
-  } catch {
-    return false;
-  }
+  const re = linearRegExp(pattern);
   return texts.some((t) => re.test(t));
+}
+
+/** Every pattern of a document (for the check at set time). */
+export function policyPatterns(p: PolicyDocument): string[] {
+  const rules = [p.exec, p.grants];
+  return rules.flatMap((r) => [...(r?.allow ?? []), ...(r?.deny ?? []), ...(r?.requireApproval ?? [])]);
 }
 
 /**

@@ -1,6 +1,8 @@
 import type { Context } from 'hono';
 import { ApprovalInfo, ForkdError, PolicyAnswer, PolicyDocument, TenantName, type PolicyScope } from '@forkd/protocol';
 import type { AppEnv } from '../app-env.js';
+import { checkLinear } from '../../policy/linear-regexp.js';
+import { policyPatterns } from '../../policy/policy-evaluator.js';
 import { policyRuntime } from '../caller-view.js';
 import { validate } from '../validate.js';
 import { list, ok, param, route, view, type RouteDeps } from './route.js';
@@ -51,6 +53,7 @@ function policyRoutes(scope: PolicyScope, path: string, what: string) {
       handler: async (c, deps, input) => {
         const id = await scopeId(c, deps, scope, true);
         const policy = await input.body();
+        checkLinear(policyPatterns(policy));
         c.set('target', `${scope}:${id}`);
         await deps.control.store.setPolicy(scope, id, policy);
         return c.json({ scope, id, policy });
