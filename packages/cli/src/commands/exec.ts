@@ -108,6 +108,8 @@ async function viaExecRoute(sb: Sandbox, args: ExecArgs): Promise<Outcome> {
       onStderr: args.json ? undefined : write(process.stderr),
       onDropped: notifyDropped,
       onRewound: notifyRewound,
+      onWaiting: (w) => process.stderr.write(`forkd: waiting for approval ${w.approvalId} (rule ${w.rule}; until ${w.expiresAt}): forkd approve ${w.approvalId}\n`),
+      onLimit: (l) => process.stderr.write(`forkd: process ended by policy limit ${l.limit} (rule ${l.rule})\n`),
     });
     const { stdout, stderr, ...exit } = r;
     return { pid: r.pid, exit, ...(args.json ? { stdout, stderr } : {}) };

@@ -1,4 +1,5 @@
 import type { CliCommand } from '../command.js';
+import { approvalsCommand, approveCommand, denyCommand } from './approvals.js';
 import { attachCommand } from './attach.js';
 import { auditCommand } from './audit.js';
 import { keysCommand } from './keys.js';
@@ -13,6 +14,7 @@ import { pauseCommand, resumeCommand, rewindCommand, timeoutCommand } from './li
 import { lsCommand } from './ls.js';
 import { metricsCommand } from './metrics.js';
 import { networkCommand } from './network.js';
+import { policyCommand } from './policy.js';
 import { psCommand } from './ps.js';
 import { rmCommand } from './rm.js';
 import { serveCommand } from './serve.js';
@@ -46,6 +48,10 @@ export const COMMANDS: readonly CliCommand[] = [
   resumeCommand,
   timeoutCommand,
   networkCommand,
+  policyCommand,
+  approvalsCommand,
+  approveCommand,
+  denyCommand,
   treeCommand,
   snapshotRmCommand,
   pinCommand,
