@@ -28,6 +28,8 @@ export interface OutputHandlers {
   onRewound?: () => void | Promise<void>;
   /** The call waits for an approver (the control plane's policy gate; nodes never call it). */
   onWaiting?: (w: { approvalId: string; rule: string; expiresAt: string }) => void | Promise<void>;
+  /** Aborts when the reader went away: a call still waiting for approval is then dropped (the control plane's policy gate). */
+  abort?: AbortSignal;
   /** A policy limit ended the process (the control plane's policy gate; nodes never call it). */
   onLimit?: (l: { limit: 'maxOutputBytes' | 'maxDurationSeconds'; rule: string }) => void | Promise<void>;
 }

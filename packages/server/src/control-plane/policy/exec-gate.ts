@@ -36,6 +36,7 @@ export async function gatedSpawn(d: ExecGateDeps, policies: readonly ScopedPolic
     const outcome = await runtime.approvals.wait(
       { sandbox: id, tenant: d.tenant, kind: 'exec', command: line, rule: decision.rule, timeoutSeconds: limits.approvalTimeoutSeconds.value },
       (a) => handlers?.onWaiting?.({ approvalId: a.id, rule: a.rule, expiresAt: a.expiresAt }),
+      handlers?.abort,
     );
     await audit(id, outcome, decision.rule, line);
     if (outcome !== 'approved') throw policyRefusal(decision.rule, outcome === 'timeout' ? 'no approver answered in time' : outcome === 'denied' ? 'denied by an approver' : 'the call was cancelled while waiting');

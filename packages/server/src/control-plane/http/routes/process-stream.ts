@@ -24,9 +24,13 @@ export function streamError(c: Context, err: unknown): ErrorBody['error'] {
  * held for approval (policy) is answered at once with its `waiting` event;
  * its start, or its refusal as an `error` event, follows in the stream.
  */
-export function processStream(c: Context, start: (h: Required<OutputHandlers>) => Promise<ProcessStream>, after?: (p: { pid: number }) => Promise<void>) {
+export function processStream(c: Context, start: (h: Required<Omit<OutputHandlers, 'abort'>> & Pick<OutputHandlers, 'abort'>) => Promise<ProcessStream>, after?: (p: { pid: number }) => Promise<void>) {
   let detach = () => {};
-  const out = ndjsonStream(() => detach());
+  const gone = new AbortController();
+  const out = ndjsonStream(() => {
+    gone.abort();
+    detach();
+  });
   let res: Response | undefined;
   const respond = () => (res ??= c.body(out.stream, 200, NDJSON_HEADERS));
   let waited = false;
@@ -43,6 +47,7 @@ export function processStream(c: Context, start: (h: Required<OutputHandlers>) =
       answerEarly();
     },
     onLimit: (l: { limit: 'maxOutputBytes' | 'maxDurationSeconds'; rule: string }) => out.write({ type: 'limit', ...l }),
+    abort: gone.signal,
   };
   const run = start(h).then(
     ({ process, exit }) => {
