@@ -64,7 +64,30 @@ export function policyGate(svc: NodeService, store: ControlStore, runtime: Polic
   const visible = (ps: ScopedPolicy[], entries: FileEntry[]) => (ps.length === 0 ? entries : entries.filter((e) => !isHidden(ps, e.path)));
 
   return {
-    ...forwardAll(svc),
+    // Calls the policy has nothing to say about (attaching to, signalling or feeding a process it let start; lifecycle).
+    create: (req, claim) => svc.create(req, claim),
+    get: (id) => svc.get(id),
+    list: () => svc.list(),
+    setTimeout: (id, seconds) => svc.setTimeout(id, seconds),
+    setNetwork: (id, rules) => svc.setNetwork(id, rules),
+    metrics: (id) => svc.metrics(id),
+    attach: (id, sel, handlers) => svc.attach(id, sel, handlers),
+    listProcesses: (id) => svc.listProcesses(id),
+    signal: (id, sel, sig) => svc.signal(id, sel, sig),
+    writeStdin: (id, sel, data, eof) => svc.writeStdin(id, sel, data, eof),
+    connectPort: (id, port) => svc.connectPort(id, port),
+    snapshot: (id, opts) => svc.snapshot(id, opts),
+    timeline: (id) => svc.timeline(id),
+    getSnapshot: (snapId) => svc.getSnapshot(snapId),
+    deleteSnapshot: (snapId) => svc.deleteSnapshot(snapId),
+    pinSnapshot: (snapId, pinned) => svc.pinSnapshot(snapId, pinned),
+    pause: (id, opts) => svc.pause(id, opts),
+    resume: (id, opts) => svc.resume(id, opts),
+    rewind: (id, snapId) => svc.rewind(id, snapId),
+    tree: (id) => svc.tree(id),
+    templates: () => svc.templates(),
+    buildTemplate: (req, progress, claim) => svc.buildTemplate(req, progress, claim),
+    stats: () => svc.stats(),
     async spawn(id, opts, handlers) {
       const ps = await policies(id);
       if (ps.length === 0) return svc.spawn(id, opts, handlers);
@@ -117,17 +140,10 @@ export function policyGate(svc: NodeService, store: ControlStore, runtime: Polic
       await svc.delete(id);
       await store.setPolicy('sandbox', id, {});
     },
+    /** A template made later under the same name does not inherit this one's policy. */
+    async deleteTemplate(name) {
+      await svc.deleteTemplate(name);
+      await store.setPolicy('template', name, {});
+    },
   };
-}
-
-/** Every method of `svc`, bound: the gate overrides the ones it guards. */
-function forwardAll(svc: NodeService): NodeService {
-  const out: Record<string, unknown> = {};
-  const proto = svc as unknown as Record<string, unknown>;
-  const names = new Set<string>([...Object.keys(svc), ...Object.getOwnPropertyNames(Object.getPrototypeOf(svc) as object)]);
-  for (const n of names) {
-    const f = proto[n];
-    if (n !== 'constructor' && typeof f === 'function') out[n] = (f as (...a: unknown[]) => unknown).bind(svc);
-  }
-  return out as unknown as NodeService;
 }
