@@ -74,3 +74,15 @@ test('exec under policy: refused naming the rule (details too), gated calls wait
   const audit = (await call('GET', `/v1/audit?sandbox=${sb}&operation=policy.denied`, undefined, acme)).json.records;
   assert.equal(audit.length, 1);
 });
+
+test('precedence: a template policy (admin on a shared template) and a tenant policy apply to the sandbox; its own cannot lift them', async () => {
+  const { call, acme, sb } = await tenantWithSandbox();
+  assert.equal((await call('PUT', '/v1/templates/base/policy', JSON.stringify({ exec: { deny: ['^curl '] } }))).status, 200);
+  await call('PUT', '/v1/tenants/acme/policy', JSON.stringify({ files: { hidden: ['/secret'] } }));
+  await call('PUT', `/v1/sandboxes/${sb}/policy`, JSON.stringify({ exec: { allow: ['.*'] } }), acme);
+  const r = await call('POST', `/v1/sandboxes/${sb}/exec`, JSON.stringify({ cmd: ['curl', 'x'] }), acme);
+  assert.equal(r.json.error.details.rule, 'template:exec.deny[0] "^curl "');
+  const f = await call('GET', `/v1/sandboxes/${sb}/files?path=/secret/../secret/k`, undefined, acme);
+  assert.equal(f.json.error.details.rule, 'tenant:files.hidden[0] "/secret"');
+  assert.deepEqual((await call('GET', '/v1/templates/base/policy', undefined, acme)).json.policy, { exec: { deny: ['^curl '] } }, 'readable by tenants');
+});
