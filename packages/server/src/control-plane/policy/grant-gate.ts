@@ -23,7 +23,7 @@ export async function gateGrant(
   name: string,
   onWaiting?: (a: ApprovalInfo) => void | Promise<void>,
 ): Promise<void> {
-  const ps = await sandboxPolicies(svc, store, id);
+  const ps = await sandboxPolicies(svc, store, id, runtime.templateOf);
   if (ps.length === 0) return;
   const audit = policyAuditor(store, who);
   const call = `grant ${name}`;

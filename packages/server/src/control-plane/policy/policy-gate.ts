@@ -9,18 +9,23 @@ import { decideFile, isHidden, type FileAccess, type ScopedPolicy } from './poli
 import type { PolicyRuntime } from './policy-runtime.js';
 
 /** The policies that apply to a sandbox: its tenant's, its template's, its own (in that order). */
-export async function sandboxPolicies(svc: NodeService, store: ControlStore, id: string): Promise<ScopedPolicy[]> {
+export async function sandboxPolicies(svc: NodeService, store: ControlStore, id: string, templateOf?: Map<string, string>): Promise<ScopedPolicy[]> {
   const out: ScopedPolicy[] = [];
   const tenant = await store.owner('sandbox', id);
   if (tenant !== undefined) {
     const p = await store.policy('tenant', tenant);
     if (p) out.push({ scope: 'tenant', id: tenant, policy: p });
   }
-  let template: string | undefined;
-  try {
-    template = (await svc.get(id)).template;
-  } catch {
-    /* unknown: the call itself answers NOT_FOUND */
+  let template = templateOf?.get(id);
+  if (template === undefined) {
+    try {
+      template = (await svc.get(id)).template;
+      // Sandboxes the node deletes itself (lifetimes) leave entries behind: bounded by starting over.
+      if (templateOf && templateOf.size >= 100_000) templateOf.clear();
+      templateOf?.set(id, template);
+    } catch {
+      /* unknown: the call itself answers NOT_FOUND */
+    }
   }
   if (template !== undefined) {
     const p = await store.policy('template', template);
@@ -39,7 +44,7 @@ export async function sandboxPolicies(svc: NodeService, store: ControlStore, id:
  */
 export function policyGate(svc: NodeService, store: ControlStore, runtime: PolicyRuntime, who: PolicyCaller): NodeService {
   const audit = policyAuditor(store, who);
-  const policies = (id: string) => sandboxPolicies(svc, store, id);
+  const policies = (id: string) => sandboxPolicies(svc, store, id, runtime.templateOf);
   /** `tree`: also refused when the path holds a protected prefix (a recursive remove or a move of a parent would take it along). */
   const guard = async (id: string, access: FileAccess, op: string, path: string, tree = false) => {
     const ps = await policies(id);
@@ -138,6 +143,7 @@ export function policyGate(svc: NodeService, store: ControlStore, runtime: Polic
     },
     async delete(id) {
       await svc.delete(id);
+      runtime.templateOf.delete(id);
       await store.setPolicy('sandbox', id, {});
     },
     /** A template made later under the same name does not inherit this one's policy. */

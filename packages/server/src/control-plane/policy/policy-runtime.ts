@@ -6,8 +6,10 @@ import { NetworkCuts } from './network-cuts.js';
 export interface PolicyRuntime {
   approvals: Approvals;
   cuts: NetworkCuts;
+  /** Each sandbox's template, as first looked up: it never changes, and a remote node need not be asked on every call. */
+  templateOf: Map<string, string>;
 }
 
 export function newPolicyRuntime(opts: { webhook?: string | undefined; logger?: Logger | undefined } = {}): PolicyRuntime {
-  return { approvals: new Approvals(opts), cuts: new NetworkCuts(opts.logger) };
+  return { approvals: new Approvals(opts), cuts: new NetworkCuts(opts.logger), templateOf: new Map() };
 }
