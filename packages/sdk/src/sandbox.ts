@@ -251,7 +251,8 @@ export class Sandbox {
 
   /** A process with live stdin over the WebSocket (no terminal). Resolves once it runs. */
   stream(opts: StreamOptions): Promise<StreamSession> {
-    return this.#openStream({ op: 'spawn', spawn: spawnRequest(opts.cmd, opts, { pty: opts.pty, cols: opts.cols, rows: opts.rows }) });
+    const { onWaiting, ...rest } = opts;
+    return this.#openStream({ op: 'spawn', spawn: spawnRequest(rest.cmd, rest, { pty: rest.pty, cols: rest.cols, rows: rest.rows }) }, onWaiting);
   }
 
   /** An interactive terminal (default `bash -l`). Resolves once it runs. */
@@ -264,10 +265,10 @@ export class Sandbox {
     return this.#openStream({ op: 'attach', ...selectorObject(sel) });
   }
 
-  #openStream(open: StreamOpen): Promise<StreamSession> {
+  #openStream(open: StreamOpen, onWaiting?: StreamOptions['onWaiting']): Promise<StreamSession> {
     const ctor = resolveWebSocket(this.#WebSocket);
     const ws = openWebSocket(ctor, this.#http.wsUrl(`${this.#base}/stream`), this.#http.authHeaders());
-    return StreamSession.open(ws, open);
+    return StreamSession.open(ws, open, onWaiting);
   }
 }
 

@@ -101,6 +101,8 @@ export type AttachHandlers<E extends OutputEncoding = 'bytes'> = ProcessHandlerO
 
 export interface StreamOptions extends SpawnOptions {
   cmd: Command;
+  /** The call waits for an approver (a policy's `requireApproval`) before it starts. */
+  onWaiting?: (w: WaitingForApproval) => void;
   pty?: boolean;
   cols?: number;
   rows?: number;

@@ -146,6 +146,22 @@ describe('per-call policy against a real daemon (SDK and CLI)', { skip: !isRoot 
     assert.ok((await client.audit.list({ sandbox: sb.id, operation: 'policy.approved' })).length >= 1);
   });
 
+  test('forkd exec of a gated command says it waits, and runs once approved', async () => {
+    const running = forkd(daemon!.url, ['exec', sb.id, '--', 'echo', 'gated', 'by', 'cli']);
+    let pending: { id: string; command: string }[] = [];
+    for (let i = 0; i < 200 && pending.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      pending = await client.approvals.list();
+    }
+    assert.equal(pending.length, 1);
+    assert.equal(pending[0]!.command, 'echo gated by cli');
+    await client.approvals.approve(pending[0]!.id);
+    const r = await running;
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'gated by cli\n');
+    assert.match(r.stderr, new RegExp(`waiting for approval ${pending[0]!.id}`));
+  });
+
   test('a gated command is refused after forkd deny, and after the approval timeout', async () => {
     const d = gated(sb, 'echo gated > /tmp/denied');
     const w = await d.waiting;
