@@ -9,3 +9,4 @@ export * from './snapshot.js';
 export * from './auth.js';
 export * from './tenant-limits.js';
 export * from './network.js';
+export * from './policy.js';

@@ -5,6 +5,7 @@ import { Templates } from './templates.js';
 import { Keys } from './keys.js';
 import { Audit } from './audit.js';
 import { Tenants } from './tenants.js';
+import { Approvals } from './approvals.js';
 import type { WebSocketConstructor } from './websocket.js';
 
 export interface ForkdClientOptions {
@@ -33,6 +34,7 @@ export class ForkdClient {
   readonly keys: Keys;
   readonly audit: Audit;
   readonly tenants: Tenants;
+  readonly approvals: Approvals;
   readonly #http: HttpTransport;
 
   constructor(opts: ForkdClientOptions = {}) {
@@ -44,6 +46,7 @@ export class ForkdClient {
     this.keys = new Keys(this.#http);
     this.audit = new Audit(this.#http);
     this.tenants = new Tenants(this.#http);
+    this.approvals = new Approvals(this.#http);
   }
 
   health(): Promise<{ ok: boolean }> {

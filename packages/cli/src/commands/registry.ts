@@ -1,4 +1,5 @@
 import type { CliCommand } from '../command.js';
+import { approvalsCommand, approveCommand, denyCommand } from './approvals.js';
 import { attachCommand } from './attach.js';
 import { auditCommand } from './audit.js';
 import { keysCommand } from './keys.js';
@@ -14,6 +15,7 @@ import { lsCommand } from './ls.js';
 import { mcpCommand } from './mcp.js';
 import { metricsCommand } from './metrics.js';
 import { networkCommand } from './network.js';
+import { policyCommand } from './policy.js';
 import { psCommand } from './ps.js';
 import { rmCommand } from './rm.js';
 import { serveCommand } from './serve.js';
@@ -47,6 +49,10 @@ export const COMMANDS: readonly CliCommand[] = [
   resumeCommand,
   timeoutCommand,
   networkCommand,
+  policyCommand,
+  approvalsCommand,
+  approveCommand,
+  denyCommand,
   treeCommand,
   snapshotRmCommand,
   pinCommand,

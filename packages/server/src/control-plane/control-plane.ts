@@ -6,12 +6,15 @@ import { SqliteControlStore } from '../store/sqlite-control-store.js';
 import { ApiKeys } from './auth/api-keys.js';
 import { startAuditRetention } from './audit-retention.js';
 import { TenantQuotas } from './quota/tenant-quotas.js';
+import { newPolicyRuntime, type PolicyRuntime } from './policy/policy-runtime.js';
 
 export interface ControlPlane {
   store: ControlStore;
   keys: ApiKeys;
   /** Per-tenant limits and the capacity operations in flight reserved (one instance: reservations are shared by every request). */
   quotas: TenantQuotas;
+  /** Calls waiting for approval and network-off cuts in force (absent: a hand-made control plane; see caller-view.ts). */
+  policy?: PolicyRuntime | undefined;
   close(): Promise<void>;
 }
 
@@ -30,6 +33,7 @@ export async function openControlPlane(config: ForkdConfig, logger?: Logger): Pr
     store,
     keys,
     quotas: new TenantQuotas(store, config.tenantLimits, config.defaultDiskMb),
+    policy: newPolicyRuntime({ webhook: config.approvalWebhook, logger }),
     close: async () => {
       stopRetention();
       await store.close();

@@ -19,30 +19,60 @@ export function streamError(c: Context, err: unknown): ErrorBody['error'] {
   return publicError(err, requestId, !!who?.admin);
 }
 
-/** Streams a process (already started or attached) as NDJSON events. */
-export function processStream(c: Context, start: (h: Required<OutputHandlers>) => Promise<ProcessStream>, after?: (p: { pid: number }) => Promise<void>) {
+/**
+ * Streams a process (already started or attached) as NDJSON events. A call
+ * held for approval (policy) is answered at once with its `waiting` event;
+ * its start, or its refusal as an `error` event, follows in the stream.
+ */
+export function processStream(c: Context, start: (h: Required<Omit<OutputHandlers, 'abort'>> & Pick<OutputHandlers, 'abort'>) => Promise<ProcessStream>, after?: (p: { pid: number }) => Promise<void>) {
   let detach = () => {};
-  const out = ndjsonStream(() => detach());
+  const gone = new AbortController();
+  const out = ndjsonStream(() => {
+    gone.abort();
+    detach();
+  });
+  let res: Response | undefined;
+  const respond = () => (res ??= c.body(out.stream, 200, NDJSON_HEADERS));
+  let waited = false;
+  let answerEarly = () => {};
+  const early = new Promise<Response>((r) => (answerEarly = () => r(respond())));
   const h = {
     onStdout: (d: Buffer) => out.write({ type: 'stdout', data: d.toString('base64') }),
     onStderr: (d: Buffer) => out.write({ type: 'stderr', data: d.toString('base64') }),
     onDropped: (n: number) => out.write({ type: 'dropped', bytes: n }),
     onRewound: () => out.write({ type: 'rewound' }),
+    onWaiting: (w: { approvalId: string; rule: string; expiresAt: string }) => {
+      waited = true;
+      void out.write({ type: 'waiting', ...w });
+      answerEarly();
+    },
+    onLimit: (l: { limit: 'maxOutputBytes' | 'maxDurationSeconds'; rule: string }) => out.write({ type: 'limit', ...l }),
+    abort: gone.signal,
   };
-  return start(h).then(async ({ process, exit }) => {
-    detach = () => process.detach();
-    void out.write({ type: 'started', pid: process.pid, ...(process.tag ? { tag: process.tag } : {}), pty: process.pty });
-    void (async () => {
-      try {
-        if (after) await after(process);
-        const e = await exit;
-        if (e) await out.write(exitEvent(e));
-      } catch (err) {
-        await out.write({ type: 'error', error: streamError(c, err) });
-      } finally {
-        out.close();
-      }
-    })();
-    return c.body(out.stream, 200, NDJSON_HEADERS);
-  });
+  const run = start(h).then(
+    ({ process, exit }) => {
+      detach = () => process.detach();
+      void out.write({ type: 'started', pid: process.pid, ...(process.tag ? { tag: process.tag } : {}), pty: process.pty });
+      void (async () => {
+        try {
+          if (after) await after(process);
+          const e = await exit;
+          if (e) await out.write(exitEvent(e));
+        } catch (err) {
+          await out.write({ type: 'error', error: streamError(c, err) });
+        } finally {
+          out.close();
+        }
+      })();
+      return respond();
+    },
+    async (err: unknown) => {
+      if (!waited) throw err;
+      // Already answered (the call waited): the refusal is the stream's last event.
+      await out.write({ type: 'error', error: streamError(c, err) });
+      out.close();
+      return respond();
+    },
+  );
+  return Promise.race([run, early]);
 }
