@@ -53,6 +53,10 @@ export const ExecEvent = z.union([
   z.object({ type: z.literal('rewound') }),
   z.object({ type: z.literal('exit'), exitCode: z.number(), signal: z.number(), oomKilled: z.boolean() }),
   z.object({ type: z.literal('error'), error: z.object({ code: z.string(), message: z.string() }) }),
+  /** The call waits for an approver (policy `requireApproval`): it runs on approval, or ends with PERMISSION_DENIED. */
+  z.object({ type: z.literal('waiting'), approvalId: z.string(), rule: z.string(), expiresAt: z.string() }),
+  /** A policy limit ended the process: its output was cut (`maxOutputBytes`) or it ran too long (`maxDurationSeconds`). */
+  z.object({ type: z.literal('limit'), limit: z.enum(['maxOutputBytes', 'maxDurationSeconds']), rule: z.string() }),
 ]);
 export type ExecEvent = z.infer<typeof ExecEvent>;
 

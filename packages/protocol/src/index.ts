@@ -10,3 +10,4 @@ export * from './auth.js';
 export * from './tenant-limits.js';
 export * from './network.js';
 export * from './secrets.js';
+export * from './policy.js';

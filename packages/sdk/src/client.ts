@@ -6,6 +6,7 @@ import { Keys } from './keys.js';
 import { Audit } from './audit.js';
 import { Tenants } from './tenants.js';
 import { Secrets } from './secrets.js';
+import { Approvals } from './approvals.js';
 import type { WebSocketConstructor } from './websocket.js';
 
 export interface ForkdClientOptions {
@@ -35,6 +36,7 @@ export class ForkdClient {
   readonly audit: Audit;
   readonly tenants: Tenants;
   readonly secrets: Secrets;
+  readonly approvals: Approvals;
   readonly #http: HttpTransport;
 
   constructor(opts: ForkdClientOptions = {}) {
@@ -47,6 +49,7 @@ export class ForkdClient {
     this.audit = new Audit(this.#http);
     this.tenants = new Tenants(this.#http);
     this.secrets = new Secrets(this.#http);
+    this.approvals = new Approvals(this.#http);
   }
 
   health(): Promise<{ ok: boolean }> {

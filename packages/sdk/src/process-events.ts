@@ -1,6 +1,6 @@
 import type { ExecEvent } from '@forkd/protocol';
 import { fromBase64 } from './base64.js';
-import type { ProcessExit, StartedProcess } from './types.js';
+import type { PolicyLimitHit, ProcessExit, StartedProcess, WaitingForApproval } from './types.js';
 import { wireError } from './wire-error.js';
 
 export interface ProcessEventHandlers {
@@ -9,6 +9,8 @@ export interface ProcessEventHandlers {
   onStderr?: ((chunk: Uint8Array) => void) | undefined;
   onDropped?: ((bytes: number) => void) | undefined;
   onRewound?: (() => void) | undefined;
+  onWaiting?: ((w: WaitingForApproval) => void) | undefined;
+  onLimit?: ((l: PolicyLimitHit) => void) | undefined;
 }
 
 /**
@@ -34,6 +36,12 @@ export async function consumeProcessEvents(events: AsyncIterable<unknown>, h: Pr
         break;
       case 'rewound':
         h.onRewound?.();
+        break;
+      case 'waiting':
+        h.onWaiting?.({ approvalId: e.approvalId, rule: e.rule, expiresAt: e.expiresAt });
+        break;
+      case 'limit':
+        h.onLimit?.({ limit: e.limit, rule: e.rule });
         break;
       case 'exit':
         return { exitCode: e.exitCode, signal: e.signal, oomKilled: e.oomKilled };

@@ -1,4 +1,4 @@
-import { ForkdError, type ForkRequest, type ProcessInfo, type SandboxInfo, type SetNetworkRequest, type SnapshotInfo, type CreateGrantRequest, type GrantInfo } from '@forkd/protocol';
+import { ForkdError, type ForkRequest, type PolicyAnswer, type PolicyDocument, type ProcessInfo, type SandboxInfo, type SetNetworkRequest, type SnapshotInfo, type CreateGrantRequest, type GrantInfo } from '@forkd/protocol';
 import { toBase64 } from './base64.js';
 import { ByteCollector, toBytes } from './bytes.js';
 import type { HttpTransport } from './http-transport.js';
@@ -150,6 +150,20 @@ export class Sandbox {
   }
 
   /**
+   * Replaces this sandbox's per-call policy (`{}` removes it): command
+   * patterns, hidden and read-only paths, limits, approvals. The tenant's and
+   * the template's policies apply as well; this one cannot lift theirs.
+   */
+  async setPolicy(policy: PolicyDocument): Promise<PolicyDocument> {
+    return (await this.#http.json<PolicyAnswer>('PUT', `${this.#base}/policy`, { json: policy })).policy;
+  }
+
+  /** This sandbox's own policy (`{}` when none). */
+  async getPolicy(): Promise<PolicyDocument> {
+    return (await this.#http.json<PolicyAnswer>('GET', `${this.#base}/policy`)).policy;
+  }
+
+  /**
    * Puts the sandbox back to one of its own snapshots (memory and files). The
    * state it leaves is snapshotted first (reason `rewind`), so nothing is lost.
    */
@@ -206,6 +220,8 @@ export class Sandbox {
       },
       onDropped: opts.onDropped,
       onRewound: opts.onRewound,
+      onWaiting: opts.onWaiting,
+      onLimit: opts.onLimit,
     });
     if (!exit) {
       throw started
@@ -239,6 +255,7 @@ export class Sandbox {
       onStderr: sinks.stderr,
       onDropped: handlers.onDropped,
       onRewound: handlers.onRewound,
+      onLimit: handlers.onLimit,
     });
   }
 
@@ -254,7 +271,8 @@ export class Sandbox {
 
   /** A process with live stdin over the WebSocket (no terminal). Resolves once it runs. */
   stream(opts: StreamOptions): Promise<StreamSession> {
-    return this.#openStream({ op: 'spawn', spawn: spawnRequest(opts.cmd, opts, { pty: opts.pty, cols: opts.cols, rows: opts.rows }) });
+    const { onWaiting, ...rest } = opts;
+    return this.#openStream({ op: 'spawn', spawn: spawnRequest(rest.cmd, rest, { pty: rest.pty, cols: rest.cols, rows: rest.rows }) }, onWaiting);
   }
 
   /** An interactive terminal (default `bash -l`). Resolves once it runs. */
@@ -267,10 +285,10 @@ export class Sandbox {
     return this.#openStream({ op: 'attach', ...selectorObject(sel) });
   }
 
-  #openStream(open: StreamOpen): Promise<StreamSession> {
+  #openStream(open: StreamOpen, onWaiting?: StreamOptions['onWaiting']): Promise<StreamSession> {
     const ctor = resolveWebSocket(this.#WebSocket);
     const ws = openWebSocket(ctor, this.#http.wsUrl(`${this.#base}/stream`), this.#http.authHeaders());
-    return StreamSession.open(ws, open);
+    return StreamSession.open(ws, open, onWaiting);
   }
 }
 

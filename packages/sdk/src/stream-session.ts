@@ -1,6 +1,6 @@
 import { ForkdError } from '@forkd/protocol';
 import { toBytes } from './bytes.js';
-import type { ProcessExit, SignalSpec, StartedProcess } from './types.js';
+import type { ProcessExit, SignalSpec, StartedProcess, WaitingForApproval } from './types.js';
 import { WS_OPEN, type WebSocketLike } from './websocket.js';
 import { wireError } from './wire-error.js';
 
@@ -82,9 +82,11 @@ export class StreamSession implements PtySession {
   #lastError: ForkdError | undefined;
   #info: StartedProcess = { pid: 0, pty: false };
   #socketFailed = false;
+  readonly #onWaiting: ((w: WaitingForApproval) => void) | undefined;
 
-  private constructor(ws: WebSocketLike, open: StreamOpen) {
+  private constructor(ws: WebSocketLike, open: StreamOpen, onWaiting?: (w: WaitingForApproval) => void) {
     this.#ws = ws;
+    this.#onWaiting = onWaiting;
     ws.addEventListener('open', () => ws.send(JSON.stringify(open)));
     ws.addEventListener('message', (ev: { data: unknown }) => this.#onMessage(ev.data));
     ws.addEventListener('error', () => {
@@ -94,8 +96,8 @@ export class StreamSession implements PtySession {
   }
 
   /** Sends the open request and resolves once the process runs (rejects with the server's error otherwise). */
-  static async open(ws: WebSocketLike, open: StreamOpen): Promise<StreamSession> {
-    const s = new StreamSession(ws, open);
+  static async open(ws: WebSocketLike, open: StreamOpen, onWaiting?: (w: WaitingForApproval) => void): Promise<StreamSession> {
+    const s = new StreamSession(ws, open, onWaiting);
     await s.#started.promise;
     return s;
   }
@@ -226,6 +228,9 @@ export class StreamSession implements PtySession {
         break;
       case 'rewound':
         for (const cb of this.#rewound) cb();
+        break;
+      case 'waiting':
+        this.#onWaiting?.({ approvalId: String(msg.approvalId), rule: String(msg.rule), expiresAt: String(msg.expiresAt) });
         break;
       case 'error': {
         const err = wireError(msg.error as { code?: unknown; message?: unknown });

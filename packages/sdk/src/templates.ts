@@ -1,4 +1,4 @@
-import { ForkdError, type BuildTemplateRequest, type TemplateInfo } from '@forkd/protocol';
+import { ForkdError, type BuildTemplateRequest, type TemplateInfo, type PolicyAnswer, type PolicyDocument } from '@forkd/protocol';
 import type { HttpTransport } from './http-transport.js';
 import { readNdjson } from './ndjson.js';
 import type { BuildTemplateOptions } from './types.js';
@@ -53,6 +53,16 @@ export class Templates {
   }
 
   /** Deleting `base` is FAILED_PRECONDITION; an unknown name NOT_FOUND. */
+  /** The template's per-call policy (`{}` when none). */
+  async policy(name: string): Promise<PolicyDocument> {
+    return (await this.#http.json<PolicyAnswer>('GET', `/v1/templates/${encodeURIComponent(name)}/policy`)).policy;
+  }
+
+  /** Replaces the template's per-call policy (its owner, or admin keys; shared templates: admin keys only). */
+  async setPolicy(name: string, policy: PolicyDocument): Promise<PolicyDocument> {
+    return (await this.#http.json<PolicyAnswer>('PUT', `/v1/templates/${encodeURIComponent(name)}/policy`, { json: policy })).policy;
+  }
+
   delete(name: string): Promise<void> {
     return this.#http.send('DELETE', `/v1/templates/${encodeURIComponent(name)}`);
   }

@@ -1,4 +1,4 @@
-import type { PutTenantLimitsRequest, TenantLimitsInfo } from '@forkd/protocol';
+import type { PolicyAnswer, PolicyDocument, PutTenantLimitsRequest, TenantLimitsInfo } from '@forkd/protocol';
 import type { HttpTransport } from './http-transport.js';
 
 /** Tenants' limits: every key reads its own tenant's; admin keys read and set any tenant's. */
@@ -20,5 +20,15 @@ export class Tenants {
    */
   setLimits(tenant: string, limits: PutTenantLimitsRequest): Promise<TenantLimitsInfo> {
     return this.#http.json('PUT', `/v1/tenants/${encodeURIComponent(tenant)}/limits`, { json: limits });
+  }
+
+  /** The tenant's per-call policy (`{}` when none): every key reads its own tenant's. */
+  async policy(tenant: string): Promise<PolicyDocument> {
+    return (await this.#http.json<PolicyAnswer>('GET', `/v1/tenants/${encodeURIComponent(tenant)}/policy`)).policy;
+  }
+
+  /** Replaces the tenant's per-call policy (admin keys only); it applies to every sandbox of the tenant. */
+  async setPolicy(tenant: string, policy: PolicyDocument): Promise<PolicyDocument> {
+    return (await this.#http.json<PolicyAnswer>('PUT', `/v1/tenants/${encodeURIComponent(tenant)}/policy`, { json: policy })).policy;
   }
 }

@@ -32,6 +32,17 @@ export interface StartedProcess {
   pty: boolean;
 }
 
+export interface WaitingForApproval {
+  approvalId: string;
+  rule: string;
+  expiresAt: string;
+}
+
+export interface PolicyLimitHit {
+  limit: 'maxOutputBytes' | 'maxDurationSeconds';
+  rule: string;
+}
+
 export type OutputEncoding = 'bytes' | 'utf8';
 
 /** What output callbacks receive for an encoding. */
@@ -57,6 +68,10 @@ export interface ProcessHandlerOptions {
    * a REWOUND error.) Snapshots, pauses and hibernation are invisible.
    */
   onRewound?: () => void;
+  /** The call waits for an approver (a policy's `requireApproval`): it runs once approved, or fails with PERMISSION_DENIED. */
+  onWaiting?: (w: WaitingForApproval) => void;
+  /** A policy limit ended the process: its output was cut (`maxOutputBytes`) or it ran too long (`maxDurationSeconds`). */
+  onLimit?: (l: PolicyLimitHit) => void;
   /** Aborting detaches: the process keeps running. */
   abortSignal?: AbortSignal;
 }
@@ -89,6 +104,8 @@ export type AttachHandlers<E extends OutputEncoding = 'bytes'> = ProcessHandlerO
 
 export interface StreamOptions extends SpawnOptions {
   cmd: Command;
+  /** The call waits for an approver (a policy's `requireApproval`) before it starts. */
+  onWaiting?: (w: WaitingForApproval) => void;
   pty?: boolean;
   cols?: number;
   rows?: number;

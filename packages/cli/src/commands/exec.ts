@@ -1,5 +1,5 @@
 import { grantHostError, parseHeaderTemplate, SecretName } from '@forkd/protocol';
-import { ForkdError, type GrantSpecInput, type ProcessExit, type Sandbox, type SpawnOptions } from '@forkd/sdk';
+import { ForkdError, type GrantSpecInput, type ProcessExit, type Sandbox, type SpawnOptions, type WaitingForApproval } from '@forkd/sdk';
 import { parseEnvPairs, parseOptions, parsePositiveNumber, splitAtTerminator } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { openSandbox, requireWebSocket } from '../connect.js';
@@ -119,6 +119,10 @@ const write = (stream: NodeJS.WriteStream) => (chunk: Uint8Array) => void stream
 const notifyDropped = (n: number) => void process.stderr.write(`forkd: ${n} bytes of output were dropped (reader too slow)\n`);
 const notifyRewound = () => void process.stderr.write('forkd: the sandbox was rewound; the output goes on from that state\n');
 
+function notifyWaiting(w: WaitingForApproval): void {
+  process.stderr.write(`forkd: waiting for approval ${w.approvalId} (rule ${w.rule}; until ${w.expiresAt}): forkd approve ${w.approvalId}\n`);
+}
+
 /** From a terminal: the NDJSON exec route, stdin empty. */
 async function viaExecRoute(sb: Sandbox, args: ExecArgs): Promise<Outcome> {
   let pid = 0;
@@ -136,6 +140,8 @@ async function viaExecRoute(sb: Sandbox, args: ExecArgs): Promise<Outcome> {
       onStderr: args.json ? undefined : write(process.stderr),
       onDropped: notifyDropped,
       onRewound: notifyRewound,
+      onWaiting: notifyWaiting,
+      onLimit: (l) => process.stderr.write(`forkd: process ended by policy limit ${l.limit} (rule ${l.rule})\n`),
     });
     const { stdout, stderr, ...exit } = r;
     return { pid: r.pid, exit, ...(args.json ? { stdout, stderr } : {}) };
@@ -147,7 +153,7 @@ async function viaExecRoute(sb: Sandbox, args: ExecArgs): Promise<Outcome> {
 /** Piped stdin: the WebSocket stream, stdin forwarded live and closed at its end. */
 async function viaStream(sb: Sandbox, args: ExecArgs): Promise<Outcome> {
   requireWebSocket('forkd exec with piped stdin');
-  const session = await sb.stream({ cmd: args.cmd, ...args.spawn });
+  const session = await sb.stream({ cmd: args.cmd, ...args.spawn, onWaiting: notifyWaiting });
   const out: Uint8Array[] = [];
   const err: Uint8Array[] = [];
   session.onStdout(args.json ? (c) => out.push(c) : write(process.stdout));

@@ -1,4 +1,5 @@
 import type { CliCommand } from '../command.js';
+import { approvalsCommand, approveCommand, denyCommand } from './approvals.js';
 import { attachCommand } from './attach.js';
 import { auditCommand } from './audit.js';
 import { keysCommand } from './keys.js';
@@ -16,6 +17,7 @@ import { metricsCommand } from './metrics.js';
 import { networkCommand } from './network.js';
 import { secretCommand } from './secret.js';
 import { grantCommand } from './grant.js';
+import { policyCommand } from './policy.js';
 import { psCommand } from './ps.js';
 import { rmCommand } from './rm.js';
 import { serveCommand } from './serve.js';
@@ -51,6 +53,10 @@ export const COMMANDS: readonly CliCommand[] = [
   networkCommand,
   secretCommand,
   grantCommand,
+  policyCommand,
+  approvalsCommand,
+  approveCommand,
+  denyCommand,
   treeCommand,
   snapshotRmCommand,
   pinCommand,

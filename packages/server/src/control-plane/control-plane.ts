@@ -7,6 +7,7 @@ import { ApiKeys } from './auth/api-keys.js';
 import { startAuditRetention } from './audit-retention.js';
 import { TenantQuotas } from './quota/tenant-quotas.js';
 import { loadSecretKey, SecretCipher } from './secrets/secret-cipher.js';
+import { newPolicyRuntime, type PolicyRuntime } from './policy/policy-runtime.js';
 
 export interface ControlPlane {
   store: ControlStore;
@@ -15,6 +16,8 @@ export interface ControlPlane {
   quotas: TenantQuotas;
   /** Seals and opens secret values (the key: secretKeyFile, root-only). */
   cipher: SecretCipher;
+  /** Calls waiting for approval and network-off cuts in force (absent: a hand-made control plane; see caller-view.ts). */
+  policy?: PolicyRuntime | undefined;
   close(): Promise<void>;
 }
 
@@ -39,6 +42,7 @@ export async function openControlPlane(config: ForkdConfig, logger?: Logger): Pr
     keys,
     quotas: new TenantQuotas(store, config.tenantLimits, config.defaultDiskMb),
     cipher: new SecretCipher(loadSecretKey(secretKeyFile(config))),
+    policy: newPolicyRuntime({ webhook: config.approvalWebhook, logger }),
     close: async () => {
       stopRetention();
       await store.close();

@@ -26,6 +26,12 @@ export interface OutputHandlers {
   onDropped?: (bytes: number) => void | Promise<void>;
   /** The sandbox went back to an earlier state under a stream that goes on. */
   onRewound?: () => void | Promise<void>;
+  /** The call waits for an approver (the control plane's policy gate; nodes never call it). */
+  onWaiting?: (w: { approvalId: string; rule: string; expiresAt: string }) => void | Promise<void>;
+  /** Aborts when the reader went away: a call still waiting for approval is then dropped (the control plane's policy gate). */
+  abort?: AbortSignal;
+  /** A policy limit ended the process (the control plane's policy gate; nodes never call it). */
+  onLimit?: (l: { limit: 'maxOutputBytes' | 'maxDurationSeconds'; rule: string }) => void | Promise<void>;
 }
 
 export interface ProcessExit {

@@ -62,6 +62,8 @@ export interface ForkdConfig {
   proxyDomain?: string | undefined;
   /** Audit records older than this many days are deleted (0: kept for ever). */
   auditRetentionDays: number;
+  /** POSTed a JSON note whenever a call starts waiting for approval (FORKD_APPROVAL_WEBHOOK; see docs/SECURITY.md). */
+  approvalWebhook?: string | undefined;
   /** Every tenant's limits unless an admin key set its own (FORKD_TENANT_MAX_*; unset: none). */
   tenantLimits: EffectiveTenantLimits;
   /** The largest memory, CPUs and pids one sandbox may ask for (FORKD_MAX_*; unset: from the host, see sandbox-maxima.ts). */
@@ -166,6 +168,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     guestDeadlineS: int(env.FORKD_GUEST_DEADLINE_S, 30, 'FORKD_GUEST_DEADLINE_S'),
     proxyDomain: env.FORKD_PROXY_DOMAIN || undefined,
     auditRetentionDays: nonNegative(env.FORKD_AUDIT_RETENTION_DAYS, 30, 'FORKD_AUDIT_RETENTION_DAYS'),
+    approvalWebhook: env.FORKD_APPROVAL_WEBHOOK || undefined,
     tenantLimits: {
       runningSandboxes: limit(env.FORKD_TENANT_MAX_SANDBOXES, 'FORKD_TENANT_MAX_SANDBOXES'),
       memoryMb: limit(env.FORKD_TENANT_MAX_MEMORY_MB, 'FORKD_TENANT_MAX_MEMORY_MB'),

@@ -107,6 +107,19 @@ export function controlStoreConformance(name: string, open: () => Promise<Contro
       assert.deepEqual(await store.tenantLimits('beta'), { snapshots: 10 });
     });
 
+    test('policies: per scope and id, replaced whole, {} removes them', async () => {
+      assert.equal(await store.policy('sandbox', 'sbx-p1'), undefined);
+      await store.setPolicy('sandbox', 'sbx-p1', { exec: { deny: ['^rm '] }, maxDurationSeconds: 60 });
+      await store.setPolicy('tenant', 'sbx-p1', { network: 'off' });
+      assert.deepEqual(await store.policy('sandbox', 'sbx-p1'), { exec: { deny: ['^rm '] }, maxDurationSeconds: 60 });
+      assert.deepEqual(await store.policy('tenant', 'sbx-p1'), { network: 'off' }, 'scopes are separate');
+      await store.setPolicy('sandbox', 'sbx-p1', { files: { hidden: ['/root/.ssh'] } });
+      assert.deepEqual(await store.policy('sandbox', 'sbx-p1'), { files: { hidden: ['/root/.ssh'] } }, 'replaced, not merged');
+      await store.setPolicy('sandbox', 'sbx-p1', {});
+      assert.equal(await store.policy('sandbox', 'sbx-p1'), undefined);
+      assert.deepEqual(await store.policy('tenant', 'sbx-p1'), { network: 'off' });
+    });
+
     test('audit: appended records come back newest first with every field; filters narrow them', async () => {
       await store.appendAudit(audit('2026-03-01T00:00:00.000Z', { keyId: 'key-1', tenant: 'acme', sandboxId: 'sbx-a', target: '/etc', requestId: 'req-1' }));
       await store.appendAudit(audit('2026-03-02T00:00:00.000Z', { tenant: 'beta', operation: 'POST /v1/sandboxes', status: 201 }));

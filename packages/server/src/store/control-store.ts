@@ -1,5 +1,5 @@
-import type { AuditQuery, AuditRecord, TenantLimits } from '@forkd/protocol';
 import type { SecretRecords } from './secret-records.js';
+import type { AuditQuery, AuditRecord, PolicyDocument, PolicyScope, TenantLimits } from '@forkd/protocol';
 
 export interface KeyRecord {
   id: string;
@@ -41,6 +41,10 @@ export interface ControlStore extends SecretRecords {
   tenantLimits(tenant: string): Promise<TenantLimits | undefined>;
   /** Replaces a tenant's overrides; `{}` removes them. */
   setTenantLimits(tenant: string, limits: TenantLimits): Promise<void>;
+  /** The policy attached to a tenant, a template or a sandbox (absent: none). */
+  policy(scope: PolicyScope, id: string): Promise<PolicyDocument | undefined>;
+  /** Replaces it whole; `{}` removes it. */
+  setPolicy(scope: PolicyScope, id: string, policy: PolicyDocument): Promise<void>;
   appendAudit(rec: Omit<AuditRecord, 'id'>): Promise<void>;
   /** Deletes audit records older than `before` (ISO time); returns how many. */
   pruneAudit(before: string): Promise<number>;

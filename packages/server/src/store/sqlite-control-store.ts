@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import type { AuditQuery, AuditRecord, TenantLimits } from '@forkd/protocol';
+import type { AuditQuery, AuditRecord, PolicyDocument, PolicyScope, TenantLimits } from '@forkd/protocol';
 import type { ControlStore, KeyRecord, OwnedKind } from './control-store.js';
 import { openSqlite } from './sqlite-open.js';
 import type { GrantRecord, SecretRecord } from './secret-records.js';
@@ -54,6 +54,15 @@ const MIGRATIONS = [
      limits TEXT NOT NULL,
      updated_at TEXT NOT NULL
    );`,
+  // Per-call policies (JSON, like tenant limits) by scope: tenant, template or sandbox.
+  `CREATE TABLE policies (
+     scope TEXT NOT NULL,
+     id TEXT NOT NULL,
+     policy TEXT NOT NULL,
+     updated_at TEXT NOT NULL,
+     PRIMARY KEY (scope, id)
+   );`,
+  // After main's migrations: a database that already has them must still get this one.
   SECRET_MIGRATION,
 ];
 
@@ -221,6 +230,16 @@ export class SqliteControlStore implements ControlStore {
   async setTenantLimits(tenant: string, limits: TenantLimits): Promise<void> {
     if (Object.keys(limits).length === 0) this.#db.prepare('DELETE FROM tenant_limits WHERE tenant = ?').run(tenant);
     else this.#db.prepare('INSERT OR REPLACE INTO tenant_limits (tenant, limits, updated_at) VALUES (?, ?, ?)').run(tenant, JSON.stringify(limits), new Date().toISOString());
+  }
+
+  async policy(scope: PolicyScope, id: string): Promise<PolicyDocument | undefined> {
+    const r = this.#db.prepare('SELECT policy FROM policies WHERE scope = ? AND id = ?').get(scope, id) as { policy: string } | undefined;
+    return r && (JSON.parse(r.policy) as PolicyDocument);
+  }
+
+  async setPolicy(scope: PolicyScope, id: string, policy: PolicyDocument): Promise<void> {
+    if (Object.keys(policy).length === 0) this.#db.prepare('DELETE FROM policies WHERE scope = ? AND id = ?').run(scope, id);
+    else this.#db.prepare('INSERT OR REPLACE INTO policies (scope, id, policy, updated_at) VALUES (?, ?, ?, ?)').run(scope, id, JSON.stringify(policy), new Date().toISOString());
   }
 
   async pruneAudit(before: string): Promise<number> {

@@ -1,12 +1,29 @@
 import type { NodeService } from '../../node-contract/index.js';
 import type { Principal } from '../auth/api-keys.js';
 import type { ControlPlane } from '../control-plane.js';
+import { policyGate } from '../policy/policy-gate.js';
+import { newPolicyRuntime, type PolicyRuntime } from '../policy/policy-runtime.js';
 import { quotaGate } from '../quota/quota-gate.js';
 import { TenantView } from './tenant-view.js';
 
-/** What one caller may reach and do: its tenant's objects (TenantView), within its tenant's limits (quotaGate). */
+/** A control plane made without a policy runtime (tests that build one by hand) still gets one, shared by its callers. */
+const fallbackRuntimes = new WeakMap<ControlPlane, PolicyRuntime>();
+
+export function policyRuntime(control: ControlPlane): PolicyRuntime {
+  if (control.policy) return control.policy;
+  let r = fallbackRuntimes.get(control);
+  if (!r) fallbackRuntimes.set(control, (r = newPolicyRuntime()));
+  return r;
+}
+
+/**
+ * What one caller may reach and do: its tenant's objects (TenantView), under
+ * the per-call policies of the sandbox (policyGate), within its tenant's
+ * limits (quotaGate).
+ */
 export function callerView(svc: NodeService, control: ControlPlane, who: Principal): NodeService {
-  return new TenantView(quotaGate(svc, control.store, control.quotas, who.tenant), control.store, who.tenant, who.admin);
+  const limited = quotaGate(svc, control.store, control.quotas, who.tenant);
+  return new TenantView(policyGate(limited, control.store, policyRuntime(control), who), control.store, who.tenant, who.admin);
 }
 
 /**

@@ -14,12 +14,12 @@ export const REQUEST_ID_HEADER = 'x-request-id';
  * sandbox (which fields were invalid, a size limit, the output of its own
  * setup command, the errno of a file operation in its sandbox, when to retry
  * after too many failed authentications, which of its limits or of the
- * server's per-sandbox maxima refused it). The host's capacity behind an
+ * server's per-sandbox maxima refused it, which rule of its policy refused a call). The host's capacity behind an
  * admission refusal is the operator's. Everything
  * else — commands, tool output tails, log paths, exit codes of host tools —
  * is the host's and stays in the server's log.
  */
-const TENANT_DETAILS = new Set(['issues', 'limitBytes', 'outputTail', 'errno', 'retryAfterSeconds', 'limit', 'max', 'used', 'requested']);
+const TENANT_DETAILS = new Set(['issues', 'limitBytes', 'outputTail', 'errno', 'retryAfterSeconds', 'limit', 'max', 'used', 'requested', 'rule']);
 /** Details that say the message itself came from a host tool (so it may quote its output). */
 const TOOL_DETAILS = ['cmd', 'stderrTail', 'logPath'];
 /** An absolute path of two or more components: in a server-side failure it is a host path, not the tenant's. */

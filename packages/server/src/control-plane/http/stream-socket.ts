@@ -82,6 +82,9 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
     });
     // Resolves when the socket is gone: a sender waiting for room must not wait for ever.
     const gone = new Promise<void>((r) => ws.once('close', () => r()));
+    // A call still waiting for approval when the socket closes is dropped (nothing runs).
+    const closed = new AbortController();
+    void gone.then(() => closed.abort());
 
     async function open(raw: RawData, isBinary: boolean) {
       const t0 = performance.now();
@@ -122,6 +125,10 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
           onStderr: send(STREAM_STDERR),
           onDropped: (n: number) => ws.send(JSON.stringify({ type: 'dropped', bytes: n })),
           onRewound: () => ws.send(JSON.stringify({ type: 'rewound' })),
+          // Policy: held for approval (before `started`), or ended by a limit. Clients that do not know them ignore them.
+          onWaiting: (w: { approvalId: string; rule: string; expiresAt: string }) => ws.send(JSON.stringify({ type: 'waiting', ...w })),
+          onLimit: (l: { limit: string; rule: string }) => ws.send(JSON.stringify({ type: 'limit', ...l })),
+          abort: closed.signal,
         };
         let started;
         if (req.op === 'spawn') {

@@ -20,11 +20,13 @@ export function streamError(c: Context, err: unknown): ErrorBody['error'] {
 }
 
 /**
- * Streams a process (already started or attached) as NDJSON events.
+ * Streams a process (already started or attached) as NDJSON events. A call
+ * held for approval (policy) is answered at once with its `waiting` event;
+ * its start, or its refusal as an `error` event, follows in the stream.
  * `finish` runs once when the stream ends, however (exit, error, the caller
  * gone), or when the start fails.
  */
-export function processStream(c: Context, start: (h: Required<OutputHandlers>) => Promise<ProcessStream>, after?: (p: { pid: number }) => Promise<void>, finish?: () => Promise<void>) {
+export function processStream(c: Context, start: (h: Required<Omit<OutputHandlers, 'abort'>> & Pick<OutputHandlers, 'abort'>) => Promise<ProcessStream>, after?: (p: { pid: number }) => Promise<void>, finish?: () => Promise<void>) {
   let finished = false;
   const end = () => {
     if (finished || !finish) return;
@@ -32,34 +34,56 @@ export function processStream(c: Context, start: (h: Required<OutputHandlers>) =
     void finish().catch((err: unknown) => (c.get('logger') as Logger | undefined)?.warn('stream clean-up failed', { error: String(err) }));
   };
   let detach = () => {};
+  const gone = new AbortController();
   const out = ndjsonStream(() => {
+    gone.abort();
     detach();
     end();
   });
+  let res: Response | undefined;
+  const respond = () => (res ??= c.body(out.stream, 200, NDJSON_HEADERS));
+  let waited = false;
+  let answerEarly = () => {};
+  const early = new Promise<Response>((r) => (answerEarly = () => r(respond())));
   const h = {
     onStdout: (d: Buffer) => out.write({ type: 'stdout', data: d.toString('base64') }),
     onStderr: (d: Buffer) => out.write({ type: 'stderr', data: d.toString('base64') }),
     onDropped: (n: number) => out.write({ type: 'dropped', bytes: n }),
     onRewound: () => out.write({ type: 'rewound' }),
+    onWaiting: (w: { approvalId: string; rule: string; expiresAt: string }) => {
+      waited = true;
+      void out.write({ type: 'waiting', ...w });
+      answerEarly();
+    },
+    onLimit: (l: { limit: 'maxOutputBytes' | 'maxDurationSeconds'; rule: string }) => out.write({ type: 'limit', ...l }),
+    abort: gone.signal,
   };
-  return start(h).then(async ({ process, exit }) => {
-    detach = () => process.detach();
-    void out.write({ type: 'started', pid: process.pid, ...(process.tag ? { tag: process.tag } : {}), pty: process.pty });
-    void (async () => {
-      try {
-        if (after) await after(process);
-        const e = await exit;
-        if (e) await out.write(exitEvent(e));
-      } catch (err) {
-        await out.write({ type: 'error', error: streamError(c, err) });
-      } finally {
-        end();
-        out.close();
-      }
-    })();
-    return c.body(out.stream, 200, NDJSON_HEADERS);
-  }, (err: unknown) => {
-    end();
-    throw err;
-  });
+  const run = start(h).then(
+    ({ process, exit }) => {
+      detach = () => process.detach();
+      void out.write({ type: 'started', pid: process.pid, ...(process.tag ? { tag: process.tag } : {}), pty: process.pty });
+      void (async () => {
+        try {
+          if (after) await after(process);
+          const e = await exit;
+          if (e) await out.write(exitEvent(e));
+        } catch (err) {
+          await out.write({ type: 'error', error: streamError(c, err) });
+        } finally {
+          end();
+          out.close();
+        }
+      })();
+      return respond();
+    },
+    async (err: unknown) => {
+      end();
+      if (!waited) throw err;
+      // Already answered (the call waited): the refusal is the stream's last event.
+      await out.write({ type: 'error', error: streamError(c, err) });
+      out.close();
+      return respond();
+    },
+  );
+  return Promise.race([run, early]);
 }

@@ -1,0 +1,104 @@
+import { z } from 'zod';
+
+/**
+ * Patterns are JavaScript regular expressions without back-references or
+ * lookarounds: the server runs them on V8's linear-time engine (no
+ * catastrophic backtracking, like RE2), which has neither. Both sides are
+ * capped too: a pattern is at most POLICY_PATTERN_MAX characters (at most
+ * POLICY_PATTERNS_MAX per list), and a text longer than POLICY_INPUT_MAX is
+ * refused outright by a policy with patterns (see the evaluator).
+ */
+export const POLICY_PATTERN_MAX = 512;
+export const POLICY_PATTERNS_MAX = 64;
+export const POLICY_INPUT_MAX = 8192;
+export const DEFAULT_APPROVAL_TIMEOUT_SECONDS = 300;
+
+/** Why `p` is not an acceptable policy pattern, or undefined when it is. */
+export function policyPatternError(p: string): string | undefined {
+  if (p.length > POLICY_PATTERN_MAX) return `pattern longer than ${POLICY_PATTERN_MAX} characters`;
+  try {
+    new RegExp(p);
+  } catch (err) {
+    return `not a regular expression: ${(err as Error).message}`;
+  }
+  if (/\\[1-9]|\\k</.test(p)) return 'back-references are not allowed';
+  if (/\(\?<?[=!]/.test(p)) return 'lookarounds are not allowed';
+  return undefined;
+}
+
+const Pattern = z
+  .string()
+  .min(1)
+  .superRefine((v, ctx) => {
+    const err = policyPatternError(v);
+    if (err) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(v.slice(0, 80))}: ${err}` });
+  });
+const Patterns = z.array(Pattern).max(POLICY_PATTERNS_MAX);
+
+/** An absolute path prefix inside the sandbox; normalised when matched (`/etc/` and `/etc` are the same). */
+const PathPrefix = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((p) => p.startsWith('/'), 'a path prefix must be absolute')
+  .refine((p) => !p.includes('\0'), 'must not contain NUL bytes');
+
+export const PolicyRules = z.strictObject({
+  /** If present, a command must match one of them. */
+  allow: Patterns.optional(),
+  deny: Patterns.optional(),
+  requireApproval: Patterns.optional(),
+});
+export type PolicyRules = z.infer<typeof PolicyRules>;
+
+/**
+ * A per-call policy, attachable to a tenant, a template and a sandbox (all
+ * apply; see docs/SECURITY.md). Exec patterns see the command line as the
+ * sandbox's shell would: argv joined with shell quoting, and for a shell
+ * `-c` invocation also the script string.
+ */
+export const PolicyDocument = z.strictObject({
+  exec: PolicyRules.optional(),
+  files: z
+    .strictObject({
+      /** No write, mkdir, move or remove at or under these. */
+      readOnly: z.array(PathPrefix).max(POLICY_PATTERNS_MAX).optional(),
+      /** Not readable, listable or statable; left out of listings; and read-only. */
+      hidden: z.array(PathPrefix).max(POLICY_PATTERNS_MAX).optional(),
+    })
+    .optional(),
+  /** An exec is killed after this; it caps a request's timeout. */
+  maxDurationSeconds: z.number().int().min(1).max(7 * 24 * 3600).optional(),
+  /** Output (stdout and stderr together) beyond this is cut and the process killed. */
+  maxOutputBytes: z.number().int().min(1).max(1024 ** 4).optional(),
+  /** `off`: the sandbox's egress is cut for the duration of each exec (sandbox-wide, see docs/SECURITY.md). */
+  network: z.enum(['on', 'off']).optional(),
+  /** How long an approval-gated call waits before it is refused. */
+  approvalTimeoutSeconds: z.number().int().min(1).max(7 * 24 * 3600).optional(),
+  /** Patterns over grant names (secret names or hosts) for grant calls. */
+  grants: PolicyRules.optional(),
+});
+export type PolicyDocument = z.infer<typeof PolicyDocument>;
+
+export const POLICY_SCOPES = ['tenant', 'template', 'sandbox'] as const;
+export type PolicyScope = (typeof POLICY_SCOPES)[number];
+
+/** `GET .../policy`: the document set at that scope (`{}` when none). */
+export const PolicyAnswer = z.object({ scope: z.enum(POLICY_SCOPES), id: z.string(), policy: PolicyDocument });
+export type PolicyAnswer = z.infer<typeof PolicyAnswer>;
+
+/** A call waiting for an approver. */
+export const ApprovalInfo = z.object({
+  id: z.string(),
+  sandbox: z.string(),
+  tenant: z.string(),
+  /** `exec`, or `grant`. */
+  kind: z.string(),
+  /** The command line (exec) or the grant's name. */
+  command: z.string(),
+  /** The rule that gated it, e.g. `sandbox:exec.requireApproval[0] "^git push"`. */
+  rule: z.string(),
+  createdAt: z.string(),
+  expiresAt: z.string(),
+});
+export type ApprovalInfo = z.infer<typeof ApprovalInfo>;

@@ -1,0 +1,156 @@
+import { posix } from 'node:path';
+import type { FileEntry, WatchEvent } from '@forkd/protocol';
+import type { NodeService } from '../../node-contract/index.js';
+import type { ControlStore } from '../../store/control-store.js';
+import { gatedSpawn, policyRefusal } from './exec-gate.js';
+import { policyAuditor, type PolicyCaller } from './policy-audit.js';
+import { aboveOrAt } from './path-prefix.js';
+import { decideFile, isHidden, type FileAccess, type ScopedPolicy } from './policy-evaluator.js';
+import type { PolicyRuntime } from './policy-runtime.js';
+
+/** The policies that apply to a sandbox: its tenant's, its template's, its own (in that order). */
+export async function sandboxPolicies(svc: NodeService, store: ControlStore, id: string, templateOf?: Map<string, string>): Promise<ScopedPolicy[]> {
+  const out: ScopedPolicy[] = [];
+  const tenant = await store.owner('sandbox', id);
+  if (tenant !== undefined) {
+    const p = await store.policy('tenant', tenant);
+    if (p) out.push({ scope: 'tenant', id: tenant, policy: p });
+  }
+  let template = templateOf?.get(id);
+  if (template === undefined) {
+    try {
+      template = (await svc.get(id)).template;
+      // Sandboxes the node deletes itself (lifetimes) leave entries behind: bounded by starting over.
+      if (templateOf && templateOf.size >= 100_000) templateOf.clear();
+      templateOf?.set(id, template);
+    } catch {
+      /* unknown: the call itself answers NOT_FOUND */
+    }
+  }
+  if (template !== undefined) {
+    const p = await store.policy('template', template);
+    if (p) out.push({ scope: 'template', id: template, policy: p });
+  }
+  const own = await store.policy('sandbox', id);
+  if (own) out.push({ scope: 'sandbox', id, policy: own });
+  return out;
+}
+
+/**
+ * The NodeService with the per-call policies in front of every exec and
+ * file call (see docs/SECURITY.md, "Per-call policy"): one wrapper in the
+ * per-caller chain, so REST, the E2B layer and anything on the SDK get it.
+ * Ownership is checked before (TenantView wraps this).
+ */
+export function policyGate(svc: NodeService, store: ControlStore, runtime: PolicyRuntime, who: PolicyCaller): NodeService {
+  const audit = policyAuditor(store, who);
+  const policies = (id: string) => sandboxPolicies(svc, store, id, runtime.templateOf);
+  /** `tree`: also refused when the path holds a protected prefix (a recursive remove or a move of a parent would take it along). */
+  const guard = async (id: string, access: FileAccess, op: string, path: string, tree = false) => {
+    const ps = await policies(id);
+    if (ps.length === 0) return ps;
+    let d = decideFile(ps, access, path);
+    if (d.action === 'allow' && tree) {
+      for (const p of ps) {
+        const protectedPrefixes = [...(p.policy.files?.hidden ?? []), ...(p.policy.files?.readOnly ?? [])];
+        const hit = protectedPrefixes.find((x) => aboveOrAt(path, x));
+        if (hit !== undefined) {
+          d = { action: 'deny', rule: `${p.scope}:files.${(p.policy.files?.hidden ?? []).includes(hit) ? 'hidden' : 'readOnly'} ${JSON.stringify(hit)} (inside ${path})` };
+          break;
+        }
+      }
+    }
+    if (d.action === 'deny') {
+      await audit(id, 'deny', d.rule, `${op} ${path}`);
+      throw policyRefusal(d.rule);
+    }
+    return ps;
+  };
+  const visible = (ps: ScopedPolicy[], entries: FileEntry[]) => (ps.length === 0 ? entries : entries.filter((e) => !isHidden(ps, e.path)));
+
+  return {
+    // Calls the policy has nothing to say about (attaching to, signalling or feeding a process it let start; lifecycle).
+    create: (req, claim) => svc.create(req, claim),
+    get: (id) => svc.get(id),
+    list: () => svc.list(),
+    setTimeout: (id, seconds) => svc.setTimeout(id, seconds),
+    setNetwork: (id, rules) => svc.setNetwork(id, rules),
+    setCredentials: (id, creds) => svc.setCredentials(id, creds),
+    metrics: (id) => svc.metrics(id),
+    attach: (id, sel, handlers) => svc.attach(id, sel, handlers),
+    listProcesses: (id) => svc.listProcesses(id),
+    signal: (id, sel, sig) => svc.signal(id, sel, sig),
+    writeStdin: (id, sel, data, eof) => svc.writeStdin(id, sel, data, eof),
+    connectPort: (id, port) => svc.connectPort(id, port),
+    snapshot: (id, opts) => svc.snapshot(id, opts),
+    timeline: (id) => svc.timeline(id),
+    getSnapshot: (snapId) => svc.getSnapshot(snapId),
+    deleteSnapshot: (snapId) => svc.deleteSnapshot(snapId),
+    pinSnapshot: (snapId, pinned) => svc.pinSnapshot(snapId, pinned),
+    pause: (id, opts) => svc.pause(id, opts),
+    resume: (id, opts) => svc.resume(id, opts),
+    rewind: (id, snapId) => svc.rewind(id, snapId),
+    tree: (id) => svc.tree(id),
+    templates: () => svc.templates(),
+    buildTemplate: (req, progress, claim) => svc.buildTemplate(req, progress, claim),
+    stats: () => svc.stats(),
+    async spawn(id, opts, handlers) {
+      const ps = await policies(id);
+      if (ps.length === 0) return svc.spawn(id, opts, handlers);
+      return gatedSpawn({ svc, runtime, audit, tenant: who.tenant }, ps, id, opts, handlers);
+    },
+    async readFile(id, path) {
+      await guard(id, 'read', 'read', path);
+      return svc.readFile(id, path);
+    },
+    async stat(id, path) {
+      await guard(id, 'read', 'stat', path);
+      return svc.stat(id, path);
+    },
+    async listDir(id, path, depth) {
+      const ps = await guard(id, 'read', 'list', path);
+      return visible(ps, await svc.listDir(id, path, depth));
+    },
+    async watch(id, path, recursive, onEvent) {
+      const ps = await guard(id, 'read', 'watch', path);
+      return svc.watch(id, path, recursive, ps.length === 0 ? onEvent : (e: WatchEvent) => (isHidden(ps, posix.join(path, e.name)) ? undefined : onEvent(e)));
+    },
+    async writeFile(id, path, data, opts) {
+      await guard(id, 'write', 'write', path);
+      return svc.writeFile(id, path, data, opts);
+    },
+    async mkdir(id, path, user) {
+      await guard(id, 'write', 'mkdir', path);
+      return svc.mkdir(id, path, user);
+    },
+    async move(id, from, to) {
+      await guard(id, 'write', 'move', from, true);
+      await guard(id, 'write', 'move', to, true);
+      return svc.move(id, from, to);
+    },
+    async remove(id, path, recursive) {
+      await guard(id, 'write', 'remove', path, true);
+      return svc.remove(id, path, recursive);
+    },
+    /** Forks inherit their source sandbox's own policy (a copy: later changes to either do not carry over). */
+    async fork(source, count, claim, opts) {
+      const from = source.startsWith('snap-') ? (await svc.getSnapshot(source)).sandboxId : source;
+      const own = await store.policy('sandbox', from);
+      // Copied as each fork is claimed, before the node records it: no fork is ever reachable without it.
+      return svc.fork(source, count, async (fid) => {
+        await claim?.(fid);
+        if (own) await store.setPolicy('sandbox', fid, own);
+      }, opts);
+    },
+    async delete(id) {
+      await svc.delete(id);
+      runtime.templateOf.delete(id);
+      await store.setPolicy('sandbox', id, {});
+    },
+    /** A template made later under the same name does not inherit this one's policy. */
+    async deleteTemplate(name) {
+      await svc.deleteTemplate(name);
+      await store.setPolicy('template', name, {});
+    },
+  };
+}

@@ -1,0 +1,15 @@
+import type { Logger } from '../../shared/logger.js';
+import { Approvals } from './approvals.js';
+import { NetworkCuts } from './network-cuts.js';
+
+/** The policy gate's state shared by every caller of one control plane. */
+export interface PolicyRuntime {
+  approvals: Approvals;
+  cuts: NetworkCuts;
+  /** Each sandbox's template, as first looked up: it never changes, and a remote node need not be asked on every call. */
+  templateOf: Map<string, string>;
+}
+
+export function newPolicyRuntime(opts: { webhook?: string | undefined; logger?: Logger | undefined } = {}): PolicyRuntime {
+  return { approvals: new Approvals(opts), cuts: new NetworkCuts(opts.logger), templateOf: new Map() };
+}
