@@ -111,6 +111,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?:
     async close() {
       await quotaKeeper?.stop();
       await manager.close();
+      await network.close();
       await store.close();
       await lock.release();
     },

@@ -1,0 +1,164 @@
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { addressAllowed, isIpv4, nameVerdict } from './domain-rules.js';
+import type { EgressPolicy, EgressSandbox } from './egress-policy.js';
+import type { EgressResolver } from './dns-resolver.js';
+import { readSni } from './tls-sni.js';
+
+export type ProxyKind = 'http' | 'tls';
+
+/** The most a request head or ClientHello may take before a decision, and how long it may take to come. */
+const MAX_PEEK = 64 * 1024;
+const PEEK_TIMEOUT_MS = 10_000;
+const CONNECT_TIMEOUT_MS = 10_000;
+/** Connections through the proxy at once, per sandbox and in all: a sandbox cannot starve the node. */
+const MAX_PER_SANDBOX = 512;
+const MAX_TOTAL = 4096;
+
+/** What the proxy decided for one connection (logged by the caller, asserted by tests). */
+export interface ProxyDecision {
+  sandboxId: string;
+  kind: ProxyKind;
+  name: string | undefined;
+  addr: string | undefined;
+  allowed: boolean;
+  why?: string;
+}
+
+/**
+ * forkd's HTTP and TLS proxy for egress sandboxes: TCP 80 and 443 from a
+ * sandbox are redirected here (nft, see egress-nft.ts). The destination is
+ * the name the sandbox gives (Host header, TLS SNI), never the address it
+ * connected to: the name is checked against the sandbox's rules, resolved by
+ * forkd's resolver and its address against the address rules; then the
+ * bytes read so far and the rest of the connection are spliced through
+ * unchanged (TLS is not terminated).
+ */
+export class EgressProxy {
+  readonly #policy: EgressPolicy;
+  readonly #resolver: EgressResolver;
+  readonly #onDecision: ((d: ProxyDecision) => void) | undefined;
+  readonly #servers: Server[] = [];
+  readonly #perSandbox = new Map<string, number>();
+  #total = 0;
+  /** The upstream ports (80, 443); a test's internet may serve elsewhere. */
+  readonly #ports: Record<ProxyKind, number>;
+
+  constructor(o: { policy: EgressPolicy; resolver: EgressResolver; onDecision?: (d: ProxyDecision) => void; upstreamPorts?: Partial<Record<ProxyKind, number>> }) {
+    this.#policy = o.policy;
+    this.#resolver = o.resolver;
+    this.#onDecision = o.onDecision;
+    this.#ports = { http: 80, tls: 443, ...o.upstreamPorts };
+  }
+
+  async listen(kind: ProxyKind, port: number): Promise<number> {
+    const srv = createServer({ noDelay: true }, (s) => this.#accept(kind, s));
+    await new Promise<void>((res, rej) => {
+      srv.once('error', rej);
+      srv.listen(port, '0.0.0.0', () => res());
+    });
+    this.#servers.push(srv);
+    return (srv.address() as { port: number }).port;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
+  }
+
+  #accept(kind: ProxyKind, s: Socket): void {
+    s.on('error', () => {});
+    const sb = this.#policy.byRemote(s.remoteAddress ?? '');
+    const n = sb ? (this.#perSandbox.get(sb.key) ?? 0) : 0;
+    if (!sb || n >= MAX_PER_SANDBOX || this.#total >= MAX_TOTAL) return void s.destroy();
+    this.#perSandbox.set(sb.key, n + 1);
+    this.#total++;
+    s.once('close', () => {
+      this.#total--;
+      const m = (this.#perSandbox.get(sb.key) ?? 1) - 1;
+      if (m > 0) this.#perSandbox.set(sb.key, m);
+      else this.#perSandbox.delete(sb.key);
+    });
+    let buf: Buffer = Buffer.alloc(0);
+    const timer = setTimeout(() => s.destroy(), PEEK_TIMEOUT_MS);
+    const onData = (d: Buffer) => {
+      buf = buf.length ? Buffer.concat([buf, d]) : d;
+      const name = kind === 'http' ? hostOf(buf) : sniOf(buf);
+      if (name === 'need' && buf.length < MAX_PEEK) return;
+      s.off('data', onData);
+      s.pause();
+      clearTimeout(timer);
+      void this.#route(kind, sb, s, buf, name === 'need' ? undefined : name);
+    };
+    s.on('data', onData);
+  }
+
+  async #route(kind: ProxyKind, sb: EgressSandbox, s: Socket, head: Buffer, name: string | undefined): Promise<void> {
+    const d: ProxyDecision = { sandboxId: sb.sandboxId, kind, name, addr: undefined, allowed: false };
+    const refuse = (why: string) => {
+      d.why = why;
+      this.#onDecision?.(d);
+      if (kind === 'http') s.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: ${why.length + 7}\r\nConnection: close\r\n\r\nforkd: ${why}\n`);
+      else s.destroy();
+    };
+    // No name (TLS without SNI, HTTP without Host): the proxy has no destination to check. Refused.
+    if (!name) return refuse('no destination name (Host header or TLS SNI)');
+    let addr = name;
+    let verdict = nameVerdict(sb.rules, name);
+    if (isIpv4(name)) verdict = 'neutral';
+    else {
+      if (verdict === 'deny') return refuse(`egress to ${name} is not allowed`);
+      const r = await this.#resolver.lookup(name);
+      const first = r?.rcode === 0 ? r.a[0] : undefined;
+      if (!r || !first) return refuse(`${name} does not resolve`);
+      await this.#policy.learn(sb, verdict, r.a);
+      addr = first.addr;
+    }
+    d.addr = addr;
+    // The proxy connects from the host: a host address would reach its services, whatever the rules say.
+    if (hostAddresses().has(addr)) return refuse(`egress to ${name} (${addr}) is not allowed`);
+    if (!addressAllowed(sb.rules, addr, verdict, this.#policy.learnedDenied(sb, addr))) return refuse(`egress to ${name} (${addr}) is not allowed`);
+    if (s.destroyed) return;
+    const up = connect({ host: addr, port: this.#ports[kind], noDelay: true, timeout: CONNECT_TIMEOUT_MS });
+    up.once('timeout', () => up.destroy());
+    up.once('connect', () => {
+      up.setTimeout(0);
+      d.allowed = true;
+      this.#onDecision?.(d);
+      up.write(head);
+      s.pipe(up);
+      up.pipe(s);
+      s.resume();
+    });
+    up.on('error', () => s.destroy());
+    s.on('error', () => up.destroy());
+    up.on('close', () => s.destroy());
+    s.on('close', () => up.destroy());
+  }
+}
+
+let hostCache: { at: number; set: Set<string> } | undefined;
+
+/** The host's own IPv4 addresses (re-read at most every second: links come and go). */
+function hostAddresses(): Set<string> {
+  if (hostCache && Date.now() - hostCache.at < 1000) return hostCache.set;
+  const set = new Set<string>();
+  for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) if (i.family === 'IPv4') set.add(i.address);
+  hostCache = { at: Date.now(), set };
+  return set;
+}
+
+/** The Host header's name (no port) of a request head; 'need' until the head is complete. */
+export function hostOf(b: Buffer): string | 'need' | undefined {
+  const end = b.indexOf('\r\n\r\n');
+  if (end < 0) return 'need';
+  const m = /\r\nhost:[ \t]*([^\r\n]*)/i.exec(b.toString('latin1', 0, end));
+  const v = m?.[1]?.trim().toLowerCase();
+  if (!v) return undefined;
+  const host = v.startsWith('[') ? v.slice(1, v.indexOf(']')) : (v.split(':')[0] ?? '');
+  return /^[a-z0-9_.-]{1,253}$/.test(host) ? host.replace(/\.$/, '') : undefined;
+}
+
+function sniOf(b: Buffer): string | 'need' | undefined {
+  const r = readSni(b);
+  return r.kind === 'need' ? 'need' : r.kind === 'name' ? r.name.replace(/\.$/, '') : undefined;
+}

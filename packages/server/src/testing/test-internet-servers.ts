@@ -1,0 +1,50 @@
+import { createSocket } from 'node:dgram';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import { errorReply, parseQuestion, RCODE_NXDOMAIN } from '../node/network/dns-message.js';
+
+/**
+ * The test internet's servers, run inside its namespace (see
+ * test-internet.ts): on each address HTTP on `port` and 80 (`hello from
+ * <addr>`) and HTTPS on 443 (`tls hello from <addr>`, with the test CA's
+ * certificate for the test zone), and a DNS server on DNS_ADDR for the zone.
+ * argv: port, cert dir, zone as JSON ({ name or *.suffix: addr }), addresses…
+ */
+export const DNS_ADDR = '203.0.113.53';
+
+function lookup(zone: Record<string, string>, name: string): string | undefined {
+  if (zone[name]) return zone[name];
+  for (const [k, v] of Object.entries(zone)) if (k.startsWith('*.') && name.endsWith(k.slice(1))) return v;
+  return undefined;
+}
+
+function dnsAnswer(msg: Buffer, zone: Record<string, string>): Buffer | undefined {
+  const q = parseQuestion(msg);
+  if (!q) return undefined;
+  const addr = lookup(zone, q.name);
+  if (!addr) return errorReply(msg, q, RCODE_NXDOMAIN);
+  const r = errorReply(msg, q, 0);
+  if (q.type !== 1) return r;
+  r.writeUInt16BE(1, 6);
+  const rr = Buffer.from([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, ...addr.split('.').map(Number)]);
+  return Buffer.concat([r, rr]);
+}
+
+function main(): void {
+  const [port = '8080', certDir = '', zoneJson = '{}', ...addrs] = process.argv.slice(2);
+  const zone = JSON.parse(zoneJson) as Record<string, string>;
+  const tls = { key: readFileSync(`${certDir}/server.key`), cert: readFileSync(`${certDir}/server.pem`) };
+  for (const a of addrs) {
+    for (const p of [Number(port), 80]) createServer((q, s) => s.end(`hello from ${a}`)).listen(p, a);
+    createTlsServer(tls, (q, s) => s.end(`tls hello from ${a}`)).listen(443, a);
+  }
+  const dns = createSocket('udp4');
+  dns.on('message', (m, r) => {
+    const reply = dnsAnswer(m, zone);
+    if (reply) dns.send(reply, r.port, r.address);
+  });
+  dns.bind(53, DNS_ADDR);
+}
+
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop() ?? '')) main();
