@@ -37,9 +37,10 @@ export interface ForkdConfig {
    * HTTP/TLS proxy listen on per-node ports (FORKD_NET_DNS_PORT,
    * FORKD_NET_HTTP_PORT, FORKD_NET_TLS_PORT; default 0: any free one) and
    * forward DNS to FORKD_DNS_UPSTREAM (`ip[:port]`; default the host's
-   * /etc/resolv.conf nameserver).
+   * /etc/resolv.conf nameserver). FORKD_EGRESS_EXTRA_CA: a PEM file of CAs
+   * trusted besides the system's when the proxy terminates TLS (tests).
    */
-  net: { table: string; ifPrefix: string; hostNet: string; ports: { dns: number; http: number; tls: number }; upstream?: { host: string; port: number } | undefined };
+  net: { table: string; ifPrefix: string; hostNet: string; ports: { dns: number; http: number; tls: number }; upstream?: { host: string; port: number } | undefined; extraCaFile?: string | undefined };
   /** Memory-backed directory where CRIU dumps before images move to the pool (short freezes). */
   stagingDir: string;
   cgroupParent: string;
@@ -206,7 +207,7 @@ function netConfig(env: NodeJS.ProcessEnv): ForkdConfig['net'] {
     return Number(v);
   };
   const ports = { dns: port('FORKD_NET_DNS_PORT'), http: port('FORKD_NET_HTTP_PORT'), tls: port('FORKD_NET_TLS_PORT') };
-  return { table, ifPrefix, hostNet, ports, upstream: env.FORKD_DNS_UPSTREAM ? parseUpstream(env.FORKD_DNS_UPSTREAM) : undefined };
+  return { table, ifPrefix, hostNet, ports, upstream: env.FORKD_DNS_UPSTREAM ? parseUpstream(env.FORKD_DNS_UPSTREAM) : undefined, extraCaFile: env.FORKD_EGRESS_EXTRA_CA || undefined };
 }
 
 /** `ip[:port]` (FORKD_DNS_UPSTREAM). */

@@ -1,13 +1,14 @@
 import { createSocket } from 'node:dgram';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import { errorReply, parseQuestion, RCODE_NXDOMAIN } from '../node/network/dns-message.js';
 
 /**
  * The test internet's servers, run inside its namespace (see
  * test-internet.ts): on each address HTTP on `port` and 80 (`hello from
- * <addr>`) and HTTPS on 443 (`tls hello from <addr>`, with the test CA's
+ * <addr>`) and HTTPS on 443 (`tls hello from <addr>`; both echo an
+ * `x-credential` header and a body's size), with the test CA's
  * certificate for the test zone), and a DNS server on DNS_ADDR for the zone.
  * argv: port, cert dir, zone as JSON ({ name or *.suffix: addr }), addresses…
  */
@@ -35,9 +36,15 @@ function main(): void {
   const [port = '8080', certDir = '', zoneJson = '{}', ...addrs] = process.argv.slice(2);
   const zone = JSON.parse(zoneJson) as Record<string, string>;
   const tls = { key: readFileSync(`${certDir}/server.key`), cert: readFileSync(`${certDir}/server.pem`) };
+  // A request's x-credential header and body size are echoed (what the egress proxy's interceptor added).
+  const reply = (greeting: string) => (q: IncomingMessage, s: ServerResponse) => {
+    let n = 0;
+    q.on('data', (d: Buffer) => (n += d.length));
+    q.on('end', () => s.end(`${greeting}${q.headers['x-credential'] ? ` with ${String(q.headers['x-credential'])}` : ''}${n ? ` got ${n}` : ''}`));
+  };
   for (const a of addrs) {
-    for (const p of [Number(port), 80]) createServer((q, s) => s.end(`hello from ${a}`)).listen(p, a);
-    createTlsServer(tls, (q, s) => s.end(`tls hello from ${a}`)).listen(443, a);
+    for (const p of [Number(port), 80]) createServer(reply(`hello from ${a}`)).listen(p, a);
+    createTlsServer(tls, reply(`tls hello from ${a}`)).listen(443, a);
   }
   const dns = createSocket('udp4');
   dns.on('message', (m, r) => {

@@ -4,6 +4,8 @@ import { addressAllowed, isIpv4, nameVerdict } from './domain-rules.js';
 import type { EgressPolicy, EgressSandbox } from './egress-policy.js';
 import type { EgressResolver } from './dns-resolver.js';
 import { readSni } from './tls-sni.js';
+import { EgressHttpForwarder, type Route } from './egress-http-forwarder.js';
+import type { EgressInterceptor } from './egress-interceptor.js';
 
 export type ProxyKind = 'http' | 'tls';
 
@@ -38,17 +40,18 @@ export class EgressProxy {
   readonly #policy: EgressPolicy;
   readonly #resolver: EgressResolver;
   readonly #onDecision: ((d: ProxyDecision) => void) | undefined;
+  readonly #interceptor: EgressInterceptor | undefined;
+  readonly #forwarder: EgressHttpForwarder;
   readonly #servers: Server[] = [];
   readonly #perSandbox = new Map<string, number>();
   #total = 0;
-  /** The upstream ports (80, 443); a test's internet may serve elsewhere. */
-  readonly #ports: Record<ProxyKind, number>;
 
-  constructor(o: { policy: EgressPolicy; resolver: EgressResolver; onDecision?: (d: ProxyDecision) => void; upstreamPorts?: Partial<Record<ProxyKind, number>> }) {
+  constructor(o: { policy: EgressPolicy; resolver: EgressResolver; onDecision?: (d: ProxyDecision) => void; interceptor?: EgressInterceptor | undefined; extraCa?: string | undefined }) {
     this.#policy = o.policy;
     this.#resolver = o.resolver;
     this.#onDecision = o.onDecision;
-    this.#ports = { http: 80, tls: 443, ...o.upstreamPorts };
+    this.#interceptor = o.interceptor;
+    this.#forwarder = new EgressHttpForwarder({ interceptor: o.interceptor, extraCa: o.extraCa, route: (sb, name) => this.#check(sb, name) });
   }
 
   async listen(kind: ProxyKind, port: number): Promise<number> {
@@ -62,6 +65,7 @@ export class EgressProxy {
   }
 
   async close(): Promise<void> {
+    this.#forwarder.close();
     await Promise.all(this.#servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
   }
 
@@ -92,6 +96,25 @@ export class EgressProxy {
     s.on('data', onData);
   }
 
+  /** Where a connection or request naming `name` may go, after every check. */
+  async #check(sb: EgressSandbox, name: string): Promise<Route> {
+    let addr = name;
+    let verdict = nameVerdict(sb.rules, name);
+    if (isIpv4(name)) verdict = 'neutral';
+    else {
+      if (verdict === 'deny') return { why: `egress to ${name} is not allowed` };
+      const r = await this.#resolver.lookup(name);
+      const first = r?.rcode === 0 ? r.a[0] : undefined;
+      if (!r || !first) return { why: `${name} does not resolve` };
+      await this.#policy.learn(sb, verdict, r.a);
+      addr = first.addr;
+    }
+    // The proxy connects from the host: a host address would reach its services, whatever the rules say.
+    if (hostAddresses().has(addr)) return { why: `egress to ${name} (${addr}) is not allowed` };
+    if (!addressAllowed(sb.rules, addr, verdict, this.#policy.learnedDenied(sb, addr))) return { why: `egress to ${name} (${addr}) is not allowed` };
+    return { addr };
+  }
+
   async #route(kind: ProxyKind, sb: EgressSandbox, s: Socket, head: Buffer, name: string | undefined): Promise<void> {
     const d: ProxyDecision = { sandboxId: sb.sandboxId, kind, name, addr: undefined, allowed: false };
     const refuse = (why: string) => {
@@ -100,25 +123,31 @@ export class EgressProxy {
       if (kind === 'http') s.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: ${why.length + 7}\r\nConnection: close\r\n\r\nforkd: ${why}\n`);
       else s.destroy();
     };
-    // No name (TLS without SNI, HTTP without Host): the proxy has no destination to check. Refused.
+    // No name (TLS without SNI, HTTP without Host): the redirect hides the address the sandbox connected
+    // to, so there is no destination to check. Refused.
     if (!name) return refuse('no destination name (Host header or TLS SNI)');
-    let addr = name;
-    let verdict = nameVerdict(sb.rules, name);
-    if (isIpv4(name)) verdict = 'neutral';
-    else {
-      if (verdict === 'deny') return refuse(`egress to ${name} is not allowed`);
-      const r = await this.#resolver.lookup(name);
-      const first = r?.rcode === 0 ? r.a[0] : undefined;
-      if (!r || !first) return refuse(`${name} does not resolve`);
-      await this.#policy.learn(sb, verdict, r.a);
-      addr = first.addr;
-    }
-    d.addr = addr;
-    // The proxy connects from the host: a host address would reach its services, whatever the rules say.
-    if (hostAddresses().has(addr)) return refuse(`egress to ${name} (${addr}) is not allowed`);
-    if (!addressAllowed(sb.rules, addr, verdict, this.#policy.learnedDenied(sb, addr))) return refuse(`egress to ${name} (${addr}) is not allowed`);
+    const r = await this.#check(sb, name);
+    if ('why' in r) return refuse(r.why);
+    d.addr = r.addr;
     if (s.destroyed) return;
-    const up = connect({ host: addr, port: this.#ports[kind], noDelay: true, timeout: CONNECT_TIMEOUT_MS });
+    // With an interceptor every plain request is parsed (headers on each; each Host checked again).
+    if (kind === 'http' && this.#interceptor) {
+      d.allowed = true;
+      this.#onDecision?.(d);
+      return this.#forwarder.serveHttp(sb, s, head);
+    }
+    if (kind === 'tls' && this.#interceptor?.terminates(sb.sandboxId, name, 443)) {
+      const ctx = await this.#interceptor.tlsContext(sb.sandboxId, name).catch(() => undefined);
+      if (!ctx) return refuse(`no certificate for ${name}`);
+      d.allowed = true;
+      this.#onDecision?.(d);
+      return this.#forwarder.serveTls(sb, s, head, ctx, name);
+    }
+    this.#splice(kind, s, head, r.addr, d);
+  }
+
+  #splice(kind: ProxyKind, s: Socket, head: Buffer, addr: string, d: ProxyDecision): void {
+    const up = connect({ host: addr, port: kind === 'http' ? 80 : 443, noDelay: true, timeout: CONNECT_TIMEOUT_MS });
     up.once('timeout', () => up.destroy());
     up.once('connect', () => {
       up.setTimeout(0);

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { EgressResolver, type Upstream } from './dns-resolver.js';
 import { EgressPolicy } from './egress-policy.js';
 import { EgressProxy, type ProxyDecision } from './egress-proxy.js';
+import type { EgressInterceptor } from './egress-interceptor.js';
 
 /** The ports forkd's resolver and proxy listen on (the node's nft table redirects to them). */
 export interface EgressPorts {
@@ -17,6 +18,10 @@ export interface EgressServicesOptions {
   /** The upstream resolver; default the host's first /etc/resolv.conf nameserver. */
   upstream?: Upstream | undefined;
   onDecision?: (d: ProxyDecision) => void;
+  /** Credentials seam: terminates TLS and sets headers where it says (see egress-interceptor.ts). */
+  interceptor?: EgressInterceptor | undefined;
+  /** A PEM file of extra CAs the real hosts may chain to when TLS is terminated (FORKD_EGRESS_EXTRA_CA; tests). */
+  extraCaFile?: string | undefined;
 }
 
 /** The host's resolver: the first IPv4 nameserver of /etc/resolv.conf. */
@@ -49,7 +54,8 @@ export class EgressServices {
   start(): Promise<EgressPorts> {
     this.#started ??= (async () => {
       const resolver = new EgressResolver(this.policy, this.#o.upstream ?? hostUpstream());
-      const proxy = new EgressProxy({ policy: this.policy, resolver, ...(this.#o.onDecision ? { onDecision: this.#o.onDecision } : {}) });
+      const extraCa = this.#o.extraCaFile ? readFileSync(this.#o.extraCaFile, 'utf8') : undefined;
+      const proxy = new EgressProxy({ policy: this.policy, resolver, interceptor: this.#o.interceptor, extraCa, ...(this.#o.onDecision ? { onDecision: this.#o.onDecision } : {}) });
       this.#resolver = resolver;
       this.#proxy = proxy;
       return { dns: await resolver.listen(this.#o.ports.dns), http: await proxy.listen('http', this.#o.ports.http), tls: await proxy.listen('tls', this.#o.ports.tls) };
