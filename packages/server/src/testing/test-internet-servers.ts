@@ -32,12 +32,30 @@ function dnsAnswer(msg: Buffer, zone: Record<string, string>): Buffer | undefine
   return Buffer.concat([r, rr]);
 }
 
+const CHUNK = Buffer.alloc(64 * 1024, 120);
+
+function sendBytes(s: ServerResponse, n: number): void {
+  s.writeHead(200, { 'content-length': n });
+  const more = (): void => {
+    while (n > 0) {
+      const c = n >= CHUNK.length ? CHUNK : CHUNK.subarray(0, n);
+      n -= c.length;
+      if (!s.write(c)) return void s.once('drain', more);
+    }
+    s.end();
+  };
+  more();
+}
+
 function main(): void {
   const [port = '8080', certDir = '', zoneJson = '{}', ...addrs] = process.argv.slice(2);
   const zone = JSON.parse(zoneJson) as Record<string, string>;
   const tls = { key: readFileSync(`${certDir}/server.key`), cert: readFileSync(`${certDir}/server.pem`) };
   // A request's x-credential header and body size are echoed (what the egress proxy's interceptor added).
   const reply = (greeting: string) => (q: IncomingMessage, s: ServerResponse) => {
+    // /bytes/<n>: n bytes (the benchmark's throughput), in 64 KiB writes.
+    const big = /^\/bytes\/(\d{1,10})$/.exec(q.url ?? '');
+    if (big) return sendBytes(s, Number(big[1]));
     let n = 0;
     q.on('data', (d: Buffer) => (n += d.length));
     q.on('end', () => s.end(`${greeting}${q.headers['x-credential'] ? ` with ${String(q.headers['x-credential'])}` : ''}${n ? ` got ${n}` : ''}`));

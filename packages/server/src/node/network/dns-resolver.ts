@@ -14,6 +14,7 @@ const UPSTREAM_TIMEOUT_MS = 3000;
 /** Queries in flight to the upstream at once, over every sandbox: a flood of them is dropped, not queued. */
 const MAX_INFLIGHT = 256;
 const MAX_TCP_CONNS = 128;
+const CACHE_MAX = 10_000;
 
 /**
  * forkd's DNS resolver for egress sandboxes: every query a sandbox sends to
@@ -29,6 +30,7 @@ export class EgressResolver {
   #udp: Socket | undefined;
   #tcp: Server | undefined;
   #inflight = 0;
+  readonly #cache = new Map<string, { r: DnsAddresses; until: number }>();
   #conns = 0;
 
   constructor(policy: EgressPolicy, upstream: Upstream) {
@@ -136,9 +138,20 @@ export class EgressResolver {
     }).finally(() => this.#inflight--);
   }
 
-  /** `name`'s A records from the upstream (the proxy's resolution, and a denied name's addresses). */
+  /**
+   * `name`'s A records from the upstream (the proxy's resolution, and a
+   * denied name's addresses), cached for their TTL (at most a minute): a
+   * proxied request does not wait for a DNS round trip each time.
+   */
   async lookup(name: string): Promise<DnsAddresses | undefined> {
+    const hit = this.#cache.get(name);
+    if (hit && hit.until > Date.now()) return hit.r;
     const reply = await this.#forward(aQuery(randomInt(65536), name));
-    return reply ? parseAddresses(reply) : undefined;
+    const r = reply ? parseAddresses(reply) : undefined;
+    if (r && r.rcode === 0 && r.a.length) {
+      if (this.#cache.size >= CACHE_MAX) this.#cache.clear();
+      this.#cache.set(name, { r, until: Date.now() + Math.min(60, ...r.a.map((x) => x.ttl)) * 1000 });
+    }
+    return r;
   }
 }
