@@ -41,6 +41,7 @@ describe('network: CLI, API and a daemon restart', { skip: !isRoot && 'needs roo
     internet = await startTestInternet();
     dir = await mkdtemp(join(tmpdir(), 'forkd-net-'));
     cfg = testConfig(dir);
+    cfg.env.FORKD_DNS_UPSTREAM = internet.dns;
     daemon = await startDaemonProcess(cfg.env);
   });
   after(async () => {
@@ -96,5 +97,16 @@ describe('network: CLI, API and a daemon restart', { skip: !isRoot && 'needs roo
     const none = await forkd(['network', id, '--mode', 'none']);
     assert.equal(none.stdout, 'mode none\n');
     assert.equal(await reaches(A), false);
+  });
+
+  test('domain rules through the CLI survive a daemon restart: its resolver and proxy (new ports) know the sandbox again', async () => {
+    assert.equal((await forkd(['network', id, '--mode', 'egress', '--allow-out', 'a.test', '--deny-out', 'b.test'])).code, 0);
+    const [nA, nB] = internet.named;
+    const byName = async () => [await fetch('http://a.test/'), await fetch('http://b.test/'), await fetch(`http://${nB}/`)];
+    const expected = [`hello from ${nA}`, 'ERR URLError', 'ERR HTTPError'];
+    assert.deepEqual(await byName(), expected);
+    await stopDaemonProcess(daemon);
+    daemon = await startDaemonProcess(cfg.env);
+    assert.deepEqual(await byName(), expected, 'after the restart');
   });
 });

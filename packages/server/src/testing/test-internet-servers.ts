@@ -12,7 +12,7 @@ import { errorReply, parseQuestion, RCODE_NXDOMAIN } from '../node/network/dns-m
  * certificate for the test zone), and a DNS server on DNS_ADDR for the zone.
  * argv: port, cert dir, zone as JSON ({ name or *.suffix: addr }), addresses…
  */
-export const DNS_ADDR = '203.0.113.53';
+export const DNS_ADDR = '198.51.100.53';
 
 function lookup(zone: Record<string, string>, name: string): string | undefined {
   if (zone[name]) return zone[name];

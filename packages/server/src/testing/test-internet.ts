@@ -23,9 +23,15 @@ export interface TestInternet {
   /** A server on an address denied by default (198.18.0.2, benchmarking: private to forkd). */
   privateServer: string;
   port: number;
-  /** Its DNS server (203.0.113.53:53) for the test zone (`zone`). */
+  /**
+   * The servers the test zone names, on addresses of their own (198.51.100.2
+   * and .3: the same servers, in a block older test internets of parallel
+   * runs do not route, so name tests do not depend on whose route wins).
+   */
+  named: [string, string];
+  /** Its DNS server (198.51.100.53:53) for the test zone (`zone`). */
   dns: string;
-  /** Names → addresses: a.test → servers[0], b.test → servers[1], *.sub.test → servers[1], private.test → privateServer. */
+  /** Names → addresses: a.test → named[0], b.test → named[1], *.sub.test → named[1], private.test → privateServer. */
   zone: Record<string, string>;
   /** The test CA (PEM) that signed the HTTPS servers' certificate (for every name of the zone and every address). */
   caPem: string;
@@ -61,7 +67,8 @@ export async function startTestInternet(): Promise<TestInternet> {
   const servers: [string, string] = ['203.0.113.2', '203.0.113.3'];
   const privateServer = '198.18.0.2';
   const port = 8080;
-  const zone: Record<string, string> = { 'a.test': servers[0], 'b.test': servers[1], '*.sub.test': servers[1], 'private.test': privateServer };
+  const named: [string, string] = ['198.51.100.2', '198.51.100.3'];
+  const zone: Record<string, string> = { 'a.test': named[0], 'b.test': named[1], '*.sub.test': named[1], 'private.test': privateServer };
   let caPem = '';
   const dir = await mkdtemp(join(tmpdir(), 'forkd-internet-'));
   const netns = join(dir, 'netns');
@@ -77,16 +84,16 @@ export async function startTestInternet(): Promise<TestInternet> {
     await writeFile(netns, '');
     await exec('unshare', [`--net=${netns}`, 'true']);
     await exec('ip', ['link', 'add', uplink, 'type', 'veth', 'peer', 'name', 'up0', 'netns', netns]);
-    const inside = ['link set lo up', 'link set up0 up', ...servers.map((a) => `addr add ${a}/24 dev up0`), `addr add ${DNS_ADDR}/24 dev up0`, `addr add ${privateServer}/24 dev up0`, `route add default via ${host}`];
+    const inside = ['link set lo up', 'link set up0 up', ...[...servers, ...named].map((a) => `addr add ${a}/24 dev up0`), `addr add ${DNS_ADDR}/24 dev up0`, `addr add ${privateServer}/24 dev up0`, `route add default via ${host}`];
     await exec('nsenter', [`--net=${netns}`, 'ip', '-batch', '-'], { input: inside.join('\n') + '\n' });
-    await exec('ip', ['-batch', '-'], { input: [`addr add ${host}/24 dev ${uplink}`, `addr add 198.18.0.1/24 dev ${uplink}`, `link set ${uplink} up`].join('\n') + '\n' });
+    await exec('ip', ['-batch', '-'], { input: [`addr add ${host}/24 dev ${uplink}`, `addr add 198.51.100.1/24 dev ${uplink}`, `addr add 198.18.0.1/24 dev ${uplink}`, `link set ${uplink} up`].join('\n') + '\n' });
     // Replies come back in through the uplink: forwarding on the test's own link only. No IPv6 (no
     // neighbour discovery chatter in rxPackets).
     await writeFile(`/proc/sys/net/ipv4/conf/${uplink}/forwarding`, '1');
     await writeFile(`/proc/sys/net/ipv6/conf/${uplink}/disable_ipv6`, '1');
     await exec('nsenter', [`--net=${netns}`, 'sysctl', '-qw', 'net.ipv6.conf.up0.disable_ipv6=1']);
-    caPem = await makeTestCa(dir, Object.keys(zone), [...servers, privateServer]);
-    serving = spawnStream('nsenter', [`--net=${netns}`, process.execPath, SERVERS_JS, String(port), dir, JSON.stringify(zone), ...servers, privateServer]);
+    caPem = await makeTestCa(dir, Object.keys(zone), [...servers, ...named, privateServer]);
+    serving = spawnStream('nsenter', [`--net=${netns}`, process.execPath, SERVERS_JS, String(port), dir, JSON.stringify(zone), ...servers, ...named, privateServer]);
     serving.stream.on('error', () => {}); // killed at close
     await waitFor(async () => {
       const ss = (await exec('nsenter', [`--net=${netns}`, 'ss', '-Htuln'], { allowFailure: true })).stdout;
@@ -100,5 +107,5 @@ export async function startTestInternet(): Promise<TestInternet> {
     const j = JSON.parse((await exec('nsenter', [`--net=${netns}`, 'ip', '-s', '-j', 'link', 'show', 'up0'])).stdout) as Array<{ stats64?: { rx?: { packets?: number } } }>;
     return j[0]?.stats64?.rx?.packets ?? 0;
   };
-  return { host, servers, privateServer, port, dns: `${DNS_ADDR}:53`, zone, caPem, rxPackets, close };
+  return { host, servers, named, privateServer, port, dns: `${DNS_ADDR}:53`, zone, caPem, rxPackets, close };
 }

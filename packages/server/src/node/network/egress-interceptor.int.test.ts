@@ -9,7 +9,7 @@ import { run } from '../../testing/helpers.js';
 import { FETCH_PY, FETCH_TLS_PY, makeTestCa, startTestInternet, type TestInternet } from '../../testing/test-internet.js';
 import type { EgressInterceptor, OutboundRequest } from './egress-interceptor.js';
 
-const A = '203.0.113.2';
+const A = '198.51.100.2';
 
 /** From inside: two requests on one kept-alive connection (the second a POST of 100 kB, naming argv[4]); both bodies. */
 const KEEPALIVE_PY = `import sys,ssl,http.client
@@ -65,10 +65,10 @@ describe('egress proxy with an interceptor: TLS terminated with its certificate,
     assert.match(await py(KEEPALIVE_PY, 'a.test', sandboxCa, 'tls', 'x.sub.test'), /\n421 /, 'another Host over a terminated a.test');
     assert.equal(await py(KEEPALIVE_PY, 'a.test', '', 'plain', 'a.test'), `hello from ${A} with ${cred}\n200 hello from ${A} with ${cred} got 100000`);
     assert.match(await py(KEEPALIVE_PY, 'a.test', '', 'plain', 'private.test'), /\n403 /, 'a denied Host on a kept-alive connection');
-    assert.equal(await py(FETCH_PY, 'http://x.sub.test/'), `hello from 203.0.113.3 with ${cred}`);
+    assert.equal(await py(FETCH_PY, 'http://x.sub.test/'), `hello from 198.51.100.3 with ${cred}`);
     // Not terminated: the real certificate (the sandbox CA does not verify it), no headers added.
     assert.match(await py(FETCH_TLS_PY, 'https://x.sub.test/', sandboxCa), /^ERR/);
-    assert.equal(await py(FETCH_TLS_PY, 'https://x.sub.test/', internet.caPem), 'tls hello from 203.0.113.3');
+    assert.equal(await py(FETCH_TLS_PY, 'https://x.sub.test/', internet.caPem), 'tls hello from 198.51.100.3');
     assert.ok(seen.some((r) => r.host === 'a.test' && r.tls && r.method === 'POST' && r.path === '/up'));
     assert.ok(seen.some((r) => r.host === 'a.test' && !r.tls && r.port === 80));
     await node.manager.delete(s.id);

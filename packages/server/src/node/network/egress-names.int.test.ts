@@ -7,7 +7,7 @@ import { run } from '../../testing/helpers.js';
 import { FETCH_PY, FETCH_TLS_PY, startTestInternet, type TestInternet } from '../../testing/test-internet.js';
 import { GATEWAY_IP } from './egress-nft.js';
 
-const [A, B] = ['203.0.113.2', '203.0.113.3'];
+const [A, B] = ['198.51.100.2', '198.51.100.3'];
 
 /** From inside: the rcode (or ERR) of an A query for argv[2] sent to argv[1]:53 over UDP, and the first address. */
 const DIG_PY = `import sys,socket,struct,random
@@ -64,9 +64,9 @@ describe('egress by domain name: resolver, HTTP/TLS proxy, rules (real runc, net
     assert.match(await http(s.id, 'http://b.test/'), /^ERR/);
     assert.match(await https(s.id, 'https://b.test/'), /^ERR/);
     // Every query is forkd's: to the test zone's own server, or to an address with no server at all.
-    assert.equal(await dig(s.id, '203.0.113.53', 'b.test'), '3 -', 'NXDOMAIN from forkd, not the real answer');
-    assert.equal(await dig(s.id, '198.51.100.9', 'b.test'), '3 -');
-    assert.equal(await dig(s.id, '198.51.100.9', 'a.test'), `0 ${A}`, 'answered through forkd');
+    assert.equal(await dig(s.id, '198.51.100.53', 'b.test'), '3 -', 'NXDOMAIN from forkd, not the real answer');
+    assert.equal(await dig(s.id, '192.0.2.9', 'b.test'), '3 -');
+    assert.equal(await dig(s.id, '192.0.2.9', 'a.test'), `0 ${A}`, 'answered through forkd');
     // By address: the proxied ports refuse it (a learned denied name's address), the others are dropped in nft.
     assert.match(await http(s.id, `http://${B}/`), /^ERR/);
     assert.match(await http(s.id, `http://${B}:${internet.port}/`), /^ERR/);

@@ -32,6 +32,8 @@ export class EgressPolicy {
   readonly #byHost = new Map<string, EgressSandbox>();
   readonly #byKey = new Map<string, EgressSandbox>();
   readonly #denied = new Map<string, Map<string, number>>();
+  /** What nft's learned-allow set was last told (address → until), per key. */
+  readonly #allowed = new Map<string, Map<string, number>>();
 
   constructor(table: string) {
     this.#table = table;
@@ -50,6 +52,7 @@ export class EgressPolicy {
     if (had) this.#byHost.delete(had.attachment.hostIp);
     this.#byKey.delete(key);
     this.#denied.delete(key);
+    this.#allowed.delete(key);
   }
 
   /** The sandbox behind a remote address; undefined: not one of this node's (refuse it). */
@@ -66,11 +69,15 @@ export class EgressPolicy {
   async learn(sb: EgressSandbox, verdict: NameVerdict, a: Array<{ addr: string; ttl: number }>): Promise<void> {
     if (verdict === 'neutral' || a.length === 0 || this.#byKey.get(sb.key) !== sb) return;
     const ttl = (t: number) => Math.min(MAX_TTL_S, Math.max(MIN_TTL_S, t));
-    if (verdict === 'deny') {
-      const m = this.#denied.get(sb.key) ?? new Map<string, number>();
-      this.#denied.set(sb.key, m);
-      for (const x of a) m.set(x.addr, Math.max(m.get(x.addr) ?? 0, Date.now() + ttl(x.ttl) * 1000));
-    }
+    const now = Date.now();
+    const known = verdict === 'deny' ? this.#denied : this.#allowed;
+    const m = known.get(sb.key) ?? new Map<string, number>();
+    known.set(sb.key, m);
+    // nft is told only what is new or past half its time there: a proxied request does not spawn nft each time.
+    const fresh = a.filter((x) => (m.get(x.addr) ?? 0) - now < (ttl(x.ttl) * 1000) / 2);
+    for (const x of fresh) m.set(x.addr, now + ttl(x.ttl) * 1000);
+    if (fresh.length === 0) return;
+    a = fresh;
     const set = `sb_${sb.attachment.ifname}_${verdict === 'allow' ? 'lallow' : 'ldeny'}`;
     // `add` keeps an element's older timeout: delete-then-add refreshes it (both in one atomic batch).
     const els = a.map((x) => `${x.addr} timeout ${ttl(x.ttl)}s`).join(', ');
