@@ -4,6 +4,7 @@ import { addressAllowed, isIpv4, nameVerdict } from './domain-rules.js';
 import type { EgressPolicy, EgressSandbox } from './egress-policy.js';
 import type { EgressResolver } from './dns-resolver.js';
 import { readSni } from './tls-sni.js';
+import { relay } from './egress-relay.js';
 import { EgressHttpForwarder, type Route } from './egress-http-forwarder.js';
 import type { EgressInterceptor } from './egress-interceptor.js';
 
@@ -33,8 +34,8 @@ export interface ProxyDecision {
  * the name the sandbox gives (Host header, TLS SNI), never the address it
  * connected to: the name is checked against the sandbox's rules, resolved by
  * forkd's resolver and its address against the address rules; then the
- * bytes read so far and the rest of the connection are spliced through
- * unchanged (TLS is not terminated).
+ * bytes read so far and the rest of the connection are relayed unchanged
+ * (TLS is not terminated; a big transfer is handed to forkd-splice).
  */
 export class EgressProxy {
   readonly #policy: EgressPolicy;
@@ -44,6 +45,8 @@ export class EgressProxy {
   readonly #forwarder: EgressHttpForwarder;
   readonly #servers: Server[] = [];
   readonly #perSandbox = new Map<string, number>();
+  readonly #release = new WeakMap<Socket, () => void>();
+  readonly #relayed = new WeakSet<Socket>();
   #total = 0;
 
   constructor(o: { policy: EgressPolicy; resolver: EgressResolver; onDecision?: (d: ProxyDecision) => void; interceptor?: EgressInterceptor | undefined; extraCa?: string | undefined }) {
@@ -55,7 +58,8 @@ export class EgressProxy {
   }
 
   async listen(kind: ProxyKind, port: number): Promise<number> {
-    const srv = createServer({ noDelay: true }, (s) => this.#accept(kind, s));
+    // Half-open: a client that shuts down its sending side still gets the whole answer.
+    const srv = createServer({ noDelay: true, allowHalfOpen: true }, (s) => this.#accept(kind, s));
     await new Promise<void>((res, rej) => {
       srv.once('error', rej);
       srv.listen(port, '0.0.0.0', () => res());
@@ -76,12 +80,18 @@ export class EgressProxy {
     if (!sb || n >= MAX_PER_SANDBOX || this.#total >= MAX_TOTAL) return void s.destroy();
     this.#perSandbox.set(sb.key, n + 1);
     this.#total++;
-    s.once('close', () => {
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
       this.#total--;
       const m = (this.#perSandbox.get(sb.key) ?? 1) - 1;
       if (m > 0) this.#perSandbox.set(sb.key, m);
       else this.#perSandbox.delete(sb.key);
-    });
+    };
+    // A relayed connection's slot is released when the relay ends (it may outlive this socket: forkd-splice).
+    this.#release.set(s, release);
+    s.once('close', () => !this.#relayed.has(s) && release());
     let buf: Buffer = Buffer.alloc(0);
     const timer = setTimeout(() => s.destroy(), PEEK_TIMEOUT_MS);
     const onData = (d: Buffer) => {
@@ -147,21 +157,23 @@ export class EgressProxy {
   }
 
   #splice(kind: ProxyKind, s: Socket, head: Buffer, addr: string, d: ProxyDecision): void {
-    const up = connect({ host: addr, port: kind === 'http' ? 80 : 443, noDelay: true, timeout: CONNECT_TIMEOUT_MS });
+    const up = connect({ host: addr, port: kind === 'http' ? 80 : 443, noDelay: true, allowHalfOpen: true, timeout: CONNECT_TIMEOUT_MS });
     up.once('timeout', () => up.destroy());
+    const failed = () => s.destroy();
+    up.on('error', failed);
+    up.once('close', failed);
     up.once('connect', () => {
+      up.off('error', failed);
+      up.off('close', failed);
       up.setTimeout(0);
+      if (s.destroyed) return void up.destroy();
       d.allowed = true;
       this.#onDecision?.(d);
       up.write(head);
-      s.pipe(up);
-      up.pipe(s);
+      this.#relayed.add(s);
+      relay(s, up, () => this.#release.get(s)?.());
       s.resume();
     });
-    up.on('error', () => s.destroy());
-    s.on('error', () => up.destroy());
-    up.on('close', () => s.destroy());
-    s.on('close', () => up.destroy());
   }
 }
 
