@@ -12,6 +12,7 @@ import { streamGapsAcrossSnapshots } from './stream-gap.js';
 import { quotaCostRows } from './quota-cost.js';
 import { usernsCostRows } from './userns-cost.js';
 import { e2bSdkRows } from './e2b-sdk.js';
+import { egressProxyRows } from './egress-proxy.js';
 
 /**
  * `npm run bench`: speed and memory of the sandbox core on this machine, then
@@ -239,7 +240,7 @@ async function writeReport(machine: Machine, compared: Comparison[], rows: Row[]
 async function main(): Promise<void> {
   if (process.argv.includes('--report')) return reportOnly();
   const date = new Date().toISOString();
-  const rows = [...(await coreBench()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await e2bSdkRows(quick))];
+  const rows = [...(await coreBench()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await e2bSdkRows(quick)), ...(await egressProxyRows(quick))];
   const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : '-');
   const lines = ['| measurement | unit | n | p50 | p95 | min | max | target |', '|---|---|---|---|---|---|---|---|'];
   for (const r of rows) lines.push(`| ${r.name} | ${r.unit} | ${r.summary.n} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${fmt(r.summary.min)} | ${fmt(r.summary.max)} | ${r.target ?? ''} |`);

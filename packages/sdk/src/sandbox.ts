@@ -122,7 +122,8 @@ export class Sandbox {
 
   /**
    * Replaces the network mode (`none`: loopback only; `egress`: outbound
-   * through NAT) and the egress rules (IPv4 addresses and CIDRs; allow wins
+   * through NAT) and the egress rules (IPv4 addresses and CIDRs, or domain
+   * names: `example.com`, `*.example.com` for any name under it; allow wins
    * over deny; private, link-local and host addresses are denied unless
    * allowed). A running sandbox's next connection follows them.
    */

@@ -22,7 +22,8 @@ Options:
       --on-timeout WHAT pause (default: keeps everything), pause-files (keeps only
                         its files: the resume starts it cold) or kill (deletes it)
       --network MODE    none (default: loopback only) or egress (outbound through NAT)
-      --allow-out RULE  egress: an allowed destination, IPv4 address or CIDR (repeatable)
+      --allow-out RULE  egress: an allowed destination, IPv4 address, CIDR or domain name
+                        (example.com, *.example.com; repeatable)
       --deny-out RULE   egress: a denied destination (repeatable; allow wins; private,
                         link-local and host addresses are denied unless allowed)
       --json            print {"id": ..., "proxyToken": ...} (the port proxy's token, shown only here)

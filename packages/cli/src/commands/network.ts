@@ -12,8 +12,9 @@ replace all of its rules (the mode stays unless --mode is given). A running
 sandbox's next connection follows them; open connections go on.
 
 Modes: none (loopback only) and egress (outbound through NAT on the host;
-inbound only through the port proxy). A RULE is an IPv4 address or CIDR;
-allow wins over deny; private, link-local and host addresses are denied
+inbound only through the port proxy). A RULE is an IPv4 address or CIDR,
+or a domain name (example.com; *.example.com: any name under it, not the
+apex), enforced by forkd's DNS resolver and HTTP/TLS proxy; allow wins over deny; private, link-local and host addresses are denied
 unless allowed explicitly (deny 0.0.0.0/0 and allow some: an allowlist).
 
 Options:

@@ -41,6 +41,7 @@ describe('network: CLI, API and a daemon restart', { skip: !isRoot && 'needs roo
     internet = await startTestInternet();
     dir = await mkdtemp(join(tmpdir(), 'forkd-net-'));
     cfg = testConfig(dir);
+    cfg.env.FORKD_DNS_UPSTREAM = internet.dns;
     daemon = await startDaemonProcess(cfg.env);
   });
   after(async () => {
@@ -74,13 +75,13 @@ describe('network: CLI, API and a daemon restart', { skip: !isRoot && 'needs roo
     assert.equal(await reaches(A), false);
   });
 
-  test('a domain rule is refused with a clear message', async () => {
-    const r = await forkd(['network', id, '--allow-out', '*.example.com']);
+  test('a malformed domain rule is refused with a clear message', async () => {
+    const r = await forkd(['network', id, '--allow-out', '*.exa mple.com']);
     assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /domain name rules are not supported yet/);
-    const c = await forkd(['create', '--network', 'egress', '--deny-out', 'pypi.org']);
+    assert.match(r.stderr, /domain name/);
+    const c = await forkd(['create', '--network', 'egress', '--deny-out', 'localhost']);
     assert.notEqual(c.code, 0);
-    assert.match(c.stderr, /not supported yet/);
+    assert.match(c.stderr, /two labels/);
   });
 
   test('the rules survive a daemon restart (its start re-applies them, even without its table) and can still be changed', async () => {
@@ -96,5 +97,16 @@ describe('network: CLI, API and a daemon restart', { skip: !isRoot && 'needs roo
     const none = await forkd(['network', id, '--mode', 'none']);
     assert.equal(none.stdout, 'mode none\n');
     assert.equal(await reaches(A), false);
+  });
+
+  test('domain rules through the CLI survive a daemon restart: its resolver and proxy (new ports) know the sandbox again', async () => {
+    assert.equal((await forkd(['network', id, '--mode', 'egress', '--allow-out', 'a.test', '--deny-out', 'b.test'])).code, 0);
+    const [nA, nB] = internet.named;
+    const byName = async () => [await fetch('http://a.test/'), await fetch('http://b.test/'), await fetch(`http://${nB}/`)];
+    const expected = [`hello from ${nA}`, 'ERR URLError', 'ERR HTTPError'];
+    assert.deepEqual(await byName(), expected);
+    await stopDaemonProcess(daemon);
+    daemon = await startDaemonProcess(cfg.env);
+    assert.deepEqual(await byName(), expected, 'after the restart');
   });
 });

@@ -291,12 +291,15 @@ export function nodeConformance(name: string, open: () => Promise<OpenedNode>, o
       await assert.rejects(node.deleteTemplate('base'), code('FAILED_PRECONDITION'));
     });
 
-    test('setNetwork: egress and its rules recorded and applied, a domain rule refused, back to none', async () => {
+    test('setNetwork: egress and its rules recorded and applied, domain rules recorded, a malformed one refused, back to none', async () => {
       const set = await node.setNetwork(id, { mode: 'egress', allowOut: ['203.0.113.7'], denyOut: ['0.0.0.0/0'] });
       assert.deepEqual(set.network, { mode: 'egress', allowOut: ['203.0.113.7'], denyOut: ['0.0.0.0/0'] });
       assert.deepEqual((await node.get(id)).network, set.network);
       assert.equal((await run(node, id, 'ls /sys/class/net | sort | tr "\\n" " "')).stdout, 'eth0 lo ');
-      await assert.rejects(node.setNetwork(id, { mode: 'egress', allowOut: ['*.example.com'] }), (e: unknown) => code('INVALID_ARGUMENT')(e) && /not supported yet/.test((e as Error).message));
+      const named = await node.setNetwork(id, { mode: 'egress', allowOut: ['*.example.com'], denyOut: ['pypi.org', '0.0.0.0/0'] });
+      assert.deepEqual(named.network, { mode: 'egress', allowOut: ['*.example.com'], denyOut: ['pypi.org', '0.0.0.0/0'] });
+      assert.deepEqual((await node.get(id)).network, named.network);
+      await assert.rejects(node.setNetwork(id, { mode: 'egress', allowOut: ['bad..example.com'] }), (e: unknown) => code('INVALID_ARGUMENT')(e) && /domain name/.test((e as Error).message));
       const none = await node.setNetwork(id, { mode: 'none' });
       assert.equal(none.network, undefined);
       assert.equal((await run(node, id, 'ls /sys/class/net')).stdout, 'lo\n');

@@ -10,6 +10,7 @@ import { Reconciler } from './policy/reconciler.js';
 import { sandboxTimeoutMs } from './manager/sandbox-timeout.js';
 import type { Runtime } from './runtime/runtime.js';
 import { NetnsNetwork } from './network/netns-network.js';
+import type { EgressInterceptor } from './network/egress-interceptor.js';
 import type { QuotaKeeper } from './storage/quota-keeper.js';
 import type { Storage } from './storage/storage.js';
 import { TemplateRegistry } from './templates/template-registry.js';
@@ -48,7 +49,13 @@ export interface Node {
  * Wires the node's implementations together (picked by configuration, see
  * drivers.ts), opens the pool and reconciles state.
  */
-export async function openNode(config: ForkdConfig, logger: Logger, opts: { onEvent?: NodeEventSink } = {}): Promise<Node> {
+/** `egressInterceptor`: the credentials seam of the egress proxy (see egress-interceptor.ts). */
+export interface OpenNodeOptions {
+  onEvent?: NodeEventSink;
+  egressInterceptor?: EgressInterceptor;
+}
+
+export async function openNode(config: ForkdConfig, logger: Logger, opts: OpenNodeOptions = {}): Promise<Node> {
   // A mistyped driver name fails before anything is made or mounted.
   checkDrivers(config);
   // Private state (see shared/private-state.ts): also for callers that are not the CLI (tests, embedding).
@@ -63,13 +70,13 @@ export async function openNode(config: ForkdConfig, logger: Logger, opts: { onEv
   }
 }
 
-async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?: NodeEventSink }, lock: NodeLock): Promise<Node> {
+async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOptions, lock: NodeLock): Promise<Node> {
   await tightenPrivateState({ stateDir: config.stateDir, runDir: config.runDir, cacheDir: config.cacheDir, poolMountPoint: config.pool.mountPoint });
   const { storage, quotas, quotaKeeper } = await openStorage(config, logger);
   await openStagingDir(config.stagingDir, (m) => logger.warn(m));
   if (!(await refreshCriuKdat(criuPath(config), config.cacheDir))) logger.warn('criu kernel probe not cached: every checkpoint and restore will probe again');
   const store = new SqliteStore(join(config.stateDir, 'forkd.db'));
-  const network = new NetnsNetwork(join(config.runDir, 'netns'), config.net);
+  const network = new NetnsNetwork(join(config.runDir, 'netns'), { ...config.net, interceptor: opts.egressInterceptor });
   const runtime = makeRuntime(config, network);
   const templates = new TemplateRegistry(storage, store);
   const manager = new SandboxManager({
@@ -120,6 +127,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: { onEvent?:
     async close() {
       await quotaKeeper?.stop();
       await manager.close();
+      await network.close();
       await store.close();
       await lock.release();
     },

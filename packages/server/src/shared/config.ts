@@ -33,9 +33,14 @@ export interface ForkdConfig {
    * the host-side veth names (`<ifPrefix><n>`) and the /16 of the sandboxes'
    * unique host-side addresses (first two octets). One node's own: two nodes
    * on a host need different ones (FORKD_NET_TABLE, FORKD_NET_IF_PREFIX,
-   * FORKD_NET_HOST_NET; defaults forkd, fkv, 10.254).
+   * FORKD_NET_HOST_NET; defaults forkd, fkv, 10.254). Its DNS resolver and
+   * HTTP/TLS proxy listen on per-node ports (FORKD_NET_DNS_PORT,
+   * FORKD_NET_HTTP_PORT, FORKD_NET_TLS_PORT; default 0: any free one) and
+   * forward DNS to FORKD_DNS_UPSTREAM (`ip[:port]`; default the host's
+   * /etc/resolv.conf nameserver). FORKD_EGRESS_EXTRA_CA: a PEM file of CAs
+   * trusted besides the system's when the proxy terminates TLS (tests).
    */
-  net: { table: string; ifPrefix: string; hostNet: string };
+  net: { table: string; ifPrefix: string; hostNet: string; ports: { dns: number; http: number; tls: number }; upstream?: { host: string; port: number } | undefined; extraCaFile?: string | undefined };
   /** Memory-backed directory where CRIU dumps before images move to the pool (short freezes). */
   stagingDir: string;
   cgroupParent: string;
@@ -198,5 +203,19 @@ function netConfig(env: NodeJS.ProcessEnv): ForkdConfig['net'] {
   if (!/^[a-z][a-z0-9_]{0,31}$/.test(table)) throw new Error('FORKD_NET_TABLE: a lowercase nftables table name');
   if (!/^[a-z][a-z0-9]{0,9}$/.test(ifPrefix)) throw new Error('FORKD_NET_IF_PREFIX: 1 to 10 lowercase letters and digits');
   if (!/^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/.test(hostNet)) throw new Error('FORKD_NET_HOST_NET: the first two octets of a /16, e.g. 10.254');
-  return { table, ifPrefix, hostNet };
+  const port = (name: string) => {
+    const v = env[name];
+    if (v === undefined || v === '') return 0;
+    if (!/^\d{1,5}$/.test(v) || Number(v) > 65535) throw new Error(`${name}: a port number (0: any free one)`);
+    return Number(v);
+  };
+  const ports = { dns: port('FORKD_NET_DNS_PORT'), http: port('FORKD_NET_HTTP_PORT'), tls: port('FORKD_NET_TLS_PORT') };
+  return { table, ifPrefix, hostNet, ports, upstream: env.FORKD_DNS_UPSTREAM ? parseUpstream(env.FORKD_DNS_UPSTREAM) : undefined, extraCaFile: env.FORKD_EGRESS_EXTRA_CA || undefined };
+}
+
+/** `ip[:port]` (FORKD_DNS_UPSTREAM). */
+function parseUpstream(v: string): { host: string; port: number } {
+  const m = /^(\d+\.\d+\.\d+\.\d+)(?::(\d{1,5}))?$/.exec(v);
+  if (!m || Number(m[2] ?? 53) > 65535) throw new Error('FORKD_DNS_UPSTREAM: an IPv4 address with an optional port, e.g. 10.0.0.2:53');
+  return { host: m[1]!, port: Number(m[2] ?? 53) };
 }

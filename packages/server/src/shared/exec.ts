@@ -131,3 +131,16 @@ export function spawnStream(file: string, args: readonly string[]): { stream: Du
   });
   return { stream: Duplex.from({ readable: child.stdout!, writable: child.stdin! }), exit, kill: () => child.kill('SIGKILL') };
 }
+
+/**
+ * A helper given two connected sockets as its stdin and stdout (duplicated
+ * into it: the caller may close its own handles at once). Resolves with its
+ * exit code once it ends.
+ */
+export function spawnWithSockets(file: string, args: readonly string[], fds: [import('node:net').Socket, import('node:net').Socket]): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(file, args, { stdio: [fds[0], fds[1], 'ignore'] });
+    child.on('error', () => resolve(127));
+    child.on('close', (code) => resolve(code ?? 1));
+  });
+}

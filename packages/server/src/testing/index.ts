@@ -8,3 +8,4 @@ export { randomPort } from './daemon-process.js';
 export { ensurePool, unmountPool, type PoolOptions } from '../node/storage/btrfs-pool.js';
 export { BtrfsStorage } from '../node/storage/btrfs-storage.js';
 export { btrfsQuotas, enableQuotas } from '../node/storage/disk-quota.js';
+export { startTestInternet, FETCH_PY, type TestInternet } from './test-internet.js';

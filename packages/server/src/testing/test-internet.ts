@@ -1,9 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { exec, spawnStream } from '../shared/exec.js';
 import { waitFor } from './helpers.js';
+import { DNS_ADDR } from './test-internet-servers.js';
+
+const SERVERS_JS = fileURLToPath(new URL('./test-internet-servers.js', import.meta.url));
 
 /**
  * A test's own "internet": a network namespace with HTTP servers on
@@ -21,23 +25,53 @@ export interface TestInternet {
   port: number;
   /** The internet's network namespace (a bind-mounted file): for a test's own servers in it (nsenter --net=). */
   netns: string;
+  /**
+   * The servers the test zone names, on addresses of their own (198.51.100.2
+   * and .3: the same servers, in a block older test internets of parallel
+   * runs do not route, so name tests do not depend on whose route wins).
+   */
+  named: [string, string];
+  /** Its DNS server (198.51.100.53:53) for the test zone (`zone`). */
+  dns: string;
+  /** Names → addresses: a.test → named[0], b.test → named[1], *.sub.test → named[1], private.test → privateServer. */
+  zone: Record<string, string>;
+  /** The test CA (PEM) that signed the HTTPS servers' certificate (for every name of the zone and every address). */
+  caPem: string;
   /** Packets the internet's side of the link has received (what got out of the host). */
   rxPackets(): Promise<number>;
   close(): Promise<void>;
 }
 
-const SERVE = `const http=require('node:http');const p=Number(process.argv[1]);for(const a of process.argv.slice(2))http.createServer((q,s)=>s.end('hello from '+a)).listen(p,a);`;
 
 /** From inside a sandbox (python3): the body, or ERR and why (a dropped connection times out after 2 s). */
 export const FETCH_PY = `import sys,urllib.request
 try: print(urllib.request.urlopen(sys.argv[1],timeout=2).read().decode())
 except Exception as e: print('ERR',type(e).__name__)`;
 
+/** FETCH_PY over HTTPS trusting the CA given as argv[2] (PEM text), the name checked. */
+export const FETCH_TLS_PY = `import sys,ssl,urllib.request
+try: print(urllib.request.urlopen(sys.argv[1],timeout=3,context=ssl.create_default_context(cadata=sys.argv[2])).read().decode())
+except Exception as e: print('ERR',type(e).__name__)`;
+
+/** A test CA and a server certificate it signed for `names` and `ips`, in `dir` (ca.pem, server.key, server.pem). */
+export async function makeTestCa(dir: string, names: string[], ips: string[]): Promise<string> {
+  const o = (args: string[]) => exec('openssl', args);
+  await o(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'ca.key'), '-out', join(dir, 'ca.pem'), '-days', '2', '-subj', '/CN=forkd test CA']);
+  await o(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'server.key'), '-out', join(dir, 'server.csr'), '-subj', `/CN=${names[0] ?? 'test'}`]);
+  const san = [...names.map((n) => `DNS:${n}`), ...ips.map((i) => `IP:${i}`)].join(',');
+  await writeFile(join(dir, 'ext.cnf'), `subjectAltName=${san}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`);
+  await o(['x509', '-req', '-in', join(dir, 'server.csr'), '-CA', join(dir, 'ca.pem'), '-CAkey', join(dir, 'ca.key'), '-CAcreateserial', '-out', join(dir, 'server.pem'), '-days', '2', '-extfile', join(dir, 'ext.cnf')]);
+  return readFile(join(dir, 'ca.pem'), 'utf8');
+}
+
 export async function startTestInternet(): Promise<TestInternet> {
   const host = '203.0.113.1';
   const servers: [string, string] = ['203.0.113.2', '203.0.113.3'];
   const privateServer = '198.18.0.2';
   const port = 8080;
+  const named: [string, string] = ['198.51.100.2', '198.51.100.3'];
+  const zone: Record<string, string> = { 'a.test': named[0], 'b.test': named[1], '*.sub.test': named[1], 'private.test': privateServer };
+  let caPem = '';
   const dir = await mkdtemp(join(tmpdir(), 'forkd-internet-'));
   const netns = join(dir, 'netns');
   const uplink = `fti${randomBytes(3).toString('hex')}`;
@@ -52,17 +86,21 @@ export async function startTestInternet(): Promise<TestInternet> {
     await writeFile(netns, '');
     await exec('unshare', [`--net=${netns}`, 'true']);
     await exec('ip', ['link', 'add', uplink, 'type', 'veth', 'peer', 'name', 'up0', 'netns', netns]);
-    const inside = ['link set lo up', 'link set up0 up', ...servers.map((a) => `addr add ${a}/24 dev up0`), `addr add ${privateServer}/24 dev up0`, `route add default via ${host}`];
+    const inside = ['link set lo up', 'link set up0 up', ...[...servers, ...named].map((a) => `addr add ${a}/24 dev up0`), `addr add ${DNS_ADDR}/24 dev up0`, `addr add ${privateServer}/24 dev up0`, `route add default via ${host}`];
     await exec('nsenter', [`--net=${netns}`, 'ip', '-batch', '-'], { input: inside.join('\n') + '\n' });
-    await exec('ip', ['-batch', '-'], { input: [`addr add ${host}/24 dev ${uplink}`, `addr add 198.18.0.1/24 dev ${uplink}`, `link set ${uplink} up`].join('\n') + '\n' });
+    await exec('ip', ['-batch', '-'], { input: [`addr add ${host}/24 dev ${uplink}`, `addr add 198.51.100.1/24 dev ${uplink}`, `addr add 198.18.0.1/24 dev ${uplink}`, `link set ${uplink} up`].join('\n') + '\n' });
     // Replies come back in through the uplink: forwarding on the test's own link only. No IPv6 (no
     // neighbour discovery chatter in rxPackets).
     await writeFile(`/proc/sys/net/ipv4/conf/${uplink}/forwarding`, '1');
     await writeFile(`/proc/sys/net/ipv6/conf/${uplink}/disable_ipv6`, '1');
     await exec('nsenter', [`--net=${netns}`, 'sysctl', '-qw', 'net.ipv6.conf.up0.disable_ipv6=1']);
-    serving = spawnStream('nsenter', [`--net=${netns}`, process.execPath, '-e', SERVE, String(port), ...servers, privateServer]);
+    caPem = await makeTestCa(dir, Object.keys(zone), [...servers, ...named, privateServer]);
+    serving = spawnStream('nsenter', [`--net=${netns}`, process.execPath, SERVERS_JS, String(port), dir, JSON.stringify(zone), ...servers, ...named, privateServer]);
     serving.stream.on('error', () => {}); // killed at close
-    await waitFor(async () => (await exec('nsenter', [`--net=${netns}`, 'ss', '-Htln'], { allowFailure: true })).stdout.includes(`${privateServer}:${port}`), 10_000, 'the test servers');
+    await waitFor(async () => {
+      const ss = (await exec('nsenter', [`--net=${netns}`, 'ss', '-Htuln'], { allowFailure: true })).stdout;
+      return ss.includes(`${privateServer}:443`) && ss.includes(`${DNS_ADDR}:53`);
+    }, 10_000, 'the test servers');
   } catch (err) {
     await close();
     throw err;
@@ -71,5 +109,5 @@ export async function startTestInternet(): Promise<TestInternet> {
     const j = JSON.parse((await exec('nsenter', [`--net=${netns}`, 'ip', '-s', '-j', 'link', 'show', 'up0'])).stdout) as Array<{ stats64?: { rx?: { packets?: number } } }>;
     return j[0]?.stats64?.rx?.packets ?? 0;
   };
-  return { host, servers, privateServer, port, netns, rxPackets, close };
+  return { host, servers, named, privateServer, port, netns, dns: `${DNS_ADDR}:53`, zone, caPem, rxPackets, close };
 }

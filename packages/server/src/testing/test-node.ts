@@ -8,6 +8,7 @@ import { loadConfig, type ForkdConfig } from '../shared/config.js';
 import { silentLogger, createLogger } from '../shared/logger.js';
 import { exec } from '../shared/exec.js';
 import { openNode, type Node } from '../node/node.js';
+import type { EgressInterceptor } from '../node/network/egress-interceptor.js';
 import type { NodeEventSink } from '../node/node-event.js';
 import { unmountPool } from '../node/storage/btrfs-pool.js';
 import { baseRootfsDir } from '../setup/setup.js';
@@ -51,13 +52,13 @@ export function testConfig(dir: string): { config: ForkdConfig; env: NodeJS.Proc
   return { config: loadConfig(env), env };
 }
 
-export async function createTestNode(opts: { verbose?: boolean; warmPool?: number; onEvent?: NodeEventSink } = {}): Promise<TestNode> {
+export async function createTestNode(opts: { verbose?: boolean; warmPool?: number; onEvent?: NodeEventSink; egressInterceptor?: EgressInterceptor } = {}): Promise<TestNode> {
   const dir = await mkdtemp(join(tmpdir(), 'forkd-test-'));
   const { config: base, env } = testConfig(dir);
   const config = { ...base, warmPool: opts.warmPool ?? 0 };
   const rootfs = baseRootfsDir(config);
   if (!existsSync(join(rootfs, '.forkd-recipe'))) throw new Error(`no base root filesystem at ${rootfs}: run ./forkd setup first`);
-  const node = await openNode(config, opts.verbose ? createLogger('debug') : silentLogger, opts.onEvent ? { onEvent: opts.onEvent } : {});
+  const node = await openNode(config, opts.verbose ? createLogger('debug') : silentLogger, { ...(opts.onEvent ? { onEvent: opts.onEvent } : {}), ...(opts.egressInterceptor ? { egressInterceptor: opts.egressInterceptor } : {}) });
   await node.templates.importDir('base', rootfs);
   return {
     ...node,

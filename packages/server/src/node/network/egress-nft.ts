@@ -1,4 +1,6 @@
 import type { NetworkRules } from '@forkd/protocol';
+import { splitRules } from './domain-rules.js';
+import type { EgressPorts } from './egress-services.js';
 
 /**
  * The nftables side of egress: one table of forkd's own (`inet <table>`)
@@ -34,8 +36,12 @@ export interface Attachment {
   hostIp: string;
 }
 
-/** The table with its hooks and no sandbox in it (idempotent: `add` keeps what is there). */
-export function tableScript(table: string): string {
+/**
+ * The table with its hooks and no sandbox in it (idempotent: `add` keeps
+ * what is there). DNS (udp and tcp 53, to any address) and TCP 80 and 443
+ * from a sandbox are redirected to this node's resolver and proxy (`ports`).
+ */
+export function tableScript(table: string, ports: EgressPorts): string {
   const t = `inet ${table}`;
   return [
     `add table ${t}`,
@@ -45,11 +51,13 @@ export function tableScript(table: string): string {
     `add set ${t} denied { type ipv4_addr; flags interval; elements = { ${DENIED_BY_DEFAULT.join(', ')} } }`,
     // Before conntrack (-200): the unique source, and nothing but SANDBOX_IP over IPv4 from a sandbox.
     `add chain ${t} pre_sb { type filter hook prerouting priority -300; policy accept; }`,
+    `add chain ${t} nat_pre_sb { type nat hook prerouting priority -100; policy accept; }`,
     `add chain ${t} input_sb { type filter hook input priority -10; policy accept; }`,
     `add chain ${t} fwd_sb { type filter hook forward priority -10; policy accept; }`,
     `add chain ${t} nat_sb { type nat hook postrouting priority 100; policy accept; }`,
     `add chain ${t} post_sb { type filter hook postrouting priority 300; policy accept; }`,
     `flush chain ${t} pre_sb`,
+    `flush chain ${t} nat_pre_sb`,
     `flush chain ${t} input_sb`,
     `flush chain ${t} fwd_sb`,
     `flush chain ${t} nat_sb`,
@@ -57,7 +65,16 @@ export function tableScript(table: string): string {
     `add rule ${t} pre_sb iifname @ifs meta nfproto != ipv4 drop`,
     `add rule ${t} pre_sb iifname @ifs ip saddr != ${SANDBOX_IP} drop`,
     `add rule ${t} pre_sb iifname @ifs ip saddr set iifname map @outer`,
-    // The gateway and every other host address: no host service is reachable from a sandbox.
+    // Resolving elsewhere is impossible: every query is forkd's resolver's. Web traffic goes through the proxy.
+    `add rule ${t} nat_pre_sb iifname @ifs meta l4proto { tcp, udp } th dport 53 redirect to :${ports.dns}`,
+    `add rule ${t} nat_pre_sb iifname @ifs tcp dport 80 redirect to :${ports.http}`,
+    `add rule ${t} nat_pre_sb iifname @ifs tcp dport 443 redirect to :${ports.tls}`,
+    // The gateway and every other host address: no host service is reachable from a sandbox, but for
+    // what the redirect above brought to the resolver and proxy (a connection straight to their ports has
+    // no DNAT status and is dropped).
+    `add rule ${t} input_sb iifname @ifs ct status dnat meta l4proto { tcp, udp } th dport ${ports.dns} ct original proto-dst 53 accept`,
+    `add rule ${t} input_sb iifname @ifs ct status dnat tcp dport ${ports.http} ct original proto-dst 80 accept`,
+    `add rule ${t} input_sb iifname @ifs ct status dnat tcp dport ${ports.tls} ct original proto-dst 443 accept`,
     `add rule ${t} input_sb iifname @ifs drop`,
     // Inbound only through the port proxy (which enters the namespace): replies only.
     `add rule ${t} fwd_sb oifname @ifs ct state established,related accept`,
@@ -78,14 +95,22 @@ export function attachScript(table: string, a: Attachment, rules: NetworkRules):
   const t = `inet ${table}`;
   const c = chainOf(a);
   const set = (name: string, items: string[]) => [`add set ${t} ${name} { type ipv4_addr; flags interval; auto-merge; }`, `flush set ${t} ${name}`, ...(items.length ? [`add element ${t} ${name} { ${items.join(', ')} }`] : [])];
+  const learned = (name: string) => [`add set ${t} ${name} { type ipv4_addr; flags timeout; }`, `flush set ${t} ${name}`];
+  const s = splitRules(rules);
   return [
-    ...set(`${c}_allow`, rules.allowOut),
-    ...set(`${c}_deny`, rules.denyOut),
+    ...set(`${c}_allow`, s.allowAddrs),
+    ...set(`${c}_deny`, s.denyAddrs),
+    // Addresses forkd's resolver returned for allowed and denied names (see EgressPolicy), until their TTL;
+    // relearned under new rules.
+    ...learned(`${c}_lallow`),
+    ...learned(`${c}_ldeny`),
     `add chain ${t} ${c}`,
     `flush chain ${t} ${c}`,
-    // Allow wins over deny; the defaults' denial over the rest.
+    // Allow wins over deny; the defaults' denial over the rest, but for an address allowed explicitly.
     `add rule ${t} ${c} ip daddr @${c}_allow accept`,
+    `add rule ${t} ${c} ip daddr @${c}_lallow ip daddr != @denied accept`,
     `add rule ${t} ${c} ip daddr @${c}_deny drop`,
+    `add rule ${t} ${c} ip daddr @${c}_ldeny drop`,
     `add rule ${t} ${c} ip daddr @denied drop`,
     `add rule ${t} ${c} accept`,
     `add element ${t} ifs { "${a.ifname}" }`,
@@ -106,6 +131,8 @@ export function detachScript(table: string, a: Attachment): string {
     `add chain ${t} ${c}`,
     `add set ${t} ${c}_allow { type ipv4_addr; flags interval; }`,
     `add set ${t} ${c}_deny { type ipv4_addr; flags interval; }`,
+    `add set ${t} ${c}_lallow { type ipv4_addr; flags timeout; }`,
+    `add set ${t} ${c}_ldeny { type ipv4_addr; flags timeout; }`,
     `add element ${t} ifs { "${a.ifname}" }`,
     `add element ${t} rules { "${a.ifname}" : goto ${c} }`,
     `delete element ${t} rules { "${a.ifname}" }`,
@@ -114,5 +141,7 @@ export function detachScript(table: string, a: Attachment): string {
     `delete chain ${t} ${c}`,
     `delete set ${t} ${c}_allow`,
     `delete set ${t} ${c}_deny`,
+    `delete set ${t} ${c}_lallow`,
+    `delete set ${t} ${c}_ldeny`,
   ].join('\n') + '\n';
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { NetworkRules } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
 import { attachScript, detachScript, GATEWAY_IP, SANDBOX_IP, SANDBOX_PREFIX, tableScript, type Attachment } from './egress-nft.js';
+import type { EgressServices } from './egress-services.js';
 
 export interface EgressOptions {
   /** Where each instance's attachment is recorded (`<key>.json`) and its restore's CRIU config kept. */
@@ -14,7 +15,12 @@ export interface EgressOptions {
   ifPrefix: string;
   /** The /16 the host-side unique addresses come from, as its first two octets (`10.254`). */
   hostNet: string;
+  /** The node's resolver and proxy (the table redirects DNS and web traffic to them). */
+  services: EgressServices;
 }
+
+/** How long applying rules waits for forkd to resolve their denied names (their addresses join the deny set). */
+const DENIED_LOOKUP_MS = 2000;
 
 /** The in-sandbox interface, the same in every sandbox (a snapshot's view of it stays valid). */
 export const SANDBOX_IF = 'eth0';
@@ -103,6 +109,7 @@ export class Egress {
     if (rules.mode === 'none') {
       if (hostHas) await exec('ip', ['link', 'del', a.ifname], { allowFailure: true });
       await this.#delRule(a);
+      this.#o.services.policy.drop(key);
       // A restore of images taken with egress into a sandbox now without: CRIU made the pair with the host end above.
       await exec('nsenter', [`--net=${netns}`, 'ip', 'link', 'del', SANDBOX_IF], { allowFailure: true });
       await this.#nftDetach(a);
@@ -110,7 +117,7 @@ export class Egress {
     }
     // The table is (re)made with every change, in the same transaction: a table someone removed (a host
     // firewall's reload runs `flush ruleset`) comes back with the next change. Rules before the link.
-    await exec('nft', ['-f', '-'], { input: tableScript(this.#o.table) + attachScript(this.#o.table, a, rules) });
+    await this.#nftAttach(key, a, rules);
     this.#tableReady = true;
     if (!hostHas) await exec('ip', ['link', 'add', a.ifname, 'type', 'veth', 'peer', 'name', SANDBOX_IF, 'netns', netns]);
     const inside = [`addr replace ${SANDBOX_IP}/${SANDBOX_PREFIX} dev ${SANDBOX_IF}`, `link set ${SANDBOX_IF} up`, `route replace default via ${GATEWAY_IP} dev ${SANDBOX_IF}`];
@@ -135,8 +142,20 @@ export class Egress {
 
   /** Rules of an attached instance only (a runtime change): the next connection follows them. */
   async setRules(key: string, rules: NetworkRules): Promise<void> {
-    const a = await this.attachment(key);
-    await exec('nft', ['-f', '-'], { input: tableScript(this.#o.table) + attachScript(this.#o.table, a, rules) });
+    await this.#nftAttach(key, await this.attachment(key), rules);
+  }
+
+  /** The table, the instance's rules, and its entry in the resolver's and proxy's policy. */
+  async #nftAttach(key: string, a: Attachment, rules: NetworkRules): Promise<void> {
+    const ports = await this.#o.services.start();
+    await exec('nft', ['-f', '-'], { input: tableScript(this.#o.table, ports) + attachScript(this.#o.table, a, rules) });
+    const sb = this.#o.services.policy.set(key, a, rules);
+    // A denied name's addresses are denied by address too (a wildcard's names are learned as they are asked for).
+    const resolver = this.#o.services.resolver;
+    const names = sb.rules.denyNames.filter((n) => !n.startsWith('*.')).slice(0, 64);
+    if (!resolver || names.length === 0) return;
+    const learn = Promise.all(names.map(async (n) => this.#o.services.policy.learn(sb, 'deny', (await resolver.lookup(n))?.a ?? [])));
+    await Promise.race([learn, new Promise((r) => setTimeout(r, DENIED_LOOKUP_MS).unref())]);
   }
 
   async #nftDetach(a: Attachment): Promise<void> {
@@ -152,6 +171,7 @@ export class Egress {
   /** The instance's veth, rules and records. Idempotent. */
   async release(key: string): Promise<void> {
     const a = await this.#recorded(key);
+    this.#o.services.policy.drop(key);
     if (a) {
       await exec('ip', ['link', 'del', a.ifname], { allowFailure: true });
       await this.#delRule(a);

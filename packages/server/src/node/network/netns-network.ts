@@ -5,6 +5,10 @@ import { REPO_ROOT } from '../../shared/config.js';
 import type { NetworkRules } from '@forkd/protocol';
 import type { Network, PortConnection } from './network.js';
 import { Egress, type EgressOptions } from './egress.js';
+import { EgressServices, type EgressServicesOptions } from './egress-services.js';
+
+/** A node's egress settings (see ForkdConfig.net): table, names, addresses, and its resolver's and proxy's. */
+export type NetnsEgressOptions = Partial<Omit<EgressOptions, 'dir' | 'services'>> & Partial<Omit<EgressServicesOptions, 'table'>>;
 
 const NETNS_CONNECT = join(REPO_ROOT, 'packages/host-tools/build/forkd-netns-connect');
 const NETNS_ADOPT = join(REPO_ROOT, 'packages/host-tools/build/forkd-netns-adopt');
@@ -19,10 +23,18 @@ const NSFS_MAGIC = 0x6e736673;
 export class NetnsNetwork implements Network {
   readonly #dir: string;
   readonly #egress: Egress;
+  readonly services: EgressServices;
 
-  constructor(dir: string, egress: Partial<Omit<EgressOptions, 'dir'>> = {}) {
+  constructor(dir: string, egress: NetnsEgressOptions = {}) {
     this.#dir = dir;
-    this.#egress = new Egress({ dir: join(dir, '.egress'), table: 'forkd', ifPrefix: 'fkv', hostNet: '10.254', ...egress });
+    const table = egress.table ?? 'forkd';
+    this.services = new EgressServices({ table, ports: egress.ports ?? { dns: 0, http: 0, tls: 0 }, upstream: egress.upstream, interceptor: egress.interceptor, extraCaFile: egress.extraCaFile, ...(egress.onDecision ? { onDecision: egress.onDecision } : {}) });
+    this.#egress = new Egress({ dir: join(dir, '.egress'), table, ifPrefix: egress.ifPrefix ?? 'fkv', hostNet: egress.hostNet ?? '10.254', services: this.services });
+  }
+
+  /** Stops the resolver and proxy (the node's close). */
+  close(): Promise<void> {
+    return this.services.close();
   }
 
   path(id: string): string {

@@ -1,0 +1,105 @@
+/**
+ * The few DNS message facts forkd's resolver needs (RFC 1035): a query's
+ * question, an answer's A records, and an error reply to a query. Anything
+ * else is forwarded as the upstream sent it, never re-encoded.
+ */
+export const TYPE_A = 1;
+export const RCODE_NXDOMAIN = 3;
+export const RCODE_REFUSED = 5;
+
+export interface DnsQuestion {
+  id: number;
+  /** Lower-case, no trailing dot. */
+  name: string;
+  type: number;
+  /** Offset just past the question (header + QNAME + QTYPE + QCLASS). */
+  end: number;
+}
+
+export interface DnsAddresses {
+  rcode: number;
+  /** Every A record of the answer section (a CNAME chain's end included), with its TTL in seconds. */
+  a: Array<{ addr: string; ttl: number }>;
+}
+
+/** A name at `off` (labels, or a compression pointer); throws on a malformed or looping one. */
+function readName(b: Buffer, off: number): { name: string; end: number } {
+  const labels: string[] = [];
+  let end = -1;
+  for (let hops = 0; hops < 64; hops++) {
+    const len = b[off];
+    if (len === undefined) throw new Error('truncated name');
+    if (len === 0) return { name: labels.join('.').toLowerCase(), end: end < 0 ? off + 1 : end };
+    if ((len & 0xc0) === 0xc0) {
+      const lo = b[off + 1];
+      if (lo === undefined) throw new Error('truncated pointer');
+      if (end < 0) end = off + 2;
+      off = ((len & 0x3f) << 8) | lo;
+      continue;
+    }
+    if (len > 63 || off + 1 + len > b.length) throw new Error('bad label');
+    labels.push(b.toString('latin1', off + 1, off + 1 + len));
+    off += 1 + len;
+  }
+  throw new Error('name too long');
+}
+
+/** The single question of a standard query, or undefined when `b` is not one. */
+export function parseQuestion(b: Buffer): DnsQuestion | undefined {
+  try {
+    if (b.length < 12 || (b[2]! & 0x80) !== 0 || b.readUInt16BE(4) !== 1) return undefined;
+    const { name, end } = readName(b, 12);
+    if (end + 4 > b.length) return undefined;
+    return { id: b.readUInt16BE(0), name, type: b.readUInt16BE(end), end: end + 4 };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A reply to `query` with `rcode` and no records (its question echoed). */
+export function errorReply(query: Buffer, q: DnsQuestion, rcode: number): Buffer {
+  const r = Buffer.from(query.subarray(0, q.end));
+  // QR, the query's opcode and RD; RA; the code.
+  r[2] = 0x80 | (r[2]! & 0x79);
+  r[3] = 0x80 | (rcode & 0x0f);
+  r.writeUInt16BE(1, 4);
+  r.writeUInt32BE(0, 6);
+  r.writeUInt16BE(0, 10);
+  return r;
+}
+
+/** A recursive query for `name`'s A records. */
+export function aQuery(id: number, name: string): Buffer {
+  const labels = name.split('.').filter(Boolean).map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l, 'latin1')]));
+  const h = Buffer.alloc(12);
+  h.writeUInt16BE(id, 0);
+  h[2] = 0x01;
+  h.writeUInt16BE(1, 4);
+  return Buffer.concat([h, ...labels, Buffer.from([0, 0, TYPE_A, 0, 1])]);
+}
+
+/** The answer's code and A records; undefined when `b` is not a response. */
+export function parseAddresses(b: Buffer): DnsAddresses | undefined {
+  try {
+    if (b.length < 12 || (b[2]! & 0x80) === 0) return undefined;
+    const qd = b.readUInt16BE(4);
+    const an = b.readUInt16BE(6);
+    let off = 12;
+    for (let i = 0; i < qd; i++) off = readName(b, off).end + 4;
+    const a: DnsAddresses['a'] = [];
+    for (let i = 0; i < an; i++) {
+      off = readName(b, off).end;
+      if (off + 10 > b.length) break;
+      const type = b.readUInt16BE(off);
+      const ttl = b.readUInt32BE(off + 4);
+      const len = b.readUInt16BE(off + 8);
+      off += 10;
+      if (off + len > b.length) break;
+      if (type === TYPE_A && len === 4) a.push({ addr: `${b[off]}.${b[off + 1]}.${b[off + 2]}.${b[off + 3]}`, ttl });
+      off += len;
+    }
+    return { rcode: b[3]! & 0x0f, a };
+  } catch {
+    return undefined;
+  }
+}

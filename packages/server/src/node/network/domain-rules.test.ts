@@ -1,0 +1,30 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { addressAllowed, inCidr, nameVerdict, splitRules } from './domain-rules.js';
+
+test('names: exact and *. patterns; allow wins over deny', () => {
+  const s = splitRules({ allowOut: ['a.test', '*.ok.sub.test', '198.18.0.2'], denyOut: ['*.sub.test', 'B.test.', '203.0.113.0/24'] });
+  assert.deepEqual(s.allowAddrs, ['198.18.0.2']);
+  assert.deepEqual(s.denyNames, ['*.sub.test', 'b.test']);
+  assert.equal(nameVerdict(s, 'A.TEST.'), 'allow');
+  assert.equal(nameVerdict(s, 'x.a.test'), 'neutral');
+  assert.equal(nameVerdict(s, 'b.test'), 'deny');
+  assert.equal(nameVerdict(s, 'x.sub.test'), 'deny');
+  assert.equal(nameVerdict(s, 'sub.test'), 'neutral', 'the apex is not under *.');
+  assert.equal(nameVerdict(s, 'y.ok.sub.test'), 'allow');
+  assert.equal(nameVerdict(s, 'xsub.test'), 'neutral');
+});
+
+test('addresses: an allowed name passes address denials but not private ranges; neutral follows address rules and learned denials', () => {
+  const s = splitRules({ allowOut: ['a.test', '198.18.0.2'], denyOut: ['203.0.113.0/24'] });
+  assert.equal(inCidr('203.0.113.9', '203.0.113.0/24'), true);
+  assert.equal(inCidr('203.0.114.9', '203.0.113.0/24'), false);
+  assert.equal(inCidr('1.2.3.4', '0.0.0.0/0'), true);
+  assert.equal(addressAllowed(s, '203.0.113.2', 'allow', false), true);
+  assert.equal(addressAllowed(s, '10.0.0.1', 'allow', false), false);
+  assert.equal(addressAllowed(s, '198.18.0.2', 'allow', false), true);
+  assert.equal(addressAllowed(s, '203.0.113.2', 'neutral', false), false);
+  assert.equal(addressAllowed(s, '8.8.8.8', 'neutral', false), true);
+  assert.equal(addressAllowed(s, '8.8.8.8', 'neutral', true), false);
+  assert.equal(addressAllowed(s, '8.8.8.8', 'deny', false), false);
+});

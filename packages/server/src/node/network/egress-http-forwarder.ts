@@ -1,0 +1,108 @@
+import { Agent as HttpAgent, createServer, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Socket } from 'node:net';
+import { rootCertificates, TLSSocket, type SecureContext } from 'node:tls';
+import type { EgressInterceptor } from './egress-interceptor.js';
+import type { EgressSandbox } from './egress-policy.js';
+
+/** Where one request goes: the address the proxy checked for its name, or why it may not. */
+export type Route = { addr: string } | { why: string };
+
+export interface ForwarderOptions {
+  interceptor: EgressInterceptor | undefined;
+  /** Extra CAs (PEM) the real hosts' certificates may chain to, besides the system's (tests). */
+  extraCa: string | undefined;
+  /** The checks of one name (rules, resolution, addresses) for a sandbox. */
+  route(sb: EgressSandbox, name: string): Promise<Route>;
+}
+
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer'];
+
+/**
+ * The proxy's HTTP path: requests are parsed (keep-alive, streaming bodies:
+ * Node's HTTP server), each one's Host checked again (a kept-alive
+ * connection cannot switch to another name), the interceptor's headers set,
+ * and forwarded to the checked address — over TLS, verified against the
+ * name, when the sandbox's TLS was terminated here.
+ */
+export class EgressHttpForwarder {
+  readonly #o: ForwarderOptions;
+  readonly #server = createServer({ requestTimeout: 0, headersTimeout: 30_000, keepAliveTimeout: 30_000 });
+  readonly #httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
+  readonly #httpsAgent: HttpsAgent;
+
+  constructor(o: ForwarderOptions) {
+    this.#o = o;
+    this.#httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256, ...(o.extraCa ? { ca: [...rootCertificates, o.extraCa] } : {}) });
+    this.#server.on('request', (req: IncomingMessage, res: ServerResponse) => void this.#forward(req, res));
+    this.#server.on('clientError', (_e, s: Socket) => s.destroy());
+  }
+
+  /** Serves a plain HTTP connection whose first bytes (`head`) the proxy already read. */
+  serveHttp(sb: EgressSandbox, s: Socket, head: Buffer): void {
+    tag(s, sb, false);
+    s.unshift(head);
+    this.#server.emit('connection', s);
+    s.resume();
+  }
+
+  /** Terminates a TLS connection (its ClientHello in `head`) with `ctx`, then serves it as HTTP. */
+  serveTls(sb: EgressSandbox, s: Socket, head: Buffer, ctx: SecureContext, sni: string): void {
+    s.unshift(head);
+    const t = new TLSSocket(s, { isServer: true, secureContext: ctx, ALPNProtocols: ['http/1.1'] });
+    t.on('error', () => s.destroy());
+    tag(t, sb, true, sni);
+    this.#server.emit('connection', t);
+  }
+
+  close(): void {
+    this.#httpAgent.destroy();
+    this.#httpsAgent.destroy();
+  }
+
+  async #forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const meta = tagOf(req.socket);
+    if (!meta) return void res.destroy();
+    const name = (req.headers.host ?? '').replace(/:\d+$/, '').replace(/\.$/, '').toLowerCase();
+    // The body is read first: a client still sending it would see a reset instead of the answer.
+    const refuse = (code: number, why: string) => {
+      req.resume();
+      req.once('end', () => res.writeHead(code, { 'content-type': 'text/plain', connection: 'close' }).end(`forkd: ${why}\n`));
+    };
+    // Over terminated TLS the name is the SNI's: a request may not name another host.
+    if (meta.tls && name !== meta.sni) return refuse(421, `${name || 'no host'} is not ${meta.sni}`);
+    if (!name) return refuse(400, 'no Host header');
+    const r = await this.#o.route(meta.sb, name);
+    if ('why' in r) return refuse(403, r.why);
+    const headers: OutgoingHttpHeaders = {};
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.includes(k)) headers[k] = v;
+    const port = meta.tls ? 443 : 80;
+    for (const [k, v] of this.#o.interceptor?.headers(meta.sb.sandboxId, { host: name, port, method: req.method ?? 'GET', path: req.url ?? '/', tls: meta.tls }) ?? []) headers[k.toLowerCase()] = v;
+    const opts = { host: r.addr, port, method: req.method, path: req.url, headers };
+    const up = meta.tls ? httpsRequest({ ...opts, servername: name, agent: this.#httpsAgent }) : httpRequest({ ...opts, agent: this.#httpAgent });
+    up.on('response', (ur) => {
+      const out: OutgoingHttpHeaders = {};
+      for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !HOP_BY_HOP.includes(k)) out[k] = v;
+      res.writeHead(ur.statusCode ?? 502, ur.statusMessage, out);
+      ur.pipe(res);
+    });
+    up.on('error', () => (res.headersSent ? res.destroy() : refuse(502, `${name}: upstream failed`)));
+    res.on('close', () => up.destroy());
+    req.pipe(up);
+  }
+}
+
+interface Tag {
+  sb: EgressSandbox;
+  tls: boolean;
+  sni?: string;
+}
+const tags = new WeakMap<object, Tag>();
+
+function tag(s: Socket, sb: EgressSandbox, tls: boolean, sni?: string): void {
+  tags.set(s, { sb, tls, ...(sni ? { sni } : {}) });
+}
+
+function tagOf(s: Socket): Tag | undefined {
+  return tags.get(s);
+}

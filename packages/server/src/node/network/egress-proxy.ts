@@ -1,0 +1,205 @@
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { addressAllowed, isIpv4, nameVerdict } from './domain-rules.js';
+import type { EgressPolicy, EgressSandbox } from './egress-policy.js';
+import type { EgressResolver } from './dns-resolver.js';
+import { readSni } from './tls-sni.js';
+import { relay } from './egress-relay.js';
+import { EgressHttpForwarder, type Route } from './egress-http-forwarder.js';
+import type { EgressInterceptor } from './egress-interceptor.js';
+
+export type ProxyKind = 'http' | 'tls';
+
+/** The most a request head or ClientHello may take before a decision, and how long it may take to come. */
+const MAX_PEEK = 64 * 1024;
+const PEEK_TIMEOUT_MS = 10_000;
+const CONNECT_TIMEOUT_MS = 10_000;
+/** Connections through the proxy at once, per sandbox and in all: a sandbox cannot starve the node. */
+const MAX_PER_SANDBOX = 512;
+const MAX_TOTAL = 4096;
+
+/** What the proxy decided for one connection (logged by the caller, asserted by tests). */
+export interface ProxyDecision {
+  sandboxId: string;
+  kind: ProxyKind;
+  name: string | undefined;
+  addr: string | undefined;
+  allowed: boolean;
+  why?: string;
+}
+
+/**
+ * forkd's HTTP and TLS proxy for egress sandboxes: TCP 80 and 443 from a
+ * sandbox are redirected here (nft, see egress-nft.ts). The destination is
+ * the name the sandbox gives (Host header, TLS SNI), never the address it
+ * connected to: the name is checked against the sandbox's rules, resolved by
+ * forkd's resolver and its address against the address rules; then the
+ * bytes read so far and the rest of the connection are relayed unchanged
+ * (TLS is not terminated; a big transfer is handed to forkd-splice).
+ */
+export class EgressProxy {
+  readonly #policy: EgressPolicy;
+  readonly #resolver: EgressResolver;
+  readonly #onDecision: ((d: ProxyDecision) => void) | undefined;
+  readonly #interceptor: EgressInterceptor | undefined;
+  readonly #forwarder: EgressHttpForwarder;
+  readonly #servers: Server[] = [];
+  readonly #perSandbox = new Map<string, number>();
+  readonly #release = new WeakMap<Socket, () => void>();
+  readonly #relayed = new WeakSet<Socket>();
+  #total = 0;
+
+  constructor(o: { policy: EgressPolicy; resolver: EgressResolver; onDecision?: (d: ProxyDecision) => void; interceptor?: EgressInterceptor | undefined; extraCa?: string | undefined }) {
+    this.#policy = o.policy;
+    this.#resolver = o.resolver;
+    this.#onDecision = o.onDecision;
+    this.#interceptor = o.interceptor;
+    this.#forwarder = new EgressHttpForwarder({ interceptor: o.interceptor, extraCa: o.extraCa, route: (sb, name) => this.#check(sb, name) });
+  }
+
+  async listen(kind: ProxyKind, port: number): Promise<number> {
+    // Half-open: a client that shuts down its sending side still gets the whole answer.
+    const srv = createServer({ noDelay: true, allowHalfOpen: true }, (s) => this.#accept(kind, s));
+    await new Promise<void>((res, rej) => {
+      srv.once('error', rej);
+      srv.listen(port, '0.0.0.0', () => res());
+    });
+    this.#servers.push(srv);
+    return (srv.address() as { port: number }).port;
+  }
+
+  async close(): Promise<void> {
+    this.#forwarder.close();
+    await Promise.all(this.#servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
+  }
+
+  #accept(kind: ProxyKind, s: Socket): void {
+    s.on('error', () => {});
+    const sb = this.#policy.byRemote(s.remoteAddress ?? '');
+    const n = sb ? (this.#perSandbox.get(sb.key) ?? 0) : 0;
+    if (!sb || n >= MAX_PER_SANDBOX || this.#total >= MAX_TOTAL) return void s.destroy();
+    this.#perSandbox.set(sb.key, n + 1);
+    this.#total++;
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      this.#total--;
+      const m = (this.#perSandbox.get(sb.key) ?? 1) - 1;
+      if (m > 0) this.#perSandbox.set(sb.key, m);
+      else this.#perSandbox.delete(sb.key);
+    };
+    // A relayed connection's slot is released when the relay ends (it may outlive this socket: forkd-splice).
+    this.#release.set(s, release);
+    s.once('close', () => !this.#relayed.has(s) && release());
+    let buf: Buffer = Buffer.alloc(0);
+    const timer = setTimeout(() => s.destroy(), PEEK_TIMEOUT_MS);
+    const onData = (d: Buffer) => {
+      buf = buf.length ? Buffer.concat([buf, d]) : d;
+      const name = kind === 'http' ? hostOf(buf) : sniOf(buf);
+      if (name === 'need' && buf.length < MAX_PEEK) return;
+      s.off('data', onData);
+      s.pause();
+      clearTimeout(timer);
+      void this.#route(kind, sb, s, buf, name === 'need' ? undefined : name);
+    };
+    s.on('data', onData);
+  }
+
+  /** Where a connection or request naming `name` may go, after every check. */
+  async #check(sb: EgressSandbox, name: string): Promise<Route> {
+    let addr = name;
+    let verdict = nameVerdict(sb.rules, name);
+    if (isIpv4(name)) verdict = 'neutral';
+    else {
+      if (verdict === 'deny') return { why: `egress to ${name} is not allowed` };
+      const r = await this.#resolver.lookup(name);
+      const first = r?.rcode === 0 ? r.a[0] : undefined;
+      if (!r || !first) return { why: `${name} does not resolve` };
+      await this.#policy.learn(sb, verdict, r.a);
+      addr = first.addr;
+    }
+    // The proxy connects from the host: a host address would reach its services, whatever the rules say.
+    if (hostAddresses().has(addr)) return { why: `egress to ${name} (${addr}) is not allowed` };
+    if (!addressAllowed(sb.rules, addr, verdict, this.#policy.learnedDenied(sb, addr))) return { why: `egress to ${name} (${addr}) is not allowed` };
+    return { addr };
+  }
+
+  async #route(kind: ProxyKind, sb: EgressSandbox, s: Socket, head: Buffer, name: string | undefined): Promise<void> {
+    const d: ProxyDecision = { sandboxId: sb.sandboxId, kind, name, addr: undefined, allowed: false };
+    const refuse = (why: string) => {
+      d.why = why;
+      this.#onDecision?.(d);
+      if (kind === 'http') s.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: ${why.length + 7}\r\nConnection: close\r\n\r\nforkd: ${why}\n`);
+      else s.destroy();
+    };
+    // No name (TLS without SNI, HTTP without Host): the redirect hides the address the sandbox connected
+    // to, so there is no destination to check. Refused.
+    if (!name) return refuse('no destination name (Host header or TLS SNI)');
+    const r = await this.#check(sb, name);
+    if ('why' in r) return refuse(r.why);
+    d.addr = r.addr;
+    if (s.destroyed) return;
+    // With an interceptor every plain request is parsed (headers on each; each Host checked again).
+    if (kind === 'http' && this.#interceptor) {
+      d.allowed = true;
+      this.#onDecision?.(d);
+      return this.#forwarder.serveHttp(sb, s, head);
+    }
+    if (kind === 'tls' && this.#interceptor?.terminates(sb.sandboxId, name, 443)) {
+      const ctx = await this.#interceptor.tlsContext(sb.sandboxId, name).catch(() => undefined);
+      if (!ctx) return refuse(`no certificate for ${name}`);
+      d.allowed = true;
+      this.#onDecision?.(d);
+      return this.#forwarder.serveTls(sb, s, head, ctx, name);
+    }
+    this.#splice(kind, s, head, r.addr, d);
+  }
+
+  #splice(kind: ProxyKind, s: Socket, head: Buffer, addr: string, d: ProxyDecision): void {
+    const up = connect({ host: addr, port: kind === 'http' ? 80 : 443, noDelay: true, allowHalfOpen: true, timeout: CONNECT_TIMEOUT_MS });
+    up.once('timeout', () => up.destroy());
+    const failed = () => s.destroy();
+    up.on('error', failed);
+    up.once('close', failed);
+    up.once('connect', () => {
+      up.off('error', failed);
+      up.off('close', failed);
+      up.setTimeout(0);
+      if (s.destroyed) return void up.destroy();
+      d.allowed = true;
+      this.#onDecision?.(d);
+      up.write(head);
+      this.#relayed.add(s);
+      relay(s, up, () => this.#release.get(s)?.());
+      s.resume();
+    });
+  }
+}
+
+let hostCache: { at: number; set: Set<string> } | undefined;
+
+/** The host's own IPv4 addresses (re-read at most every second: links come and go). */
+function hostAddresses(): Set<string> {
+  if (hostCache && Date.now() - hostCache.at < 1000) return hostCache.set;
+  const set = new Set<string>();
+  for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) if (i.family === 'IPv4') set.add(i.address);
+  hostCache = { at: Date.now(), set };
+  return set;
+}
+
+/** The Host header's name (no port) of a request head; 'need' until the head is complete. */
+export function hostOf(b: Buffer): string | 'need' | undefined {
+  const end = b.indexOf('\r\n\r\n');
+  if (end < 0) return 'need';
+  const m = /\r\nhost:[ \t]*([^\r\n]*)/i.exec(b.toString('latin1', 0, end));
+  const v = m?.[1]?.trim().toLowerCase();
+  if (!v) return undefined;
+  const host = v.startsWith('[') ? v.slice(1, v.indexOf(']')) : (v.split(':')[0] ?? '');
+  return /^[a-z0-9_.-]{1,253}$/.test(host) ? host.replace(/\.$/, '') : undefined;
+}
+
+function sniOf(b: Buffer): string | 'need' | undefined {
+  const r = readSni(b);
+  return r.kind === 'need' ? 'need' : r.kind === 'name' ? r.name.replace(/\.$/, '') : undefined;
+}

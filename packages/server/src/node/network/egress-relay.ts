@@ -1,0 +1,63 @@
+import type { Socket } from 'node:net';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../../shared/config.js';
+import { spawnWithSockets } from '../../shared/exec.js';
+
+const SPLICE = join(REPO_ROOT, 'packages/host-tools/build/forkd-splice');
+
+/** Bytes relayed in Node before a connection is handed to forkd-splice (a process costs ~1 ms: only for big transfers). */
+export const HANDOFF_BYTES = 1 << 20;
+
+/**
+ * Relays two sockets both ways: in Node for the first HANDOFF_BYTES, then,
+ * with both sides' buffers drained, by forkd-splice (splice(2): no copy to
+ * user space). `done` is called once, when the connection is over either way.
+ */
+export function relay(a: Socket, b: Socket, done: () => void): void {
+  let moved = 0;
+  let handing = false;
+  let finished = false;
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    a.destroy();
+    b.destroy();
+    done();
+  };
+  const pump = (from: Socket, to: Socket) => {
+    from.on('data', (d: Buffer) => {
+      moved += d.length;
+      if (!to.write(d)) from.pause();
+      if (moved >= HANDOFF_BYTES && !handing) void handoff();
+    });
+    to.on('drain', () => !handing && from.resume());
+    from.on('end', () => !handing && to.end());
+  };
+  const handoff = async () => {
+    handing = true;
+    a.pause();
+    b.pause();
+    const drained = (s: Socket) => (s.writableLength === 0 ? Promise.resolve() : new Promise<void>((r) => s.once('drain', () => r())));
+    await Promise.all([drained(a), drained(b)]);
+    // Bytes read but not yet delivered (paused with data in the readable buffer) go first.
+    for (const [from, to] of [[a, b], [b, a]] as const) {
+      let chunk: Buffer | null;
+      while ((chunk = from.read() as Buffer | null) !== null) to.write(chunk);
+    }
+    await Promise.all([drained(a), drained(b)]);
+    if (finished || a.destroyed || b.destroyed) return finish();
+    const exited = spawnWithSockets(SPLICE, [], [a, b]);
+    // The helper holds its own copies: closing ours neither ends nor resets the connection.
+    a.destroy();
+    b.destroy();
+    await exited;
+    finished = true;
+    done();
+  };
+  pump(a, b);
+  pump(b, a);
+  a.on('error', () => !handing && finish());
+  b.on('error', () => !handing && finish());
+  a.on('close', () => !handing && finish());
+  b.on('close', () => !handing && finish());
+}
