@@ -10,7 +10,6 @@ import { Reconciler } from './policy/reconciler.js';
 import { sandboxTimeoutMs } from './manager/sandbox-timeout.js';
 import type { Runtime } from './runtime/runtime.js';
 import { NetnsNetwork } from './network/netns-network.js';
-import type { EgressInterceptor } from './network/egress-interceptor.js';
 import type { QuotaKeeper } from './storage/quota-keeper.js';
 import type { Storage } from './storage/storage.js';
 import { TemplateRegistry } from './templates/template-registry.js';
@@ -76,7 +75,10 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   await openStagingDir(config.stagingDir, (m) => logger.warn(m));
   if (!(await refreshCriuKdat(criuPath(config), config.cacheDir))) logger.warn('criu kernel probe not cached: every checkpoint and restore will probe again');
   const store = new SqliteStore(join(config.stateDir, 'forkd.db'));
-  const network = new NetnsNetwork(join(config.runDir, 'netns'), { ...config.net, interceptor: opts.egressInterceptor });
+  const cas = new SandboxCas(join(config.stateDir, 'sandbox-ca'));
+  const credentials = new NodeCredentials(new CredentialInterceptor(cas, opts.onEvent), cas);
+  // A test may put its own interceptor in the proxy; the node's credentials are then not injected.
+  const network = new NetnsNetwork(join(config.runDir, 'netns'), { ...config.net, interceptor: opts.egressInterceptor ?? credentials.interceptor });
   const runtime = makeRuntime(config, network);
   const templates = new TemplateRegistry(storage, store);
   const manager = new SandboxManager({
@@ -106,8 +108,6 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
   });
   await manager.recover();
-  const cas = new SandboxCas(join(config.stateDir, 'sandbox-ca'));
-  const credentials = new NodeCredentials(new CredentialInterceptor(cas, opts.onEvent), cas);
   // Policy above the manager, through its public methods only.
   const reconciler = new Reconciler(manager, sandboxTimeoutMs(manager.guestDeadlineMs), {
     timeline: { ...DEFAULT_TIMELINE_POLICY, intervalMs: config.snapshotIntervalS * 1000 },

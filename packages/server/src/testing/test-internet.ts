@@ -64,13 +64,14 @@ export async function makeTestCa(dir: string, names: string[], ips: string[]): P
   return readFile(join(dir, 'ca.pem'), 'utf8');
 }
 
-export async function startTestInternet(): Promise<TestInternet> {
+/** `zone`: more names for the DNS server (a test's own servers in the namespace). */
+export async function startTestInternet(opts: { zone?: Record<string, string> } = {}): Promise<TestInternet> {
   const host = '203.0.113.1';
   const servers: [string, string] = ['203.0.113.2', '203.0.113.3'];
   const privateServer = '198.18.0.2';
   const port = 8080;
   const named: [string, string] = ['198.51.100.2', '198.51.100.3'];
-  const zone: Record<string, string> = { 'a.test': named[0], 'b.test': named[1], '*.sub.test': named[1], 'private.test': privateServer };
+  const zone: Record<string, string> = { 'a.test': named[0], 'b.test': named[1], '*.sub.test': named[1], 'private.test': privateServer, ...opts.zone };
   let caPem = '';
   const dir = await mkdtemp(join(tmpdir(), 'forkd-internet-'));
   const netns = join(dir, 'netns');
