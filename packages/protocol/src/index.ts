@@ -9,3 +9,5 @@ export * from './snapshot.js';
 export * from './auth.js';
 export * from './tenant-limits.js';
 export * from './network.js';
+export * from './network-limits.js';
+export * from './network-policy.js';

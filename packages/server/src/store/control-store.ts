@@ -40,6 +40,10 @@ export interface ControlStore {
   tenantLimits(tenant: string): Promise<TenantLimits | undefined>;
   /** Replaces a tenant's overrides; `{}` removes them. */
   setTenantLimits(tenant: string, limits: TenantLimits): Promise<void>;
+  /** A tenant's network policy or a template's default network, as stored (JSON; its reader parses it). */
+  networkSetting(scope: NetworkScope, name: string): Promise<unknown>;
+  /** Replaces it; undefined removes it. */
+  setNetworkSetting(scope: NetworkScope, name: string, setting: unknown): Promise<void>;
   appendAudit(rec: Omit<AuditRecord, 'id'>): Promise<void>;
   /** Deletes audit records older than `before` (ISO time); returns how many. */
   pruneAudit(before: string): Promise<number>;
@@ -48,3 +52,5 @@ export interface ControlStore {
 }
 
 export type OwnedKind = 'sandbox' | 'template';
+
+export type NetworkScope = 'tenant' | 'template';

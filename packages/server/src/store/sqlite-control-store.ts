@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import type { AuditQuery, AuditRecord, TenantLimits } from '@forkd/protocol';
-import type { ControlStore, KeyRecord, OwnedKind } from './control-store.js';
+import type { ControlStore, KeyRecord, NetworkScope, OwnedKind } from './control-store.js';
 import { openSqlite } from './sqlite-open.js';
 
 const MIGRATIONS = [
@@ -51,6 +51,14 @@ const MIGRATIONS = [
      tenant TEXT PRIMARY KEY,
      limits TEXT NOT NULL,
      updated_at TEXT NOT NULL
+   );`,
+  // JSON, parsed by its reader (control-plane/network/network-policies.ts).
+  `CREATE TABLE network_settings (
+     scope TEXT NOT NULL,
+     name TEXT NOT NULL,
+     setting TEXT NOT NULL,
+     updated_at TEXT NOT NULL,
+     PRIMARY KEY (scope, name)
    );`,
 ];
 
@@ -188,6 +196,16 @@ export class SqliteControlStore implements ControlStore {
   async setTenantLimits(tenant: string, limits: TenantLimits): Promise<void> {
     if (Object.keys(limits).length === 0) this.#db.prepare('DELETE FROM tenant_limits WHERE tenant = ?').run(tenant);
     else this.#db.prepare('INSERT OR REPLACE INTO tenant_limits (tenant, limits, updated_at) VALUES (?, ?, ?)').run(tenant, JSON.stringify(limits), new Date().toISOString());
+  }
+
+  async networkSetting(scope: NetworkScope, name: string): Promise<unknown> {
+    const r = this.#db.prepare('SELECT setting FROM network_settings WHERE scope = ? AND name = ?').get(scope, name) as { setting: string } | undefined;
+    return r && (JSON.parse(r.setting) as unknown);
+  }
+
+  async setNetworkSetting(scope: NetworkScope, name: string, setting: unknown): Promise<void> {
+    if (setting === undefined) this.#db.prepare('DELETE FROM network_settings WHERE scope = ? AND name = ?').run(scope, name);
+    else this.#db.prepare('INSERT OR REPLACE INTO network_settings (scope, name, setting, updated_at) VALUES (?, ?, ?, ?)').run(scope, name, JSON.stringify(setting), new Date().toISOString());
   }
 
   async pruneAudit(before: string): Promise<number> {

@@ -8,6 +8,7 @@ import { waitFor } from './helpers.js';
 /**
  * A test's own "internet": a network namespace with HTTP servers on
  * documentation addresses (203.0.113.2 and .3, port 8080; each answers
+ * `/bytes/<n>` with n bytes, a POST with its body's size, anything else with
  * `hello from <addr>`) and one on an address forkd denies by default, routed from the host over a veth of the test's own.
  * Forwarding is turned on for that link only (no host-wide sysctl); close()
  * removes the link, its route and the namespace.
@@ -24,7 +25,8 @@ export interface TestInternet {
   close(): Promise<void>;
 }
 
-const SERVE = `const http=require('node:http');const p=Number(process.argv[1]);for(const a of process.argv.slice(2))http.createServer((q,s)=>s.end('hello from '+a)).listen(p,a);`;
+// `/bytes/<n>`: n bytes (a download to time); a POST: the size of its body (an upload to time).
+const SERVE = `const http=require('node:http');const p=Number(process.argv[1]);const h=(a)=>(q,s)=>{const m=/^\\/bytes\\/(\\d+)$/.exec(q.url);if(m)return s.end(Buffer.alloc(Math.min(Number(m[1]),1<<26)));if(q.method==='POST'){let n=0;q.on('data',(d)=>n+=d.length);return q.on('end',()=>s.end(String(n)));}s.end('hello from '+a)};for(const a of process.argv.slice(2))http.createServer(h(a)).listen(p,a);`;
 
 /** From inside a sandbox (python3): the body, or ERR and why (a dropped connection times out after 2 s). */
 export const FETCH_PY = `import sys,urllib.request

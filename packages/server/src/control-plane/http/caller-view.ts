@@ -1,12 +1,19 @@
 import type { NodeService } from '../../node-contract/index.js';
 import type { Principal } from '../auth/api-keys.js';
 import type { ControlPlane } from '../control-plane.js';
+import { networkGate } from '../network/network-gate.js';
+import { NetworkPolicies } from '../network/network-policies.js';
 import { quotaGate } from '../quota/quota-gate.js';
 import { TenantView } from './tenant-view.js';
 
-/** What one caller may reach and do: its tenant's objects (TenantView), within its tenant's limits (quotaGate). */
+/**
+ * What one caller may reach and do: its tenant's objects (TenantView), its
+ * networks held to its tenant's network policy (networkGate), within its
+ * tenant's limits (quotaGate).
+ */
 export function callerView(svc: NodeService, control: ControlPlane, who: Principal): NodeService {
-  return new TenantView(quotaGate(svc, control.store, control.quotas, who.tenant), control.store, who.tenant, who.admin);
+  const gated = networkGate(quotaGate(svc, control.store, control.quotas, who.tenant), new NetworkPolicies(control.store), who.tenant);
+  return new TenantView(gated, control.store, who.tenant, who.admin);
 }
 
 /**

@@ -3,6 +3,8 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { NetworkRules } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
+import { limitsAttachScript, limitsDetachScript, limitsTableScript } from './egress-limits-nft.js';
+import { shapeDownload } from './egress-tc.js';
 import { attachScript, detachScript, GATEWAY_IP, SANDBOX_IP, SANDBOX_PREFIX, tableScript, type Attachment } from './egress-nft.js';
 
 export interface EgressOptions {
@@ -110,7 +112,7 @@ export class Egress {
     }
     // The table is (re)made with every change, in the same transaction: a table someone removed (a host
     // firewall's reload runs `flush ruleset`) comes back with the next change. Rules before the link.
-    await exec('nft', ['-f', '-'], { input: tableScript(this.#o.table) + attachScript(this.#o.table, a, rules) });
+    await exec('nft', ['-f', '-'], { input: this.#script(a, rules) });
     this.#tableReady = true;
     if (!hostHas) await exec('ip', ['link', 'add', a.ifname, 'type', 'veth', 'peer', 'name', SANDBOX_IF, 'netns', netns]);
     const inside = [`addr replace ${SANDBOX_IP}/${SANDBOX_PREFIX} dev ${SANDBOX_IF}`, `link set ${SANDBOX_IF} up`, `route replace default via ${GATEWAY_IP} dev ${SANDBOX_IF}`];
@@ -124,6 +126,13 @@ export class Egress {
     await this.#delRule(a);
     const host = [`rule add iif ${a.ifname} from ${SANDBOX_IP} blackhole`, `addr replace ${GATEWAY_IP}/32 dev ${a.ifname}`, `link set ${a.ifname} up`, `route replace ${a.hostIp}/32 via ${SANDBOX_IP} dev ${a.ifname} onlink`];
     await exec('ip', ['-batch', '-'], { input: host.join('\n') + '\n' });
+    await shapeDownload(a.ifname, rules.bandwidthMbps);
+  }
+
+  /** The table, the instance's rules and its limits: one transaction. */
+  #script(a: Attachment, rules: NetworkRules): string {
+    const t = this.#o.table;
+    return tableScript(t) + limitsTableScript(t) + attachScript(t, a, rules) + limitsAttachScript(t, a, rules);
   }
 
   /** The link's fail-closed routing rule (see apply); every copy of it, none is fine. */
@@ -136,12 +145,13 @@ export class Egress {
   /** Rules of an attached instance only (a runtime change): the next connection follows them. */
   async setRules(key: string, rules: NetworkRules): Promise<void> {
     const a = await this.attachment(key);
-    await exec('nft', ['-f', '-'], { input: tableScript(this.#o.table) + attachScript(this.#o.table, a, rules) });
+    await exec('nft', ['-f', '-'], { input: this.#script(a, rules) });
+    if (existsSync(`/sys/class/net/${a.ifname}`)) await shapeDownload(a.ifname, rules.bandwidthMbps);
   }
 
   async #nftDetach(a: Attachment): Promise<void> {
     if (!this.#tableReady && (await exec('nft', ['list', 'table', 'inet', this.#o.table], { allowFailure: true })).code !== 0) return;
-    await exec('nft', ['-f', '-'], { input: detachScript(this.#o.table, a) });
+    await exec('nft', ['-f', '-'], { input: detachScript(this.#o.table, a) + limitsDetachScript(this.#o.table, a) });
   }
 
   async dropTable(): Promise<void> {

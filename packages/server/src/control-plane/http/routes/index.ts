@@ -6,6 +6,7 @@ import { validate } from '../validate.js';
 import { ADMIN_ROUTES } from './admin.js';
 import { FILE_ROUTES } from './files.js';
 import { KEY_AND_AUDIT_ROUTES } from './keys-and-audit.js';
+import { NETWORK_POLICY_ROUTES } from './network-policy.js';
 import { PROCESS_ROUTES } from './processes.js';
 import type { Route, RouteDeps } from './route.js';
 import { SANDBOX_ROUTES } from './sandboxes.js';
@@ -15,7 +16,7 @@ import { TEMPLATE_ROUTES } from './templates.js';
 export type { Route, RouteDeps } from './route.js';
 
 /** The API, one table: the router (mountRoutes) and openapi.json (openapi.ts) both come from it. */
-export const ROUTES: readonly Route[] = [...ADMIN_ROUTES, ...TEMPLATE_ROUTES, ...SANDBOX_ROUTES, ...SNAPSHOT_ROUTES, ...PROCESS_ROUTES, ...FILE_ROUTES, ...KEY_AND_AUDIT_ROUTES];
+export const ROUTES: readonly Route[] = [...ADMIN_ROUTES, ...TEMPLATE_ROUTES, ...SANDBOX_ROUTES, ...SNAPSHOT_ROUTES, ...PROCESS_ROUTES, ...FILE_ROUTES, ...KEY_AND_AUDIT_ROUTES, ...NETWORK_POLICY_ROUTES];
 
 /**
  * Mounts the table's routes: `public` ones (no key) or the others. Public

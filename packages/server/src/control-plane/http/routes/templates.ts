@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { BuildTemplateRequest, TemplateInfo } from '@forkd/protocol';
 import { NDJSON_HEADERS, ndjsonStream } from '../../../shared/ndjson-stream.js';
+import { NetworkPolicies } from '../../network/network-policies.js';
 import { streamError } from './process-stream.js';
 import { list, none, ok, param, route, view as v } from './route.js';
 
@@ -39,8 +40,10 @@ export const TEMPLATE_ROUTES = [
     path: '/v1/templates/:name',
     summary: 'Delete a template',
     response: none,
-    handler: async (c) => {
+    handler: async (c, { control }) => {
       await v(c).deleteTemplate(param(c, 'name'));
+      // A template made again under the name starts without the old one's default network.
+      await new NetworkPolicies(control.store).setTemplate(param(c, 'name'), undefined);
     },
   }),
 ];
