@@ -12,4 +12,4 @@ export { utf8Chunks } from './bytes.js';
 export type { WebSocketConstructor, WebSocketLike } from './websocket.js';
 export type * from './types.js';
 export { ForkdError, isErrorCode, ERROR_CODES, type ErrorCode } from '@forkd/protocol';
-export type { SandboxInfo, SandboxState, SnapshotInfo, TemplateInfo, BuildTemplateRequest, ProcessInfo, FileEntry, WatchEvent, KeyInfo, CreatedKey, CreateKeyRequest, AuditRecord, TenantLimits, TenantLimitsInfo, TenantUsage, EffectiveTenantLimits, PutTenantLimitsRequest, TenantLimitName, NetworkRules, NetworkMode, SetNetworkRequest } from '@forkd/protocol';
+export type { SandboxInfo, SandboxState, SnapshotInfo, TemplateInfo, BuildTemplateRequest, ProcessInfo, FileEntry, WatchEvent, KeyInfo, CreatedKey, CreateKeyRequest, AuditRecord, TenantLimits, TenantLimitsInfo, TenantUsage, EffectiveTenantLimits, PutTenantLimitsRequest, TenantLimitName, NetworkRules, NetworkRulesInput, NetworkMode, SetNetworkRequest, TenantNetworkPolicy, TenantNetworkInfo, PutTenantNetworkRequest, TemplateNetworkInfo } from '@forkd/protocol';

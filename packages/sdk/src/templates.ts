@@ -1,4 +1,4 @@
-import { ForkdError, type BuildTemplateRequest, type TemplateInfo } from '@forkd/protocol';
+import { ForkdError, type BuildTemplateRequest, type NetworkRulesInput, type TemplateInfo, type TemplateNetworkInfo } from '@forkd/protocol';
 import type { HttpTransport } from './http-transport.js';
 import { readNdjson } from './ndjson.js';
 import type { BuildTemplateOptions } from './types.js';
@@ -55,5 +55,15 @@ export class Templates {
   /** Deleting `base` is FAILED_PRECONDITION; an unknown name NOT_FOUND. */
   delete(name: string): Promise<void> {
     return this.#http.send('DELETE', `/v1/templates/${encodeURIComponent(name)}`);
+  }
+
+  /** The template's default network (null: none): what a create from it that names none gets. */
+  network(name: string): Promise<TemplateNetworkInfo> {
+    return this.#http.json('GET', `/v1/templates/${encodeURIComponent(name)}/network`);
+  }
+
+  /** Sets (null: removes) the template's default network (its owner; admin keys for shared templates). */
+  setNetwork(name: string, network: NetworkRulesInput | null): Promise<TemplateNetworkInfo> {
+    return this.#http.json('PUT', `/v1/templates/${encodeURIComponent(name)}/network`, { json: { network } });
   }
 }

@@ -1,4 +1,4 @@
-import type { PutTenantLimitsRequest, TenantLimitsInfo } from '@forkd/protocol';
+import type { PutTenantLimitsRequest, PutTenantNetworkRequest, TenantLimitsInfo, TenantNetworkInfo } from '@forkd/protocol';
 import type { HttpTransport } from './http-transport.js';
 
 /** Tenants' limits: every key reads its own tenant's; admin keys read and set any tenant's. */
@@ -20,5 +20,15 @@ export class Tenants {
    */
   setLimits(tenant: string, limits: PutTenantLimitsRequest): Promise<TenantLimitsInfo> {
     return this.#http.json('PUT', `/v1/tenants/${encodeURIComponent(tenant)}/limits`, { json: limits });
+  }
+
+  /** The tenant's network policy: default network, egress allowed, forced denials, maximum bandwidth and connections. */
+  network(tenant: string): Promise<TenantNetworkInfo> {
+    return this.#http.json('GET', `/v1/tenants/${encodeURIComponent(tenant)}/network`);
+  }
+
+  /** Replaces the tenant's network policy whole (admin keys only); `{}` removes it. */
+  setNetwork(tenant: string, policy: PutTenantNetworkRequest): Promise<TenantNetworkInfo> {
+    return this.#http.json('PUT', `/v1/tenants/${encodeURIComponent(tenant)}/network`, { json: policy });
   }
 }
