@@ -156,7 +156,7 @@ async function removeTemplates(names: readonly string[]): Promise<number> {
 
 export const templateCommand: CliCommand = {
   name: 'template',
-  summary: 'list, build and delete templates; set their default network',
+  summary: 'list, build and delete templates',
   usage: USAGE,
   run(argv) {
     const args = parseTemplateArgs(argv);
