@@ -148,6 +148,8 @@ export const BuildTemplateRequest = z.strictObject({
   setup: z.array(z.string().min(1).max(65536)).max(100).default([]),
   /** A long-running command left running: sandboxes from the template start with it already running. */
   start: z.string().min(1).max(65536).optional(),
+  /** The template's default network (see PUT /v1/templates/{name}/network), set when the build is done (absent: none; a rebuild replaces it). The build itself runs offline. */
+  network: NetworkRules.optional(),
 });
 export type BuildTemplateRequest = z.input<typeof BuildTemplateRequest>;
 export type TemplateInfo = z.infer<typeof TemplateInfo>;

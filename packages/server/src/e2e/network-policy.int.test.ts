@@ -129,4 +129,18 @@ describe('network policy: tenant defaults and caps, template defaults (real daem
     assert.equal((await create(beta, {})).network, undefined, "removed: the tenant's default (none)");
     assert.equal((await api(beta, 'GET', '/v1/templates/nope/network')).status, 404);
   });
+
+  test("a template built with a network: its owner's default, set when the build is done; deleting the template drops it", async () => {
+    const built = await api(acme, 'POST', '/v1/templates', { name: 'acme-net', setup: ['true'], network: { mode: 'egress', denyOut: [`${B}/32`] } });
+    const last = built.text.trim().split('\n').map((l) => JSON.parse(l) as { type: string }).at(-1);
+    assert.equal(last?.type, 'done', built.text);
+    assert.deepEqual((await api(acme, 'GET', '/v1/templates/acme-net/network')).json.network, { mode: 'egress', allowOut: [], denyOut: [`${B}/32`] });
+    const s = await create(acme, { template: 'acme-net' });
+    assert.equal(await reaches(acme, s.id, B), false);
+    assert.equal(await reaches(acme, s.id, A), true);
+    assert.equal((await api(beta, 'PUT', '/v1/templates/acme-net/network', { network: null })).status, 404, "another tenant's template");
+    assert.equal((await api(acme, 'DELETE', `/v1/sandboxes/${s.id}`)).status, 204);
+    assert.equal((await api(acme, 'DELETE', '/v1/templates/acme-net')).status, 204);
+    assert.equal((await api(acme, 'GET', '/v1/templates/acme-net/network')).status, 404);
+  });
 });

@@ -1,4 +1,4 @@
-import type { NetworkRules } from '@forkd/protocol';
+import { addressRuleError, type NetworkRules } from '@forkd/protocol';
 import type { Attachment } from './egress-nft.js';
 
 /**
@@ -37,7 +37,8 @@ export function uploadRate(mbps: number): { bytesPerSecond: number; burstBytes: 
 export function limitsAttachScript(table: string, a: Attachment, rules: NetworkRules): string {
   const t = `inet ${table}`;
   const c = chainOf(a);
-  const forced = rules.forcedDenyOut ?? [];
+  // Address rules only: a domain-name rule (once the protocol takes them) is the egress proxy's to enforce.
+  const forced = (rules.forcedDenyOut ?? []).filter((r) => addressRuleError(r) === undefined);
   const lines = [
     `add set ${t} ${c}_deny { type ipv4_addr; flags interval; auto-merge; }`,
     `flush set ${t} ${c}_deny`,

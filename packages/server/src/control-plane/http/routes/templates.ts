@@ -21,12 +21,17 @@ export const TEMPLATE_ROUTES = [
     summary: 'Build a template; progress lines, then done or error',
     body: BuildTemplateRequest,
     ndjson: z.union([z.object({ type: z.literal('progress'), line: z.string() }), z.object({ type: z.literal('done'), template: TemplateInfo })]),
-    handler: async (c, _deps, input) => {
-      const req = await input.body();
+    handler: async (c, { control }, input) => {
+      // The default network is the control plane's (control store), not the node's.
+      const { network, ...req } = await input.body();
       const out = ndjsonStream(() => {});
       void v(c)
         // Awaited: a client that reads slowly slows the build's output, not the daemon's memory.
         .buildTemplate(req, (line) => out.write({ type: 'progress', line }))
+        .then(async (template) => {
+          await new NetworkPolicies(control.store).setTemplate(template.name, network);
+          return template;
+        })
         .then(
           (template) => out.write({ type: 'done', template }),
           (err) => out.write({ type: 'error', error: streamError(c, err) }),
