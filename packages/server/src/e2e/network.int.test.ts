@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
 import { CLI, NODE_FLAGS, startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
+import { CONNS_PY, TIMED_PY } from '../testing/net-probes.js';
 import { FETCH_PY, startTestInternet, type TestInternet } from '../testing/test-internet.js';
 import { GATEWAY_IP } from '../node/network/egress-nft.js';
 import { exec } from '../shared/exec.js';
@@ -96,5 +97,20 @@ describe('network: CLI, API and a daemon restart', { skip: !isRoot && 'needs roo
     const none = await forkd(['network', id, '--mode', 'none']);
     assert.equal(none.stdout, 'mode none\n');
     assert.equal(await reaches(A), false);
+  });
+
+  test('network --bandwidth --max-connections: shown, enforced, and kept across a daemon restart', async () => {
+    const r = await forkd(['network', id, '--mode', 'egress', '--bandwidth', '8', '--max-connections', '2', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { mode: 'egress', allowOut: [], denyOut: [], bandwidthMbps: 8, maxConnections: 2 });
+    assert.equal((await forkd(['network', id])).stdout, 'mode egress\nbandwidth 8 Mbit/s\nmax-connections 2\n');
+    const conns = async () => (await forkd(['exec', id, '--', 'python3', '-c', CONNS_PY, A, '2'])).stdout.trim().split('\n');
+    assert.deepEqual(await conns(), ['held 2', 'extra False', 'after-close True']);
+    await stopDaemonProcess(daemon);
+    await exec('nft', ['delete', 'table', 'inet', cfg.env.FORKD_NET_TABLE!]);
+    daemon = await startDaemonProcess(cfg.env);
+    assert.deepEqual(await conns(), ['held 2', 'extra False', 'after-close True'], 'after the restart');
+    const t = (await forkd(['exec', id, '--', 'python3', '-c', TIMED_PY, `http://${A}:8080`, String(3 << 20), 'down'])).stdout.trim();
+    assert.ok(Number(t) >= 2.4, `3 MB at 8 Mbit/s after the restart: ${t}`);
   });
 });
