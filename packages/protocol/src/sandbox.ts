@@ -47,7 +47,7 @@ export const CreateSandboxRequest = z.strictObject({
   onTimeout: OnTimeout.optional(),
   /** false: the pause at a timeout keeps only the files (a filesystem-only pause; the resume starts it cold). Default true. */
   timeoutPauseMemory: z.boolean().optional(),
-  /** Its network (see NetworkRules); default `none`, loopback only. */
+  /** Its network (see NetworkRules). Absent: its template's default network, else its tenant's, else `none` (loopback only); the tenant's network policy caps it. */
   network: NetworkRules.optional(),
 });
 export type CreateSandboxRequest = z.input<typeof CreateSandboxRequest>;
