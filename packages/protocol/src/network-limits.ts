@@ -4,7 +4,8 @@ import { z } from 'zod';
 export const MAX_BANDWIDTH_MBPS = 100_000;
 export const MAX_CONNECTIONS = 1_000_000;
 
-export const BandwidthMbps = z.number().positive().max(MAX_BANDWIDTH_MBPS);
+export const MIN_BANDWIDTH_MBPS = 0.1;
+export const BandwidthMbps = z.number().min(MIN_BANDWIDTH_MBPS).max(MAX_BANDWIDTH_MBPS);
 export const ConnectionCount = z.number().int().min(1).max(MAX_CONNECTIONS);
 
 /**

@@ -11,7 +11,8 @@ import { exec } from '../../shared/exec.js';
  */
 export async function shapeDownload(ifname: string, mbps: number | undefined): Promise<void> {
   if (mbps === undefined) {
-    await exec('tc', ['qdisc', 'del', 'dev', ifname, 'root'], { allowFailure: true });
+    // Nothing to remove (or no tc on a host that never limited): an unlimited sandbox needs neither.
+    await exec('tc', ['qdisc', 'del', 'dev', ifname, 'root'], { allowFailure: true }).catch(() => {});
     return;
   }
   const bytesPerSecond = mbps * 125_000;
