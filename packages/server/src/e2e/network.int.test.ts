@@ -113,4 +113,26 @@ describe('network: CLI, API and a daemon restart', { skip: !isRoot && 'needs roo
     const t = (await forkd(['exec', id, '--', 'python3', '-c', TIMED_PY, `http://${A}:8080`, String(3 << 20), 'down'])).stdout.trim();
     assert.ok(Number(t) >= 2.4, `3 MB at 8 Mbit/s after the restart: ${t}`);
   });
+
+  test('tenants network and template network through the CLI (admin key)', async () => {
+    const set = await forkd(['tenants', 'network', 'acme', '--egress', 'deny', '--deny-out', `${B}/32`, '--max-connections', '3', '--json']);
+    assert.equal(set.code, 0, set.stderr);
+    assert.deepEqual(JSON.parse(set.stdout), { tenant: 'acme', policy: { egress: false, denyOut: [`${B}/32`], maxConnections: 3 } });
+    const more = await forkd(['tenants', 'network', 'acme', '--egress', 'allow', '--max-bandwidth', '20']);
+    assert.equal(more.stdout, `egress allowed\nforced deny-out ${B}/32\nmax bandwidth 20 Mbit/s\nmax connections 3\ndefault none set\n`);
+    assert.deepEqual(JSON.parse((await forkd(['tenants', 'network', 'acme', '--reset', '--json'])).stdout).policy, {});
+    const tpl = await forkd(['template', 'network', 'base', '--mode', 'egress', '--deny-out', `${A}/32`, '--max-connections', '5']);
+    assert.equal(tpl.code, 0, tpl.stderr);
+    assert.equal(tpl.stdout, `mode egress\ndeny-out ${A}/32\nmax-connections 5\n`);
+    const c = await forkd(['create', '--memory', '128', '--json']);
+    assert.equal(c.code, 0, c.stderr);
+    const made = JSON.parse(c.stdout) as { id: string };
+    assert.deepEqual(JSON.parse((await forkd(['network', made.id, '--json'])).stdout), { mode: 'egress', allowOut: [], denyOut: [`${A}/32`], maxConnections: 5 }, "the template's default");
+    assert.equal((await forkd(['template', 'network', 'base', '--clear'])).stdout, 'no default network (creates get none unless the tenant has a default)\n');
+    assert.equal((await forkd(['rm', made.id])).code, 0);
+    const bad = await forkd(['template', 'network', 'nope']);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /NOT_FOUND/);
+  });
 });
+
