@@ -11,3 +11,5 @@ export * from './tenant-limits.js';
 export * from './network.js';
 export * from './secrets.js';
 export * from './policy.js';
+export * from './network-limits.js';
+export * from './network-policy.js';

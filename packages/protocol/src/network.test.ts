@@ -18,3 +18,8 @@ test('the default network is none with no rules', () => {
   assert.equal(NetworkRules.safeParse({ mode: 'egress', allowOut: ['x.example.com'] }).success, true);
   assert.equal(NetworkRules.safeParse({ mode: 'egress', allowOut: ['x..com'] }).success, false);
 });
+
+test('limits: bandwidth in [0.1, 100000] Mbit/s, connections a whole number ≥ 1, forced denials are rules', () => {
+  assert.deepEqual(NetworkRules.parse({ mode: 'egress', bandwidthMbps: 0.5, maxConnections: 10, forcedDenyOut: ['203.0.113.0/24'] }), { mode: 'egress', allowOut: [], denyOut: [], bandwidthMbps: 0.5, maxConnections: 10, forcedDenyOut: ['203.0.113.0/24'] });
+  for (const bad of [{ bandwidthMbps: 0 }, { bandwidthMbps: 0.01 }, { bandwidthMbps: 100_001 }, { maxConnections: 0 }, { maxConnections: 1.5 }, { forcedDenyOut: ['10.0.0.0/33'] }]) assert.equal(NetworkRules.safeParse({ mode: 'egress', ...bad }).success, false, JSON.stringify(bad));
+});

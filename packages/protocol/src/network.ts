@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { NetworkLimitFields } from './network-limits.js';
 
 /**
  * A sandbox's network: `none` (loopback only, the default) or `egress`
@@ -44,6 +45,13 @@ export const NetworkRules = z.strictObject({
   mode: z.enum(NETWORK_MODES).default('none'),
   allowOut: z.array(NetworkRule).max(1024).default([]),
   denyOut: z.array(NetworkRule).max(1024).default([]),
+  /**
+   * Denied before allowOut is consulted. The control plane puts the tenant's
+   * forced denials here, so a sandbox's allow never overrides them (a caller
+   * may add to it; its tenant's entries are put back on every change).
+   */
+  forcedDenyOut: z.array(NetworkRule).max(1024).optional(),
+  ...NetworkLimitFields,
 });
 export type NetworkRules = z.infer<typeof NetworkRules>;
 export type NetworkRulesInput = z.input<typeof NetworkRules>;

@@ -50,7 +50,7 @@ export const CreateSandboxRequest = z.strictObject({
   onTimeout: OnTimeout.optional(),
   /** false: the pause at a timeout keeps only the files (a filesystem-only pause; the resume starts it cold). Default true. */
   timeoutPauseMemory: z.boolean().optional(),
-  /** Its network (see NetworkRules); default `none`, loopback only. */
+  /** Its network (see NetworkRules). Absent: its template's default network, else its tenant's, else `none` (loopback only); the tenant's network policy caps it. */
   network: NetworkRules.optional(),
 });
 export type CreateSandboxRequest = z.input<typeof CreateSandboxRequest>;
@@ -151,6 +151,8 @@ export const BuildTemplateRequest = z.strictObject({
   setup: z.array(z.string().min(1).max(65536)).max(100).default([]),
   /** A long-running command left running: sandboxes from the template start with it already running. */
   start: z.string().min(1).max(65536).optional(),
+  /** The template's default network (see PUT /v1/templates/{name}/network), set when the build is done (absent: none; a rebuild replaces it). The build itself runs offline. */
+  network: NetworkRules.optional(),
 });
 export type BuildTemplateRequest = z.input<typeof BuildTemplateRequest>;
 export type TemplateInfo = z.infer<typeof TemplateInfo>;

@@ -1,4 +1,4 @@
-import { ForkdError, type BuildTemplateRequest, type TemplateInfo, type PolicyAnswer, type PolicyDocument } from '@forkd/protocol';
+import { ForkdError, type BuildTemplateRequest, type NetworkRulesInput, type TemplateInfo, type TemplateNetworkInfo, type PolicyAnswer, type PolicyDocument } from '@forkd/protocol';
 import type { HttpTransport } from './http-transport.js';
 import { readNdjson } from './ndjson.js';
 import type { BuildTemplateOptions } from './types.js';
@@ -65,5 +65,15 @@ export class Templates {
 
   delete(name: string): Promise<void> {
     return this.#http.send('DELETE', `/v1/templates/${encodeURIComponent(name)}`);
+  }
+
+  /** The template's default network (null: none): what a create from it that names none gets. */
+  network(name: string): Promise<TemplateNetworkInfo> {
+    return this.#http.json('GET', `/v1/templates/${encodeURIComponent(name)}/network`);
+  }
+
+  /** Sets (null: removes) the template's default network (its owner; admin keys for shared templates). */
+  setNetwork(name: string, network: NetworkRulesInput | null): Promise<TemplateNetworkInfo> {
+    return this.#http.json('PUT', `/v1/templates/${encodeURIComponent(name)}/network`, { json: { network } });
   }
 }

@@ -1,4 +1,4 @@
-import type { PolicyAnswer, PolicyDocument, PutTenantLimitsRequest, TenantLimitsInfo } from '@forkd/protocol';
+import type { PolicyAnswer, PolicyDocument, PutTenantLimitsRequest, PutTenantNetworkRequest, TenantLimitsInfo, TenantNetworkInfo } from '@forkd/protocol';
 import type { HttpTransport } from './http-transport.js';
 
 /** Tenants' limits: every key reads its own tenant's; admin keys read and set any tenant's. */
@@ -30,5 +30,15 @@ export class Tenants {
   /** Replaces the tenant's per-call policy (admin keys only); it applies to every sandbox of the tenant. */
   async setPolicy(tenant: string, policy: PolicyDocument): Promise<PolicyDocument> {
     return (await this.#http.json<PolicyAnswer>('PUT', `/v1/tenants/${encodeURIComponent(tenant)}/policy`, { json: policy })).policy;
+  }
+
+  /** The tenant's network policy: default network, egress allowed, forced denials, maximum bandwidth and connections. */
+  network(tenant: string): Promise<TenantNetworkInfo> {
+    return this.#http.json('GET', `/v1/tenants/${encodeURIComponent(tenant)}/network`);
+  }
+
+  /** Replaces the tenant's network policy whole (admin keys only); `{}` removes it. */
+  setNetwork(tenant: string, policy: PutTenantNetworkRequest): Promise<TenantNetworkInfo> {
+    return this.#http.json('PUT', `/v1/tenants/${encodeURIComponent(tenant)}/network`, { json: policy });
   }
 }

@@ -4,6 +4,7 @@ import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';
 import { printJson } from '../format.js';
 import { UsageError } from '../usage-error.js';
+import { NETWORK_LIMIT_OPTIONS, NETWORK_LIMIT_USAGE, parseNetworkLimits } from './network-limit-args.js';
 import { parseMode } from './network.js';
 
 const USAGE = `Usage: forkd create [options]
@@ -26,7 +27,7 @@ Options:
                         (example.com, *.example.com; repeatable)
       --deny-out RULE   egress: a denied destination (repeatable; allow wins; private,
                         link-local and host addresses are denied unless allowed)
-      --json            print {"id": ..., "proxyToken": ...} (the port proxy's token, shown only here)
+${NETWORK_LIMIT_USAGE}      --json            print {"id": ..., "proxyToken": ...} (the port proxy's token, shown only here)
 `;
 
 export interface CreateArgs {
@@ -51,6 +52,7 @@ export function parseCreateArgs(argv: string[]): CreateArgs {
       network: { type: 'string' },
       'allow-out': { type: 'string', multiple: true },
       'deny-out': { type: 'string', multiple: true },
+      ...NETWORK_LIMIT_OPTIONS,
       json: { type: 'boolean' },
     },
   });
@@ -80,8 +82,9 @@ export function parseCreateArgs(argv: string[]): CreateArgs {
   const mode = parseMode('--network', values.network);
   const allowOut = values['allow-out'] ?? [];
   const denyOut = values['deny-out'] ?? [];
-  if ((allowOut.length || denyOut.length) && mode !== 'egress') throw new UsageError('--allow-out and --deny-out need --network egress');
-  if (mode !== undefined) request.network = { mode, allowOut, denyOut };
+  const limits = parseNetworkLimits(values);
+  if ((allowOut.length || denyOut.length || Object.keys(limits).length) && mode !== 'egress') throw new UsageError('--allow-out, --deny-out, --bandwidth and --max-connections need --network egress');
+  if (mode !== undefined) request.network = { mode, allowOut, denyOut, ...limits };
   return { request, json: !!values.json };
 }
 

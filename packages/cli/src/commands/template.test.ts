@@ -156,7 +156,7 @@ test('template ls and the templates alias print the same table; template rm carr
 test('forkd template without a subcommand exits 2; help lists template and templates', async () => {
   const none = await runAgainst(() => assert.fail('no request expected'), ['template']);
   assert.equal(none.status, 2);
-  assert.match(none.stderr, /^error: INVALID_ARGUMENT: missing subcommand: ls, build, rm\nRun 'forkd template --help'/);
+  assert.match(none.stderr, /^error: INVALID_ARGUMENT: missing subcommand: ls, build, rm, network\nRun 'forkd template --help'/);
   const bogus = await runAgainst(() => assert.fail('no request expected'), ['template', 'bogus']);
   assert.equal(bogus.status, 2);
   const help = await runAgainst(() => {}, ['--help']);

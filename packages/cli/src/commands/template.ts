@@ -7,11 +7,12 @@ import { formatAge, printJson, table } from '../format.js';
 import { reportError } from '../report-error.js';
 import { styleFor } from '../style.js';
 import { UsageError } from '../usage-error.js';
+import { parseTemplateNetworkArgs, runTemplateNetwork, TEMPLATE_NETWORK_USAGE, type TemplateNetworkArgs } from './template-network.js';
 
 const USAGE = `Usage: forkd template ls [--json]
        forkd template build NAME [--from TEMPLATE] [--run CMD]... [--start CMD] [--json]
        forkd template rm NAME...
-
+${TEMPLATE_NETWORK_USAGE}
 Templates are what sandboxes are created from (forkd create --template NAME).
 
   ls      Lists the templates. A WARM one starts its sandboxes with the
@@ -34,12 +35,13 @@ Options:
                         build: print the template as JSON
 `;
 
-const SUBCOMMANDS = ['ls', 'build', 'rm'] as const;
+const SUBCOMMANDS = ['ls', 'build', 'rm', 'network'] as const;
 
 export type TemplateArgs =
   | { sub: 'ls'; json: boolean }
   | { sub: 'build'; request: BuildTemplateRequest; json: boolean }
-  | { sub: 'rm'; names: string[] };
+  | { sub: 'rm'; names: string[] }
+  | ({ sub: 'network' } & TemplateNetworkArgs);
 
 function templateName(what: string, value: string): string {
   if (!TEMPLATE_NAME_PATTERN.test(value)) {
@@ -84,6 +86,8 @@ export function parseTemplateArgs(argv: string[]): TemplateArgs {
       }
       return { sub, request, json: !!values.json };
     }
+    case 'network':
+      return { sub, ...parseTemplateNetworkArgs(rest) };
     case 'rm': {
       const { positionals } = parseOptions({ args: rest, allowPositionals: true, options: {} });
       if (!positionals.length) throw new UsageError('missing NAME');
@@ -163,6 +167,8 @@ export const templateCommand: CliCommand = {
         return buildTemplate(args.request, args.json);
       case 'rm':
         return removeTemplates(args.names);
+      case 'network':
+        return runTemplateNetwork(args);
     }
   },
 };

@@ -5,6 +5,7 @@ import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';
 import { printJson, table } from '../format.js';
 import { UsageError } from '../usage-error.js';
+import { runTenantNetwork, TENANT_NETWORK_USAGE } from './tenant-network.js';
 
 const USAGE = `Usage: forkd tenants limits TENANT [--sandboxes N] [--memory MB] [--cpus N]
                      [--snapshots N] [--disk MB] [--reset] [--json]
@@ -24,7 +25,8 @@ Options:
       --disk MB         total disk quota of all the tenant's sandboxes
       --reset           every limit back to the server's default
       --json            print JSON
-`;
+
+${TENANT_NETWORK_USAGE}`;
 
 const FLAGS: Record<string, TenantLimitName> = { sandboxes: 'runningSandboxes', memory: 'memoryMb', cpus: 'cpus', snapshots: 'snapshots', disk: 'diskMb' };
 
@@ -49,7 +51,7 @@ function parseValue(flag: string, name: TenantLimitName, v: string): Change {
 
 export function parseTenantsArgs(argv: string[]): TenantsArgs {
   const [sub, ...rest] = argv;
-  if (sub !== 'limits') throw new UsageError(sub === undefined ? 'missing subcommand: limits' : `unknown subcommand ${JSON.stringify(sub)}: expected limits`);
+  if (sub !== 'limits') throw new UsageError(sub === undefined ? 'missing subcommand: limits or network' : `unknown subcommand ${JSON.stringify(sub)}: expected limits or network`);
   const { values, positionals } = parseOptions({
     args: rest,
     allowPositionals: true,
@@ -89,9 +91,10 @@ export function limitsTable(info: TenantLimitsInfo): string {
 
 export const tenantsCommand: CliCommand = {
   name: 'tenants',
-  summary: "show and set a tenant's limits",
+  summary: "show and set a tenant's limits and network policy",
   usage: USAGE,
   async run(argv) {
+    if (argv[0] === 'network') return runTenantNetwork(argv.slice(1));
     const args = parseTenantsArgs(argv);
     const client = connect();
     let info = await client.tenants.limits(args.tenant);

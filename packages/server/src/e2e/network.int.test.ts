@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
 import { CLI, NODE_FLAGS, startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
+import { CONNS_PY, TIMED_PY } from '../testing/net-probes.js';
 import { FETCH_PY, startTestInternet, type TestInternet } from '../testing/test-internet.js';
 import { GATEWAY_IP } from '../node/network/egress-nft.js';
 import { exec } from '../shared/exec.js';
@@ -109,4 +110,41 @@ describe('network: CLI, API and a daemon restart', { skip: !isRoot && 'needs roo
     daemon = await startDaemonProcess(cfg.env);
     assert.deepEqual(await byName(), expected, 'after the restart');
   });
+
+  test('network --bandwidth --max-connections: shown, enforced, and kept across a daemon restart', async () => {
+    const r = await forkd(['network', id, '--mode', 'egress', '--bandwidth', '8', '--max-connections', '2', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { mode: 'egress', allowOut: [], denyOut: [], bandwidthMbps: 8, maxConnections: 2 });
+    assert.equal((await forkd(['network', id])).stdout, 'mode egress\nbandwidth 8 Mbit/s\nmax-connections 2\n');
+    const conns = async () => (await forkd(['exec', id, '--', 'python3', '-c', CONNS_PY, A, '2'])).stdout.trim().split('\n');
+    assert.deepEqual(await conns(), ['held 2', 'extra False', 'after-close True']);
+    await stopDaemonProcess(daemon);
+    await exec('nft', ['delete', 'table', 'inet', cfg.env.FORKD_NET_TABLE!]);
+    daemon = await startDaemonProcess(cfg.env);
+    assert.deepEqual(await conns(), ['held 2', 'extra False', 'after-close True'], 'after the restart');
+    const t = (await forkd(['exec', id, '--', 'python3', '-c', TIMED_PY, `http://${A}:8080`, String(3 << 20), 'down'])).stdout.trim();
+    assert.ok(Number(t) >= 2.4, `3 MB at 8 Mbit/s after the restart: ${t}`);
+  });
+
+  test('tenants network and template network through the CLI (admin key)', async () => {
+    const set = await forkd(['tenants', 'network', 'acme', '--egress', 'deny', '--deny-out', `${B}/32`, '--max-connections', '3', '--json']);
+    assert.equal(set.code, 0, set.stderr);
+    assert.deepEqual(JSON.parse(set.stdout), { tenant: 'acme', policy: { egress: false, denyOut: [`${B}/32`], maxConnections: 3 } });
+    const more = await forkd(['tenants', 'network', 'acme', '--egress', 'allow', '--max-bandwidth', '20']);
+    assert.equal(more.stdout, `egress allowed\nforced deny-out ${B}/32\nmax bandwidth 20 Mbit/s\nmax connections 3\ndefault none set\n`);
+    assert.deepEqual(JSON.parse((await forkd(['tenants', 'network', 'acme', '--reset', '--json'])).stdout).policy, {});
+    const tpl = await forkd(['template', 'network', 'base', '--mode', 'egress', '--deny-out', `${A}/32`, '--max-connections', '5']);
+    assert.equal(tpl.code, 0, tpl.stderr);
+    assert.equal(tpl.stdout, `mode egress\ndeny-out ${A}/32\nmax-connections 5\n`);
+    const c = await forkd(['create', '--memory', '128', '--json']);
+    assert.equal(c.code, 0, c.stderr);
+    const made = JSON.parse(c.stdout) as { id: string };
+    assert.deepEqual(JSON.parse((await forkd(['network', made.id, '--json'])).stdout), { mode: 'egress', allowOut: [], denyOut: [`${A}/32`], maxConnections: 5 }, "the template's default");
+    assert.equal((await forkd(['template', 'network', 'base', '--clear'])).stdout, 'no default network (creates get none unless the tenant has a default)\n');
+    assert.equal((await forkd(['rm', made.id])).code, 0);
+    const bad = await forkd(['template', 'network', 'nope']);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /NOT_FOUND/);
+  });
 });
+

@@ -105,6 +105,12 @@ export function controlStoreConformance(name: string, open: () => Promise<Contro
       await store.setTenantLimits('acme', {});
       assert.equal(await store.tenantLimits('acme'), undefined);
       assert.deepEqual(await store.tenantLimits('beta'), { snapshots: 10 });
+      await store.setNetworkSetting('tenant', 'acme', { egress: false });
+      await store.setNetworkSetting('template', 'acme', { mode: 'egress' });
+      assert.deepEqual(await store.networkSetting('tenant', 'acme'), { egress: false });
+      assert.deepEqual(await store.networkSetting('template', 'acme'), { mode: 'egress' }, 'scopes apart');
+      await store.setNetworkSetting('tenant', 'acme', undefined);
+      assert.equal(await store.networkSetting('tenant', 'acme'), undefined);
     });
 
     test('policies: per scope and id, replaced whole, {} removes them', async () => {

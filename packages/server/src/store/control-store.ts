@@ -45,6 +45,10 @@ export interface ControlStore extends SecretRecords {
   policy(scope: PolicyScope, id: string): Promise<PolicyDocument | undefined>;
   /** Replaces it whole; `{}` removes it. */
   setPolicy(scope: PolicyScope, id: string, policy: PolicyDocument): Promise<void>;
+  /** A tenant's network policy or a template's default network, as stored (JSON; its reader parses it). */
+  networkSetting(scope: NetworkScope, name: string): Promise<unknown>;
+  /** Replaces it; undefined removes it. */
+  setNetworkSetting(scope: NetworkScope, name: string, setting: unknown): Promise<void>;
   appendAudit(rec: Omit<AuditRecord, 'id'>): Promise<void>;
   /** Deletes audit records older than `before` (ISO time); returns how many. */
   pruneAudit(before: string): Promise<number>;
@@ -53,3 +57,5 @@ export interface ControlStore extends SecretRecords {
 }
 
 export type OwnedKind = 'sandbox' | 'template';
+
+export type NetworkScope = 'tenant' | 'template';

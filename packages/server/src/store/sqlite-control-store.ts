@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import type { AuditQuery, AuditRecord, PolicyDocument, PolicyScope, TenantLimits } from '@forkd/protocol';
-import type { ControlStore, KeyRecord, OwnedKind } from './control-store.js';
+import type { ControlStore, KeyRecord, NetworkScope, OwnedKind } from './control-store.js';
 import { openSqlite } from './sqlite-open.js';
 import type { GrantRecord, SecretRecord } from './secret-records.js';
 import { SECRET_MIGRATION, SqliteSecretRecords } from './sqlite-secret-records.js';
@@ -64,6 +64,14 @@ const MIGRATIONS = [
    );`,
   // After main's migrations: a database that already has them must still get this one.
   SECRET_MIGRATION,
+  // JSON, parsed by its reader (control-plane/network/network-policies.ts).
+  `CREATE TABLE network_settings (
+     scope TEXT NOT NULL,
+     name TEXT NOT NULL,
+     setting TEXT NOT NULL,
+     updated_at TEXT NOT NULL,
+     PRIMARY KEY (scope, name)
+   );`,
 ];
 
 interface KeyRow {
@@ -240,6 +248,16 @@ export class SqliteControlStore implements ControlStore {
   async setPolicy(scope: PolicyScope, id: string, policy: PolicyDocument): Promise<void> {
     if (Object.keys(policy).length === 0) this.#db.prepare('DELETE FROM policies WHERE scope = ? AND id = ?').run(scope, id);
     else this.#db.prepare('INSERT OR REPLACE INTO policies (scope, id, policy, updated_at) VALUES (?, ?, ?, ?)').run(scope, id, JSON.stringify(policy), new Date().toISOString());
+  }
+
+  async networkSetting(scope: NetworkScope, name: string): Promise<unknown> {
+    const r = this.#db.prepare('SELECT setting FROM network_settings WHERE scope = ? AND name = ?').get(scope, name) as { setting: string } | undefined;
+    return r && (JSON.parse(r.setting) as unknown);
+  }
+
+  async setNetworkSetting(scope: NetworkScope, name: string, setting: unknown): Promise<void> {
+    if (setting === undefined) this.#db.prepare('DELETE FROM network_settings WHERE scope = ? AND name = ?').run(scope, name);
+    else this.#db.prepare('INSERT OR REPLACE INTO network_settings (scope, name, setting, updated_at) VALUES (?, ?, ?, ?)').run(scope, name, JSON.stringify(setting), new Date().toISOString());
   }
 
   async pruneAudit(before: string): Promise<number> {

@@ -12,6 +12,7 @@ const SERVERS_JS = fileURLToPath(new URL('./test-internet-servers.js', import.me
 /**
  * A test's own "internet": a network namespace with HTTP servers on
  * documentation addresses (203.0.113.2 and .3, port 8080; each answers
+ * `/bytes/<n>` with n bytes, a POST with its body's size, anything else with
  * `hello from <addr>`) and one on an address forkd denies by default, routed from the host over a veth of the test's own.
  * Forwarding is turned on for that link only (no host-wide sysctl); close()
  * removes the link, its route and the namespace.

@@ -40,16 +40,3 @@ export const ConnectBody = z.looseObject({ timeout: Seconds.optional(), memory: 
 export const PauseBody = z.looseObject({ memory: z.boolean().optional() });
 export const SnapshotBody = z.looseObject({ name: z.string().max(64).optional() });
 export const ForkBody = z.looseObject({ count: z.number().int().min(1).optional(), timeout: Seconds.optional() });
-
-/** What forkd cannot do yet: it has no egress control, so any rule that would restrict traffic is refused, not ignored. */
-export function unsupportedNetwork(n: NetworkConfig | null | undefined, allowInternet?: boolean | null): string | undefined {
-  if (allowInternet === false || n?.allow_internet_access === false) return 'allow_internet_access: false is not supported yet (forkd has no egress control)';
-  if (!n) return undefined;
-  if (n.denyOut?.length) return 'network.denyOut is not supported yet (forkd has no egress control)';
-  if (n.allowOut?.length) return 'network.allowOut is not supported yet (forkd has no egress control)';
-  if (n.rules && Object.keys(n.rules).length) return 'network.rules is not supported yet';
-  if (n.egressProxy) return 'network.egressProxy is not supported yet';
-  if (n.allowPublicTraffic === false) return 'network.allowPublicTraffic: false is not supported yet';
-  if (n.maskRequestHost) return 'network.maskRequestHost is not supported yet';
-  return undefined;
-}

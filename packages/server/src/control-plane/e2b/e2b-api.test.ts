@@ -94,9 +94,12 @@ test('error bodies carry the numeric code the SDK branches on', async () => {
     }
     assert.deepEqual((await h.call('GET', '/templates/aliases/base')).body, { templateID: 'base', public: true });
     assert.equal((await h.call('GET', '/templates/aliases/nope')).status, 404);
-    const bad = await h.call('POST', '/v2/sandboxes', { templateID: 'base', network: { denyOut: ['0.0.0.0/0'] } });
+    const bad = await h.call('POST', '/v2/sandboxes', { templateID: 'base', network: { rules: { 'example.com': [{ transform: {} }] } } });
     assert.equal(bad.status, 400);
     assert.equal((bad.body as { code: number }).code, 400);
+    const badRule = await h.call('POST', '/v2/sandboxes', { templateID: 'base', network: { denyOut: ['10.0.0.0/33'] } });
+    assert.equal(badRule.status, 400);
+    assert.match((badRule.body as { message: string }).message, /network\.denyOut\.0: 10\.0\.0\.0\/33/);
   } finally {
     h.close();
   }

@@ -8,7 +8,8 @@ import { presentedKey, type Principal } from '../auth/api-keys.js';
 import { KeyedBuckets } from '../auth/keyed-buckets.js';
 import { callerView } from '../http/caller-view.js';
 import { logRequestError, newRequestId } from '../http/public-error.js';
-import { ConnectBody, ForkBody, NetworkConfig, NewSandbox, PauseBody, SnapshotBody, TimeoutBody, unsupportedNetwork } from './api-schemas.js';
+import { ConnectBody, ForkBody, NetworkConfig, NewSandbox, PauseBody, SnapshotBody, TimeoutBody } from './api-schemas.js';
+import { e2bCreateNetwork, e2bUpdateNetwork } from './e2b-network.js';
 import { apiError, E2bApiError } from './e2b-errors.js';
 import type { E2bContext } from './e2b-context.js';
 import { pageSandboxes, parseListQuery } from './list-paging.js';
@@ -119,8 +120,7 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
 
   const create = (v2: boolean) => async (c: C) => {
     const req = await body(c, NewSandbox);
-    const refused = unsupportedNetwork(req.network, req.allow_internet_access);
-    if (refused) throw new E2bApiError(400, refused);
+    const network = e2bCreateNetwork(req.network, req.allow_internet_access);
     // As E2B: traffic cannot wake a filesystem-only pause (its resume is a reboot).
     if (req.autoPause && req.autoPauseMemory === false && req.autoResume?.enabled) throw new E2bApiError(400, 'autoResume cannot be combined with autoPauseMemory: false (a filesystem-only pause is resumed by connect)');
     const view = c.get('view');
@@ -139,6 +139,8 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
       const [f] = await view.fork(req.templateID, 1, undefined, { metadata, ...(req.envVars ? { env: req.envVars } : {}) });
       if (!f) throw new ForkdError('INTERNAL', 'fork returned no sandbox');
       try {
+        // The fork has its snapshot's network unless the create names one.
+        if (network) await view.setNetwork(f.id, network);
         s = await view.setTimeout(f.id, timeout);
       } catch (err) {
         await view.delete(f.id).catch(() => {});
@@ -155,6 +157,7 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
         ...(req.autoPause && req.autoPauseMemory === false ? { timeoutPauseMemory: false } : {}),
         // E2B sandboxes live until their endAt: no idle hibernation under them.
         idleTimeoutSeconds: 0,
+        ...(network ? { network } : {}),
       });
     }
     c.set('sandbox', s.id);
@@ -297,9 +300,9 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
   app.put('/sandboxes/:sandboxID/network', async (c) => {
     const id = sandboxParam(c);
     const req = await body(c, NetworkConfig, true);
-    await visible(c.get('view'), id);
-    const refused = unsupportedNetwork(req);
-    if (refused) throw new E2bApiError(400, refused);
+    const view = c.get('view');
+    await visible(view, id);
+    await view.setNetwork(id, e2bUpdateNetwork(req, (await view.get(id)).network));
     return c.body(null, 204);
   });
 

@@ -3,6 +3,8 @@ import type { Principal } from '../auth/api-keys.js';
 import type { ControlPlane } from '../control-plane.js';
 import { policyGate } from '../policy/policy-gate.js';
 import { newPolicyRuntime, type PolicyRuntime } from '../policy/policy-runtime.js';
+import { networkGate } from '../network/network-gate.js';
+import { NetworkPolicies } from '../network/network-policies.js';
 import { quotaGate } from '../quota/quota-gate.js';
 import { TenantView } from './tenant-view.js';
 
@@ -18,11 +20,11 @@ export function policyRuntime(control: ControlPlane): PolicyRuntime {
 
 /**
  * What one caller may reach and do: its tenant's objects (TenantView), under
- * the per-call policies of the sandbox (policyGate), within its tenant's
- * limits (quotaGate).
+ * the per-call policies of the sandbox (policyGate), its networks held to its
+ * tenant's network policy (networkGate), within its tenant's limits (quotaGate).
  */
 export function callerView(svc: NodeService, control: ControlPlane, who: Principal): NodeService {
-  const limited = quotaGate(svc, control.store, control.quotas, who.tenant);
+  const limited = networkGate(quotaGate(svc, control.store, control.quotas, who.tenant), new NetworkPolicies(control.store), who.tenant);
   return new TenantView(policyGate(limited, control.store, policyRuntime(control), who), control.store, who.tenant, who.admin);
 }
 

@@ -3,7 +3,10 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { NetworkRules } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
+import { limitsAttachScript, limitsDetachScript, limitsTableScript } from './egress-limits-nft.js';
+import { shapeDownload } from './egress-tc.js';
 import { attachScript, detachScript, GATEWAY_IP, SANDBOX_IP, SANDBOX_PREFIX, tableScript, type Attachment } from './egress-nft.js';
+import type { EgressPorts } from './egress-services.js';
 import type { EgressServices } from './egress-services.js';
 
 export interface EgressOptions {
@@ -131,6 +134,12 @@ export class Egress {
     await this.#delRule(a);
     const host = [`rule add iif ${a.ifname} from ${SANDBOX_IP} blackhole`, `addr replace ${GATEWAY_IP}/32 dev ${a.ifname}`, `link set ${a.ifname} up`, `route replace ${a.hostIp}/32 via ${SANDBOX_IP} dev ${a.ifname} onlink`];
     await exec('ip', ['-batch', '-'], { input: host.join('\n') + '\n' });
+    await shapeDownload(a.ifname, rules.bandwidthMbps);
+  }
+
+  #script(a: Attachment, rules: NetworkRules, ports: EgressPorts): string {
+    const t = this.#o.table;
+    return tableScript(t, ports) + limitsTableScript(t) + attachScript(t, a, rules) + limitsAttachScript(t, a, rules);
   }
 
   /** The link's fail-closed routing rule (see apply); every copy of it, none is fine. */
@@ -142,13 +151,15 @@ export class Egress {
 
   /** Rules of an attached instance only (a runtime change): the next connection follows them. */
   async setRules(key: string, rules: NetworkRules): Promise<void> {
-    await this.#nftAttach(key, await this.attachment(key), rules);
+    const a = await this.attachment(key);
+    await this.#nftAttach(key, a, rules);
+    if (existsSync(`/sys/class/net/${a.ifname}`)) await shapeDownload(a.ifname, rules.bandwidthMbps);
   }
 
-  /** The table, the instance's rules, and its entry in the resolver's and proxy's policy. */
+  /** The table, the instance's rules and limits (one transaction), and its entry in the resolver's and proxy's policy. */
   async #nftAttach(key: string, a: Attachment, rules: NetworkRules): Promise<void> {
     const ports = await this.#o.services.start();
-    await exec('nft', ['-f', '-'], { input: tableScript(this.#o.table, ports) + attachScript(this.#o.table, a, rules) });
+    await exec('nft', ['-f', '-'], { input: this.#script(a, rules, ports) });
     const sb = this.#o.services.policy.set(key, a, rules);
     // A denied name's addresses are denied by address too (a wildcard's names are learned as they are asked for).
     const resolver = this.#o.services.resolver;
@@ -160,7 +171,7 @@ export class Egress {
 
   async #nftDetach(a: Attachment): Promise<void> {
     if (!this.#tableReady && (await exec('nft', ['list', 'table', 'inet', this.#o.table], { allowFailure: true })).code !== 0) return;
-    await exec('nft', ['-f', '-'], { input: detachScript(this.#o.table, a) });
+    await exec('nft', ['-f', '-'], { input: detachScript(this.#o.table, a) + limitsDetachScript(this.#o.table, a) });
   }
 
   async dropTable(): Promise<void> {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { BuildTemplateRequest, TemplateInfo } from '@forkd/protocol';
 import { NDJSON_HEADERS, ndjsonStream } from '../../../shared/ndjson-stream.js';
+import { NetworkPolicies } from '../../network/network-policies.js';
 import { streamError } from './process-stream.js';
 import { list, none, ok, param, route, view as v } from './route.js';
 
@@ -20,12 +21,17 @@ export const TEMPLATE_ROUTES = [
     summary: 'Build a template; progress lines, then done or error',
     body: BuildTemplateRequest,
     ndjson: z.union([z.object({ type: z.literal('progress'), line: z.string() }), z.object({ type: z.literal('done'), template: TemplateInfo })]),
-    handler: async (c, _deps, input) => {
-      const req = await input.body();
+    handler: async (c, { control }, input) => {
+      // The default network is the control plane's (control store), not the node's.
+      const { network, ...req } = await input.body();
       const out = ndjsonStream(() => {});
       void v(c)
         // Awaited: a client that reads slowly slows the build's output, not the daemon's memory.
         .buildTemplate(req, (line) => out.write({ type: 'progress', line }))
+        .then(async (template) => {
+          await new NetworkPolicies(control.store).setTemplate(template.name, network);
+          return template;
+        })
         .then(
           (template) => out.write({ type: 'done', template }),
           (err) => out.write({ type: 'error', error: streamError(c, err) }),
@@ -39,8 +45,10 @@ export const TEMPLATE_ROUTES = [
     path: '/v1/templates/:name',
     summary: 'Delete a template',
     response: none,
-    handler: async (c) => {
+    handler: async (c, { control }) => {
       await v(c).deleteTemplate(param(c, 'name'));
+      // A template made again under the name starts without the old one's default network.
+      await new NetworkPolicies(control.store).setTemplate(param(c, 'name'), undefined);
     },
   }),
 ];

@@ -1,0 +1,18 @@
+import type { NetworkRules } from '@forkd/sdk';
+import { parsePositiveInt, parsePositiveNumber } from '../args.js';
+
+/** `--bandwidth MBPS` and `--max-connections N`: shared by create, network and tenants network. */
+export const NETWORK_LIMIT_OPTIONS = {
+  bandwidth: { type: 'string' },
+  'max-connections': { type: 'string' },
+} as const;
+
+export const NETWORK_LIMIT_USAGE = `      --bandwidth MBPS  bandwidth cap in Mbit/s, each direction (fractions allowed)
+      --max-connections N  concurrent connections (the next new one is dropped)
+`;
+
+export function parseNetworkLimits(values: { bandwidth?: string | undefined; 'max-connections'?: string | undefined }): Pick<NetworkRules, 'bandwidthMbps' | 'maxConnections'> {
+  const bandwidthMbps = parsePositiveNumber('--bandwidth', values.bandwidth);
+  const maxConnections = parsePositiveInt('--max-connections', values['max-connections']);
+  return { ...(bandwidthMbps !== undefined ? { bandwidthMbps } : {}), ...(maxConnections !== undefined ? { maxConnections } : {}) };
+}
