@@ -75,7 +75,7 @@ export const PolicyDocument = z.strictObject({
   network: z.enum(['on', 'off']).optional(),
   /** How long an approval-gated call waits before it is refused. */
   approvalTimeoutSeconds: z.number().int().min(1).max(7 * 24 * 3600).optional(),
-  /** Patterns over grant names (secret names or hosts) for grant calls. */
+  /** Patterns over `SECRET HOST`, once per host of a grant (the grant route and an exec's per-call grants). */
   grants: PolicyRules.optional(),
 });
 export type PolicyDocument = z.infer<typeof PolicyDocument>;

@@ -130,3 +130,25 @@ test('per-call grants through exec: in the node set while the process runs, gone
   for (let i = 0; i < 50 && pushed(svc).length < n + 2; i++) await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(pushed(svc).at(-1), { id: sb, creds: [] }, 'released when the start failed');
 });
+
+test("a sandbox's grants policy gates grant calls (route and per call), as `SECRET HOST`, naming the rule and audited", async () => {
+  const svc = fakeService();
+  const { call } = await testApp(svc);
+  await call('PUT', '/v1/secrets/TOKEN', JSON.stringify({ value: 'sk-v4lue-1' }));
+  await call('PUT', '/v1/secrets/OTHER', JSON.stringify({ value: 'sk-v4lue-2' }));
+  const sb = (await call('POST', '/v1/sandboxes', '{}')).json.id as string;
+  assert.equal((await call('PUT', `/v1/sandboxes/${sb}/policy`, JSON.stringify({ grants: { deny: [' evil\\.example$'], allow: ['^TOKEN '] } }))).status, 200);
+  const grant = (secret: string, host: string) => call('POST', `/v1/sandboxes/${sb}/grants`, JSON.stringify({ secret, hosts: [host], header: 'A: {secret}' }));
+  assert.equal((await grant('TOKEN', 'api.example.com')).status, 201);
+  const denied = await grant('TOKEN', 'evil.example');
+  assert.equal(denied.json.error.code, 'PERMISSION_DENIED');
+  assert.match(denied.json.error.message, /grants\.deny\[0\]/);
+  const notAllowed = await grant('OTHER', 'api.example.com');
+  assert.equal(notAllowed.json.error.code, 'PERMISSION_DENIED');
+  assert.match(notAllowed.json.error.message, /grants\.allow/);
+  const perCall = await call('POST', `/v1/sandboxes/${sb}/exec`, JSON.stringify({ cmd: ['true'], grants: [{ secret: 'TOKEN', hosts: ['evil.example'], header: 'A: {secret}' }] }));
+  assert.equal(perCall.json.error.code, 'PERMISSION_DENIED');
+  assert.equal(pushed(svc).at(-1)!.creds.length, 1, 'only the allowed grant reached the node');
+  const audit = (await call('GET', '/v1/audit?limit=100')).json.records as { operation: string; target?: string }[];
+  assert.ok(audit.some((r) => r.operation === 'policy.deny' && /grant TOKEN evil\.example/.test(r.target ?? '')));
+});

@@ -5,6 +5,7 @@ import type { AppEnv } from '../app-env.js';
 import { spawnOptions, type ProcessSelector } from '../../../node-contract/index.js';
 import { signalNumber } from '../process-request.js';
 import { processStream } from './process-stream.js';
+import { checkGrantPolicy } from './grant-policy.js';
 import { list, none, ok, param, route, view as v } from './route.js';
 
 function selector(c: Context<AppEnv>): ProcessSelector {
@@ -21,7 +22,8 @@ export const PROCESS_ROUTES = [
     summary: 'Run a command; output streams as NDJSON (background: returns the pid at once)',
     body: ExecRequest,
     ndjson: ExecEvent,
-    handler: async (c, { secrets }, input) => {
+    handler: async (c, deps, input) => {
+      const { secrets } = deps;
       const id = param(c, 'id');
       const req = await input.body();
       const { grants, ...spawnReq } = req;
@@ -33,6 +35,7 @@ export const PROCESS_ROUTES = [
         // A background process outlives its call: a per-call grant would have no end.
         if (req.background) throw new ForkdError('INVALID_ARGUMENT', 'per-call grants need a foreground exec (not background)');
         await view.get(id);
+        for (const g of grants) await checkGrantPolicy(c, deps, id, g);
         release = await secrets.callGrants(c.get('who').tenant, id, grants);
       }
       if (req.background) {

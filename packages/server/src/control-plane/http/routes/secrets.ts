@@ -1,4 +1,5 @@
 import { CreateGrantRequest, ForkdError, GRANT_ID_PATTERN, GrantInfo, SecretInfo, SecretName, SetSecretRequest } from '@forkd/protocol';
+import { checkGrantPolicy } from './grant-policy.js';
 import { list, none, ok, param, route, view as v } from './route.js';
 
 function secretName(name: string): string {
@@ -46,11 +47,13 @@ export const SECRET_ROUTES = [
     summary: "Grant a sandbox's requests to some hosts a secret, as a header (optional methods, path prefixes, TTL)",
     body: CreateGrantRequest,
     response: ok(GrantInfo, 201),
-    handler: async (c, { secrets }, input) => {
+    handler: async (c, deps, input) => {
+      const { secrets } = deps;
       const id = param(c, 'id');
       // Another tenant's id is NOT_FOUND whatever the body says.
       await v(c).get(id);
       const req = await input.body();
+      await checkGrantPolicy(c, deps, id, req);
       const g = await secrets.createGrant(c.get('who').tenant, id, req);
       c.set('target', `${g.id} secret=${g.secret} hosts=${g.hosts.join(',')}`);
       return c.json(g, 201);
