@@ -1,5 +1,5 @@
 import type { CreateSandboxRequest, SandboxInfo, SetNetworkRequest } from '@forkd/protocol';
-import type { ClaimSandbox, ForkOptions, NodeService } from '../../node-contract/index.js';
+import { forwardTo, type ClaimSandbox, type ForkOptions, type NodeService } from '../../node-contract/index.js';
 import type { NetworkPolicySource } from './network-policies.js';
 import { capNetwork, parseRules, resolveNetwork, sameRules } from './network-policy.js';
 
@@ -17,6 +17,7 @@ export function networkGate(svc: NodeService, policies: NetworkPolicySource, ten
   const sourceNetwork = async (source: string): Promise<SandboxInfo['network']> => (await svc.get(source.startsWith('snap-') ? (await svc.getSnapshot(source)).sandboxId : source)).network;
 
   return {
+    ...forwardTo(svc),
     async create(req: CreateSandboxRequest, claim?: ClaimSandbox) {
       const p = await policy();
       const network = capNetwork(resolveNetwork(req.network, await policies.template(req.template ?? 'base'), p), p, tenant);
@@ -40,38 +41,5 @@ export function networkGate(svc: NodeService, policies: NetworkPolicySource, ten
       const want = capNetwork(parseRules(rules), await policy(), tenant);
       return svc.setNetwork(id, want ?? { mode: 'none' });
     },
-    resume: (id, opts) => svc.resume(id, opts),
-    rewind: (id, snapId) => svc.rewind(id, snapId),
-    spawn: (id, ...rest) => svc.spawn(id, ...rest),
-    attach: (id, ...rest) => svc.attach(id, ...rest),
-    listProcesses: (id) => svc.listProcesses(id),
-    signal: (id, ...rest) => svc.signal(id, ...rest),
-    writeStdin: (id, ...rest) => svc.writeStdin(id, ...rest),
-    readFile: (id, ...rest) => svc.readFile(id, ...rest),
-    writeFile: (id, ...rest) => svc.writeFile(id, ...rest),
-    listDir: (id, ...rest) => svc.listDir(id, ...rest),
-    stat: (id, ...rest) => svc.stat(id, ...rest),
-    mkdir: (id, ...rest) => svc.mkdir(id, ...rest),
-    move: (id, ...rest) => svc.move(id, ...rest),
-    remove: (id, ...rest) => svc.remove(id, ...rest),
-    watch: (id, ...rest) => svc.watch(id, ...rest),
-    connectPort: (id, port) => svc.connectPort(id, port),
-    setCredentials: (id, creds) => svc.setCredentials(id, creds),
-    snapshot: (id, opts) => svc.snapshot(id, opts),
-    buildTemplate: (req, progress, claim) => svc.buildTemplate(req, progress, claim),
-    get: (id) => svc.get(id),
-    list: () => svc.list(),
-    delete: (id) => svc.delete(id),
-    metrics: (id) => svc.metrics(id),
-    templates: () => svc.templates(),
-    timeline: (id) => svc.timeline(id),
-    getSnapshot: (snapId) => svc.getSnapshot(snapId),
-    deleteSnapshot: (snapId) => svc.deleteSnapshot(snapId),
-    pinSnapshot: (snapId, pinned) => svc.pinSnapshot(snapId, pinned),
-    pause: (id, opts) => svc.pause(id, opts),
-    setTimeout: (id, seconds) => svc.setTimeout(id, seconds),
-    tree: (id) => svc.tree(id),
-    deleteTemplate: (name) => svc.deleteTemplate(name),
-    stats: () => svc.stats(),
   };
 }

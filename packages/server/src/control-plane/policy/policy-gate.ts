@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import type { FileEntry, WatchEvent } from '@forkd/protocol';
-import type { NodeService } from '../../node-contract/index.js';
+import { forwardTo, type NodeService } from '../../node-contract/index.js';
 import type { ControlStore } from '../../store/control-store.js';
 import { gatedSpawn, policyRefusal } from './exec-gate.js';
 import { policyAuditor, type PolicyCaller } from './policy-audit.js';
@@ -70,30 +70,7 @@ export function policyGate(svc: NodeService, store: ControlStore, runtime: Polic
 
   return {
     // Calls the policy has nothing to say about (attaching to, signalling or feeding a process it let start; lifecycle).
-    create: (req, claim) => svc.create(req, claim),
-    get: (id) => svc.get(id),
-    list: () => svc.list(),
-    setTimeout: (id, seconds) => svc.setTimeout(id, seconds),
-    setNetwork: (id, rules) => svc.setNetwork(id, rules),
-    setCredentials: (id, creds) => svc.setCredentials(id, creds),
-    metrics: (id) => svc.metrics(id),
-    attach: (id, sel, handlers) => svc.attach(id, sel, handlers),
-    listProcesses: (id) => svc.listProcesses(id),
-    signal: (id, sel, sig) => svc.signal(id, sel, sig),
-    writeStdin: (id, sel, data, eof) => svc.writeStdin(id, sel, data, eof),
-    connectPort: (id, port) => svc.connectPort(id, port),
-    snapshot: (id, opts) => svc.snapshot(id, opts),
-    timeline: (id) => svc.timeline(id),
-    getSnapshot: (snapId) => svc.getSnapshot(snapId),
-    deleteSnapshot: (snapId) => svc.deleteSnapshot(snapId),
-    pinSnapshot: (snapId, pinned) => svc.pinSnapshot(snapId, pinned),
-    pause: (id, opts) => svc.pause(id, opts),
-    resume: (id, opts) => svc.resume(id, opts),
-    rewind: (id, snapId) => svc.rewind(id, snapId),
-    tree: (id) => svc.tree(id),
-    templates: () => svc.templates(),
-    buildTemplate: (req, progress, claim) => svc.buildTemplate(req, progress, claim),
-    stats: () => svc.stats(),
+    ...forwardTo(svc),
     async spawn(id, opts, handlers) {
       const ps = await policies(id);
       if (ps.length === 0) return svc.spawn(id, opts, handlers);

@@ -1,5 +1,5 @@
 import { Limits, type BuildTemplateRequest, type CreateSandboxRequest, type SandboxInfo, type TenantUsage } from '@forkd/protocol';
-import type { ClaimSandbox, ForkOptions, NodeService } from '../../node-contract/index.js';
+import { forwardTo, type ClaimSandbox, type ForkOptions, type NodeService } from '../../node-contract/index.js';
 import type { ControlStore } from '../../store/control-store.js';
 import type { Reservation, TenantHoldings, TenantQuotas } from './tenant-quotas.js';
 import { NO_USAGE, addUsage, newSandboxDemand, sandboxUsage } from './tenant-usage.js';
@@ -63,6 +63,7 @@ export function quotaGate(svc: NodeService, store: ControlStore, quotas: TenantQ
   const limitsOf = async (source: string): Promise<SandboxInfo['limits']> => (await svc.get(source.startsWith('snap-') ? (await svc.getSnapshot(source)).sandboxId : source)).limits;
 
   return {
+    ...forwardTo(svc),
     async create(req: CreateSandboxRequest, claim?: ClaimSandbox) {
       // The node's defaults for what the request leaves out (the schema's).
       const l = Limits.parse({ memoryMb: req.memoryMb, cpus: req.cpus });
@@ -106,21 +107,5 @@ export function quotaGate(svc: NodeService, store: ControlStore, quotas: TenantQ
     remove: (id, ...rest) => waking(id, () => svc.remove(id, ...rest)),
     watch: (id, ...rest) => waking(id, () => svc.watch(id, ...rest)),
     connectPort: (id, port) => waking(id, () => svc.connectPort(id, port)),
-    get: (id) => svc.get(id),
-    list: () => svc.list(),
-    delete: (id) => svc.delete(id),
-    metrics: (id) => svc.metrics(id),
-    templates: () => svc.templates(),
-    timeline: (id) => svc.timeline(id),
-    getSnapshot: (snapId) => svc.getSnapshot(snapId),
-    deleteSnapshot: (snapId) => svc.deleteSnapshot(snapId),
-    pinSnapshot: (snapId, pinned) => svc.pinSnapshot(snapId, pinned),
-    pause: (id, opts) => svc.pause(id, opts),
-    setTimeout: (id, seconds) => svc.setTimeout(id, seconds),
-    setNetwork: (id, rules) => svc.setNetwork(id, rules),
-    setCredentials: (id, creds) => svc.setCredentials(id, creds),
-    tree: (id) => svc.tree(id),
-    deleteTemplate: (name) => svc.deleteTemplate(name),
-    stats: () => svc.stats(),
   };
 }
