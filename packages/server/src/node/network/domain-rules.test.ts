@@ -28,3 +28,13 @@ test('addresses: an allowed name passes address denials but not private ranges; 
   assert.equal(addressAllowed(s, '8.8.8.8', 'neutral', true), false);
   assert.equal(addressAllowed(s, '8.8.8.8', 'deny', false), false);
 });
+
+test("a tenant's forced denials win over the sandbox's allows, by name and by address", () => {
+  const s = splitRules({ allowOut: ['a.test', '*.sub.test', '203.0.113.0/24'], denyOut: [], forcedDenyOut: ['x.sub.test', 'A.test.', '203.0.113.9/32'] });
+  assert.equal(nameVerdict(s, 'a.test'), 'deny');
+  assert.equal(nameVerdict(s, 'x.sub.test'), 'deny');
+  assert.equal(nameVerdict(s, 'y.sub.test'), 'allow');
+  assert.equal(addressAllowed(s, '203.0.113.9', 'allow', false), false, 'an allowed name at a forced-denied address');
+  assert.equal(addressAllowed(s, '203.0.113.9', 'neutral', false), false);
+  assert.equal(addressAllowed(s, '203.0.113.8', 'neutral', false), true);
+});

@@ -5,9 +5,12 @@ import { DENIED_BY_DEFAULT } from './egress-nft.js';
  * A sandbox's rules split into address and name rules, and the decisions
  * made from them. A name pattern `example.com` matches that name only;
  * `*.example.com` any name under it (not the apex). Allow wins over deny,
- * for names as for addresses.
+ * for names as for addresses; a tenant's forced denials (forcedDenyOut)
+ * win over every allow.
  */
 export interface SplitRules {
+  forcedAddrs: string[];
+  forcedNames: string[];
   allowAddrs: string[];
   denyAddrs: string[];
   allowNames: string[];
@@ -18,8 +21,11 @@ export type NameVerdict = 'allow' | 'deny' | 'neutral';
 
 const norm = (n: string) => n.toLowerCase().replace(/\.$/, '');
 
-export function splitRules(r: Pick<NetworkRules, 'allowOut' | 'denyOut'>): SplitRules {
+export function splitRules(r: Pick<NetworkRules, 'allowOut' | 'denyOut' | 'forcedDenyOut'>): SplitRules {
+  const forced = r.forcedDenyOut ?? [];
   return {
+    forcedAddrs: forced.filter((x) => !isDomainRule(x)),
+    forcedNames: forced.filter(isDomainRule).map(norm),
     allowAddrs: r.allowOut.filter((x) => !isDomainRule(x)),
     denyAddrs: r.denyOut.filter((x) => !isDomainRule(x)),
     allowNames: r.allowOut.filter(isDomainRule).map(norm),
@@ -33,6 +39,7 @@ export function nameMatches(pattern: string, name: string): boolean {
 }
 
 export function nameVerdict(s: SplitRules, name: string): NameVerdict {
+  if (s.forcedNames.some((p) => nameMatches(p, name))) return 'deny';
   if (s.allowNames.some((p) => nameMatches(p, name))) return 'allow';
   if (s.denyNames.some((p) => nameMatches(p, name))) return 'deny';
   return 'neutral';
@@ -65,7 +72,7 @@ export function inCidr(addr: string, cidr: string): boolean {
  * and is refused when forkd's resolver returned it for a denied name.
  */
 export function addressAllowed(s: SplitRules, addr: string, verdict: NameVerdict, learnedDenied: boolean): boolean {
-  if (verdict === 'deny') return false;
+  if (verdict === 'deny' || s.forcedAddrs.some((c) => inCidr(addr, c))) return false;
   if (s.allowAddrs.some((c) => inCidr(addr, c))) return true;
   const privateAddr = DENIED_BY_DEFAULT.some((c) => inCidr(addr, c));
   if (verdict === 'allow') return !privateAddr;

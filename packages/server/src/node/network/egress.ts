@@ -163,7 +163,7 @@ export class Egress {
     const sb = this.#o.services.policy.set(key, a, rules);
     // A denied name's addresses are denied by address too (a wildcard's names are learned as they are asked for).
     const resolver = this.#o.services.resolver;
-    const names = sb.rules.denyNames.filter((n) => !n.startsWith('*.')).slice(0, 64);
+    const names = [...sb.rules.forcedNames, ...sb.rules.denyNames].filter((n) => !n.startsWith('*.')).slice(0, 64);
     if (!resolver || names.length === 0) return;
     const learn = Promise.all(names.map(async (n) => this.#o.services.policy.learn(sb, 'deny', (await resolver.lookup(n))?.a ?? [])));
     await Promise.race([learn, new Promise((r) => setTimeout(r, DENIED_LOOKUP_MS).unref())]);
