@@ -1,12 +1,12 @@
 /** Python run inside a sandbox against the test internet (testing/test-internet.ts): transfer times and connection counts. */
 
-/** Seconds a download (GET /bytes/n) or an upload (POST of n bytes) takes from inside a sandbox, or ERR. */
+/** Seconds a download (GET /bytes/n) or an upload (POST of n bytes; the server answers `... got N`) takes from inside a sandbox, or ERR. */
 export const TIMED_PY = `import sys,time,urllib.request
 url,n,up=sys.argv[1],int(sys.argv[2]),sys.argv[3]=='up'
 t=time.time()
 try:
   r=urllib.request.urlopen(urllib.request.Request(url,data=b'x'*n) if up else url+'/bytes/'+str(n),timeout=30).read()
-  got=int(r) if up else len(r)
+  got=int(r.split()[-1]) if up else len(r)
   print('%.3f'%(time.time()-t) if got==n else 'ERR short %d'%got)
 except Exception as e: print('ERR',type(e).__name__)`;
 
