@@ -6,29 +6,14 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
-import { CLI, NODE_FLAGS, startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+import { CLI, NODE_FLAGS, runCli, startDaemonProcess, stopDaemonProcess, type CliResult, type DaemonProcess } from '../testing/daemon-process.js';
 
 /** The test daemon's env (its state dir): the CLI finds the machine's admin key there, as on a real host. */
 let cliEnv: NodeJS.ProcessEnv = {};
 
-/** Runs the real `forkd` CLI binary against the test daemon. */
+/** Runs the real `forkd` CLI binary against the test daemon (stdin: `input`, else empty). */
 function forkd(url: string, args: string[], input?: string | Buffer | 'devnull', env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], { env: { ...process.env, ...cliEnv, FORKD_API_KEY: '', FORKD_URL: url, ...env }, stdio: [input === 'devnull' ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout!.on('data', (d: Buffer) => out.push(d));
-    child.stderr!.on('data', (d: Buffer) => err.push(d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
-    if (input !== 'devnull') child.stdin!.end(input);
-  });
+  return runCli(url, { ...cliEnv, ...env }, args, input ?? '');
 }
 
 describe('CLI against a real daemon', { skip: !isRoot && 'needs root' }, () => {

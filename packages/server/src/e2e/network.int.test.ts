@@ -1,21 +1,14 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
-import { CLI, NODE_FLAGS, startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
+import { runCli, startDaemonProcess, stopDaemonProcess, type CliResult, type DaemonProcess } from '../testing/daemon-process.js';
 import { CONNS_PY, TIMED_PY } from '../testing/net-probes.js';
 import { FETCH_PY, startTestInternet, type TestInternet } from '../testing/test-internet.js';
 import { GATEWAY_IP } from '../node/network/egress-nft.js';
 import { exec } from '../shared/exec.js';
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 /** The CLI's contract for networking, against a real daemon, and the rules across a daemon restart. */
 describe('network: CLI, API and a daemon restart', { skip: !isRoot && 'needs root' }, () => {
@@ -25,16 +18,7 @@ describe('network: CLI, API and a daemon restart', { skip: !isRoot && 'needs roo
   let internet: TestInternet;
   let id = '';
 
-  const forkd = (args: string[]): Promise<CliResult> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], { env: { ...process.env, ...cfg.env, FORKD_API_KEY: '', FORKD_URL: daemon!.url }, stdio: ['ignore', 'pipe', 'pipe'] });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      child.stdout!.on('data', (d: Buffer) => out.push(d));
-      child.stderr!.on('data', (d: Buffer) => err.push(d));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
-    });
+  const forkd = (args: string[]): Promise<CliResult> => runCli(daemon!.url, cfg.env, args);
   const fetch = async (url: string) => (await forkd(['exec', id, '--', 'python3', '-c', FETCH_PY, url])).stdout.trim();
   const reaches = async (addr: string) => (await fetch(`http://${addr}:${internet.port}/`)) === `hello from ${addr}`;
 

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, open, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,7 +8,7 @@ import { ForkdClient } from '@forkd/sdk';
 import { exec, spawnStream } from '../shared/exec.js';
 import { waitFor } from '../testing/helpers.js';
 import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
-import { CLI, NODE_FLAGS, startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
+import { runCli, startDaemonProcess, stopDaemonProcess, type CliResult, type DaemonProcess } from '../testing/daemon-process.js';
 import { startTestInternet, type TestInternet } from '../testing/test-internet.js';
 
 /*
@@ -30,12 +29,6 @@ const [a,dir]=process.argv.slice(1);
 http.createServer(h).listen(80,a);
 https.createServer({key:fs.readFileSync(dir+'/up.key'),cert:fs.readFileSync(dir+'/up.crt')},h).listen(443,a);`;
 
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 describe('secrets: header injection over HTTP and HTTPS, no trace in the sandbox or its snapshots, revocation, expiry, per-call grants', { skip: !isRoot && 'needs root' }, () => {
   let dir = '';
   let cfg: ReturnType<typeof testConfig>;
@@ -46,17 +39,7 @@ describe('secrets: header injection over HTTP and HTTPS, no trace in the sandbox
   let id = '';
   const A = '203.0.113.9';
 
-  const forkd = (args: string[], input?: string): Promise<CliResult> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], { env: { ...process.env, ...cfg.env, FORKD_API_KEY: '', FORKD_URL: daemon!.url }, stdio: ['pipe', 'pipe', 'pipe'] });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      child.stdout!.on('data', (d: Buffer) => out.push(d));
-      child.stderr!.on('data', (d: Buffer) => err.push(d));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
-      child.stdin!.end(input ?? '');
-    });
+  const forkd = (args: string[], input?: string): Promise<CliResult> => runCli(daemon!.url, cfg.env, args, input ?? '');
   /** What the upstream saw, as the hash it answered (or ERR). */
   // `insecure`: with no grant the proxy does not terminate TLS, and the sandbox sees the upstream's own (self-signed) certificate.
   const curl = async (scheme: 'http' | 'https', insecure = false) => {

@@ -118,7 +118,7 @@ export function spawnDaemon(file: string, args: readonly string[], env: NodeJS.P
  * A helper whose stdin and stdout are a byte stream (a relayed connection).
  * Resolves `exit` with its code and stderr tail once it ends.
  */
-export function spawnStream(file: string, args: readonly string[]): { stream: Duplex; exit: Promise<{ code: number; stderr: string }>; kill(): void } {
+export function spawnStream(file: string, args: readonly string[]): { stream: Duplex; exit: Promise<{ code: number; stderr: string }>; pid: number; kill(): void } {
   const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => {
@@ -129,7 +129,7 @@ export function spawnStream(file: string, args: readonly string[]): { stream: Du
     child.on('error', (err) => resolve({ code: 127, stderr: err.message }));
     child.on('close', (code) => resolve({ code: code ?? 1, stderr }));
   });
-  return { stream: Duplex.from({ readable: child.stdout!, writable: child.stdin! }), exit, kill: () => child.kill('SIGKILL') };
+  return { stream: Duplex.from({ readable: child.stdout!, writable: child.stdin! }), exit, pid: child.pid ?? 0, kill: () => child.kill('SIGKILL') };
 }
 
 /**

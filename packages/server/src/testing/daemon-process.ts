@@ -6,6 +6,30 @@ import { REPO_ROOT } from '../shared/config.js';
 export const CLI = join(REPO_ROOT, 'packages/cli/dist/main.js');
 export const NODE_FLAGS = ['--experimental-websocket', '--no-warnings'];
 
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs the real `forkd` CLI binary at `url` with `env` (no key of the
+ * caller's own environment: FORKD_API_KEY is cleared unless `env` sets it
+ * after). `stdin`: bytes piped and closed, or `devnull` for none at all.
+ */
+export function runCli(url: string, env: NodeJS.ProcessEnv, args: string[], stdin: string | Buffer | 'devnull' = 'devnull'): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], { env: { ...process.env, FORKD_API_KEY: '', ...env, FORKD_URL: url }, stdio: [stdin === 'devnull' ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout!.on('data', (d: Buffer) => out.push(d));
+    child.stderr!.on('data', (d: Buffer) => err.push(d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
+    if (stdin !== 'devnull') child.stdin!.end(stdin);
+  });
+}
+
 export interface DaemonProcess {
   child: ChildProcess;
   url: string;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,6 +65,49 @@ export async function makeTestCa(dir: string, names: string[], ips: string[]): P
   return readFile(join(dir, 'ca.pem'), 'utf8');
 }
 
+const DIR_PREFIX = 'forkd-internet-';
+const UPLINK = /^fti[0-9a-f]{6}$/;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes the internets of runs that died without close() (a test file
+ * killed at its timeout, a session's end). Each keeps its namespace (a bind
+ * mount) and its link, whose routes to the same blocks come first: a later
+ * internet's traffic went to the dead one's namespace, refused, and every
+ * egress test of a CI run on that machine failed. An internet is live while
+ * the process that made it is; a link of ours that no live internet names
+ * is a leftover too.
+ */
+async function sweepStaleInternets(): Promise<void> {
+  const live = new Set<string>();
+  for (const name of (await readdir(tmpdir()).catch(() => [] as string[])).filter((n) => n.startsWith(DIR_PREFIX))) {
+    const d = join(tmpdir(), name);
+    const owner = Number((await readFile(join(d, 'owner'), 'utf8').catch(() => '')).trim());
+    const uplink = (await readFile(join(d, 'uplink'), 'utf8').catch(() => '')).trim();
+    if (owner > 0 && alive(owner)) {
+      live.add(uplink);
+      continue;
+    }
+    const servers = Number((await readFile(join(d, 'servers'), 'utf8').catch(() => '')).trim());
+    if (servers > 0 && alive(servers)) process.kill(servers, 'SIGKILL');
+    if (UPLINK.test(uplink)) await exec('ip', ['link', 'del', uplink], { allowFailure: true });
+    await exec('umount', ['-l', join(d, 'netns')], { allowFailure: true });
+    await rm(d, { recursive: true, force: true });
+  }
+  const links = JSON.parse((await exec('ip', ['-j', 'link', 'show'])).stdout) as Array<{ ifname?: string }>;
+  for (const l of links) {
+    if (l.ifname && UPLINK.test(l.ifname) && !live.has(l.ifname)) await exec('ip', ['link', 'del', l.ifname], { allowFailure: true });
+  }
+}
+
 /** `zone`: more names for the DNS server (a test's own servers in the namespace). */
 export async function startTestInternet(opts: { zone?: Record<string, string> } = {}): Promise<TestInternet> {
   const host = '203.0.113.1';
@@ -74,9 +117,13 @@ export async function startTestInternet(opts: { zone?: Record<string, string> } 
   const named: [string, string] = ['198.51.100.2', '198.51.100.3'];
   const zone: Record<string, string> = { 'a.test': named[0], 'b.test': named[1], '*.sub.test': named[1], 'private.test': privateServer, ...opts.zone };
   let caPem = '';
-  const dir = await mkdtemp(join(tmpdir(), 'forkd-internet-'));
+  await sweepStaleInternets();
+  const dir = await mkdtemp(join(tmpdir(), DIR_PREFIX));
   const netns = join(dir, 'netns');
   const uplink = `fti${randomBytes(3).toString('hex')}`;
+  // Recorded before the link exists: a parallel run's sweep never takes it for a leftover.
+  await writeFile(join(dir, 'uplink'), uplink);
+  await writeFile(join(dir, 'owner'), String(process.pid));
   let serving: ReturnType<typeof spawnStream> | undefined;
   const close = async () => {
     serving?.kill();
@@ -99,10 +146,16 @@ export async function startTestInternet(opts: { zone?: Record<string, string> } 
     caPem = await makeTestCa(dir, Object.keys(zone), [...servers, ...named, privateServer]);
     serving = spawnStream('nsenter', [`--net=${netns}`, process.execPath, SERVERS_JS, String(port), dir, JSON.stringify(zone), ...servers, ...named, privateServer]);
     serving.stream.on('error', () => {}); // killed at close
+    if (serving.pid) await writeFile(join(dir, 'servers'), String(serving.pid));
     await waitFor(async () => {
       const ss = (await exec('nsenter', [`--net=${netns}`, 'ss', '-Htuln'], { allowFailure: true })).stdout;
       return ss.includes(`${privateServer}:443`) && ss.includes(`${DNS_ADDR}:53`);
     }, 10_000, 'the test servers');
+    // Another internet's route to the same blocks would win silently: fail here, saying so.
+    for (const a of [servers[0], named[0], privateServer]) {
+      const via = (await exec('ip', ['-o', 'route', 'get', a])).stdout;
+      if (!via.includes(` dev ${uplink} `)) throw new Error(`test internet: ${a} routes elsewhere (${via.trim()}); another test internet holds its block`);
+    }
   } catch (err) {
     await close();
     throw err;
