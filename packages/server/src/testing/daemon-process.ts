@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../shared/config.js';
+import { sweepStaleTestDirs } from './test-node.js';
 
 export const CLI = join(REPO_ROOT, 'packages/cli/dist/main.js');
 export const NODE_FLAGS = ['--experimental-websocket', '--no-warnings'];
@@ -74,12 +75,14 @@ const stateDir = (env: NodeJS.ProcessEnv) => env.FORKD_STATE_DIR ?? '/var/lib/fo
 
 /** Starts a real `forkd serve` on a random port and resolves once it listens. */
 export async function startDaemonProcess(env: NodeJS.ProcessEnv): Promise<DaemonProcess> {
+  await sweepStaleTestDirs();
   const d = await startServe(env, []);
   return { ...d, apiKey: readFileSync(join(stateDir(env), 'admin.key'), 'utf8').trim() };
 }
 
 /** Starts a real `forkd serve --role node` (the node contract over HTTP) on a random port. */
 export async function startNodeProcess(env: NodeJS.ProcessEnv): Promise<NodeProcess> {
+  await sweepStaleTestDirs();
   const d = await startServe(env, ['--role', 'node']);
   return { ...d, token: readFileSync(join(stateDir(env), 'node.token'), 'utf8').trim() };
 }

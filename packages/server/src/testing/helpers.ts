@@ -38,3 +38,13 @@ export async function waitFor<T>(fn: () => Promise<T> | T, timeoutMs = 10_000, w
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** Whether a process of this pid exists (a sweep of a dead run's leftovers asks). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

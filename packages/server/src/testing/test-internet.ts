@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { exec, spawnStream } from '../shared/exec.js';
-import { waitFor } from './helpers.js';
+import { processAlive, waitFor } from './helpers.js';
 import { DNS_ADDR } from './test-internet-servers.js';
 
 const SERVERS_JS = fileURLToPath(new URL('./test-internet-servers.js', import.meta.url));
@@ -68,15 +68,6 @@ export async function makeTestCa(dir: string, names: string[], ips: string[]): P
 const DIR_PREFIX = 'forkd-internet-';
 const UPLINK = /^fti[0-9a-f]{6}$/;
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * Removes the internets of runs that died without close() (a test file
  * killed at its timeout, a session's end). Each keeps its namespace (a bind
@@ -92,12 +83,12 @@ async function sweepStaleInternets(): Promise<void> {
     const d = join(tmpdir(), name);
     const owner = Number((await readFile(join(d, 'owner'), 'utf8').catch(() => '')).trim());
     const uplink = (await readFile(join(d, 'uplink'), 'utf8').catch(() => '')).trim();
-    if (owner > 0 && alive(owner)) {
+    if (owner > 0 && processAlive(owner)) {
       live.add(uplink);
       continue;
     }
     const servers = Number((await readFile(join(d, 'servers'), 'utf8').catch(() => '')).trim());
-    if (servers > 0 && alive(servers)) process.kill(servers, 'SIGKILL');
+    if (servers > 0 && processAlive(servers)) process.kill(servers, 'SIGKILL');
     if (UPLINK.test(uplink)) await exec('ip', ['link', 'del', uplink], { allowFailure: true });
     await exec('umount', ['-l', join(d, 'netns')], { allowFailure: true });
     await rm(d, { recursive: true, force: true });

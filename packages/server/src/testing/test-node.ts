@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, rmdir } from 'node:fs/promises';
+import { existsSync, writeFileSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rename, rm, rmdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { NetnsNetwork } from '../node/network/netns-network.js';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { unmountPool } from '../node/storage/btrfs-pool.js';
 import { baseRootfsDir } from '../setup/setup.js';
 import { poolLayout } from '../node/storage/pool-layout.js';
 import { cgroupDirs } from '../node/cgroups/cgroups.js';
+import { processAlive } from './helpers.js';
 
 export const isRoot = process.getuid?.() === 0;
 
@@ -49,10 +50,44 @@ export function testConfig(dir: string): { config: ForkdConfig; env: NodeJS.Proc
     FORKD_E2B_API_PORT: 'off',
     FORKD_E2B_ENVD_PORT: 'off',
   };
+  recordOwner(dir, env);
   return { config: loadConfig(env), env };
 }
 
+const OWNER_RECORD = '.forkd-test-owner.json';
+
+/**
+ * Who made a test dir, and its config's random parts: a test file killed at
+ * its timeout never disposes its node, and the hundreds of sandboxes one left
+ * running slowed every run after it on the machine (CI's included) until
+ * sweepStaleTestDirs removes them.
+ */
+function recordOwner(dir: string, env: NodeJS.ProcessEnv): void {
+  const forkdEnv = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('FORKD_')));
+  try {
+    writeFileSync(join(dir, OWNER_RECORD), JSON.stringify({ pid: process.pid, env: forkdEnv }));
+  } catch {
+    // A dir that does not exist yet holds nothing to sweep.
+  }
+}
+
+/** Disposes the test dirs (testConfig's) whose maker died without disposing them, and any daemon still running on one. */
+export async function sweepStaleTestDirs(): Promise<void> {
+  for (const name of (await readdir(tmpdir()).catch(() => [] as string[])).filter((n) => n.startsWith('forkd-'))) {
+    const dir = join(tmpdir(), name);
+    const rec = (await readFile(join(dir, OWNER_RECORD), 'utf8').then((t) => JSON.parse(t) as unknown).catch(() => undefined)) as { pid?: unknown; env?: Record<string, string> } | undefined;
+    if (typeof rec?.pid !== 'number' || processAlive(rec.pid)) continue;
+    // Claimed by a rename: two sweeps never dispose one dir.
+    if (!(await rename(join(dir, OWNER_RECORD), join(dir, `${OWNER_RECORD}.sweeping`)).then(() => true, () => false))) continue;
+    const config = loadConfig({ ...process.env, ...rec.env });
+    const daemon = Number((await readFile(join(config.stateDir, 'node.pid'), 'utf8').catch(() => '')).trim());
+    if (daemon > 0 && daemon !== process.pid && processAlive(daemon)) process.kill(daemon, 'SIGKILL');
+    await disposeNodeDir(undefined, dir, config).catch(() => {});
+  }
+}
+
 export async function createTestNode(opts: { verbose?: boolean; warmPool?: number; onEvent?: NodeEventSink; egressInterceptor?: EgressInterceptor } = {}): Promise<TestNode> {
+  await sweepStaleTestDirs();
   const dir = await mkdtemp(join(tmpdir(), 'forkd-test-'));
   const { config: base, env } = testConfig(dir);
   const config = { ...base, warmPool: opts.warmPool ?? 0 };
