@@ -140,8 +140,10 @@ export class EgressProxy {
     if ('why' in r) return refuse(r.why);
     d.addr = r.addr;
     if (s.destroyed) return;
-    // With an interceptor every plain request is parsed (headers on each; each Host checked again).
-    if (kind === 'http' && this.#interceptor) {
+    // Where a credential may apply, every plain request is parsed (headers on each; each Host checked
+    // again). Elsewhere the bytes are spliced after this first request's check, as TLS is without
+    // termination: Node's HTTP parsing caps a connection at a fraction of the link's speed.
+    if (kind === 'http' && this.#interceptor?.terminates(sb.sandboxId, name, 80)) {
       d.allowed = true;
       this.#onDecision?.(d);
       return this.#forwarder.serveHttp(sb, s, head);
