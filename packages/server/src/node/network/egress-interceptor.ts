@@ -17,11 +17,15 @@ export interface OutboundRequest {
  * The seam between the egress proxy (which owns sockets, DNS, domain rules
  * and forwarding) and whatever adds credentials to a sandbox's requests (just-
  * in-time secrets). The proxy asks it per connection whether TLS must be
- * terminated, and per request which headers to add; an interceptor never
+ * terminated or HTTP parsed, and per request which headers to add; an interceptor never
  * sees a socket. `sandboxId` is the sandbox's id (not a runtime instance's).
  */
 export interface EgressInterceptor {
-  /** Whether TLS from `sandboxId` to host:port is to be terminated (some credential may apply to a request there). */
+  /**
+   * Whether connections from `sandboxId` to host:port are to be opened up
+   * (some credential may apply to a request there): TLS on 443 terminated,
+   * plain HTTP on 80 parsed request by request. Elsewhere the proxy splices.
+   */
   terminates(sandboxId: string, host: string, port: number): boolean;
   /** The context (a certificate for `host` signed by the sandbox's CA, which the sandbox trusts) to terminate with. */
   tlsContext(sandboxId: string, host: string): Promise<SecureContext>;
