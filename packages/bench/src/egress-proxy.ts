@@ -12,7 +12,8 @@ export interface EgressProxyRow {
 /**
  * argv: address, Host, count, bytes, port. Each request on a new connection; prints
  * per-request latencies (ms) of small requests, then MB/s of `count` downloads
- * of `bytes`. The same script runs on the host (direct) and in a sandbox
+ * of `bytes`, then latencies of small requests on one kept-alive connection
+ * after a 2 MB download (through the proxy: a connection in forkd-splice). The same script runs on the host (direct) and in a sandbox
  * (through forkd's proxy: port 80 is redirected to it).
  */
 const CLIENT_PY = `import sys,socket,time
@@ -33,7 +34,13 @@ print(' '.join('%.3f'%x for x in lat))
 mbs=[]
 for i in range(max(3,n//10)):
   t0=time.perf_counter();b=get('/bytes/%d'%size);mbs.append(b/1e6/(time.perf_counter()-t0))
-print(' '.join('%.1f'%x for x in mbs))`;
+print(' '.join('%.1f'%x for x in mbs))
+import http.client
+c=http.client.HTTPConnection(addr,port);c.request('GET','/bytes/2000000',headers={'Host':host});c.getresponse().read()
+ka=[]
+for i in range(n):
+  t0=time.perf_counter();c.request('GET','/',headers={'Host':host});c.getresponse().read();ka.append((time.perf_counter()-t0)*1000)
+print(' '.join('%.3f'%x for x in ka))`;
 
 const nums = (line: string | undefined) => (line ?? '').trim().split(/\s+/).filter(Boolean).map(Number);
 
@@ -58,6 +65,8 @@ export async function egressProxyRows(quick: boolean): Promise<EgressProxyRow[]>
       { name: 'egress HTTP request (new connection), direct from the host', unit: 'ms', summary: dl },
       { name: 'egress HTTP request (new connection), sandbox, nft path (no proxy)', unit: 'ms', summary: summarize(nums(nftPath[0])) },
       { name: 'egress HTTP request (new connection), sandbox through the proxy', unit: 'ms', target: `p50 ≤ direct + 2 (${(dl.p50 + 2).toFixed(2)})`, summary: summarize(nums(proxied[0])) },
+      { name: 'egress HTTP request (kept-alive connection after 2 MB), direct from the host', unit: 'ms', summary: summarize(nums(direct[2])) },
+      { name: 'egress HTTP request (kept-alive connection after 2 MB: spliced), sandbox through the proxy', unit: 'ms', target: `p50 ≤ direct + 2 (${(summarize(nums(direct[2])).p50 + 2).toFixed(2)})`, summary: summarize(nums(proxied[2])) },
       { name: 'egress HTTP download throughput, direct from the host', unit: 'MB/s', summary: summarize(nums(direct[1])) },
       { name: 'egress HTTP download throughput, sandbox, nft path (no proxy)', unit: 'MB/s', summary: summarize(nums(nftPath[1])) },
       { name: 'egress HTTP download throughput, sandbox through the proxy', unit: 'MB/s', target: `p50 ≥ 80% of direct (${(summarize(nums(direct[1])).p50 * 0.8).toFixed(0)})`, summary: summarize(nums(proxied[1])) },

@@ -4,7 +4,7 @@ import { addressAllowed, isIpv4, nameVerdict } from './domain-rules.js';
 import type { EgressPolicy, EgressSandbox } from './egress-policy.js';
 import type { EgressResolver } from './dns-resolver.js';
 import { readSni } from './tls-sni.js';
-import { relay } from './egress-relay.js';
+import { relay, SpliceSlots } from './egress-relay.js';
 import { EgressHttpForwarder, type Route } from './egress-http-forwarder.js';
 import type { EgressInterceptor } from './egress-interceptor.js';
 
@@ -17,6 +17,9 @@ const CONNECT_TIMEOUT_MS = 10_000;
 /** Connections through the proxy at once, per sandbox and in all: a sandbox cannot starve the node. */
 const MAX_PER_SANDBOX = 512;
 const MAX_TOTAL = 4096;
+/** Of those, how many may be in forkd-splice processes at once (the rest relay in Node). */
+const MAX_SPLICED_PER_SANDBOX = 32;
+const MAX_SPLICED = 256;
 
 /** What the proxy decided for one connection (logged by the caller, asserted by tests). */
 export interface ProxyDecision {
@@ -47,6 +50,7 @@ export class EgressProxy {
   readonly #perSandbox = new Map<string, number>();
   readonly #release = new WeakMap<Socket, () => void>();
   readonly #relayed = new WeakSet<Socket>();
+  readonly #slots = new SpliceSlots({ total: MAX_SPLICED, perOwner: MAX_SPLICED_PER_SANDBOX });
   #total = 0;
 
   constructor(o: { policy: EgressPolicy; resolver: EgressResolver; onDecision?: (d: ProxyDecision) => void; interceptor?: EgressInterceptor | undefined; extraCa?: string | undefined }) {
@@ -155,10 +159,10 @@ export class EgressProxy {
       this.#onDecision?.(d);
       return this.#forwarder.serveTls(sb, s, head, ctx, name);
     }
-    this.#splice(kind, s, head, r.addr, d);
+    this.#splice(kind, sb, s, head, r.addr, d);
   }
 
-  #splice(kind: ProxyKind, s: Socket, head: Buffer, addr: string, d: ProxyDecision): void {
+  #splice(kind: ProxyKind, sb: EgressSandbox, s: Socket, head: Buffer, addr: string, d: ProxyDecision): void {
     const up = connect({ host: addr, port: kind === 'http' ? 80 : 443, noDelay: true, allowHalfOpen: true, timeout: CONNECT_TIMEOUT_MS });
     up.once('timeout', () => up.destroy());
     const failed = () => s.destroy();
@@ -173,7 +177,7 @@ export class EgressProxy {
       this.#onDecision?.(d);
       up.write(head);
       this.#relayed.add(s);
-      relay(s, up, () => this.#release.get(s)?.());
+      relay(s, up, () => this.#release.get(s)?.(), { slots: this.#slots, owner: sb.key });
       s.resume();
     });
   }
