@@ -25,6 +25,7 @@ import type { EgressInterceptor } from './network/egress-interceptor.js';
 import { CredentialInterceptor } from './secrets/credential-interceptor.js';
 import { NodeCredentials } from './secrets/node-credentials.js';
 import { SandboxCas } from './secrets/sandbox-ca.js';
+import { uplinkForwardingWarning } from './network/uplink-forwarding.js';
 
 export interface Node {
   config: ForkdConfig;
@@ -74,6 +75,8 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   const { storage, quotas, quotaKeeper } = await openStorage(config, logger);
   await openStagingDir(config.stagingDir, (m) => logger.warn(m));
   if (!(await refreshCriuKdat(criuPath(config), config.cacheDir))) logger.warn('criu kernel probe not cached: every checkpoint and restore will probe again');
+  const forwarding = await uplinkForwardingWarning();
+  if (forwarding) logger.warn(forwarding);
   const store = new SqliteStore(join(config.stateDir, 'forkd.db'));
   const cas = new SandboxCas(join(config.stateDir, 'sandbox-ca'));
   const credentials = new NodeCredentials(new CredentialInterceptor(cas, opts.onEvent), cas);

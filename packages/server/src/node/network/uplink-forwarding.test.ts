@@ -1,0 +1,41 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { uplinkForwardingWarning } from './uplink-forwarding.js';
+
+const HEAD = 'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n';
+const row = (ifname: string, dest: string, metric: number, mask: string) => `${ifname}\t${dest}\t010200C0\t0003\t0\t0\t${metric}\t${mask}\t0\t0\t0\n`;
+
+async function fakeProc(routes: string, forwarding: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'forkd-proc-'));
+  await mkdir(join(dir, 'net'));
+  await writeFile(join(dir, 'net/route'), HEAD + routes);
+  for (const [ifname, v] of Object.entries(forwarding)) {
+    await mkdir(join(dir, 'sys/net/ipv4/conf', ifname), { recursive: true });
+    await writeFile(join(dir, 'sys/net/ipv4/conf', ifname, 'forwarding'), `${v}\n`);
+  }
+  return dir;
+}
+
+test('uplink forwarding: warns naming the default route device when it does not forward, else nothing', async () => {
+  const cases: [string, Record<string, string>, RegExp | undefined][] = [
+    [row('eth0', '00000000', 0, '00000000') + row('eth0', '000200C0', 0, '00FFFFFF'), { eth0: '0' }, /uplink eth0 does not forward.*net\.ipv4\.conf\.eth0\.forwarding=1/],
+    [row('eth0', '00000000', 0, '00000000'), { eth0: '1' }, undefined],
+    // The lower metric is the uplink.
+    [row('wlan0', '00000000', 600, '00000000') + row('eth1', '00000000', 100, '00000000'), { wlan0: '1', eth1: '0' }, /uplink eth1 /],
+    // No default route (an offline host): nothing to say.
+    [row('eth0', '000200C0', 0, '00FFFFFF'), { eth0: '0' }, undefined],
+  ];
+  for (const [routes, fwd, want] of cases) {
+    const dir = await fakeProc(routes, fwd);
+    try {
+      const w = await uplinkForwardingWarning(dir);
+      if (want) assert.match(w ?? '', want);
+      else assert.equal(w, undefined);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+});
