@@ -13,8 +13,9 @@ export interface EgressProxyRow {
  * argv: address, Host, count, bytes, port. Each request on a new connection; prints
  * per-request latencies (ms) of small requests, then MB/s of `count` downloads
  * of `bytes`, then latencies of small requests on one kept-alive connection
- * after a 2 MB download (through the proxy: a connection in forkd-splice). The same script runs on the host (direct) and in a sandbox
- * (through forkd's proxy: port 80 is redirected to it).
+ * after a 2 MB download (through the proxy: a connection in forkd-splice).
+ * The same script runs on the host (direct) and in a sandbox (through
+ * forkd's proxy: port 80 is redirected to it).
  */
 const CLIENT_PY = `import sys,socket,time
 addr,host,n,size,port=sys.argv[1],sys.argv[2],int(sys.argv[3]),int(sys.argv[4]),int(sys.argv[5])
@@ -61,15 +62,17 @@ export async function egressProxyRows(quick: boolean): Promise<EgressProxyRow[]>
     const nftPath = (await run(node.manager, s.id, ['python3', '-c', CLIENT_PY, ...args, String(internet.port)])).stdout.split('\n');
     await node.manager.delete(s.id);
     const dl = summarize(nums(direct[0]));
+    const dlKept = summarize(nums(direct[2]));
+    const dlBytes = summarize(nums(direct[1]));
     return [
       { name: 'egress HTTP request (new connection), direct from the host', unit: 'ms', summary: dl },
       { name: 'egress HTTP request (new connection), sandbox, nft path (no proxy)', unit: 'ms', summary: summarize(nums(nftPath[0])) },
       { name: 'egress HTTP request (new connection), sandbox through the proxy', unit: 'ms', target: `p50 ≤ direct + 2 (${(dl.p50 + 2).toFixed(2)})`, summary: summarize(nums(proxied[0])) },
-      { name: 'egress HTTP request (kept-alive connection after 2 MB), direct from the host', unit: 'ms', summary: summarize(nums(direct[2])) },
-      { name: 'egress HTTP request (kept-alive connection after 2 MB: spliced), sandbox through the proxy', unit: 'ms', target: `p50 ≤ direct + 2 (${(summarize(nums(direct[2])).p50 + 2).toFixed(2)})`, summary: summarize(nums(proxied[2])) },
-      { name: 'egress HTTP download throughput, direct from the host', unit: 'MB/s', summary: summarize(nums(direct[1])) },
+      { name: 'egress HTTP request (kept-alive connection after 2 MB), direct from the host', unit: 'ms', summary: dlKept },
+      { name: 'egress HTTP request (kept-alive connection after 2 MB: spliced), sandbox through the proxy', unit: 'ms', target: `p50 ≤ direct + 2 (${(dlKept.p50 + 2).toFixed(2)})`, summary: summarize(nums(proxied[2])) },
+      { name: 'egress HTTP download throughput, direct from the host', unit: 'MB/s', summary: dlBytes },
       { name: 'egress HTTP download throughput, sandbox, nft path (no proxy)', unit: 'MB/s', summary: summarize(nums(nftPath[1])) },
-      { name: 'egress HTTP download throughput, sandbox through the proxy', unit: 'MB/s', target: `p50 ≥ 80% of direct (${(summarize(nums(direct[1])).p50 * 0.8).toFixed(0)})`, summary: summarize(nums(proxied[1])) },
+      { name: 'egress HTTP download throughput, sandbox through the proxy', unit: 'MB/s', target: `p50 ≥ 80% of direct (${(dlBytes.p50 * 0.8).toFixed(0)})`, summary: summarize(nums(proxied[1])) },
     ];
   } finally {
     await node.dispose();

@@ -22,10 +22,10 @@ import { openStagingDir } from './storage/staging-dir.js';
 import type { NodeService } from '../node-contract/node-service.js';
 import { LocalNode } from './local-node.js';
 import type { EgressInterceptor } from './network/egress-interceptor.js';
+import { uplinkForwardingWarning } from './network/uplink-forwarding.js';
 import { CredentialInterceptor } from './secrets/credential-interceptor.js';
 import { NodeCredentials } from './secrets/node-credentials.js';
 import { SandboxCas } from './secrets/sandbox-ca.js';
-import { uplinkForwardingWarning } from './network/uplink-forwarding.js';
 
 export interface Node {
   config: ForkdConfig;

@@ -4,7 +4,8 @@ import { addressAllowed, isIpv4, nameVerdict } from './domain-rules.js';
 import type { EgressPolicy, EgressSandbox } from './egress-policy.js';
 import type { EgressResolver } from './dns-resolver.js';
 import { readSni } from './tls-sni.js';
-import { relay, SpliceSlots } from './egress-relay.js';
+import { relay } from './egress-relay.js';
+import { OwnerSlots } from './owner-slots.js';
 import { EgressHttpForwarder, type Route } from './egress-http-forwarder.js';
 import type { EgressInterceptor } from './egress-interceptor.js';
 
@@ -47,11 +48,10 @@ export class EgressProxy {
   readonly #interceptor: EgressInterceptor | undefined;
   readonly #forwarder: EgressHttpForwarder;
   readonly #servers: Server[] = [];
-  readonly #perSandbox = new Map<string, number>();
+  readonly #connections = new OwnerSlots({ total: MAX_TOTAL, perOwner: MAX_PER_SANDBOX });
   readonly #release = new WeakMap<Socket, () => void>();
   readonly #relayed = new WeakSet<Socket>();
-  readonly #slots = new SpliceSlots({ total: MAX_SPLICED, perOwner: MAX_SPLICED_PER_SANDBOX });
-  #total = 0;
+  readonly #spliced = new OwnerSlots({ total: MAX_SPLICED, perOwner: MAX_SPLICED_PER_SANDBOX });
 
   constructor(o: { policy: EgressPolicy; resolver: EgressResolver; onDecision?: (d: ProxyDecision) => void; interceptor?: EgressInterceptor | undefined; extraCa?: string | undefined }) {
     this.#policy = o.policy;
@@ -80,19 +80,8 @@ export class EgressProxy {
   #accept(kind: ProxyKind, s: Socket): void {
     s.on('error', () => {});
     const sb = this.#policy.byRemote(s.remoteAddress ?? '');
-    const n = sb ? (this.#perSandbox.get(sb.key) ?? 0) : 0;
-    if (!sb || n >= MAX_PER_SANDBOX || this.#total >= MAX_TOTAL) return void s.destroy();
-    this.#perSandbox.set(sb.key, n + 1);
-    this.#total++;
-    let held = true;
-    const release = () => {
-      if (!held) return;
-      held = false;
-      this.#total--;
-      const m = (this.#perSandbox.get(sb.key) ?? 1) - 1;
-      if (m > 0) this.#perSandbox.set(sb.key, m);
-      else this.#perSandbox.delete(sb.key);
-    };
+    const release = sb && this.#connections.take(sb.key);
+    if (!sb || !release) return void s.destroy();
     // A relayed connection's slot is released when the relay ends (it may outlive this socket: forkd-splice).
     this.#release.set(s, release);
     s.once('close', () => !this.#relayed.has(s) && release());
@@ -177,7 +166,7 @@ export class EgressProxy {
       this.#onDecision?.(d);
       up.write(head);
       this.#relayed.add(s);
-      relay(s, up, () => this.#release.get(s)?.(), { slots: this.#slots, owner: sb.key });
+      relay(s, up, () => this.#release.get(s)?.(), { slots: this.#spliced, owner: sb.key });
       s.resume();
     });
   }

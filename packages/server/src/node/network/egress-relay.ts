@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../shared/config.js';
 import { spawnWithSockets } from '../../shared/exec.js';
+import type { OwnerSlots } from './owner-slots.js';
 
 const SPLICE = join(REPO_ROOT, 'packages/host-tools/build/forkd-splice');
 
@@ -9,56 +10,15 @@ const SPLICE = join(REPO_ROOT, 'packages/host-tools/build/forkd-splice');
 export const HANDOFF_BYTES = 1 << 20;
 
 /**
- * How many connections may be in forkd-splice processes at once, per owner
- * (a sandbox) and in all. Each is a host process (~0.3 MB with its pipes):
- * without a bound, a sandbox's 512 proxied connections were 512 processes.
- * A connection that finds no slot stays in Node's relay: slower, never refused.
- */
-export class SpliceSlots {
-  readonly #total: number;
-  readonly #perOwner: number;
-  readonly #byOwner = new Map<string, number>();
-  #inUse = 0;
-  /** Handoffs that found no slot (tests and the node's stats). */
-  declined = 0;
-
-  constructor(o: { total: number; perOwner: number }) {
-    this.#total = o.total;
-    this.#perOwner = o.perOwner;
-  }
-
-  get inUse(): number {
-    return this.#inUse;
-  }
-
-  /** A slot for `owner`, or undefined; the function returned gives it back (once). */
-  take(owner: string): (() => void) | undefined {
-    const n = this.#byOwner.get(owner) ?? 0;
-    if (n >= this.#perOwner || this.#inUse >= this.#total) {
-      this.declined++;
-      return undefined;
-    }
-    this.#byOwner.set(owner, n + 1);
-    this.#inUse++;
-    let held = true;
-    return () => {
-      if (!held) return;
-      held = false;
-      this.#inUse--;
-      const m = (this.#byOwner.get(owner) ?? 1) - 1;
-      if (m > 0) this.#byOwner.set(owner, m);
-      else this.#byOwner.delete(owner);
-    };
-  }
-}
-
-/**
  * Relays two sockets both ways: in Node for the first HANDOFF_BYTES, then,
  * if `slots` has one for `owner`, with both sides' buffers drained, by
- * forkd-splice (splice(2): no copy to user space). `done` is called once,
- * when the connection is over either way.
+ * forkd-splice (splice(2): no copy to user space). Each forkd-splice is a
+ * host process (~0.3 MB with its pipes): `slots` bounds how many a sandbox
+ * and the node have, and a connection that finds none stays in Node's
+ * relay, slower but whole. `done` is called once, when the connection is
+ * over either way.
  */
-export function relay(a: Socket, b: Socket, done: () => void, o: { slots: SpliceSlots; owner: string }): void {
+export function relay(a: Socket, b: Socket, done: () => void, o: { slots: OwnerSlots; owner: string }): void {
   let moved = 0;
   let handing = false;
   let declined = false;
