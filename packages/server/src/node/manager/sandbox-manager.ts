@@ -136,9 +136,14 @@ export class SandboxManager {
 
   /**
    * The guest link of a sandbox, for every exec/file call: counts as
-   * activity, and a paused (hibernated) sandbox is resumed transparently.
+   * activity, a paused (hibernated) sandbox is resumed transparently, and
+   * a lifecycle operation under way is waited for.
    */
   async guest(id: string): Promise<GuestClient> {
+    // A call made while a snapshot, pause, resume or rewind has the guest out of reach waits for it and
+    // then runs on what the sandbox is after it: an exec asked for during a rewind started on the
+    // instance being replaced and was cut half-started (UNAVAILABLE).
+    await this.#ctx.locks.reattach.opened(id);
     let r = await this.#ctx.record(id);
     if (r.state === 'paused') {
       await this.resume(id);

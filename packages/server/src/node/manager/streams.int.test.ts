@@ -136,4 +136,23 @@ describe('client streams survive snapshots, pause/resume, hibernation and rewind
     assert.equal(nums[nums.length - 1], 100);
     for (let i = 1; i <= 100; i++) assert.ok(nums.includes(i), `line ${i} is there`);
   });
+
+  test('an exec and a file call asked for while a rewind is under way wait for it and run on the state rewound to', async () => {
+    await run(node.manager, id, ['sh', '-c', 'echo before > /tmp/state']);
+    const snap = await node.manager.snapshot(id);
+    await run(node.manager, id, ['sh', '-c', 'echo after > /tmp/state']);
+    const rewinding = node.manager.rewind(id, snap.id);
+    // The rewind holds the sandbox once its turn comes (a microtask away): these are asked for after that.
+    await sleep(0);
+    const readState = async () => {
+      const f = await (await node.manager.guest(id)).readFile('/tmp/state');
+      const parts: Buffer[] = [];
+      for await (const c of f.chunks) parts.push(c);
+      return Buffer.concat(parts).toString();
+    };
+    const [out, file] = await Promise.all([run(node.manager, id, ['cat', '/tmp/state']), readState()]);
+    await rewinding;
+    assert.equal(out.stdout, 'before\n');
+    assert.equal(file, 'before\n');
+  });
 });
