@@ -151,7 +151,10 @@ describe('streams survive snapshots, pause/resume and hibernation (SDK and CLI a
     const late = sbx.exec(['sleep', '60']);
     late.catch(() => {});
     const lateCli = cli(daemon!.url, daemon!.apiKey, ['exec', sbx.id, '--', 'sleep', '60']);
-    await sleep(1000);
+    // Both running before the rewind: a CLI's start under load took over a second, and an exec still
+    // starting when a rewind cuts the guest fails UNAVAILABLE, a different case from this test's.
+    const sleeping = async () => (await sbx.processes()).filter((p) => p.running && p.cmd.join(' ') === 'sleep 60').length === 2;
+    await waitFor(sleeping, 20_000, 'both streams running');
     await sbx.rewind(snap.id);
     await assert.rejects(late, (e: unknown) => e instanceof ForkdError && e.code === 'REWOUND');
     assert.notEqual(await lateCli.code, 0);
