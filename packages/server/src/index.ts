@@ -15,3 +15,5 @@ export { listenNode } from './node-http/node-http-server.js';
 export { nodeTokenPath } from './node-http/node-token.js';
 export { createApp } from './control-plane/http/app.js';
 export { listen } from './control-plane/http/server.js';
+export { installLastResortHandlers, CorruptStateError } from './shared/last-resort.js';
+export { handlerFaults, guardListener, recordFault, type FaultComponent } from './shared/connection-guard.js';

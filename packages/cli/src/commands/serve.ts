@@ -1,4 +1,4 @@
-import { createLogger, loadConfig, SERVE_ROLES, startControlPlaneDaemon, startDaemon, startNodeDaemon, usePrivateUmask, type ForkdConfig, type ServeRole } from '@forkd/server';
+import { createLogger, installLastResortHandlers, loadConfig, SERVE_ROLES, startControlPlaneDaemon, startDaemon, startNodeDaemon, usePrivateUmask, type ForkdConfig, type ServeRole } from '@forkd/server';
 import { mcpHttpEndpoint } from '@forkd/mcp';
 import { expectPositionals, parseOptions, parsePositiveInt } from '../args.js';
 import type { CliCommand } from '../command.js';
@@ -54,6 +54,7 @@ export const serveCommand: CliCommand = {
     let daemon;
     try {
       const logger = createLogger();
+      installLastResortHandlers(logger);
       // The API's MCP endpoint (/mcp): an MCP server over the SDK, calling this daemon's API with each caller's key.
       const extras = { mcp: mcpHttpEndpoint(cliVersion()) };
       if (config.role === 'node') daemon = await startNodeDaemon(config, logger, progress.event);

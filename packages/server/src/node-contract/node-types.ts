@@ -127,6 +127,8 @@ export interface NodeStats {
   poolUsedBytes: number;
   poolSizeBytes: number;
   warmPoolHeld: number;
+  /** Connections ended by the handler guard, per component, in the node's process (shared/connection-guard.ts). */
+  handlerFaults?: Record<string, number>;
 }
 
 /**

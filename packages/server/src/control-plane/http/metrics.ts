@@ -1,4 +1,5 @@
 import { SANDBOX_STATES, type SandboxInfo } from '@forkd/protocol';
+import { handlerFaults } from '../../shared/connection-guard.js';
 import type { NodeStats } from '../../node-contract/index.js';
 
 /** Upper bounds (seconds) of the API latency histogram: from an exec round trip to a template build. */
@@ -44,6 +45,10 @@ export class Metrics {
     gauge('forkd_pool_used_bytes', 'Bytes allocated in the Btrfs pool.', stats.poolUsedBytes);
     gauge('forkd_pool_size_bytes', 'Size of the Btrfs pool.', stats.poolSizeBytes);
     gauge('forkd_warm_pool_sandboxes', 'Sandboxes started ahead of demand and not yet handed out.', stats.warmPoolHeld);
+    // In one process both maps are the same counts; over HTTP the node's components come from its own process.
+    const faults = { ...handlerFaults.snapshot(), ...stats.handlerFaults };
+    out.push('# HELP forkd_handler_faults_total Connections ended because a handler failed on their bytes, by component.', '# TYPE forkd_handler_faults_total counter');
+    for (const [component, n] of Object.entries(faults)) out.push(`forkd_handler_faults_total{component="${label(component)}"} ${n}`);
     out.push('# HELP forkd_api_request_duration_seconds API calls by operation and result code.', '# TYPE forkd_api_request_duration_seconds histogram');
     for (const [key, h] of this.#hist) {
       const [op, code] = key.split('\u0000') as [string, string];

@@ -1,3 +1,4 @@
+import { handlerFaults } from '../../shared/connection-guard.js';
 import {
   CreateSandboxRequest,
   ForkdError,
@@ -195,7 +196,7 @@ export class SandboxManager {
   async stats(): Promise<NodeStats> {
     const pool = await this.#d.storage.usage();
     const totals = await this.#d.store.snapshotTotals();
-    return { snapshots: totals.count, snapshotBytes: totals.bytes, poolUsedBytes: pool.usedBytes, poolSizeBytes: pool.sizeBytes, warmPoolHeld: this.#ctx.pool.held().size };
+    return { snapshots: totals.count, snapshotBytes: totals.bytes, poolUsedBytes: pool.usedBytes, poolSizeBytes: pool.sizeBytes, warmPoolHeld: this.#ctx.pool.held().size, handlerFaults: handlerFaults.snapshot() };
   }
 
   async usage(id: string): Promise<ResourceUsage> {
