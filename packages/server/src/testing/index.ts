@@ -9,3 +9,4 @@ export { ensurePool, unmountPool, type PoolOptions } from '../node/storage/btrfs
 export { BtrfsStorage } from '../node/storage/btrfs-storage.js';
 export { btrfsQuotas, enableQuotas } from '../node/storage/disk-quota.js';
 export { startTestInternet, FETCH_PY, type TestInternet } from './test-internet.js';
+export { assertStillServing } from './still-serving.js';
