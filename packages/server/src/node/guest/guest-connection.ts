@@ -1,5 +1,6 @@
 import { createConnection, type Socket } from 'node:net';
 import { ForkdError } from '@forkd/protocol';
+import { guardListener } from '../../shared/connection-guard.js';
 import { encodeFrame, encodeTlv, FrameReader, ProtocolError, T, K, Tlv, FORKD_GUEST_PROTOCOL, FORKD_GUEST_PROTOCOL_MIN, type Frame, type TlvInput } from './guest-frames.js';
 
 /** Maps the guest's errno names onto forkd's closed error table. */
@@ -93,7 +94,9 @@ export class GuestConnection {
 
   private constructor(socket: Socket) {
     this.#socket = socket;
-    socket.on('data', (chunk: Buffer) => {
+    // The agent runs inside the sandbox: whatever it sends, a throw here fails this connection only.
+    const guard = <A extends unknown[]>(fn: (...args: A) => void) => guardListener('guest', (err) => this.#fail(err instanceof Error ? err : new ProtocolError(String(err))), fn);
+    socket.on('data', guard((chunk: Buffer) => {
       let frames: Frame[];
       try {
         frames = this.#reader.push(chunk);
@@ -104,22 +107,22 @@ export class GuestConnection {
       this.#queue.push(...frames);
       if (this.#queue.length > 64) socket.pause();
       this.#wake();
-    });
-    socket.on('end', () => {
+    }));
+    socket.on('end', guard(() => {
       this.#ended = true;
       this.#wake();
-    });
-    socket.on('close', () => {
+    }));
+    socket.on('close', guard(() => {
       this.#ended = true;
       this.#wake();
-    });
-    socket.on('error', (err: NodeJS.ErrnoException) => {
+    }));
+    socket.on('error', guard((err: NodeJS.ErrnoException) => {
       // A write racing the guest's close (EPIPE) must not hide frames already received.
       if (err.code === 'EPIPE' || err.code === 'ECONNRESET') {
         this.#ended = true;
         this.#wake();
       } else this.#fail(err);
-    });
+    }));
   }
 
   /** Called once when the socket is gone (either side closed it). */

@@ -14,7 +14,7 @@ function answer(q: Buffer): Buffer {
 }
 
 test('a query round-trips; an answer gives its A records and TTLs; an error reply echoes the question', () => {
-  const q = aQuery(0x1234, 'A.Test');
+  const q = aQuery(0x1234, 'A.Test')!;
   const parsed = parseQuestion(q);
   assert.deepEqual(parsed, { id: 0x1234, name: 'a.test', type: 1, end: q.length });
   assert.deepEqual(parseAddresses(answer(q)), { rcode: 0, a: [{ addr: '203.0.113.2', ttl: 300 }] });
@@ -26,7 +26,7 @@ test('a query round-trips; an answer gives its A records and TTLs; an error repl
 });
 
 test('malformed messages are refused, never thrown: truncations, pointer loops', () => {
-  const q = aQuery(1, 'a.test');
+  const q = aQuery(1, 'a.test')!;
   for (let n = 0; n < q.length; n++) assert.equal(parseQuestion(q.subarray(0, n)), undefined, `truncated at ${n}`);
   const loop = Buffer.from(q);
   loop[12] = 0xc0;

@@ -68,11 +68,17 @@ export function errorReply(query: Buffer, q: DnsQuestion, rcode: number): Buffer
   return r;
 }
 
-/** A recursive query for `name`'s A records. */
-export function aQuery(id: number, name: string): Buffer {
-  const labels = name.split('.').filter(Boolean).map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l, 'latin1')]));
+/**
+ * A recursive query for `name`'s A records; undefined for a name no query can
+ * carry (a label empty or over 63 bytes, over 253 in all, a character past
+ * U+00FF): its length byte would be read as another label or a pointer.
+ */
+export function aQuery(id: number, name: string): Buffer | undefined {
+  const parts = name.replace(/\.$/, '').split('.');
+  if (name.length > 254 || /[^\x00-\xff]/.test(name) || parts.some((l) => l.length < 1 || l.length > 63)) return undefined;
+  const labels = parts.map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l, 'latin1')]));
   const h = Buffer.alloc(12);
-  h.writeUInt16BE(id, 0);
+  h.writeUInt16BE(id & 0xffff, 0);
   h[2] = 0x01;
   h.writeUInt16BE(1, 4);
   return Buffer.concat([h, ...labels, Buffer.from([0, 0, TYPE_A, 0, 1])]);

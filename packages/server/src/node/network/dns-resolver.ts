@@ -4,6 +4,7 @@ import { randomInt } from 'node:crypto';
 import { aQuery, errorReply, parseAddresses, parseQuestion, RCODE_NXDOMAIN, RCODE_REFUSED, type DnsAddresses } from './dns-message.js';
 import { nameVerdict } from './domain-rules.js';
 import type { EgressPolicy, EgressSandbox } from './egress-policy.js';
+import { destroyQuietly, guardListener, recordFault } from '../../shared/connection-guard.js';
 
 export interface Upstream {
   host: string;
@@ -42,19 +43,21 @@ export class EgressResolver {
   async listen(port: number): Promise<number> {
     for (let attempt = 0; ; attempt++) {
       const udp = createSocket('udp4');
-      udp.on('message', (m, r) => void this.#onUdp(udp, m, r));
+      // A throw on one datagram drops that datagram (counted), nothing else.
+      udp.on('message', guardListener('dns', () => {}, (m: Buffer, r: RemoteInfo) => this.#onUdp(udp, m, r)));
       udp.on('error', () => {});
       await new Promise<void>((res, rej) => {
         udp.once('error', rej);
         udp.bind(port, '0.0.0.0', () => res());
       });
       const p = udp.address().port;
-      const tcp = createServer((s) => this.#onTcp(s));
+      const tcp = createServer((s) => guardListener('dns', () => destroyQuietly(s), () => this.#onTcp(s))());
       const ok = await new Promise<boolean>((res) => {
         tcp.once('error', () => res(false));
         tcp.listen(p, '0.0.0.0', () => res(true));
       });
       if (ok) {
+        tcp.on('error', (err) => recordFault('dns', err, { during: 'accept' }));
         this.#udp = udp;
         this.#tcp = tcp;
         return p;
@@ -75,7 +78,9 @@ export class EgressResolver {
     const verdict = nameVerdict(sb.rules, q.name);
     if (verdict === 'deny') {
       // Its addresses go to the deny set: connecting to them by address is refused too.
-      void this.lookup(q.name).then((r) => r && this.#policy.learn(sb, 'deny', r.a));
+      void this.lookup(q.name)
+        .then((r) => r && this.#policy.learn(sb, 'deny', r.a))
+        .catch((err: unknown) => recordFault('dns', err, { during: 'learn' }));
       return errorReply(msg, q, RCODE_NXDOMAIN);
     }
     const reply = await this.#forward(msg);
@@ -100,22 +105,23 @@ export class EgressResolver {
     s.on('error', () => {});
     s.setTimeout(10_000, () => s.destroy());
     let buf = Buffer.alloc(0);
-    s.on('data', (d: Buffer) => {
+    const close = () => destroyQuietly(s);
+    const reply = guardListener('dns', close, async (msg: Buffer) => {
+      const r = await this.#answer(sb, msg).catch(() => undefined);
+      if (!r || s.destroyed) return;
+      const len = Buffer.alloc(2);
+      len.writeUInt16BE(r.length);
+      s.write(Buffer.concat([len, r]));
+    });
+    s.on('data', guardListener('dns', close, (d: Buffer) => {
       buf = Buffer.concat([buf, d]);
       while (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) {
         const msg = buf.subarray(2, 2 + buf.readUInt16BE(0));
         buf = buf.subarray(2 + msg.length);
-        void this.#answer(sb, msg)
-          .catch(() => undefined)
-          .then((reply) => {
-            if (!reply || s.destroyed) return;
-            const len = Buffer.alloc(2);
-            len.writeUInt16BE(reply.length);
-            s.write(Buffer.concat([len, reply]));
-          });
+        reply(msg);
       }
       if (buf.length > 4096) s.destroy();
-    });
+    }));
   }
 
   /** One exchange with the upstream over UDP (its own socket: a random source port per query). */
@@ -131,9 +137,9 @@ export class EgressResolver {
       };
       const t = setTimeout(() => done(undefined), UPSTREAM_TIMEOUT_MS);
       s.on('error', () => done(undefined));
-      s.on('message', (m, r) => {
+      s.on('message', guardListener('dns', () => done(undefined), (m: Buffer, r: RemoteInfo) => {
         if (r.address === this.#upstream.host && m.length >= 2 && m.readUInt16BE(0) === msg.readUInt16BE(0)) done(m);
-      });
+      }));
       s.send(msg, this.#upstream.port, this.#upstream.host);
     }).finally(() => this.#inflight--);
   }
@@ -146,7 +152,8 @@ export class EgressResolver {
   async lookup(name: string): Promise<DnsAddresses | undefined> {
     const hit = this.#cache.get(name);
     if (hit && hit.until > Date.now()) return hit.r;
-    const reply = await this.#forward(aQuery(randomInt(65536), name));
+    const query = aQuery(randomInt(65536), name);
+    const reply = query && (await this.#forward(query));
     const r = reply ? parseAddresses(reply) : undefined;
     if (r && r.rcode === 0 && r.a.length) {
       if (this.#cache.size >= CACHE_MAX) this.#cache.clear();

@@ -4,6 +4,9 @@ import type { Socket } from 'node:net';
 import { rootCertificates, TLSSocket, type SecureContext } from 'node:tls';
 import type { EgressInterceptor } from './egress-interceptor.js';
 import type { EgressSandbox } from './egress-policy.js';
+import { HOP_BY_HOP, replyHead } from './upstream-reply.js';
+import { nameOfAuthority } from './http-head.js';
+import { destroyQuietly, guardListener } from '../../shared/connection-guard.js';
 
 /** Where one request goes: the address the proxy checked for its name, or why it may not. */
 export type Route = { addr: string } | { why: string };
@@ -14,9 +17,12 @@ export interface ForwarderOptions {
   extraCa: string | undefined;
   /** The checks of one name (rules, resolution, addresses) for a sandbox. */
   route(sb: EgressSandbox, name: string): Promise<Route>;
+  /** The upstreams' ports (tests: unprivileged ones); 80 and 443 by default. */
+  ports?: { http: number; tls: number };
 }
 
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer'];
+/** What Node's client would refuse in a request path (it throws ERR_UNESCAPED_CHARACTERS). */
+const BAD_PATH = /[^\x21-\xff]/;
 
 /**
  * The proxy's HTTP path: requests are parsed (keep-alive, streaming bodies:
@@ -34,8 +40,9 @@ export class EgressHttpForwarder {
   constructor(o: ForwarderOptions) {
     this.#o = o;
     this.#httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256, ...(o.extraCa ? { ca: [...rootCertificates, o.extraCa] } : {}) });
-    this.#server.on('request', (req: IncomingMessage, res: ServerResponse) => void this.#forward(req, res));
-    this.#server.on('clientError', (_e, s: Socket) => s.destroy());
+    // A throw in a request's handling ends that connection only (counted), never the process.
+    this.#server.on('request', (req: IncomingMessage, res: ServerResponse) => guardListener('egress-forwarder', () => destroyQuietly(req.socket), () => this.#forward(req, res))());
+    this.#server.on('clientError', (_e, s: Socket) => destroyQuietly(s));
   }
 
   /** Serves a plain HTTP connection whose first bytes (`head`) the proxy already read. */
@@ -63,33 +70,55 @@ export class EgressHttpForwarder {
   async #forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const meta = tagOf(req.socket);
     if (!meta) return void res.destroy();
-    const name = (req.headers.host ?? '').replace(/:\d+$/, '').replace(/\.$/, '').toLowerCase();
-    // The body is read first: a client still sending it would see a reset instead of the answer.
-    const refuse = (code: number, why: string) => {
-      req.resume();
-      req.once('end', () => res.writeHead(code, { 'content-type': 'text/plain', connection: 'close' }).end(`forkd: ${why}\n`));
-    };
+    const host = nameOfAuthority(req.headers.host ?? '');
+    const name = host.kind === 'name' ? host.name : '';
+    const refuse = (code: number, why: string) => answer(req, res, code, why);
     // Over terminated TLS the name is the SNI's: a request may not name another host.
     if (meta.tls && name !== meta.sni) return refuse(421, `${name || 'no host'} is not ${meta.sni}`);
-    if (!name) return refuse(400, 'no Host header');
+    if (!name) return refuse(400, 'no valid Host header');
+    if (BAD_PATH.test(req.url ?? '/')) return refuse(400, 'request target with characters that must be escaped');
     const r = await this.#o.route(meta.sb, name);
     if ('why' in r) return refuse(403, r.why);
     const headers: OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.includes(k)) headers[k] = v;
-    const port = meta.tls ? 443 : 80;
-    for (const [k, v] of this.#o.interceptor?.headers(meta.sb.sandboxId, { host: name, port, method: req.method ?? 'GET', path: req.url ?? '/', tls: meta.tls }) ?? []) headers[k.toLowerCase()] = v;
+    const ports = this.#o.ports ?? { http: 80, tls: 443 };
+    const port = meta.tls ? ports.tls : ports.http;
+    for (const [k, v] of this.#o.interceptor?.headers(meta.sb.sandboxId, { host: name, port: meta.tls ? 443 : 80, method: req.method ?? 'GET', path: req.url ?? '/', tls: meta.tls }) ?? []) headers[k.toLowerCase()] = v;
     const opts = { host: r.addr, port, method: req.method, path: req.url, headers };
     const up = meta.tls ? httpsRequest({ ...opts, servername: name, agent: this.#httpsAgent }) : httpRequest({ ...opts, agent: this.#httpAgent });
-    up.on('response', (ur) => {
-      const out: OutgoingHttpHeaders = {};
-      for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !HOP_BY_HOP.includes(k)) out[k] = v;
-      res.writeHead(ur.statusCode ?? 502, ur.statusMessage, out);
+    const close = () => {
+      destroyQuietly(up);
+      destroyQuietly(res);
+    };
+    up.on('response', guardListener('egress-forwarder', close, (ur: IncomingMessage) => {
+      ur.on('error', () => destroyQuietly(res));
+      const head = replyHead(ur.statusCode, ur.statusMessage, ur.headers);
+      if (!head.ok) {
+        destroyQuietly(ur);
+        return refuse(502, `${name}: bad reply (${head.why})`);
+      }
+      res.writeHead(head.status, head.message, head.headers);
       ur.pipe(res);
-    });
-    up.on('error', () => (res.headersSent ? res.destroy() : refuse(502, `${name}: upstream failed`)));
-    res.on('close', () => up.destroy());
+    }));
+    up.on('error', guardListener('egress-forwarder', close, () => (res.headersSent ? destroyQuietly(res) : refuse(502, `${name}: upstream failed`))));
+    res.on('close', () => destroyQuietly(up));
     req.pipe(up);
   }
+}
+
+/**
+ * Answers the forwarder's own reply (a refusal, a 502) once the request's
+ * body is read: a client still sending it would see a reset instead.
+ */
+function answer(req: IncomingMessage, res: ServerResponse, code: number, why: string): void {
+  if (res.headersSent || res.destroyed) return void destroyQuietly(res);
+  const send = () => {
+    if (res.headersSent || res.destroyed) return;
+    res.writeHead(code, { 'content-type': 'text/plain', connection: 'close' }).end(`forkd: ${why}\n`);
+  };
+  if (req.complete || req.readableEnded) return send();
+  req.resume();
+  req.once('end', guardListener('egress-forwarder', () => destroyQuietly(res), send));
 }
 
 interface Tag {

@@ -4,6 +4,8 @@ import { addressAllowed, isIpv4, nameVerdict } from './domain-rules.js';
 import type { EgressPolicy, EgressSandbox } from './egress-policy.js';
 import type { EgressResolver } from './dns-resolver.js';
 import { readSni } from './tls-sni.js';
+import { readHost } from './http-head.js';
+import { destroyQuietly, guardListener, recordFault } from '../../shared/connection-guard.js';
 import { relay } from './egress-relay.js';
 import { OwnerSlots } from './owner-slots.js';
 import { EgressHttpForwarder, type Route } from './egress-http-forwarder.js';
@@ -63,11 +65,13 @@ export class EgressProxy {
 
   async listen(kind: ProxyKind, port: number): Promise<number> {
     // Half-open: a client that shuts down its sending side still gets the whole answer.
-    const srv = createServer({ noDelay: true, allowHalfOpen: true }, (s) => this.#accept(kind, s));
+    const srv = createServer({ noDelay: true, allowHalfOpen: true }, (s) => guardListener('egress-proxy', () => destroyQuietly(s), () => this.#accept(kind, s))());
     await new Promise<void>((res, rej) => {
       srv.once('error', rej);
       srv.listen(port, '0.0.0.0', () => res());
     });
+    // After listening, an accept that fails (EMFILE) is an 'error' on the server: counted, never thrown.
+    srv.on('error', (err) => recordFault('egress-proxy', err, { during: 'accept' }));
     this.#servers.push(srv);
     return (srv.address() as { port: number }).port;
   }
@@ -87,15 +91,19 @@ export class EgressProxy {
     s.once('close', () => !this.#relayed.has(s) && release());
     let buf: Buffer = Buffer.alloc(0);
     const timer = setTimeout(() => s.destroy(), PEEK_TIMEOUT_MS);
-    const onData = (d: Buffer) => {
+    const close = () => {
+      clearTimeout(timer);
+      destroyQuietly(s);
+    };
+    const onData = guardListener('egress-proxy', close, (d: Buffer) => {
       buf = buf.length ? Buffer.concat([buf, d]) : d;
-      const name = kind === 'http' ? hostOf(buf) : sniOf(buf);
-      if (name === 'need' && buf.length < MAX_PEEK) return;
+      const r = kind === 'http' ? readHost(buf) : readSni(buf);
+      if (r.kind === 'need' && buf.length < MAX_PEEK) return;
       s.off('data', onData);
       s.pause();
       clearTimeout(timer);
-      void this.#route(kind, sb, s, buf, name === 'need' ? undefined : name);
-    };
+      return this.#route(kind, sb, s, buf, r.kind === 'name' ? r.name : undefined);
+    });
     s.on('data', onData);
   }
 
@@ -153,11 +161,17 @@ export class EgressProxy {
 
   #splice(kind: ProxyKind, sb: EgressSandbox, s: Socket, head: Buffer, addr: string, d: ProxyDecision): void {
     const up = connect({ host: addr, port: kind === 'http' ? 80 : 443, noDelay: true, allowHalfOpen: true, timeout: CONNECT_TIMEOUT_MS });
+    // An 'error' with no listener is thrown by the emitter: one stays for the socket's life.
+    up.on('error', () => {});
     up.once('timeout', () => up.destroy());
     const failed = () => s.destroy();
     up.on('error', failed);
     up.once('close', failed);
-    up.once('connect', () => {
+    const close = () => {
+      destroyQuietly(up);
+      destroyQuietly(s);
+    };
+    up.once('connect', guardListener('egress-proxy', close, () => {
       up.off('error', failed);
       up.off('close', failed);
       up.setTimeout(0);
@@ -168,7 +182,7 @@ export class EgressProxy {
       this.#relayed.add(s);
       relay(s, up, () => this.#release.get(s)?.(), { slots: this.#spliced, owner: sb.key });
       s.resume();
-    });
+    }));
   }
 }
 
@@ -181,20 +195,4 @@ function hostAddresses(): Set<string> {
   for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) if (i.family === 'IPv4') set.add(i.address);
   hostCache = { at: Date.now(), set };
   return set;
-}
-
-/** The Host header's name (no port) of a request head; 'need' until the head is complete. */
-export function hostOf(b: Buffer): string | 'need' | undefined {
-  const end = b.indexOf('\r\n\r\n');
-  if (end < 0) return 'need';
-  const m = /\r\nhost:[ \t]*([^\r\n]*)/i.exec(b.toString('latin1', 0, end));
-  const v = m?.[1]?.trim().toLowerCase();
-  if (!v) return undefined;
-  const host = v.startsWith('[') ? v.slice(1, v.indexOf(']')) : (v.split(':')[0] ?? '');
-  return /^[a-z0-9_.-]{1,253}$/.test(host) ? host.replace(/\.$/, '') : undefined;
-}
-
-function sniOf(b: Buffer): string | 'need' | undefined {
-  const r = readSni(b);
-  return r.kind === 'need' ? 'need' : r.kind === 'name' ? r.name.replace(/\.$/, '') : undefined;
 }

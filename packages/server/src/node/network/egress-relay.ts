@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { REPO_ROOT } from '../../shared/config.js';
 import { spawnWithSockets } from '../../shared/exec.js';
 import type { OwnerSlots } from './owner-slots.js';
+import { guardListener, recordFault } from '../../shared/connection-guard.js';
 
 const SPLICE = join(REPO_ROOT, 'packages/host-tools/build/forkd-splice');
 
@@ -30,19 +31,25 @@ export function relay(a: Socket, b: Socket, done: () => void, o: { slots: OwnerS
     b.destroy();
     done();
   };
+  const guard = <A extends unknown[]>(fn: (...args: A) => unknown) => guardListener('egress-proxy', finish, fn);
   const pump = (from: Socket, to: Socket) => {
-    from.on('data', (d: Buffer) => {
+    from.on('data', guard((d: Buffer) => {
       moved += d.length;
       if (!to.write(d)) from.pause();
       if (moved >= HANDOFF_BYTES && !handing && !declined) {
         const slot = o.slots.take(o.owner);
-        if (slot) void handoff(slot);
+        if (slot) void handoff(slot).catch((err: unknown) => {
+          // No helper took the sockets (or it failed): ours still hold the connection; end it here.
+          recordFault('egress-proxy', err, { during: 'handoff' });
+          slot();
+          finish();
+        });
         // Asked once per connection: a full node keeps the rest of it in Node.
         else declined = true;
       }
-    });
-    to.on('drain', () => !handing && from.resume());
-    from.on('end', () => !handing && to.end());
+    }));
+    to.on('drain', guard(() => !handing && from.resume()));
+    from.on('end', guard(() => !handing && to.end()));
   };
   const handoff = async (slot: () => void) => {
     handing = true;
@@ -71,8 +78,8 @@ export function relay(a: Socket, b: Socket, done: () => void, o: { slots: OwnerS
   };
   pump(a, b);
   pump(b, a);
-  a.on('error', () => !handing && finish());
-  b.on('error', () => !handing && finish());
-  a.on('close', () => !handing && finish());
-  b.on('close', () => !handing && finish());
+  a.on('error', guard(() => !handing && finish()));
+  b.on('error', guard(() => !handing && finish()));
+  a.on('close', guard(() => !handing && finish()));
+  b.on('close', guard(() => !handing && finish()));
 }
