@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { aQuery, errorReply, parseAddresses, parseQuestion, RCODE_NXDOMAIN } from './dns-message.js';
+import { hostileBytes, prefixes } from '../../testing/fuzz-bytes.js';
 
 /** An answer to `q` with a CNAME (compressed) and an A record. */
 function answer(q: Buffer): Buffer {
@@ -34,4 +36,51 @@ test('malformed messages are refused, never thrown: truncations, pointer loops',
   assert.equal(parseQuestion(loop), undefined);
   const ans = answer(q);
   for (let n = 0; n < ans.length; n++) parseAddresses(ans.subarray(0, n));
+});
+
+/** A query as stub resolvers send it: EDNS (an OPT record in the additional section), AAAA. */
+function ednsQuery(name: string, type: number): Buffer {
+  const q = aQuery(0xbeef, name)!;
+  q.writeUInt16BE(type, q.length - 4);
+  q.writeUInt16BE(1, 10);
+  return Buffer.concat([q, Buffer.from([0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 0])]);
+}
+
+const isQuad = (a: string) => /^\d{1,3}(\.\d{1,3}){3}$/.test(a) && a.split('.').every((n) => Number(n) <= 255);
+
+test('fuzz: truncated, mutated, oversized and random messages never throw; what parses is well-formed', () => {
+  const q = aQuery(7, 'www.a.test')!;
+  const valid = [q, ednsQuery('a.test', 28), answer(q), answer(aQuery(9, `${'x'.repeat(63)}.test`)!)];
+  fc.assert(
+    fc.property(hostileBytes(valid, 600), (b) => {
+      const question = parseQuestion(b);
+      if (question) {
+        assert.ok(question.end <= b.length && question.end >= 17);
+        assert.equal(question.name, question.name.toLowerCase());
+        const e = errorReply(b, question, RCODE_NXDOMAIN);
+        assert.equal(parseAddresses(e)?.rcode, RCODE_NXDOMAIN);
+      }
+      const got = parseAddresses(b);
+      if (got) assert.ok(got.rcode >= 0 && got.rcode < 16 && got.a.every((r) => isQuad(r.addr) && r.ttl >= 0));
+    }),
+    { numRuns: 5000 },
+  );
+});
+
+test('fuzz: every prefix of a real query is no question, then the question; every name a query can carry round-trips', () => {
+  const q = ednsQuery('Mail.A.Test', 1);
+  const end = q.length - 11;
+  for (const p of prefixes(q)) assert.equal(parseQuestion(p)?.name, p.length < end ? undefined : 'mail.a.test', `prefix ${p.length}`);
+  const label = fc.string({ unit: fc.constantFrom(...'abcxyz019-_'.split('')), minLength: 1, maxLength: 63 });
+  fc.assert(
+    fc.property(fc.array(label, { minLength: 1, maxLength: 4 }), fc.nat(0xffff), (labels, id) => {
+      const name = labels.join('.');
+      const built = aQuery(id, name);
+      assert.ok(built);
+      assert.deepEqual(parseQuestion(built), { id, name: name.toLowerCase(), type: 1, end: built.length });
+    }),
+    { numRuns: 1000 },
+  );
+  fc.assert(fc.property(fc.string({ maxLength: 300 }), (name) => aQuery(1, name) === undefined || parseQuestion(aQuery(1, name)!) !== undefined), { numRuns: 2000 });
+  for (const bad of ['', 'a..b', `${'x'.repeat(64)}.test`, 'x'.repeat(300), 'é€.test']) assert.equal(aQuery(1, bad), undefined, bad);
 });
