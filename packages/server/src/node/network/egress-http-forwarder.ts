@@ -70,6 +70,8 @@ export class EgressHttpForwarder {
   async #forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const meta = tagOf(req.socket);
     if (!meta) return void res.destroy();
+    // A response's 'error' (a write after the sandbox went away) with no listener would be thrown.
+    res.on('error', () => destroyQuietly(res));
     const host = nameOfAuthority(req.headers.host ?? '');
     const name = host.kind === 'name' ? host.name : '';
     const refuse = (code: number, why: string) => answer(req, res, code, why);
