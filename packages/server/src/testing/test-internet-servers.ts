@@ -1,5 +1,5 @@
 import { createSocket } from 'node:dgram';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import { errorReply, parseQuestion, RCODE_NXDOMAIN } from '../node/network/dns-message.js';
@@ -9,10 +9,15 @@ import { errorReply, parseQuestion, RCODE_NXDOMAIN } from '../node/network/dns-m
  * test-internet.ts): on each address HTTP on `port` and 80 (`hello from
  * <addr>`) and HTTPS on 443 (`tls hello from <addr>`; both echo an
  * `x-credential` header and a body's size), with the test CA's
- * certificate for the test zone), and a DNS server on DNS_ADDR for the zone.
+ * certificate for the test zone), and a DNS server on DNS_ADDR for the zone
+ * that logs every query it gets (`name type` lines in DNS_LOG of the cert
+ * dir: what left the host) and never answers names under HANG_SUFFIX (an
+ * authoritative server that holds a resolver's query until it times out).
  * argv: port, cert dir, zone as JSON ({ name or *.suffix: addr }), addresses…
  */
 export const DNS_ADDR = '198.51.100.53';
+export const DNS_LOG = 'dns-queries.log';
+export const HANG_SUFFIX = '.hang.test';
 
 function lookup(zone: Record<string, string>, name: string): string | undefined {
   if (zone[name]) return zone[name];
@@ -66,6 +71,9 @@ function main(): void {
   }
   const dns = createSocket('udp4');
   dns.on('message', (m, r) => {
+    const q = parseQuestion(m);
+    appendFileSync(`${certDir}/${DNS_LOG}`, q ? `${q.name} ${q.type}\n` : '?\n');
+    if (q?.name.endsWith(HANG_SUFFIX)) return;
     const reply = dnsAnswer(m, zone);
     if (reply) dns.send(reply, r.port, r.address);
   });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { exec, spawnStream } from '../shared/exec.js';
 import { processAlive, waitFor } from './helpers.js';
-import { DNS_ADDR } from './test-internet-servers.js';
+import { DNS_ADDR, DNS_LOG } from './test-internet-servers.js';
 
 const SERVERS_JS = fileURLToPath(new URL('./test-internet-servers.js', import.meta.url));
 
@@ -40,6 +40,8 @@ export interface TestInternet {
   caPem: string;
   /** Packets the internet's side of the link has received (what got out of the host). */
   rxPackets(): Promise<number>;
+  /** Every query its DNS server has received so far, as `name type` (e.g. `a.test 1`); names under `.hang.test` get no answer. */
+  dnsQueries(): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -155,5 +157,6 @@ export async function startTestInternet(opts: { zone?: Record<string, string> } 
     const j = JSON.parse((await exec('nsenter', [`--net=${netns}`, 'ip', '-s', '-j', 'link', 'show', 'up0'])).stdout) as Array<{ stats64?: { rx?: { packets?: number } } }>;
     return j[0]?.stats64?.rx?.packets ?? 0;
   };
-  return { host, servers, named, privateServer, port, netns, dns: `${DNS_ADDR}:53`, zone, caPem, rxPackets, close };
+  const dnsQueries = async () => (await readFile(join(dir, DNS_LOG), 'utf8').catch(() => '')).split('\n').filter(Boolean);
+  return { host, servers, named, privateServer, port, netns, dns: `${DNS_ADDR}:53`, zone, caPem, rxPackets, dnsQueries, close };
 }

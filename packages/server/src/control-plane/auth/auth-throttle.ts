@@ -1,5 +1,5 @@
 import { ForkdError } from '@forkd/protocol';
-import { KeyedBuckets } from './keyed-buckets.js';
+import { KeyedBuckets } from '../../shared/keyed-buckets.js';
 
 /**
  * Failed authentications per source address: 20 in a burst, then one every

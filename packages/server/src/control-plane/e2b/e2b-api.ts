@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { ForkdError, SANDBOX_ID_SOURCE, toForkdError, type SandboxInfo } from '@forkd/protocol';
 import type { NodeService } from '../../node-contract/index.js';
 import { presentedKey, type Principal } from '../auth/api-keys.js';
-import { KeyedBuckets } from '../auth/keyed-buckets.js';
+import { KeyedBuckets } from '../../shared/keyed-buckets.js';
 import { callerView } from '../http/caller-view.js';
 import { logRequestError, newRequestId } from '../http/public-error.js';
 import { ConnectBody, ForkBody, NetworkConfig, NewSandbox, PauseBody, SnapshotBody, TimeoutBody } from './api-schemas.js';

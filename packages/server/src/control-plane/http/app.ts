@@ -5,7 +5,7 @@ import type { NodeService } from '../../node-contract/index.js';
 import type { Logger } from '../../shared/logger.js';
 import { SERVER_VERSION } from '../../shared/version.js';
 import { presentedKey, refuseKeyInQuery, type Principal } from '../auth/api-keys.js';
-import { KeyedBuckets } from '../auth/keyed-buckets.js';
+import { KeyedBuckets } from '../../shared/keyed-buckets.js';
 import type { ControlPlane } from '../control-plane.js';
 import type { AppEnv } from './app-env.js';
 import { callerView } from './caller-view.js';

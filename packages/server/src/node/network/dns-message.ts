@@ -1,7 +1,7 @@
 /**
  * The few DNS message facts forkd's resolver needs (RFC 1035): a query's
- * question, an answer's A records, and an error reply to a query. Anything
- * else is forwarded as the upstream sent it, never re-encoded.
+ * question, an answer's A records, and an error reply to a query (the
+ * replies forkd rebuilds from an upstream's answer: dns-answer.ts).
  */
 export const TYPE_A = 1;
 export const RCODE_NXDOMAIN = 3;
@@ -23,7 +23,7 @@ export interface DnsAddresses {
 }
 
 /** A name at `off` (labels, or a compression pointer); throws on a malformed or looping one. */
-function readName(b: Buffer, off: number): { name: string; end: number } {
+export function readName(b: Buffer, off: number): { name: string; end: number } {
   const labels: string[] = [];
   let end = -1;
   for (let hops = 0; hops < 64; hops++) {

@@ -1,10 +1,13 @@
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { createServer, type Server, type Socket as TcpSocket } from 'node:net';
 import { randomInt } from 'node:crypto';
-import { aQuery, errorReply, parseAddresses, parseQuestion, RCODE_NXDOMAIN, RCODE_REFUSED, type DnsAddresses } from './dns-message.js';
-import { nameVerdict } from './domain-rules.js';
+import { errorReply, parseAddresses, parseQuestion, type DnsAddresses } from './dns-message.js';
+import { rebuildReply, UDP_MAX, upstreamQuery } from './dns-answer.js';
+import { dnsDecision, RCODE, TYPE } from './dns-policy.js';
 import type { EgressPolicy, EgressSandbox } from './egress-policy.js';
 import { destroyQuietly, guardListener, recordFault } from '../../shared/connection-guard.js';
+import { OwnerSlots } from './owner-slots.js';
+import { KeyedBuckets } from '../../shared/keyed-buckets.js';
 
 export interface Upstream {
   host: string;
@@ -12,27 +15,38 @@ export interface Upstream {
 }
 
 const UPSTREAM_TIMEOUT_MS = 3000;
-/** Queries in flight to the upstream at once, over every sandbox: a flood of them is dropped, not queued. */
-const MAX_INFLIGHT = 256;
-const MAX_TCP_CONNS = 128;
+/**
+ * Queries in flight to the upstream at once, per sandbox and in all: a
+ * flood is answered SERVFAIL at once, not queued, and one sandbox holding
+ * its slots with names whose servers never answer leaves the rest to its
+ * neighbours.
+ */
+const INFLIGHT = { total: 256, perOwner: 32 };
+/** Upstream queries a sandbox may start: a burst, then a rate (the upstream may limit the whole host's rate). */
+const QUERY_RATE = { capacity: 100, perSecond: 50 };
+/** TCP connections to port 53 open at once, per sandbox and in all. */
+const TCP_CONNS = { total: 128, perOwner: 8 };
 const CACHE_MAX = 10_000;
 
 /**
  * forkd's DNS resolver for egress sandboxes: every query a sandbox sends to
  * port 53 of any address is redirected here (nft, see egress-nft.ts). A
  * query from an address that is not one of this node's sandboxes gets no
- * answer; one for a name the sandbox's rules deny gets NXDOMAIN; any other
- * is forwarded to the upstream and its answer returned as sent, its A
- * records learned for the sandbox (see EgressPolicy).
+ * answer. What is asked upstream, and what is not, is dnsDecision's
+ * (dns-policy.ts): a denied name gets NXDOMAIN without any upstream query.
+ * What is asked is forkd's own query, and the reply is rebuilt from the
+ * answer's records on the question's chain (dns-answer.ts), its A records
+ * learned for the sandbox (see EgressPolicy).
  */
 export class EgressResolver {
   readonly #policy: EgressPolicy;
   readonly #upstream: Upstream;
   #udp: Socket | undefined;
   #tcp: Server | undefined;
-  #inflight = 0;
+  readonly #inflight = new OwnerSlots(INFLIGHT);
+  readonly #rate = new KeyedBuckets(QUERY_RATE);
+  readonly #conns = new OwnerSlots(TCP_CONNS);
   readonly #cache = new Map<string, { r: DnsAddresses; until: number }>();
-  #conns = 0;
 
   constructor(policy: EgressPolicy, upstream: Upstream) {
     this.#policy = policy;
@@ -72,42 +86,38 @@ export class EgressResolver {
     await new Promise<void>((r) => (this.#tcp ? this.#tcp.close(() => r()) : r()));
   }
 
-  async #answer(sb: EgressSandbox, msg: Buffer): Promise<Buffer | undefined> {
+  /** The reply to a sandbox's query `msg` (at most `maxLen` bytes); undefined: not a query, no answer. */
+  async #answer(sb: EgressSandbox, msg: Buffer, maxLen: number): Promise<Buffer | undefined> {
     const q = parseQuestion(msg);
     if (!q) return undefined;
-    const verdict = nameVerdict(sb.rules, q.name);
-    if (verdict === 'deny') {
-      // Its addresses go to the deny set: connecting to them by address is refused too.
-      void this.lookup(q.name)
-        .then((r) => r && this.#policy.learn(sb, 'deny', r.a))
-        .catch((err: unknown) => recordFault('dns', err, { during: 'learn' }));
-      return errorReply(msg, q, RCODE_NXDOMAIN);
-    }
-    const reply = await this.#forward(msg);
-    if (!reply) return errorReply(msg, q, RCODE_REFUSED);
+    const d = dnsDecision(sb.rules, { name: q.name, type: q.type, qclass: msg.readUInt16BE(q.end - 2), opcode: (msg[2]! >> 3) & 0x0f });
+    if (!d.ask) return errorReply(msg, q, d.rcode);
+    const answer = await this.#forward(upstreamQuery(randomInt(65536), q.name, q.type), sb.key);
+    const reply = answer && rebuildReply(msg, q, answer, maxLen);
+    if (!reply) return errorReply(msg, q, RCODE.SERVFAIL);
     const got = parseAddresses(reply);
-    if (got) await this.#policy.learn(sb, verdict, got.a);
+    if (got) await this.#policy.learn(sb, d.verdict, got.a);
     return reply;
   }
 
   async #onUdp(sock: Socket, msg: Buffer, r: RemoteInfo): Promise<void> {
     const sb = this.#policy.byRemote(r.address);
     if (!sb) return;
-    const reply = await this.#answer(sb, msg).catch(() => undefined);
+    const reply = await this.#answer(sb, msg, UDP_MAX).catch(() => undefined);
     if (reply) sock.send(reply, r.port, r.address);
   }
 
   #onTcp(s: TcpSocket): void {
     const sb = this.#policy.byRemote(s.remoteAddress ?? '');
-    if (!sb || this.#conns >= MAX_TCP_CONNS) return void s.destroy();
-    this.#conns++;
-    s.on('close', () => this.#conns--);
+    const release = sb && this.#conns.take(sb.key);
+    if (!sb || !release) return void s.destroy();
+    s.on('close', release);
     s.on('error', () => {});
     s.setTimeout(10_000, () => s.destroy());
     let buf = Buffer.alloc(0);
     const close = () => destroyQuietly(s);
     const reply = guardListener('dns', close, async (msg: Buffer) => {
-      const r = await this.#answer(sb, msg).catch(() => undefined);
+      const r = await this.#answer(sb, msg, 0xffff).catch(() => undefined);
       if (!r || s.destroyed) return;
       const len = Buffer.alloc(2);
       len.writeUInt16BE(r.length);
@@ -124,10 +134,18 @@ export class EgressResolver {
     }));
   }
 
-  /** One exchange with the upstream over UDP (its own socket: a random source port per query). */
-  #forward(msg: Buffer): Promise<Buffer | undefined> {
-    if (this.#inflight >= MAX_INFLIGHT) return Promise.resolve(undefined);
-    this.#inflight++;
+  /**
+   * One exchange with the upstream over UDP (its own socket: a random source
+   * port per query), on `owner`'s slot and rate (a sandbox's key; none:
+   * forkd's own lookup); undefined: no slot, no token, or no answer in time.
+   */
+  #forward(msg: Buffer, owner: string | undefined): Promise<Buffer | undefined> {
+    const release = this.#inflight.take(owner);
+    if (!release) return Promise.resolve(undefined);
+    if (owner !== undefined && !this.#rate.take(owner)) {
+      release();
+      return Promise.resolve(undefined);
+    }
     return new Promise<Buffer | undefined>((resolve) => {
       const s = createSocket('udp4');
       const done = (b: Buffer | undefined) => {
@@ -141,19 +159,22 @@ export class EgressResolver {
         if (r.address === this.#upstream.host && m.length >= 2 && m.readUInt16BE(0) === msg.readUInt16BE(0)) done(m);
       }));
       s.send(msg, this.#upstream.port, this.#upstream.host);
-    }).finally(() => this.#inflight--);
+    }).finally(release);
   }
 
   /**
-   * `name`'s A records from the upstream (the proxy's resolution, and a
-   * denied name's addresses), cached for their TTL (at most a minute): a
+   * `name`'s A records from the upstream (the proxy's resolution for a
+   * sandbox, `owner`, which must have checked mayResolve; the literal names
+   * of deny rules, no owner), cached for their TTL (at most a minute): a
    * proxied request does not wait for a DNS round trip each time.
    */
-  async lookup(name: string): Promise<DnsAddresses | undefined> {
+  async lookup(name: string, owner?: string): Promise<DnsAddresses | undefined> {
     const hit = this.#cache.get(name);
     if (hit && hit.until > Date.now()) return hit.r;
-    const query = aQuery(randomInt(65536), name);
-    const reply = query && (await this.#forward(query));
+    const query = upstreamQuery(randomInt(65536), name, TYPE.A);
+    const q = parseQuestion(query);
+    const answer = q && (await this.#forward(query, owner));
+    const reply = q && answer && rebuildReply(query, q, answer, 0xffff);
     const r = reply ? parseAddresses(reply) : undefined;
     if (r && r.rcode === 0 && r.a.length) {
       if (this.#cache.size >= CACHE_MAX) this.#cache.clear();

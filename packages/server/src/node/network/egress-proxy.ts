@@ -1,6 +1,7 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { addressAllowed, isIpv4, nameVerdict } from './domain-rules.js';
+import { mayResolve } from './dns-policy.js';
 import type { EgressPolicy, EgressSandbox } from './egress-policy.js';
 import type { EgressResolver } from './dns-resolver.js';
 import { readSni } from './tls-sni.js';
@@ -114,7 +115,9 @@ export class EgressProxy {
     if (isIpv4(name)) verdict = 'neutral';
     else {
       if (verdict === 'deny') return { why: `egress to ${name} is not allowed` };
-      const r = await this.#resolver.lookup(name);
+      // A name the resolver would not ask about is not asked here either (a Host header is a query name too).
+      if (!mayResolve(sb.rules, name)) return { why: `${name} does not resolve` };
+      const r = await this.#resolver.lookup(name, sb.key);
       const first = r?.rcode === 0 ? r.a[0] : undefined;
       if (!r || !first) return { why: `${name} does not resolve` };
       await this.#policy.learn(sb, verdict, r.a);

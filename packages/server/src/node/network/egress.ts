@@ -161,7 +161,8 @@ export class Egress {
     const ports = await this.#o.services.start();
     await exec('nft', ['-f', '-'], { input: this.#script(a, rules, ports) });
     const sb = this.#o.services.policy.set(key, a, rules);
-    // A denied name's addresses are denied by address too (a wildcard's names are learned as they are asked for).
+    // A denied name's addresses are denied by address too. Only the rules' literal names: a `*.` rule's names are
+    // never asked upstream (a sandbox's query for one is answered NXDOMAIN unasked, see dns-policy.ts).
     const resolver = this.#o.services.resolver;
     const names = [...sb.rules.forcedNames, ...sb.rules.denyNames].filter((n) => !n.startsWith('*.')).slice(0, 64);
     if (!resolver || names.length === 0) return;

@@ -18,3 +18,15 @@ test('owner slots: bounded per owner and in all, each given back once', () => {
   assert.equal(slots.declined, 2);
   assert.ok(slots.take('z'), 'a freed slot is taken again');
 });
+
+test("owner slots: forkd's own takes (no owner) are bounded only in all", () => {
+  const slots = new OwnerSlots({ total: 3, perOwner: 1 });
+  const own = [slots.take(undefined), slots.take(undefined)];
+  assert.ok(own.every(Boolean), 'past the per-owner bound');
+  assert.ok(slots.take('x'));
+  assert.equal(slots.take(undefined), undefined, 'in all');
+  own[0]!();
+  own[0]!();
+  assert.equal(slots.inUse, 2);
+  assert.ok(slots.take(undefined));
+});

@@ -1,6 +1,7 @@
 /**
  * Counted slots with a bound per owner (a sandbox) and in all: the egress
- * proxy's connections, and of those the ones in forkd-splice processes.
+ * proxy's connections, and of those the ones in forkd-splice processes; the
+ * resolver's upstream queries and TCP connections.
  * Whoever finds no slot is refused or served another way by its caller.
  */
 export class OwnerSlots {
@@ -20,20 +21,24 @@ export class OwnerSlots {
     return this.#inUse;
   }
 
-  /** A slot for `owner`, or undefined; the function returned gives it back (once). */
-  take(owner: string): (() => void) | undefined {
-    const n = this.#byOwner.get(owner) ?? 0;
+  /**
+   * A slot for `owner`, or undefined; the function returned gives it back
+   * (once). No owner (forkd's own work, not a sandbox's): bounded only in all.
+   */
+  take(owner: string | undefined): (() => void) | undefined {
+    const n = owner === undefined ? 0 : (this.#byOwner.get(owner) ?? 0);
     if (n >= this.#perOwner || this.#inUse >= this.#total) {
       this.declined++;
       return undefined;
     }
-    this.#byOwner.set(owner, n + 1);
+    if (owner !== undefined) this.#byOwner.set(owner, n + 1);
     this.#inUse++;
     let held = true;
     return () => {
       if (!held) return;
       held = false;
       this.#inUse--;
+      if (owner === undefined) return;
       const m = (this.#byOwner.get(owner) ?? 1) - 1;
       if (m > 0) this.#byOwner.set(owner, m);
       else this.#byOwner.delete(owner);
