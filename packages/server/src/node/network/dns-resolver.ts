@@ -75,13 +75,13 @@ export class EgressResolver {
     const verdict = nameVerdict(sb.rules, q.name);
     if (verdict === 'deny') {
       // Its addresses go to the deny set: connecting to them by address is refused too.
-      void this.lookup(q.name).then((r) => r && this.#policy.learn(sb, 'deny', r.a));
+      void this.lookup(q.name).then((r) => r && this.#policy.learn(sb, q.name, r.a));
       return errorReply(msg, q, RCODE_NXDOMAIN);
     }
     const reply = await this.#forward(msg);
     if (!reply) return errorReply(msg, q, RCODE_REFUSED);
     const got = parseAddresses(reply);
-    if (got) await this.#policy.learn(sb, verdict, got.a);
+    if (got) await this.#policy.learn(sb, q.name, got.a);
     return reply;
   }
 

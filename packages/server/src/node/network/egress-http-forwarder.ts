@@ -12,8 +12,8 @@ export interface ForwarderOptions {
   interceptor: EgressInterceptor | undefined;
   /** Extra CAs (PEM) the real hosts' certificates may chain to, besides the system's (tests). */
   extraCa: string | undefined;
-  /** The checks of one name (rules, resolution, addresses) for a sandbox. */
-  route(sb: EgressSandbox, name: string): Promise<Route>;
+  /** The checks of one name on a port (rules, resolution, addresses) for a sandbox. */
+  route(sb: EgressSandbox, name: string, port: number): Promise<Route>;
 }
 
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer'];
@@ -72,12 +72,13 @@ export class EgressHttpForwarder {
     // Over terminated TLS the name is the SNI's: a request may not name another host.
     if (meta.tls && name !== meta.sni) return refuse(421, `${name || 'no host'} is not ${meta.sni}`);
     if (!name) return refuse(400, 'no Host header');
-    const r = await this.#o.route(meta.sb, name);
+    const port = meta.tls ? 443 : 80;
+    const r = await this.#o.route(meta.sb, name, port);
     if ('why' in r) return refuse(403, r.why);
     const headers: OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.includes(k)) headers[k] = v;
-    const port = meta.tls ? 443 : 80;
-    for (const [k, v] of this.#o.interceptor?.headers(meta.sb.sandboxId, { host: name, port, method: req.method ?? 'GET', path: req.url ?? '/', tls: meta.tls }) ?? []) headers[k.toLowerCase()] = v;
+    const out = { host: name, port, method: req.method ?? 'GET', path: req.url ?? '/', tls: meta.tls, headers: req.headers };
+    for (const [k, v] of this.#o.interceptor?.headers(meta.sb.sandboxId, out) ?? []) headers[k.toLowerCase()] = v;
     const opts = { host: r.addr, port, method: req.method, path: req.url, headers };
     const up = meta.tls ? httpsRequest({ ...opts, servername: name, agent: this.#httpsAgent }) : httpRequest({ ...opts, agent: this.#httpAgent });
     up.on('response', (ur) => {
