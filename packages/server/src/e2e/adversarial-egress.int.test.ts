@@ -109,19 +109,23 @@ describe('adversarial egress: the host, link-local, forced denials and grants', 
   test("everything allowed, the proxy still never reaches the host's loopback or its own address: by Host header, by a name resolving there, by TLS name, by an octal literal", async () => {
     const id = await create({ mode: 'egress', allowOut: ['0.0.0.0/0', 'loop.test', 'host.test'] });
     assert.equal(await raw(id, B, 80, 'GET', '/', A), `hello from ${A}`, 'the proxy works');
+    const reached: string[] = [];
     for (const name of [LOOP, 'loop.test', '0177.0.0.2', HOST, 'host.test']) {
-      assert.match(await raw(id, A, 80, 'GET', '/', name), /^ERR/, `Host: ${name}`);
-      assert.match(await raw(id, A, 443, 'GET', '/', name), /^ERR/, `SNI ${name}`);
+      for (const port of [80, 443]) {
+        const before = hits.n;
+        const got = await raw(id, A, port, 'GET', '/', name);
+        if (!got.startsWith('ERR') || hits.n !== before) reached.push(`${name}:${port} ${got}`);
+      }
     }
-    assert.equal(hits.n, 0, 'no connection reached a host service');
+    assert.deepEqual(reached, [], 'every attempt refused, no connection to a host service');
+    assert.equal(hits.n, 0);
     await assertStillServing(t, neighbour, daemon!.child);
   });
 
   test('link-local is refused by the proxy and by nft whatever the rules allow, but for what the operator allowed', async () => {
     const id = await create({ mode: 'egress', allowOut: ['0.0.0.0/0', '169.254.0.0/16', 'll.test'] });
-    assert.match(await raw(id, A, 80, 'GET', '/', LL), /^ERR/, 'by Host header');
-    assert.match(await raw(id, A, 80, 'GET', '/', 'll.test'), /^ERR/, 'by a name resolving there');
-    assert.match(await py(id, FETCH_PY, `http://${LL}:8080/`), /^ERR/, 'by address (nft)');
+    const got = { host: await raw(id, A, 80, 'GET', '/', LL), name: await raw(id, A, 80, 'GET', '/', 'll.test'), nft: await py(id, FETCH_PY, `http://${LL}:8080/`) };
+    assert.deepEqual(Object.entries(got).filter(([, v]) => !v.startsWith('ERR')), [], 'by Host header, by a name resolving there, by address (nft)');
     // FORKD_EGRESS_OPERATOR_ALLOW names this one: reachable (the sandbox's own rules allow it too).
     assert.equal(await raw(id, A, 80, 'GET', '/', LL_OPERATOR), `link-local ${LL_OPERATOR}`);
     assert.equal(await py(id, FETCH_PY, `http://${LL_OPERATOR}:8080/`), `link-local ${LL_OPERATOR}`);
@@ -133,10 +137,13 @@ describe('adversarial egress: the host, link-local, forced denials and grants', 
     try {
       // x.sub.test resolves to b.test's address: an allowed name's learned address must not open it.
       const id = await create({ mode: 'egress', allowOut: ['0.0.0.0/0', '*.sub.test'] });
-      assert.match(await py(id, FETCH_PY, 'http://b.test/'), /^ERR/);
-      assert.match(await py(id, FETCH_PY, `http://x.sub.test:${internet.port}/`), /^ERR/, 'an allowed name at the forced-denied address (nft)');
-      assert.match(await py(id, FETCH_PY, `http://${B}:${internet.port}/`), /^ERR/, 'the address itself (nft)');
-      assert.match(await raw(id, A, 80, 'GET', '/', B), /^ERR/, 'the address as Host (proxy)');
+      const got = {
+        name: await py(id, FETCH_PY, 'http://b.test/'),
+        'an allowed name at its address (nft)': await py(id, FETCH_PY, `http://x.sub.test:${internet.port}/`),
+        'its address (nft)': await py(id, FETCH_PY, `http://${B}:${internet.port}/`),
+        'its address as Host (proxy)': await raw(id, A, 80, 'GET', '/', B),
+      };
+      assert.deepEqual(Object.entries(got).filter(([, v]) => !v.startsWith('ERR')), []);
       assert.equal(await py(id, FETCH_PY, `http://${A}:${internet.port}/`), `hello from ${A}`, 'the rest is allowed');
     } finally {
       await api(t, 'PUT', '/v1/tenants/default/network', {});
@@ -151,10 +158,13 @@ describe('adversarial egress: the host, link-local, forced denials and grants', 
     assert.equal(g.status, 201, g.text);
     const withSecret = `hello from ${A} with ${VALUE}`;
     assert.equal(await raw(id, A, 80, 'GET', '/allowed/x', 'a.test'), withSecret, 'the grant works');
-    assert.equal(await raw(id, A, 80, 'GET', '/%61llowed/x', 'a.test'), withSecret, 'matched decoded');
+    const leaked: string[] = [];
     for (const path of ['/allowed/../private', '/allowed/%2e%2e/private', '/allowed/%2E%2E/private', '/allowed/..%2fprivate', '/allowed%2f..%2fprivate', '/allowed\\..\\private', '/allowed/..;/private', '/allowed;/../private', '/allowed//../private']) {
-      assert.equal(await raw(id, A, 80, 'GET', path, 'a.test'), `hello from ${A}`, path);
+      const got = await raw(id, A, 80, 'GET', path, 'a.test');
+      if (got !== `hello from ${A}`) leaked.push(`${path}: ${got}`);
     }
+    assert.deepEqual(leaked, []);
+    assert.equal(await raw(id, A, 80, 'GET', '/%61llowed/x', 'a.test'), withSecret, 'matched decoded');
     await assertStillServing(t, neighbour, daemon!.child);
   });
 
@@ -163,10 +173,12 @@ describe('adversarial egress: the host, link-local, forced denials and grants', 
     const g = await api(t, 'POST', `/v1/sandboxes/${id}/grants`, { secret: 'TOKEN', hosts: ['a.test'], methods: ['GET'], header: 'X-Credential: {secret}' });
     assert.equal(g.status, 201, g.text);
     assert.equal(await raw(id, A, 80, 'GET', '/x', 'a.test'), `hello from ${A} with ${VALUE}`, 'the grant works');
-    for (const h of ['X-HTTP-Method-Override: DELETE', 'X-HTTP-Method: DELETE', 'X-Method-Override: DELETE']) {
-      assert.equal(await raw(id, A, 80, 'GET', '/x', 'a.test', h), `hello from ${A}`, h);
+    const leaked: string[] = [];
+    for (const [target, h] of [['/x', 'X-HTTP-Method-Override: DELETE'], ['/x', 'X-HTTP-Method: DELETE'], ['/x', 'X-Method-Override: DELETE'], ['/x?_method=DELETE', 'X-Other: 1']] as const) {
+      const got = await raw(id, A, 80, 'GET', target, 'a.test', h);
+      if (got !== `hello from ${A}`) leaked.push(`${target} ${h}: ${got}`);
     }
-    assert.equal(await raw(id, A, 80, 'GET', '/x?_method=DELETE', 'a.test'), `hello from ${A}`, '_method');
+    assert.deepEqual(leaked, []);
     await assertStillServing(t, neighbour, daemon!.child);
   });
 
