@@ -14,7 +14,12 @@ test('header templates: a token name, a value with {secret}, no CR/LF, no framin
 
 test('grant hosts: host[:port] or *.suffix[:port], lower-cased', () => {
   assert.equal(grantHostError('api.example.com'), undefined);
-  assert.equal(grantHostError('api.example.com:8443'), undefined);
+  assert.equal(grantHostError('api.example.com:443'), undefined);
+  assert.equal(grantHostError('api.example.com:80'), undefined);
+  // Only 80 and 443 reach the proxy: a grant for another port would inject nothing, so it is refused.
+  assert.match(grantHostError('api.example.com:8443') ?? '', /ports 80 and 443 only/);
+  assert.match(grantHostError('api.example.com:8000') ?? '', /ports 80 and 443 only/);
+  assert.equal(CreateGrantRequest.safeParse({ secret: 'TOKEN', hosts: ['x.com:8000'], header: 'A: {secret}' }).success, false);
   assert.equal(grantHostError('*.example.com'), undefined);
   assert.ok(grantHostError('api.example.com:99999'));
   assert.ok(grantHostError('*'));

@@ -25,13 +25,20 @@ export type SecretInfo = z.infer<typeof SecretInfo>;
 
 const HOST_LABELS = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
+/**
+ * The ports a grant can act on: only TCP 80 and 443 reach the egress proxy
+ * (egress-nft.ts); a grant for any other port would silently inject nothing,
+ * so it is refused. A grant host without a port covers both.
+ */
+export const GRANT_PORTS = [80, 443];
+
 /** Why `pattern` (`host[:port]` or `*.suffix[:port]`) is not a grant host, or undefined when it is one. */
 export function grantHostError(pattern: string): string | undefined {
   const m = /^([^:]+)(?::(\d{1,5}))?$/.exec(pattern);
   if (!m) return `${pattern}: expected host[:port]`;
   const host = m[1]!;
   if (host.length > 253 || !HOST_LABELS.test(host)) return `${pattern}: not a lower-case host name (or *.suffix)`;
-  if (m[2] !== undefined && (Number(m[2]) < 1 || Number(m[2]) > 65535)) return `${pattern}: port out of range`;
+  if (m[2] !== undefined && !GRANT_PORTS.includes(Number(m[2]))) return `${pattern}: a grant covers ports 80 and 443 only (the egress proxy's); without a port it covers both`;
   return undefined;
 }
 

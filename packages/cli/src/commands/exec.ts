@@ -30,7 +30,8 @@ Options:
   -w, --cwd DIR       working directory
   -u, --user USER     run as USER (default root)
       --timeout SEC   kill it (SIGKILL) after SEC seconds
-      --grant G       a per-call grant, SECRET=HOST[:PORT][,HOST...]=HEADER, e.g.
+      --grant G       a per-call grant, SECRET=HOST[:PORT][,HOST...]=HEADER (PORT 80
+                      or 443; none: both), e.g.
                       'TOKEN=api.example.com=Authorization: Bearer {secret}':
                       the process's requests there carry the secret only while
                       this call runs (repeatable; stdin is not streamed then)

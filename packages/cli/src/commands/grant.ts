@@ -24,7 +24,8 @@ expired one is refused at once. Forks do not inherit grants.
 
 Options:
       --secret NAME   the secret (forkd secret set NAME)
-      --host H        host[:port] or *.suffix[:port]; no port: any (repeatable)
+      --host H        host[:port] or *.suffix[:port], port 80 or 443 (the only
+                      ones the egress proxy sees); no port: both (repeatable)
       --header T      'Name: text with {secret}', e.g. 'Authorization: Bearer {secret}'
       --method M      only these methods (repeatable)
       --path P        only paths under these prefixes (repeatable)

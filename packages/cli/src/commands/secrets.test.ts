@@ -81,8 +81,10 @@ test('the CLI against a server: secret set reads stdin, ls shows no value, grant
 });
 
 test('exec --grant: SECRET=HOSTS=HEADER per-call grants, refused with --background', () => {
-  const a = parseExecArgs(['sbx-1', '--grant', 'TOKEN=API.example.com,*.example.org:8443=Authorization: Bearer {secret}==', '--', 'curl', 'x']);
-  assert.deepEqual(a.grants, [{ secret: 'TOKEN', hosts: ['api.example.com', '*.example.org:8443'], header: 'Authorization: Bearer {secret}==' }]);
+  const a = parseExecArgs(['sbx-1', '--grant', 'TOKEN=API.example.com,*.example.org:443=Authorization: Bearer {secret}==', '--', 'curl', 'x']);
+  assert.deepEqual(a.grants, [{ secret: 'TOKEN', hosts: ['api.example.com', '*.example.org:443'], header: 'Authorization: Bearer {secret}==' }]);
+  // Only 80 and 443 reach the egress proxy: a grant for another port would never inject.
+  assert.throws(() => parseExecArgs(['sbx-1', '--grant', 'TOKEN=a.com:8000=A: {secret}', '--', 'ls']), /ports 80 and 443 only/);
   assert.deepEqual(parseExecArgs(['sbx-1', '--', 'ls']).grants, []);
   for (const bad of ['TOKEN', 'TOKEN=a.com', '=a.com=A: {secret}', 'TOKEN=a b=A: {secret}', 'TOKEN=a.com=A: none']) assert.throws(() => parseExecArgs(['sbx-1', '--grant', bad, '--', 'ls']), UsageError, bad);
   assert.throws(() => parseExecArgs(['sbx-1', '-b', '--grant', 'T=a.com=A: {secret}', '--', 'ls']), UsageError);

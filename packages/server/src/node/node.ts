@@ -81,7 +81,9 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   const cas = new SandboxCas(join(config.stateDir, 'sandbox-ca'));
   const credentials = new NodeCredentials(new CredentialInterceptor(cas, opts.onEvent), cas);
   // A test may put its own interceptor in the proxy; the node's credentials are then not injected.
-  const network = new NetnsNetwork(join(config.runDir, 'netns'), { ...config.net, interceptor: opts.egressInterceptor ?? credentials.interceptor });
+  // The node's own listeners: refused to sandboxes on the host's and loopback addresses, whatever is allowed.
+  const servicePorts = [config.port, config.e2bApiPort, config.e2bEnvdPort].filter((p): p is number => typeof p === 'number' && p > 0);
+  const network = new NetnsNetwork(join(config.runDir, 'netns'), { ...config.net, servicePorts, interceptor: opts.egressInterceptor ?? credentials.interceptor });
   const runtime = makeRuntime(config, network);
   const templates = new TemplateRegistry(storage, store);
   const manager = new SandboxManager({

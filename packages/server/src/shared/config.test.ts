@@ -11,3 +11,9 @@ test('runtime and storage drivers: runc and btrfs unless FORKD_RUNTIME / FORKD_S
   assert.equal(c.runtime, 'firecracker');
   assert.equal(c.storage, 'zfs');
 });
+
+test("FORKD_EGRESS_OPERATOR_ALLOW: the operator's CIDRs past the host protection; a bad one stops the start", () => {
+  assert.equal(loadConfig({}).net.operatorAllow, undefined);
+  assert.deepEqual(loadConfig({ FORKD_EGRESS_OPERATOR_ALLOW: ' 169.254.169.254/32, 127.0.0.53,fd00::/8 ' }).net.operatorAllow, ['169.254.169.254/32', '127.0.0.53', 'fd00::/8']);
+  for (const bad of ['localhost', '10.0.0.0/33', '10.0.0.0/8/1', '0177.0.0.1']) assert.throws(() => loadConfig({ FORKD_EGRESS_OPERATOR_ALLOW: bad }), /FORKD_EGRESS_OPERATOR_ALLOW/, bad);
+});

@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import type { EffectiveTenantLimits } from '@forkd/protocol';
 import { fileURLToPath } from 'node:url';
+import { cidrListError } from './cidr.js';
 
 /**
  * What `forkd serve` runs: `all`, the control plane and the node in one
@@ -39,8 +40,20 @@ export interface ForkdConfig {
    * forward DNS to FORKD_DNS_UPSTREAM (`ip[:port]`; default the host's
    * /etc/resolv.conf nameserver). FORKD_EGRESS_EXTRA_CA: a PEM file of CAs
    * trusted besides the system's when the proxy terminates TLS (tests).
+   * FORKD_EGRESS_OPERATOR_ALLOW: comma-separated CIDRs sandboxes may reach
+   * although the host protection refuses them (loopback, link-local, the
+   * host's own addresses; see node/network/destination-guard.ts). The
+   * operator's alone: no tenant or sandbox rule lifts that protection.
    */
-  net: { table: string; ifPrefix: string; hostNet: string; ports: { dns: number; http: number; tls: number }; upstream?: { host: string; port: number } | undefined; extraCaFile?: string | undefined };
+  net: {
+    table: string;
+    ifPrefix: string;
+    hostNet: string;
+    ports: { dns: number; http: number; tls: number };
+    upstream?: { host: string; port: number } | undefined;
+    extraCaFile?: string | undefined;
+    operatorAllow?: string[] | undefined;
+  };
   /** Memory-backed directory where CRIU dumps before images move to the pool (short freezes). */
   stagingDir: string;
   cgroupParent: string;
@@ -210,7 +223,11 @@ function netConfig(env: NodeJS.ProcessEnv): ForkdConfig['net'] {
     return Number(v);
   };
   const ports = { dns: port('FORKD_NET_DNS_PORT'), http: port('FORKD_NET_HTTP_PORT'), tls: port('FORKD_NET_TLS_PORT') };
-  return { table, ifPrefix, hostNet, ports, upstream: env.FORKD_DNS_UPSTREAM ? parseUpstream(env.FORKD_DNS_UPSTREAM) : undefined, extraCaFile: env.FORKD_EGRESS_EXTRA_CA || undefined };
+  const operatorAllow = (env.FORKD_EGRESS_OPERATOR_ALLOW ?? '').split(',').map((c) => c.trim()).filter(Boolean);
+  const bad = cidrListError(operatorAllow);
+  if (bad) throw new Error(`FORKD_EGRESS_OPERATOR_ALLOW: ${bad} (comma-separated CIDRs)`);
+  const upstream = env.FORKD_DNS_UPSTREAM ? parseUpstream(env.FORKD_DNS_UPSTREAM) : undefined;
+  return { table, ifPrefix, hostNet, ports, upstream, extraCaFile: env.FORKD_EGRESS_EXTRA_CA || undefined, ...(operatorAllow.length ? { operatorAllow } : {}) };
 }
 
 /** `ip[:port]` (FORKD_DNS_UPSTREAM). */

@@ -64,7 +64,7 @@ test('reachesNoAddress agrees with addressAllowed for a neutral name (every boun
   fc.assert(
     fc.property(anyRules, fc.array(addr, { maxLength: 8 }), (s, extra) => {
       const points = [...boundaries([...s.allowAddrs, ...s.denyAddrs, ...s.forcedAddrs, ...DENIED_BY_DEFAULT]), ...extra];
-      const reachable = points.some((a) => addressAllowed(s, a, 'neutral', false));
+      const reachable = points.some((a) => addressAllowed(s, a, 'neutral', { denied: false, forced: false }));
       assert.equal(reachesNoAddress(s), !reachable);
     }),
     { numRuns: 3000 },

@@ -96,7 +96,7 @@ export class EgressResolver {
     const reply = answer && rebuildReply(msg, q, answer, maxLen);
     if (!reply) return errorReply(msg, q, RCODE.SERVFAIL);
     const got = parseAddresses(reply);
-    if (got) await this.#policy.learn(sb, d.verdict, got.a);
+    if (got) await this.#policy.learn(sb, q.name, got.a);
     return reply;
   }
 

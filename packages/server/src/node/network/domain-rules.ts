@@ -38,14 +38,20 @@ export function nameMatches(pattern: string, name: string): boolean {
   return pattern.startsWith('*.') ? n.endsWith(pattern.slice(1)) && n.length > pattern.length - 1 : n === pattern;
 }
 
+/** Whether a tenant's forced denial names `name` (its addresses are then denied before any allow). */
+export function forcedName(s: SplitRules, name: string): boolean {
+  return s.forcedNames.some((p) => nameMatches(p, name));
+}
+
 export function nameVerdict(s: SplitRules, name: string): NameVerdict {
-  if (s.forcedNames.some((p) => nameMatches(p, name))) return 'deny';
+  if (forcedName(s, name)) return 'deny';
   if (s.allowNames.some((p) => nameMatches(p, name))) return 'allow';
   if (s.denyNames.some((p) => nameMatches(p, name))) return 'deny';
   return 'neutral';
 }
 
-const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
+// No leading zeros: `0177.0.0.2` is not an address here (getaddrinfo would read it as octal, 127.0.0.2).
+const IPV4 = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/;
 
 export function isIpv4(s: string): boolean {
   const m = IPV4.exec(s);
@@ -69,13 +75,16 @@ export function inCidr(addr: string, cidr: string): boolean {
  * `verdict` (neutral: no name, or one no rule names). An allowed name's
  * address passes the address deny rules but not the private ranges unless
  * an address rule allows them; a neutral one follows the address rules,
- * and is refused when forkd's resolver returned it for a denied name.
+ * and is refused when forkd's resolver returned it for a denied name. An
+ * address learned for a tenant's forced-denied name is refused before any
+ * allow, like a forced address. (The host's own and never-reachable
+ * addresses are DestinationGuard's, checked before this.)
  */
-export function addressAllowed(s: SplitRules, addr: string, verdict: NameVerdict, learnedDenied: boolean): boolean {
-  if (verdict === 'deny' || s.forcedAddrs.some((c) => inCidr(addr, c))) return false;
+export function addressAllowed(s: SplitRules, addr: string, verdict: NameVerdict, learned: { denied: boolean; forced: boolean }): boolean {
+  if (verdict === 'deny' || learned.forced || s.forcedAddrs.some((c) => inCidr(addr, c))) return false;
   if (s.allowAddrs.some((c) => inCidr(addr, c))) return true;
   const privateAddr = DENIED_BY_DEFAULT.some((c) => inCidr(addr, c));
   if (verdict === 'allow') return !privateAddr;
-  if (learnedDenied) return false;
+  if (learned.denied) return false;
   return !privateAddr && !s.denyAddrs.some((c) => inCidr(addr, c));
 }

@@ -15,8 +15,8 @@ export interface ForwarderOptions {
   interceptor: EgressInterceptor | undefined;
   /** Extra CAs (PEM) the real hosts' certificates may chain to, besides the system's (tests). */
   extraCa: string | undefined;
-  /** The checks of one name (rules, resolution, addresses) for a sandbox. */
-  route(sb: EgressSandbox, name: string): Promise<Route>;
+  /** The checks of one name on a port (rules, resolution, addresses) for a sandbox. */
+  route(sb: EgressSandbox, name: string, port: number): Promise<Route>;
   /** The upstreams' ports (tests: unprivileged ones); 80 and 443 by default. */
   ports?: { http: number; tls: number };
 }
@@ -79,13 +79,15 @@ export class EgressHttpForwarder {
     if (meta.tls && name !== meta.sni) return refuse(421, `${name || 'no host'} is not ${meta.sni}`);
     if (!name) return refuse(400, 'no valid Host header');
     if (BAD_PATH.test(req.url ?? '/')) return refuse(400, 'request target with characters that must be escaped');
-    const r = await this.#o.route(meta.sb, name);
+    const ports = this.#o.ports ?? { http: 80, tls: 443 };
+    const port = meta.tls ? ports.tls : ports.http;
+    const r = await this.#o.route(meta.sb, name, port);
     if ('why' in r) return refuse(403, r.why);
     const headers: OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.includes(k)) headers[k] = v;
-    const ports = this.#o.ports ?? { http: 80, tls: 443 };
-    const port = meta.tls ? ports.tls : ports.http;
-    for (const [k, v] of this.#o.interceptor?.headers(meta.sb.sandboxId, { host: name, port: meta.tls ? 443 : 80, method: req.method ?? 'GET', path: req.url ?? '/', tls: meta.tls }) ?? []) headers[k.toLowerCase()] = v;
+    // Grants are per service port (80/443), whatever port a test's upstream listens on.
+    const out = { host: name, port: meta.tls ? 443 : 80, method: req.method ?? 'GET', path: req.url ?? '/', tls: meta.tls, headers: req.headers };
+    for (const [k, v] of this.#o.interceptor?.headers(meta.sb.sandboxId, out) ?? []) headers[k.toLowerCase()] = v;
     const opts = { host: r.addr, port, method: req.method, path: req.url, headers };
     const up = meta.tls ? httpsRequest({ ...opts, servername: name, agent: this.#httpsAgent }) : httpRequest({ ...opts, agent: this.#httpAgent });
     const close = () => {

@@ -7,8 +7,10 @@ export interface OutboundRequest {
   port: number;
   /** Upper-case. */
   method: string;
-  /** The request target's path and query, as sent. */
+  /** The request target's path and query, as sent (a grant's path limits match its normalized form). */
   path: string;
+  /** The request's headers as sent (lower-case names): what may change the method upstream (X-HTTP-Method-Override). */
+  headers?: Readonly<Record<string, string | string[] | undefined>>;
   /** Whether the sandbox spoke TLS (terminated by the proxy) for it. */
   tls: boolean;
 }

@@ -1,4 +1,4 @@
-import { addressRuleError, type NetworkRules } from '@forkd/protocol';
+import { addressRuleError, isDomainRule, type NetworkRules } from '@forkd/protocol';
 import type { Attachment } from './egress-nft.js';
 
 /**
@@ -37,8 +37,9 @@ export function uploadRate(mbps: number): { bytesPerSecond: number; burstBytes: 
 export function limitsAttachScript(table: string, a: Attachment, rules: NetworkRules): string {
   const t = `inet ${table}`;
   const c = chainOf(a);
-  // Address rules only: a domain-name rule (once the protocol takes them) is the egress proxy's to enforce.
-  const forced = (rules.forcedDenyOut ?? []).filter((r) => addressRuleError(r) === undefined);
+  // Address rules only: a forced name's addresses are learned (EgressPolicy) into the sandbox's chain; nft
+  // would try to resolve a name itself here, and fail the whole transaction.
+  const forced = (rules.forcedDenyOut ?? []).filter((r) => !isDomainRule(r) && addressRuleError(r) === undefined);
   const lines = [
     `add set ${t} ${c}_deny { type ipv4_addr; flags interval; auto-merge; }`,
     `flush set ${t} ${c}_deny`,

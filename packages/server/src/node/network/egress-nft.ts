@@ -1,5 +1,6 @@
 import type { NetworkRules } from '@forkd/protocol';
 import { splitRules } from './domain-rules.js';
+import { NEVER_V4 } from './destination-guard.js';
 import type { EgressPorts } from './egress-services.js';
 
 /**
@@ -40,15 +41,22 @@ export interface Attachment {
  * The table with its hooks and no sandbox in it (idempotent: `add` keeps
  * what is there). DNS (udp and tcp 53, to any address) and TCP 80 and 443
  * from a sandbox are redirected to this node's resolver and proxy (`ports`).
+ * `never` (NEVER_V4) is dropped first in every sandbox's chain but for what
+ * the operator allowed (`operatorAllow`, IPv4 CIDRs; `opallow`).
  */
-export function tableScript(table: string, ports: EgressPorts): string {
+export function tableScript(table: string, ports: EgressPorts, operatorAllow: readonly string[] = []): string {
   const t = `inet ${table}`;
+  const v4 = operatorAllow.filter((c) => !c.includes(':'));
   return [
     `add table ${t}`,
     `add set ${t} ifs { type ifname; }`,
     `add map ${t} outer { type ifname : ipv4_addr; }`,
     `add map ${t} rules { type ifname : verdict; }`,
     `add set ${t} denied { type ipv4_addr; flags interval; elements = { ${DENIED_BY_DEFAULT.join(', ')} } }`,
+    `add set ${t} never { type ipv4_addr; flags interval; elements = { ${NEVER_V4.join(', ')} } }`,
+    `add set ${t} opallow { type ipv4_addr; flags interval; auto-merge; }`,
+    `flush set ${t} opallow`,
+    ...(v4.length ? [`add element ${t} opallow { ${v4.join(', ')} }`] : []),
     // Before conntrack (-200): the unique source, and nothing but SANDBOX_IP over IPv4 from a sandbox.
     `add chain ${t} pre_sb { type filter hook prerouting priority -300; policy accept; }`,
     `add chain ${t} nat_pre_sb { type nat hook prerouting priority -100; policy accept; }`,
@@ -104,8 +112,13 @@ export function attachScript(table: string, a: Attachment, rules: NetworkRules):
     // relearned under new rules.
     ...learned(`${c}_lallow`),
     ...learned(`${c}_ldeny`),
+    ...learned(`${c}_lforced`),
     `add chain ${t} ${c}`,
     `flush chain ${t} ${c}`,
+    // Before any allow: what no sandbox reaches (but by the operator's leave), and the addresses of the
+    // tenant's forced-denied names (its forced addresses are dropped earlier still, egress-limits-nft.ts).
+    `add rule ${t} ${c} ip daddr @never ip daddr != @opallow drop`,
+    `add rule ${t} ${c} ip daddr @${c}_lforced drop`,
     // Allow wins over deny; the defaults' denial over the rest, but for an address allowed explicitly.
     `add rule ${t} ${c} ip daddr @${c}_allow accept`,
     `add rule ${t} ${c} ip daddr @${c}_lallow ip daddr != @denied accept`,
@@ -133,6 +146,7 @@ export function detachScript(table: string, a: Attachment): string {
     `add set ${t} ${c}_deny { type ipv4_addr; flags interval; }`,
     `add set ${t} ${c}_lallow { type ipv4_addr; flags timeout; }`,
     `add set ${t} ${c}_ldeny { type ipv4_addr; flags timeout; }`,
+    `add set ${t} ${c}_lforced { type ipv4_addr; flags timeout; }`,
     `add element ${t} ifs { "${a.ifname}" }`,
     `add element ${t} rules { "${a.ifname}" : goto ${c} }`,
     `delete element ${t} rules { "${a.ifname}" }`,
@@ -143,5 +157,6 @@ export function detachScript(table: string, a: Attachment): string {
     `delete set ${t} ${c}_deny`,
     `delete set ${t} ${c}_lallow`,
     `delete set ${t} ${c}_ldeny`,
+    `delete set ${t} ${c}_lforced`,
   ].join('\n') + '\n';
 }

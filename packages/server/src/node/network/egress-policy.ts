@@ -1,6 +1,6 @@
 import type { NetworkRules } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
-import { splitRules, type NameVerdict, type SplitRules } from './domain-rules.js';
+import { forcedName, nameVerdict, splitRules, type SplitRules } from './domain-rules.js';
 import type { Attachment } from './egress-nft.js';
 
 /** One egress sandbox as the resolver and proxy see it. */
@@ -12,6 +12,10 @@ export interface EgressSandbox {
   attachment: Attachment;
   rules: SplitRules;
 }
+
+type LearnedKind = 'allow' | 'deny' | 'forced';
+/** The nft set (suffix of the sandbox's chain name) each kind of learned address goes to (see egress-nft.ts). */
+const LEARNED_SET: Record<LearnedKind, string> = { allow: 'lallow', deny: 'ldeny', forced: 'lforced' };
 
 /** The longest a learned address is kept in nft (a longer TTL is cut to it); the shortest too. */
 const MAX_TTL_S = 3600;
@@ -25,15 +29,16 @@ export const sandboxIdOf = (key: string) => key.split('.')[0] ?? key;
  * address of every connection and query the redirect brings to forkd), and
  * the addresses forkd's resolver returned for names their rules name: an
  * allowed name's go to the sandbox's learned-allow set in nft (non-proxied
- * ports), a denied name's to its learned-deny set and to the proxy's check.
+ * ports), a denied name's to its learned-deny set and to the proxy's check,
+ * a tenant's forced-denied name's to its learned-forced set (dropped in nft
+ * before any allow) and to the proxy's check.
  */
 export class EgressPolicy {
   readonly #table: string;
   readonly #byHost = new Map<string, EgressSandbox>();
   readonly #byKey = new Map<string, EgressSandbox>();
-  readonly #denied = new Map<string, Map<string, number>>();
-  /** What nft's learned-allow set was last told (address → until), per key. */
-  readonly #allowed = new Map<string, Map<string, number>>();
+  /** What nft's learned sets were last told (address → until), per kind and key. */
+  readonly #learned: Record<LearnedKind, Map<string, Map<string, number>>> = { allow: new Map(), deny: new Map(), forced: new Map() };
 
   constructor(table: string) {
     this.#table = table;
@@ -51,8 +56,7 @@ export class EgressPolicy {
     const had = this.#byKey.get(key);
     if (had) this.#byHost.delete(had.attachment.hostIp);
     this.#byKey.delete(key);
-    this.#denied.delete(key);
-    this.#allowed.delete(key);
+    for (const m of Object.values(this.#learned)) m.delete(key);
   }
 
   /** The sandbox behind a remote address; undefined: not one of this node's (refuse it). */
@@ -60,17 +64,21 @@ export class EgressPolicy {
     return this.#byHost.get(addr.replace(/^::ffff:/, ''));
   }
 
-  learnedDenied(sb: EgressSandbox, addr: string): boolean {
-    const until = this.#denied.get(sb.key)?.get(addr);
-    return until !== undefined && until > Date.now();
+  /** Whether `addr` was returned for a denied name (forced: a tenant's forced denial's), and is still. */
+  learnedDenied(sb: EgressSandbox, addr: string): { denied: boolean; forced: boolean } {
+    const live = (kind: LearnedKind) => (this.#learned[kind].get(sb.key)?.get(addr) ?? 0) > Date.now();
+    const forced = live('forced');
+    return { denied: forced || live('deny'), forced };
   }
 
-  /** Records what the resolver returned for a name with `verdict` (neutral ones need nothing). */
-  async learn(sb: EgressSandbox, verdict: NameVerdict, a: Array<{ addr: string; ttl: number }>): Promise<void> {
+  /** Records what the resolver returned for `name` (a name no rule names needs nothing). */
+  async learn(sb: EgressSandbox, name: string, a: Array<{ addr: string; ttl: number }>): Promise<void> {
+    const verdict = nameVerdict(sb.rules, name);
     if (verdict === 'neutral' || a.length === 0 || this.#byKey.get(sb.key) !== sb) return;
+    const kind: LearnedKind = verdict === 'allow' ? 'allow' : forcedName(sb.rules, name) ? 'forced' : 'deny';
     const ttl = (t: number) => Math.min(MAX_TTL_S, Math.max(MIN_TTL_S, t));
     const now = Date.now();
-    const known = verdict === 'deny' ? this.#denied : this.#allowed;
+    const known = this.#learned[kind];
     const m = known.get(sb.key) ?? new Map<string, number>();
     known.set(sb.key, m);
     // nft is told only what is new or past half its time there: a proxied request does not spawn nft each time.
@@ -78,7 +86,7 @@ export class EgressPolicy {
     for (const x of fresh) m.set(x.addr, now + ttl(x.ttl) * 1000);
     if (fresh.length === 0) return;
     a = fresh;
-    const set = `sb_${sb.attachment.ifname}_${verdict === 'allow' ? 'lallow' : 'ldeny'}`;
+    const set = `sb_${sb.attachment.ifname}_${LEARNED_SET[kind]}`;
     // `add` keeps an element's older timeout: delete-then-add refreshes it (both in one atomic batch).
     const els = a.map((x) => `${x.addr} timeout ${ttl(x.ttl)}s`).join(', ');
     const addrs = a.map((x) => x.addr).join(', ');

@@ -1,7 +1,7 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { networkInterfaces } from 'node:os';
 import { addressAllowed, isIpv4, nameVerdict } from './domain-rules.js';
 import { mayResolve } from './dns-policy.js';
+import type { DestinationCheck } from './destination-guard.js';
 import type { EgressPolicy, EgressSandbox } from './egress-policy.js';
 import type { EgressResolver } from './dns-resolver.js';
 import { readSni } from './tls-sni.js';
@@ -47,6 +47,7 @@ export interface ProxyDecision {
 export class EgressProxy {
   readonly #policy: EgressPolicy;
   readonly #resolver: EgressResolver;
+  readonly #destinations: DestinationCheck;
   readonly #onDecision: ((d: ProxyDecision) => void) | undefined;
   readonly #interceptor: EgressInterceptor | undefined;
   readonly #forwarder: EgressHttpForwarder;
@@ -56,12 +57,13 @@ export class EgressProxy {
   readonly #relayed = new WeakSet<Socket>();
   readonly #spliced = new OwnerSlots({ total: MAX_SPLICED, perOwner: MAX_SPLICED_PER_SANDBOX });
 
-  constructor(o: { policy: EgressPolicy; resolver: EgressResolver; onDecision?: (d: ProxyDecision) => void; interceptor?: EgressInterceptor | undefined; extraCa?: string | undefined }) {
+  constructor(o: { policy: EgressPolicy; resolver: EgressResolver; destinations: DestinationCheck; onDecision?: (d: ProxyDecision) => void; interceptor?: EgressInterceptor | undefined; extraCa?: string | undefined }) {
     this.#policy = o.policy;
     this.#resolver = o.resolver;
+    this.#destinations = o.destinations;
     this.#onDecision = o.onDecision;
     this.#interceptor = o.interceptor;
-    this.#forwarder = new EgressHttpForwarder({ interceptor: o.interceptor, extraCa: o.extraCa, route: (sb, name) => this.#check(sb, name) });
+    this.#forwarder = new EgressHttpForwarder({ interceptor: o.interceptor, extraCa: o.extraCa, route: (sb, name, port) => this.#check(sb, name, port) });
   }
 
   async listen(kind: ProxyKind, port: number): Promise<number> {
@@ -108,8 +110,8 @@ export class EgressProxy {
     s.on('data', onData);
   }
 
-  /** Where a connection or request naming `name` may go, after every check. */
-  async #check(sb: EgressSandbox, name: string): Promise<Route> {
+  /** Where a connection or request naming `name` on `port` may go, after every check. */
+  async #check(sb: EgressSandbox, name: string, port: number): Promise<Route> {
     let addr = name;
     let verdict = nameVerdict(sb.rules, name);
     if (isIpv4(name)) verdict = 'neutral';
@@ -120,11 +122,12 @@ export class EgressProxy {
       const r = await this.#resolver.lookup(name, sb.key);
       const first = r?.rcode === 0 ? r.a[0] : undefined;
       if (!r || !first) return { why: `${name} does not resolve` };
-      await this.#policy.learn(sb, verdict, r.a);
+      await this.#policy.learn(sb, name, r.a);
       addr = first.addr;
     }
-    // The proxy connects from the host: a host address would reach its services, whatever the rules say.
-    if (hostAddresses().has(addr)) return { why: `egress to ${name} (${addr}) is not allowed` };
+    // The proxy connects from the host: the host-protection check comes before (and whatever) the rules.
+    const never = this.#destinations.refusal(addr, port);
+    if (never) return { why: `egress to ${name} is not allowed: ${never}` };
     if (!addressAllowed(sb.rules, addr, verdict, this.#policy.learnedDenied(sb, addr))) return { why: `egress to ${name} (${addr}) is not allowed` };
     return { addr };
   }
@@ -140,7 +143,7 @@ export class EgressProxy {
     // No name (TLS without SNI, HTTP without Host): the redirect hides the address the sandbox connected
     // to, so there is no destination to check. Refused.
     if (!name) return refuse('no destination name (Host header or TLS SNI)');
-    const r = await this.#check(sb, name);
+    const r = await this.#check(sb, name, kind === 'http' ? 80 : 443);
     if ('why' in r) return refuse(r.why);
     d.addr = r.addr;
     if (s.destroyed) return;
@@ -187,15 +190,4 @@ export class EgressProxy {
       s.resume();
     }));
   }
-}
-
-let hostCache: { at: number; set: Set<string> } | undefined;
-
-/** The host's own IPv4 addresses (re-read at most every second: links come and go). */
-function hostAddresses(): Set<string> {
-  if (hostCache && Date.now() - hostCache.at < 1000) return hostCache.set;
-  const set = new Set<string>();
-  for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) if (i.family === 'IPv4') set.add(i.address);
-  hostCache = { at: Date.now(), set };
-  return set;
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { EgressResolver, type Upstream } from './dns-resolver.js';
+import { DestinationGuard } from './destination-guard.js';
 import { EgressPolicy } from './egress-policy.js';
 import { EgressProxy, type ProxyDecision } from './egress-proxy.js';
 import type { EgressInterceptor } from './egress-interceptor.js';
@@ -22,6 +23,10 @@ export interface EgressServicesOptions {
   interceptor?: EgressInterceptor | undefined;
   /** A PEM file of extra CAs the real hosts may chain to when TLS is terminated (FORKD_EGRESS_EXTRA_CA; tests). */
   extraCaFile?: string | undefined;
+  /** CIDRs the operator lets sandboxes reach despite the host protection (FORKD_EGRESS_OPERATOR_ALLOW; see destination-guard.ts). */
+  operatorAllow?: readonly string[] | undefined;
+  /** The node's other listening ports (API, E2B): refused on the host's and loopback addresses whatever is allowed. */
+  servicePorts?: readonly number[] | undefined;
 }
 
 /** The host's resolver: the first IPv4 nameserver of /etc/resolv.conf. */
@@ -40,7 +45,10 @@ export function hostUpstream(): Upstream {
 /** The resolver and proxy of one node, started once and shared by its sandboxes. */
 export class EgressServices {
   readonly policy: EgressPolicy;
+  /** The one destination check of the proxy (the nft side drops the same ranges: egress-nft.ts). */
+  readonly destinations: DestinationGuard;
   readonly #o: EgressServicesOptions;
+  #ports: EgressPorts | undefined;
   #started: Promise<EgressPorts> | undefined;
   #resolver: EgressResolver | undefined;
   #proxy: EgressProxy | undefined;
@@ -48,6 +56,12 @@ export class EgressServices {
   constructor(o: EgressServicesOptions) {
     this.#o = o;
     this.policy = new EgressPolicy(o.table);
+    const own = () => [...(o.servicePorts ?? []), ...(this.#ports ? [this.#ports.dns, this.#ports.http, this.#ports.tls] : [])];
+    this.destinations = new DestinationGuard({ operatorAllow: o.operatorAllow, servicePorts: own });
+  }
+
+  get operatorAllow(): readonly string[] {
+    return this.#o.operatorAllow ?? [];
   }
 
   /** Starts them (once); the ports they listen on. */
@@ -55,10 +69,11 @@ export class EgressServices {
     this.#started ??= (async () => {
       const resolver = new EgressResolver(this.policy, this.#o.upstream ?? hostUpstream());
       const extraCa = this.#o.extraCaFile ? readFileSync(this.#o.extraCaFile, 'utf8') : undefined;
-      const proxy = new EgressProxy({ policy: this.policy, resolver, interceptor: this.#o.interceptor, extraCa, ...(this.#o.onDecision ? { onDecision: this.#o.onDecision } : {}) });
+      const proxy = new EgressProxy({ policy: this.policy, resolver, destinations: this.destinations, interceptor: this.#o.interceptor, extraCa, ...(this.#o.onDecision ? { onDecision: this.#o.onDecision } : {}) });
       this.#resolver = resolver;
       this.#proxy = proxy;
-      return { dns: await resolver.listen(this.#o.ports.dns), http: await proxy.listen('http', this.#o.ports.http), tls: await proxy.listen('tls', this.#o.ports.tls) };
+      this.#ports = { dns: await resolver.listen(this.#o.ports.dns), http: await proxy.listen('http', this.#o.ports.http), tls: await proxy.listen('tls', this.#o.ports.tls) };
+      return this.#ports;
     })();
     return this.#started;
   }

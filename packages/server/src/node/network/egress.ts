@@ -139,7 +139,7 @@ export class Egress {
 
   #script(a: Attachment, rules: NetworkRules, ports: EgressPorts): string {
     const t = this.#o.table;
-    return tableScript(t, ports) + limitsTableScript(t) + attachScript(t, a, rules) + limitsAttachScript(t, a, rules);
+    return tableScript(t, ports, this.#o.services.operatorAllow) + limitsTableScript(t) + attachScript(t, a, rules) + limitsAttachScript(t, a, rules);
   }
 
   /** The link's fail-closed routing rule (see apply); every copy of it, none is fine. */
@@ -166,7 +166,7 @@ export class Egress {
     const resolver = this.#o.services.resolver;
     const names = [...sb.rules.forcedNames, ...sb.rules.denyNames].filter((n) => !n.startsWith('*.')).slice(0, 64);
     if (!resolver || names.length === 0) return;
-    const learn = Promise.all(names.map(async (n) => this.#o.services.policy.learn(sb, 'deny', (await resolver.lookup(n))?.a ?? [])));
+    const learn = Promise.all(names.map(async (n) => this.#o.services.policy.learn(sb, n, (await resolver.lookup(n))?.a ?? [])));
     await Promise.race([learn, new Promise((r) => setTimeout(r, DENIED_LOOKUP_MS).unref())]);
   }
 

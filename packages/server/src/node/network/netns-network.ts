@@ -28,7 +28,7 @@ export class NetnsNetwork implements Network {
   constructor(dir: string, egress: NetnsEgressOptions = {}) {
     this.#dir = dir;
     const table = egress.table ?? 'forkd';
-    this.services = new EgressServices({ table, ports: egress.ports ?? { dns: 0, http: 0, tls: 0 }, upstream: egress.upstream, interceptor: egress.interceptor, extraCaFile: egress.extraCaFile, ...(egress.onDecision ? { onDecision: egress.onDecision } : {}) });
+    this.services = new EgressServices({ table, ports: egress.ports ?? { dns: 0, http: 0, tls: 0 }, upstream: egress.upstream, interceptor: egress.interceptor, extraCaFile: egress.extraCaFile, operatorAllow: egress.operatorAllow, servicePorts: egress.servicePorts, ...(egress.onDecision ? { onDecision: egress.onDecision } : {}) });
     this.#egress = new Egress({ dir: join(dir, '.egress'), table, ifPrefix: egress.ifPrefix ?? 'fkv', hostNet: egress.hostNet ?? '10.254', services: this.services });
   }
 

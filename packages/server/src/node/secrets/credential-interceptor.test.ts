@@ -6,7 +6,7 @@ import { CredentialInterceptor } from './credential-interceptor.js';
 import { credentialApplies, hostMatches, pathMatches } from './credential-match.js';
 
 const cred = (extra: Partial<NodeCredential> = {}): NodeCredential => ({ grantId: 'grt-0000000000000001', secret: 'TOKEN', hosts: ['api.example.com'], headerName: 'Authorization', headerValue: 'Bearer v4lue', ...extra });
-const req = (extra: Partial<{ host: string; port: number; method: string; path: string; tls: boolean }> = {}) => ({ host: 'api.example.com', port: 443, method: 'GET', path: '/v1/x', tls: true, ...extra });
+const req = (extra: Partial<{ host: string; port: number; method: string; path: string; tls: boolean; headers: Record<string, string> }> = {}) => ({ host: 'api.example.com', port: 443, method: 'GET', path: '/v1/x', tls: true, ...extra });
 
 test('host patterns: exact names, *.suffix for sub-domains only, an optional port', () => {
   assert.ok(hostMatches('api.example.com', 'api.example.com', 443));
@@ -30,6 +30,18 @@ test('path prefixes end at a segment; methods and expiry are checked per request
   assert.ok(credentialApplies(c, req({ method: 'POST' }), 0));
   assert.ok(!credentialApplies(c, req({ method: 'GET' }), 0));
   assert.ok(!credentialApplies(c, req({ method: 'POST', path: '/admin' }), 0));
+  // Matched on the normalized path: a path that escapes the prefix, or that servers read differently, gets nothing.
+  for (const path of ['/v1/../admin', '/v1/%2e%2e/admin', '/v1%2f..%2fadmin', '/v1/..%2fadmin', '/v1\\..\\admin', '/v1//../admin', '/v1;/../admin', '/v1/..;/admin']) {
+    assert.ok(!credentialApplies(c, req({ method: 'POST', path }), 0), path);
+  }
+  assert.ok(credentialApplies(c, req({ method: 'POST', path: '/%761/chat' }), 0), 'decoded: /v1/chat');
+  assert.ok(!credentialApplies(cred({ paths: ['/v1'] }), req({ path: '/v1/./x' }), 0));
+  // A method claimed in a header or _method is not the method: a method-limited grant does not apply.
+  for (const h of ['X-HTTP-Method-Override', 'x-http-method', 'X-Method-Override']) {
+    assert.ok(!credentialApplies(c, req({ method: 'POST', headers: { [h.toLowerCase()]: 'DELETE' } }), 0), h);
+  }
+  assert.ok(!credentialApplies(c, req({ method: 'POST', path: '/v1/x?_method=DELETE' }), 0));
+  assert.ok(credentialApplies(cred(), req({ headers: { 'x-http-method-override': 'DELETE' } }), 0), 'a grant without method limits is unaffected');
   const e = cred({ expiresAt: new Date(1000).toISOString() });
   assert.ok(credentialApplies(e, req(), 999));
   assert.ok(!credentialApplies(e, req(), 1000));

@@ -1,4 +1,6 @@
 import type { NodeCredential } from '@forkd/protocol';
+import type { OutboundRequest } from '../network/egress-interceptor.js';
+import { normalizeTarget } from './request-path.js';
 
 /** Whether a grant host (`host[:port]`, `*.suffix[:port]`; no port: any port) covers host:port. */
 export function hostMatches(pattern: string, host: string, port: number): boolean {
@@ -23,11 +25,40 @@ export function expired(c: Pick<NodeCredential, 'expiresAt'>, now: number): bool
   return c.expiresAt !== undefined && Date.parse(c.expiresAt) <= now;
 }
 
-/** Whether the credential applies to the request (destination, method, path, not expired). */
-export function credentialApplies(c: NodeCredential, req: { host: string; port: number; method: string; path: string }, now: number): boolean {
+/** A request target as the path limits compare it (see request-path.ts); undefined: ambiguous. */
+function comparable(target: string): string | undefined {
+  const t = normalizeTarget(target);
+  return t && (t.query === undefined ? t.path : `${t.path}?${t.query}`);
+}
+
+/** Headers (and the query parameter) by which common frameworks let a request claim another method. */
+export const METHOD_OVERRIDES = ['x-http-method-override', 'x-http-method', 'x-method-override'];
+
+/** Whether a request asks its upstream to treat it as another method than its own. */
+export function overridesMethod(req: Pick<OutboundRequest, 'path' | 'headers'>): boolean {
+  if (METHOD_OVERRIDES.some((h) => req.headers?.[h] !== undefined)) return true;
+  const q = req.path.indexOf('?');
+  return q >= 0 && new URLSearchParams(req.path.slice(q + 1)).has('_method');
+}
+
+/**
+ * Whether the credential applies to the request (destination, method, path,
+ * not expired). A method-limited grant never applies to a request claiming
+ * another method (the upstream may honour the claim); a path-limited one
+ * matches the normalized path only, and never one without an unambiguous form.
+ */
+export function credentialApplies(c: NodeCredential, req: Pick<OutboundRequest, 'host' | 'port' | 'method' | 'path' | 'headers'>, now: number): boolean {
   if (expired(c, now)) return false;
   if (!c.hosts.some((p) => hostMatches(p, req.host, req.port))) return false;
-  if (c.methods && c.methods.length > 0 && !c.methods.includes(req.method.toUpperCase())) return false;
-  if (c.paths && c.paths.length > 0 && !c.paths.some((p) => pathMatches(p, req.path))) return false;
+  if (c.methods && c.methods.length > 0 && (!c.methods.includes(req.method.toUpperCase()) || overridesMethod(req))) return false;
+  if (c.paths && c.paths.length > 0) {
+    const path = comparable(req.path);
+    if (path === undefined) return false;
+    const under = (p: string) => {
+      const prefix = comparable(p);
+      return prefix !== undefined && pathMatches(prefix, path);
+    };
+    if (!c.paths.some(under)) return false;
+  }
   return true;
 }
