@@ -4,6 +4,7 @@ import { serveHttp, type RunningServer } from '../../shared/http-server.js';
 import { createApp, type AppDeps } from './app.js';
 import { attachStreamSocket } from './stream-socket.js';
 import { proxyTarget, proxyUpgrade } from './port-proxy.js';
+import { destroyQuietly, guardListener } from '../../shared/connection-guard.js';
 
 export type { RunningServer } from '../../shared/http-server.js';
 
@@ -20,7 +21,7 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
       return false;
     }
     if (!t) return streams(req, socket, head);
-    void proxyUpgrade(deps.svc, deps.control, t, req, socket, head, logger);
+    guardListener('port-proxy', () => destroyQuietly(socket), () => proxyUpgrade(deps.svc, deps.control, t, req, socket, head, logger))();
     return true;
   };
   return serveHttp({ fetch: app.fetch, host, port, upgrade, logger });
