@@ -7,6 +7,7 @@ import type { PortConnection } from '../node-contract/node-types.js';
 import type { Logger } from '../shared/logger.js';
 import { presentsToken } from './node-token.js';
 import { destroyQuietly, guardListener } from '../shared/connection-guard.js';
+import { closeWhenHalfClosed } from '../shared/half-closed.js';
 import { NODE_PREFIX, PORT_CONNECTION_HEADER, PORT_UPGRADE } from './node-wire.js';
 
 type PortResult = Awaited<PortConnection['done']>;
@@ -83,6 +84,7 @@ export function portUpgrade(node: NodeService, token: string, results: PortResul
       };
       conn.stream.on('error', guardListener('node-http', closeBoth, () => conn.close()));
       socket.on('close', guardListener('node-http', closeBoth, () => conn.close()));
+      closeWhenHalfClosed(socket, 'node-http', closeBoth);
       socket.pipe(conn.stream);
       conn.stream.pipe(socket);
       // The relay's last bytes may still be on their way out: let them finish, then close the reading side too.

@@ -10,6 +10,7 @@ import { headerOf, refuseUpgrade } from './raw-http.js';
 import type { Logger } from '../../shared/logger.js';
 import { ownerView } from './caller-view.js';
 import { destroyQuietly, guardListener } from '../../shared/connection-guard.js';
+import { closeWhenHalfClosed } from '../../shared/half-closed.js';
 
 export interface ProxyTarget {
   id: string;
@@ -178,6 +179,7 @@ export async function proxyUpgrade(svc: NodeService, control: ControlPlane, t: P
   socket.on('error', guardListener('port-proxy', close, close));
   conn.stream.on('error', guardListener('port-proxy', close, close));
   socket.on('close', guardListener('port-proxy', close, () => conn.close()));
+  closeWhenHalfClosed(socket, 'port-proxy', close);
   conn.stream.write(`${lines.join('\r\n')}\r\n\r\n`);
   if (head.length) conn.stream.write(head);
   socket.pipe(conn.stream);
