@@ -93,7 +93,7 @@ describe('adversarial gateway bytes (real daemon)', { skip: !isRoot && 'needs ro
     return fetch(`${admin.url}/sandboxes/${attacker}/ports/${port}${path}`, { headers: { 'x-api-key': e2b.key } });
   }
 
-  test('live fuzz: random, truncated and mutated bytes at the envd gateway, the stream sockets and the port proxy', async () => {
+  test('live fuzz: random, truncated and mutated bytes at the envd gateway, the stream sockets and the port proxy', async (t) => {
     const envd = new URL(e2b.envdUrl);
     const api0 = new URL(admin.url);
     const envdT: Target = { host: envd.hostname, port: Number(envd.port) };
@@ -147,13 +147,14 @@ describe('adversarial gateway bytes (real daemon)', { skip: !isRoot && 'needs ro
       worker(() => proxied('/any', 8003).then((r) => r.arrayBuffer())),
       worker(() => rawRequest(apiT, Buffer.from(`GET /sandboxes/${attacker}/ports/8003/ HTTP/1.1\r\nhost: x\r\nx-api-key: ${e2b.key}\r\nconnection: Upgrade\r\nupgrade: websocket\r\n\r\n${randomBytes(64).toString('latin1')}`))),
     ]);
+    t.diagnostic(`${requests} hostile requests in 25 s`);
     assert.ok(requests > 200, `only ${requests} requests in the fuzz`);
     await assertStillServing(admin, neighbour, e2b.daemon.child);
     assert.equal((await proxied('/hi.txt')).status, 200, 'the port proxy still serves');
     assert.equal(await uncaught(), 0, `a fault reached the last resort:\n${e2b.daemon.log().split('\n').filter((l) => /uncaught/.test(l)).slice(0, 5).join('\n')}`);
   });
 
-  test('stdin to a process that never reads it: the daemon holds a bounded amount, not what the client sends', async () => {
+  test('stdin to a process that never reads it: the daemon holds a bounded amount, not what the client sends', async (t) => {
     const ws = new WebSocket(`${admin.url.replace(/^http/, 'ws')}/v1/sandboxes/${attacker}/stream?api_key=${e2b.key}`);
     ws.on('error', () => {});
     await new Promise((r) => ws.once('open', r));
@@ -177,6 +178,7 @@ describe('adversarial gateway bytes (real daemon)', { skip: !isRoot && 'needs ro
     peak = Math.max(peak, await rssMb(e2b.daemon.child.pid!));
     const inFlight = accepted - ws.bufferedAmount;
     ws.terminate();
+    t.diagnostic(`stdin taken by the daemon: ${Math.round(inFlight / 2 ** 20)} MiB; RSS ${Math.round(before)} -> peak ${Math.round(peak)} MiB`);
     assert.ok(peak - before < 96, `daemon RSS grew ${Math.round(peak - before)} MiB (from ${Math.round(before)}) with ${Math.round(inFlight / 2 ** 20)} MiB of stdin handed to it`);
     assert.ok(inFlight < 128 * 1024 * 1024, `the daemon took ${Math.round(inFlight / 2 ** 20)} MiB of stdin nobody reads`);
     await assertStillServing(admin, neighbour, e2b.daemon.child);
