@@ -151,7 +151,7 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
           }
         };
         for (const [d, b] of early.splice(0)) onMessage(d, b);
-        ws.on('close', () => process.detach());
+        ws.on('close', guardListener('websocket', () => {}, () => process.detach()));
         const e = await exit;
         if (e) ws.send(JSON.stringify({ type: 'exit', exitCode: e.exitCode, signal: e.signal, oomKilled: e.oomKilled }));
         ws.close(1000);
