@@ -1,6 +1,7 @@
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -124,6 +125,7 @@ describe('adversarial gateway bytes (real daemon)', { skip: !isRoot && 'needs ro
       worker(() => post('/filesystem.Filesystem/Stat', 'application/json', mutate(Buffer.from('{"path":"/tmp"}')))),
       worker(() => post('/process.Process/StreamInput', 'application/connect+json', Buffer.concat([mutate(envelope(0, { start: { process: { pid: 1 } } })), randomBytes(64)]))),
       worker(() => fetch(`${e2b.envdUrl}/files?path=/tmp/fz`, { method: 'POST', headers: envdHeaders({ 'content-type': 'multipart/form-data; boundary=b' }), body: mutate(form), signal: AbortSignal.timeout(5000) }).then((r) => r.arrayBuffer())),
+      worker(() => fetch(`${e2b.envdUrl}/files?path=/tmp/fz`, { method: 'POST', headers: envdHeaders({ 'content-type': 'multipart/form-data; boundary=b', 'content-encoding': 'gzip' }), body: mutate(gzipSync(form)), signal: AbortSignal.timeout(5000) }).then((r) => r.arrayBuffer())),
       worker(() => rawRequest(envdT, mutate(Buffer.from(`POST /process.Process/Start HTTP/1.1\r\nhost: x\r\ne2b-sandbox-id: ${attacker}\r\ncontent-length: 12\r\n\r\n`)))),
       // WebSocket endpoints: bad frames after a good handshake, bad JSON, huge messages.
       worker(() => wsGarbage(apiT, `/v1/sandboxes/${attacker}/stream?api_key=${e2b.key}`)),
@@ -151,6 +153,8 @@ describe('adversarial gateway bytes (real daemon)', { skip: !isRoot && 'needs ro
     assert.ok(requests > 200, `only ${requests} requests in the fuzz`);
     await assertStillServing(admin, neighbour, e2b.daemon.child);
     assert.equal((await proxied('/hi.txt')).status, 200, 'the port proxy still serves');
+    const badGzip = await fetch(`${e2b.envdUrl}/files?path=/tmp/gz`, { method: 'POST', headers: envdHeaders({ 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' }), body: randomBytes(4096) });
+    assert.equal(badGzip.status, 400, `a body that is not gzip: ${await badGzip.text()}`);
     assert.equal(await uncaught(), 0, `a fault reached the last resort:\n${e2b.daemon.log().split('\n').filter((l) => /uncaught/.test(l)).slice(0, 5).join('\n')}`);
   });
 
