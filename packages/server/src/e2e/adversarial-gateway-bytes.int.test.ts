@@ -153,6 +153,14 @@ describe('adversarial gateway bytes (real daemon)', { skip: !isRoot && 'needs ro
     assert.ok(requests > 200, `only ${requests} requests in the fuzz`);
     await assertStillServing(admin, neighbour, e2b.daemon.child);
     assert.equal((await proxied('/hi.txt')).status, 200, 'the port proxy still serves');
+    // Request targets no URL parser takes, as an upgrade to the API and as a request to envd.
+    const targets = ['//x:99999/', 'http://[/'];
+    for (const target of targets) await rawRequest(apiT, Buffer.from(`GET ${target} HTTP/1.1\r\nhost: x\r\nconnection: Upgrade\r\nupgrade: websocket\r\n\r\n`));
+    assert.equal(await uncaught(), 0, 'an upgrade to a target no URL parser takes reached the last resort');
+    for (const target of targets) {
+      const envdAnswer = (await rawRequest(envdT, Buffer.from(`GET ${target} HTTP/1.1\r\nhost: x\r\n\r\n`))).toString('latin1');
+      assert.match(envdAnswer, /^HTTP\/1\.1 400 /, `envd on ${target}`);
+    }
     const badGzip = await fetch(`${e2b.envdUrl}/files?path=/tmp/gz`, { method: 'POST', headers: envdHeaders({ 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' }), body: randomBytes(4096) });
     assert.equal(badGzip.status, 400, `a body that is not gzip: ${await badGzip.text()}`);
     assert.equal(await uncaught(), 0, `a fault reached the last resort:\n${e2b.daemon.log().split('\n').filter((l) => /uncaught/.test(l)).slice(0, 5).join('\n')}`);

@@ -1,4 +1,4 @@
-import { headerOf } from '../http/raw-http.js';
+import { headerOf, requestUrl } from '../http/raw-http.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ForkdError, toForkdError, type SandboxInfo } from '@forkd/protocol';
 import type { NodeService } from '../../node-contract/index.js';
@@ -54,7 +54,8 @@ export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const t0 = performance.now();
     const requestId = newRequestId();
-    const url = new URL(req.url ?? '/', 'http://envd');
+    const url = requestUrl(req, 'http://envd');
+    if (!url) return sendJson(res, 400, { code: 400, message: 'malformed request target' });
     const { id } = await routeEnvd(svc, tokens, req, url);
     const notFound = () => sendJson(res, 502, sandboxNotFoundBody(id ?? ''));
     if (!id) return notFound();

@@ -6,7 +6,7 @@ import { presentedKey, type Principal } from '../auth/api-keys.js';
 import type { AppDeps } from './app.js';
 import { spawnOptions } from '../../node-contract/index.js';
 import { signalNumber } from './process-request.js';
-import { headerOf, refuseUpgrade } from './raw-http.js';
+import { headerOf, refuseUpgrade, requestUrl } from './raw-http.js';
 import { callerView } from './caller-view.js';
 import { logRequestError, newRequestId, publicError } from './public-error.js';
 import { destroyQuietly, guardListener } from '../../shared/connection-guard.js';
@@ -163,11 +163,11 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
   }
 
   return (req, socket, head) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const m = PATH.exec(url.pathname);
+    const url = requestUrl(req, 'http://localhost');
+    const m = url && PATH.exec(url.pathname);
     if (!m) return false;
     const close = () => destroyQuietly(socket);
-    control.keys.authenticate(presentedKey((n) => headerOf(req, n), url.searchParams), req.socket.remoteAddress ?? 'unknown').then(
+    control.keys.authenticate(presentedKey((n) => headerOf(req, n), url!.searchParams), req.socket.remoteAddress ?? 'unknown').then(
       guardListener('websocket', close, (who: Principal) => wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, m[1], who))),
       guardListener('websocket', close, (err: unknown) => refuseUpgrade(socket, err, logger, req.url)),
     );
