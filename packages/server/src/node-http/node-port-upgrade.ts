@@ -75,6 +75,8 @@ export function portUpgrade(node: NodeService, token: string, results: PortResul
         refuse(socket, err);
         return;
       }
+      // The control plane gone while the connection was being made: its 'close' came before anyone listened.
+      if (socket.destroyed) return conn.close();
       const id = results.add(conn.done);
       socket.write(`HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: ${PORT_UPGRADE}\r\n${PORT_CONNECTION_HEADER}: ${id}\r\n\r\n`);
       if (head.length) conn.stream.write(head);

@@ -169,6 +169,8 @@ export async function proxyUpgrade(svc: NodeService, control: ControlPlane, t: P
     refuseUpgrade(socket, err, logger, req.url);
     return;
   }
+  // A client gone while the connection was being made: its 'close' came before anyone listened.
+  if (socket.destroyed) return conn.close();
   const lines = [`${req.method} ${stripTokenParam(t.path)} HTTP/1.1`];
   // Upgrade and Connection are hop-by-hop but are the point here.
   for (const [k, v] of forwardHeaders(req.rawHeaders, authWasKey, { connection: 'Upgrade', upgrade: headerOf(req, 'upgrade') ?? 'websocket' })) lines.push(`${k}: ${v}`);
