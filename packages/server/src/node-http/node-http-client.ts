@@ -1,4 +1,6 @@
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { guardListener } from '../shared/connection-guard.js';
 import { ForkdError, fromErrorBody } from '@forkd/protocol';
 import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo, SandboxInfo, SandboxMetrics, SetNetworkRequest, SnapshotInfo, TemplateInfo, WatchEvent, NodeCredential } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
@@ -178,7 +180,11 @@ export class NodeHttpClient implements NodeService {
     const mod = t.module();
     return new Promise<PortConnection>((resolve, reject) => {
       const req = mod.request({ ...t.options('GET', `${sbx(id)}/ports/${port}`, undefined, { connection: 'Upgrade', upgrade: PORT_UPGRADE }), agent: false });
-      req.on('upgrade', (res, socket, head) => {
+      req.on('upgrade', guardListener('node-http', (err) => {
+        req.destroy();
+        reject(t.unavailable(err as Error));
+      }, (res: IncomingMessage, socket: Duplex, head: Buffer) => {
+        socket.on('error', () => {});
         if (head.length) socket.unshift(head);
         const cid = String(res.headers[PORT_CONNECTION_HEADER] ?? '');
         const done = new Promise<{ refused: boolean; error?: string | undefined }>((settle) => {
@@ -186,10 +192,9 @@ export class NodeHttpClient implements NodeService {
             t.call<{ refused: boolean; error?: string }>('GET', `/port-connections/${e(cid)}`).then(settle, (err: unknown) => settle({ refused: false, error: (err as Error).message }));
           });
         });
-        socket.on('error', () => {});
-        resolve({ stream: socket as Duplex, done, close: () => socket.destroy() });
-      });
-      req.on('response', (res) => void t.failure(res).then(reject));
+        resolve({ stream: socket, done, close: () => socket.destroy() });
+      }));
+      req.on('response', (res) => void t.failure(res).then(reject, reject));
       req.on('error', (err) => reject(t.unavailable(err)));
       req.end();
     });

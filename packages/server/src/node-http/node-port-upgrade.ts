@@ -6,6 +6,8 @@ import type { NodeService } from '../node-contract/node-service.js';
 import type { PortConnection } from '../node-contract/node-types.js';
 import type { Logger } from '../shared/logger.js';
 import { presentsToken } from './node-token.js';
+import { destroyQuietly, guardListener } from '../shared/connection-guard.js';
+import { closeWhenHalfClosed } from '../shared/half-closed.js';
 import { NODE_PREFIX, PORT_CONNECTION_HEADER, PORT_UPGRADE } from './node-wire.js';
 
 type PortResult = Awaited<PortConnection['done']>;
@@ -62,7 +64,8 @@ export function portUpgrade(node: NodeService, token: string, results: PortResul
       return true;
     }
     const port = Number(m[2]);
-    void (async () => {
+    const close = () => destroyQuietly(socket);
+    guardListener('node-http', close, async () => {
       let conn: PortConnection;
       try {
         if (port < 1 || port > 65535) throw new ForkdError('INVALID_ARGUMENT', 'port must be from 1 to 65535');
@@ -72,20 +75,27 @@ export function portUpgrade(node: NodeService, token: string, results: PortResul
         refuse(socket, err);
         return;
       }
+      // The control plane gone while the connection was being made: its 'close' came before anyone listened.
+      if (socket.destroyed) return conn.close();
       const id = results.add(conn.done);
       socket.write(`HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: ${PORT_UPGRADE}\r\n${PORT_CONNECTION_HEADER}: ${id}\r\n\r\n`);
       if (head.length) conn.stream.write(head);
-      socket.pipe(conn.stream).on('error', () => {});
-      conn.stream.pipe(socket).on('error', () => {});
-      conn.stream.on('error', () => conn.close());
-      socket.on('close', () => conn.close());
+      const closeBoth = () => {
+        conn.close();
+        close();
+      };
+      conn.stream.on('error', guardListener('node-http', closeBoth, () => conn.close()));
+      socket.on('close', guardListener('node-http', closeBoth, () => conn.close()));
+      closeWhenHalfClosed(socket, 'node-http', closeBoth);
+      socket.pipe(conn.stream);
+      conn.stream.pipe(socket);
       // The relay's last bytes may still be on their way out: let them finish, then close the reading side too.
-      void conn.done.then(() => {
+      void conn.done.then(guardListener('node-http', close, () => {
         if (socket.writableFinished) return socket.destroy();
-        socket.once('finish', () => socket.destroy());
+        socket.once('finish', close);
         socket.end();
-        setTimeout(() => socket.destroy(), 5000).unref();
-      });
+        setTimeout(close, 5000).unref();
+      }), close);
     })();
     return true;
   };

@@ -38,6 +38,9 @@ export async function serveHttp(o: HttpServerOptions): Promise<RunningServer> {
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     upgraded.add(socket);
     socket.once('close', () => upgraded.delete(socket));
+    // The server's own listeners left the socket with the upgrade: a reset while the handler is still
+    // deciding (authenticating) would be an 'error' nobody hears, a throw out of the process.
+    socket.on('error', () => socket.destroy());
     if (!o.upgrade?.(req, socket, head)) socket.destroy();
   });
   server.requestTimeout = 0;

@@ -20,28 +20,53 @@ export interface Envelope {
   payload: Buffer;
 }
 
-/** Splits a request body into its envelopes; throws on a truncated one. */
-export function parseEnvelopes(buf: Buffer): Envelope[] {
+/** A parse of client bytes: the value, or why the bytes are refused (never a throw). */
+export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
+
+/**
+ * The next envelope at the start of `buf`: `undefined` while more bytes are
+ * needed, an error for one longer than `max`, else the envelope and what follows.
+ */
+export function takeEnvelope(buf: Buffer, max: number): Parsed<{ envelope: Envelope; rest: Buffer }> | undefined {
+  if (buf.length < 5) return undefined;
+  const len = buf.readUInt32BE(1);
+  if (len > max) return { ok: false, error: 'message too large' };
+  if (buf.length - 5 < len) return undefined;
+  return { ok: true, value: { envelope: { flag: buf[0]!, payload: buf.subarray(5, 5 + len) }, rest: buf.subarray(5 + len) } };
+}
+
+/** Splits a whole request body into its envelopes; a truncated one is an error. */
+export function parseEnvelopes(buf: Buffer): Parsed<Envelope[]> {
   const out: Envelope[] = [];
-  let at = 0;
-  while (at < buf.length) {
-    if (buf.length - at < 5) throw new Error('truncated envelope header');
-    const flag = buf.readUInt8(at);
-    const len = buf.readUInt32BE(at + 1);
-    if (buf.length - at - 5 < len) throw new Error('truncated envelope');
-    out.push({ flag, payload: buf.subarray(at + 5, at + 5 + len) });
-    at += 5 + len;
+  let rest = buf;
+  while (rest.length) {
+    const r = takeEnvelope(rest, rest.length);
+    if (!r) return { ok: false, error: rest.length < 5 ? 'truncated envelope header' : 'truncated envelope' };
+    if (!r.ok) return r;
+    out.push(r.value.envelope);
+    rest = r.value.rest;
   }
-  return out;
+  return { ok: true, value: out };
+}
+
+/** A message's JSON payload (an empty one is `{}`). */
+export function jsonPayload(payload: Buffer): Parsed<unknown> {
+  if (!payload.length) return { ok: true, value: {} };
+  try {
+    return { ok: true, value: JSON.parse(payload.toString('utf8')) as unknown };
+  } catch {
+    return { ok: false, error: 'a message is not valid JSON' };
+  }
 }
 
 /** The first message of a server-streaming request (the only one a client sends). */
-export function streamRequestMessage(buf: Buffer): unknown {
+export function streamRequestMessage(buf: Buffer): Parsed<unknown> {
   const envs = parseEnvelopes(buf);
-  const first = envs[0];
-  if (!first) return {};
-  if (first.flag & FLAG_COMPRESSED) throw new Error('compressed envelopes are not supported');
-  return first.payload.length ? JSON.parse(first.payload.toString('utf8')) : {};
+  if (!envs.ok) return envs;
+  const first = envs.value[0];
+  if (!first) return { ok: true, value: {} };
+  if (first.flag & FLAG_COMPRESSED) return { ok: false, error: 'compressed envelopes are not supported' };
+  return jsonPayload(first.payload);
 }
 
 /** Connect's timeout header (milliseconds; at most 10 digits); undefined when absent or malformed. */

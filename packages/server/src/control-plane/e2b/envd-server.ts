@@ -1,4 +1,4 @@
-import { headerOf } from '../http/raw-http.js';
+import { headerOf, requestUrl } from '../http/raw-http.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ForkdError, toForkdError, type SandboxInfo } from '@forkd/protocol';
 import type { NodeService } from '../../node-contract/index.js';
@@ -6,7 +6,7 @@ import { DEFAULT_TENANT } from '../auth/api-keys.js';
 import { callerView } from '../http/caller-view.js';
 import { logRequestError, newRequestId } from '../http/public-error.js';
 import { signingRefusal } from './access-tokens.js';
-import { connectTimeoutMs, keepaliveMs, streamRequestMessage } from './connect-framing.js';
+import { connectTimeoutMs, jsonPayload, keepaliveMs, streamRequestMessage } from './connect-framing.js';
 import type { EnvdCall, RpcService } from './envd-call.js';
 import { checkUser, requestUser } from './envd-paths.js';
 import { routeEnvd } from './envd-router.js';
@@ -18,6 +18,7 @@ import { processService } from './process-service.js';
 import { RpcStream } from './rpc-stream.js';
 import { streamInput } from './stream-input.js';
 import { e2bAttributes } from './sandbox-mapping.js';
+import { destroyQuietly, guardListener } from '../../shared/connection-guard.js';
 
 const SERVICES: Record<string, RpcService> = { 'process.Process': processService, 'filesystem.Filesystem': filesystemService };
 const MAX_RPC_BODY = 16 * 1024 * 1024;
@@ -53,7 +54,8 @@ export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const t0 = performance.now();
     const requestId = newRequestId();
-    const url = new URL(req.url ?? '/', 'http://envd');
+    const url = requestUrl(req, 'http://envd');
+    if (!url) return sendJson(res, 400, { code: 400, message: 'malformed request target' });
     const { id } = await routeEnvd(svc, tokens, req, url);
     const notFound = () => sendJson(res, 502, sandboxNotFoundBody(id ?? ''));
     if (!id) return notFound();
@@ -132,13 +134,9 @@ export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: 
         try {
           call.user = requestUser(headerOf(req, 'authorization'));
           if (!ct.startsWith('application/connect+json')) throw new RpcError('invalid_argument', `unsupported content type ${ct} (the JSON codec: application/connect+json)`);
-          let msg: unknown;
-          try {
-            msg = streamRequestMessage(await readBody(req));
-          } catch (err) {
-            throw err instanceof RpcError ? err : new RpcError('invalid_argument', 'malformed request message');
-          }
-          await stream.method(call, msg, rs, connectTimeoutMs(headerOf(req, 'connect-timeout-ms')));
+          const msg = streamRequestMessage(await readBody(req));
+          if (!msg.ok) throw new RpcError('invalid_argument', `malformed request message: ${msg.error}`);
+          await stream.method(call, msg.value, rs, connectTimeoutMs(headerOf(req, 'connect-timeout-ms')));
         } catch (err) {
           const e = rpcError(err, requestId);
           code = e.code;
@@ -154,14 +152,9 @@ export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: 
       try {
         call.user = requestUser(headerOf(req, 'authorization'));
         if (!ct.startsWith('application/json')) throw new RpcError('invalid_argument', `unsupported content type ${ct} (the JSON codec: application/json)`);
-        const raw = await readBody(req);
-        let msg: unknown;
-        try {
-          msg = raw.length ? JSON.parse(raw.toString('utf8')) : {};
-        } catch {
-          throw new RpcError('invalid_argument', 'the request message is not valid JSON');
-        }
-        const out = await unary(call, msg);
+        const msg = jsonPayload(await readBody(req));
+        if (!msg.ok) throw new RpcError('invalid_argument', 'the request message is not valid JSON');
+        const out = await unary(call, msg.value);
         sendJson(res, 200, out);
       } catch (err) {
         const e = rpcError(err, requestId);
@@ -186,11 +179,15 @@ export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: 
     }
   };
 
-  return (req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      logRequestError(logger, err instanceof ForkdError ? err : toForkdError(err), { requestId: 'envd', path: req.url, surface: 'e2b-envd' });
-      if (!res.headersSent) sendJson(res, 500, { code: 500, message: 'internal error' });
-      else res.destroy();
-    });
-  };
+  // A failure of the request is its 500; one that escapes even that ends only this connection (guarded).
+  return (req, res) =>
+    guardListener('envd', () => destroyQuietly(req.socket), async () => {
+      try {
+        await handle(req, res);
+      } catch (err) {
+        logRequestError(logger, err instanceof ForkdError ? err : toForkdError(err), { requestId: 'envd', path: req.url, surface: 'e2b-envd' });
+        if (!res.headersSent) sendJson(res, 500, { code: 500, message: 'internal error' });
+        else res.destroy();
+      }
+    })();
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { posix } from 'node:path';
-import { Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { ForkdError, toForkdError } from '@forkd/protocol';
 import type { EnvdCall } from './envd-call.js';
@@ -28,6 +28,8 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 /** A failure as envd's `{code, message}` with the status the SDK maps (507 for a full disk). */
 export function filesFailure(err: unknown, requestId: string): { status: number; message: string } {
   if (err instanceof FilesError) return { status: err.status, message: err.message };
+  // The client's gzip is the client's mistake, not the server's.
+  if (typeof (err as { code?: unknown })?.code === 'string' && /^Z_/.test((err as { code: string }).code)) return { status: 400, message: 'the body is not valid gzip' };
   const fe = toForkdError(err);
   if (fe.details?.errno === 'ENOSPC' || fe.details?.errno === 28 || fe.details?.errno === 'EDQUOT') return { status: 507, message: 'not enough disk space available' };
   const status = fe.code === 'FAILED_PRECONDITION' ? 400 : fe.status;
@@ -86,8 +88,9 @@ export async function upload(call: EnvdCall, q: URLSearchParams, req: IncomingMe
   if (typeof metadata === 'string') throw new FilesError(400, `invalid metadata: ${metadata}`);
   let body: Readable = req;
   if ((req.headers['content-encoding'] ?? '').toLowerCase() === 'gzip') {
+    // pipeline, not pipe: a client that goes away mid-body ends the upload instead of leaving it waiting.
     const gunzip = createGunzip();
-    req.pipe(gunzip);
+    pipeline(req, gunzip, () => {});
     body = gunzip;
   }
   const ct = req.headers['content-type'] ?? '';

@@ -8,6 +8,7 @@ import { resolvePath } from './envd-paths.js';
 import { entryInfo } from './entry-info.js';
 import { RpcError } from './e2b-errors.js';
 import { z } from 'zod';
+import { UnreadEvents, type EventQueue } from './unread-events.js';
 
 /**
  * envd's polled watchers (CreateWatcher, GetWatcherEvents, RemoveWatcher):
@@ -16,18 +17,26 @@ import { z } from 'zod';
  * sandbox.
  */
 
-const MAX_BUFFERED = 10_000;
 const MAX_PER_SANDBOX = 100;
+/** Watchers on the node (all sandboxes): each holds a watch in its sandbox's agent. */
+export const MAX_WATCHERS = 1000;
+/**
+ * Unread events: at most 1,000 or 1 MiB per watcher and 64 MiB in all (without
+ * them, 100 watchers × 10,000 events of ~4 KB per sandbox, and no bound in all).
+ */
+export const unreadEvents = new UnreadEvents({ perWatcherEvents: 1000, perWatcherBytes: 1024 * 1024, totalBytes: 64 * 1024 * 1024 });
 const WATCH_EVENT: Record<string, string> = { create: 'EVENT_TYPE_CREATE', write: 'EVENT_TYPE_WRITE', remove: 'EVENT_TYPE_REMOVE', rename: 'EVENT_TYPE_RENAME', chmod: 'EVENT_TYPE_CHMOD' };
 
 interface Watcher {
   sandboxId: string;
   handle: WatchHandle;
-  events: unknown[];
+  events: EventQueue;
   unregister: () => void;
 }
 
 const watchers = new Map<string, Watcher>();
+/** CreateWatcher calls under way, per sandbox. */
+const creating = new Map<string, number>();
 
 const WatcherRequest = z.preprocess((v) => (v && typeof v === 'object' ? { ...v, watcherId: (v as Record<string, unknown>).watcherId ?? (v as Record<string, unknown>).watcher_id } : v), z.looseObject({ watcherId: z.string().default('') }));
 
@@ -42,8 +51,33 @@ function drop(id: string): void {
   const w = watchers.get(id);
   if (!w) return;
   watchers.delete(id);
+  w.events.close();
   w.unregister();
   w.handle.close();
+}
+
+async function createWatcher(call: EnvdCall, dir: string, req: z.infer<typeof WatchDirRequest>): Promise<{ watcherId: string }> {
+  const st = await call.view.stat(call.id, dir).catch((err: unknown) => {
+    if (err instanceof ForkdError && err.code === 'NOT_FOUND') throw new RpcError('not_found', `path ${dir} not found`);
+    throw err;
+  });
+  if (st.type !== 'dir') throw new RpcError('invalid_argument', `path ${dir} is not a directory`);
+  const watcherId = `w${randomBytes(15).toString('base64url').slice(0, 20)}`;
+  const events = unreadEvents.queue();
+  const handle = await call.view.watch(call.id, dir, req.recursive, async (e) => {
+    const type = WATCH_EVENT[e.type];
+    if (!type) return;
+    let entry: Record<string, unknown> | undefined;
+    if (req.includeEntry && (e.type === 'create' || e.type === 'write' || e.type === 'chmod')) {
+      const s = await call.view.stat(call.id, posix.join(dir, e.name)).catch(() => undefined);
+      if (s) entry = entryInfo(s, posix.join(dir, e.name));
+    }
+    events.push({ name: e.name, type, ...(entry ? { entry } : {}) });
+  });
+  const unregister = call.streams.add(call.id, () => drop(watcherId));
+  watchers.set(watcherId, { sandboxId: call.id, handle, events, unregister });
+  void handle.done.finally(() => drop(watcherId)).catch(() => {});
+  return { watcherId };
 }
 
 export const polledWatcherMethods: Record<string, UnaryMethod> = {
@@ -51,32 +85,22 @@ export const polledWatcherMethods: Record<string, UnaryMethod> = {
     const req = parseMessage(WatchDirRequest, msg);
     const dir = resolvePath(req.path, call.user);
     call.target = dir;
-    if ([...watchers.values()].filter((w) => w.sandboxId === call.id).length >= MAX_PER_SANDBOX) throw new RpcError('resource_exhausted', `at most ${MAX_PER_SANDBOX} watchers per sandbox`);
-    const st = await call.view.stat(call.id, dir).catch((err: unknown) => {
-      if (err instanceof ForkdError && err.code === 'NOT_FOUND') throw new RpcError('not_found', `path ${dir} not found`);
-      throw err;
-    });
-    if (st.type !== 'dir') throw new RpcError('invalid_argument', `path ${dir} is not a directory`);
-    const watcherId = `w${randomBytes(15).toString('base64url').slice(0, 20)}`;
-    const events: unknown[] = [];
-    const handle = await call.view.watch(call.id, dir, req.recursive, async (e) => {
-      const type = WATCH_EVENT[e.type];
-      if (!type || events.length >= MAX_BUFFERED) return;
-      let entry: Record<string, unknown> | undefined;
-      if (req.includeEntry && (e.type === 'create' || e.type === 'write' || e.type === 'chmod')) {
-        const s = await call.view.stat(call.id, posix.join(dir, e.name)).catch(() => undefined);
-        if (s) entry = entryInfo(s, posix.join(dir, e.name));
-      }
-      events.push({ name: e.name, type, ...(entry ? { entry } : {}) });
-    });
-    const unregister = call.streams.add(call.id, () => drop(watcherId));
-    watchers.set(watcherId, { sandboxId: call.id, handle, events, unregister });
-    void handle.done.finally(() => drop(watcherId)).catch(() => {});
-    return { watcherId };
+    // Counted with the ones still being made: calls at once must not all pass the check.
+    const made = creating.get(call.id) ?? 0;
+    if ([...watchers.values()].filter((w) => w.sandboxId === call.id).length + made >= MAX_PER_SANDBOX) throw new RpcError('resource_exhausted', `at most ${MAX_PER_SANDBOX} watchers per sandbox`);
+    if (watchers.size + [...creating.values()].reduce((a, b) => a + b, 0) >= MAX_WATCHERS) throw new RpcError('resource_exhausted', `at most ${MAX_WATCHERS} watchers on this node`);
+    creating.set(call.id, made + 1);
+    try {
+      return await createWatcher(call, dir, req);
+    } finally {
+      const n = (creating.get(call.id) ?? 1) - 1;
+      if (n > 0) creating.set(call.id, n);
+      else creating.delete(call.id);
+    }
   },
   GetWatcherEvents: async (call, msg) => {
     const [, w] = owned(call, msg);
-    return { events: w.events.splice(0) };
+    return { events: w.events.take() };
   },
   RemoveWatcher: async (call, msg) => {
     const [id] = owned(call, msg);

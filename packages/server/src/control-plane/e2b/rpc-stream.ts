@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { envelope, FLAG_END_STREAM, FLAG_MESSAGE } from './connect-framing.js';
 import type { ConnectCode } from './e2b-errors.js';
+import { guardListener } from '../../shared/connection-guard.js';
 
 /**
  * One server-streaming Connect response: headers and every envelope are
@@ -22,10 +23,10 @@ export class RpcStream {
     this.#intervalMs = keepaliveIntervalMs;
     res.writeHead(200, { 'content-type': 'application/connect+json' });
     res.flushHeaders();
-    res.on('close', () => {
+    res.on('close', guardListener('envd', () => res.socket?.destroy(), () => {
       this.#stop();
       for (const f of this.#onClose.splice(0)) f();
-    });
+    }));
     this.#arm();
   }
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { envelope, FLAG_COMPRESSED, FLAG_END_STREAM, FLAG_MESSAGE } from './connect-framing.js';
+import { envelope, FLAG_COMPRESSED, FLAG_END_STREAM, FLAG_MESSAGE, jsonPayload, takeEnvelope, type Parsed } from './connect-framing.js';
 import type { EnvdCall } from './envd-call.js';
-import { Selector, parseMessage } from './envd-messages.js';
+import { Selector } from './envd-messages.js';
 import { RpcError, rpcError } from './e2b-errors.js';
 import { z } from 'zod';
 
@@ -20,13 +20,26 @@ const Event = z.looseObject({
   keepalive: z.unknown().optional(),
 });
 
+/** One client event of the stream, decoded: a typed error for bytes that are not one. */
+export function parseInputEvent(payload: Buffer): Parsed<z.infer<typeof Event>> {
+  const json = jsonPayload(payload);
+  if (!json.ok) return json;
+  const r = Event.safeParse(json.value ?? {});
+  return r.success ? { ok: true, value: r.data } : { ok: false, error: r.error.issues.map((i) => `${i.path.join('.') || 'message'}: ${i.message}`).join('; ') };
+}
+
 export async function streamInput(call: EnvdCall, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  let buf = Buffer.alloc(0);
+  let buf: Buffer = Buffer.alloc(0);
   let sel: { pid: number } | { tag: string } | undefined;
+  // Each event is written before the next chunk is read: a process that does not read its stdin
+  // holds the client's body in TCP, not in the daemon.
   const handle = async (payload: Buffer) => {
-    const ev = parseMessage(Event, payload.length ? JSON.parse(payload.toString('utf8')) : {});
-    if (ev.start) {
-      sel = ev.start.process.pid !== undefined ? { pid: ev.start.process.pid } : { tag: ev.start.process.tag! };
+    const parsed = parseInputEvent(payload);
+    if (!parsed.ok) throw new RpcError('invalid_argument', parsed.error);
+    const ev = parsed.value;
+    const start = ev.start?.process;
+    if (start) {
+      sel = start.pid !== undefined ? { pid: start.pid } : { tag: start.tag ?? '' };
       return;
     }
     if (ev.data) {
@@ -39,22 +52,20 @@ export async function streamInput(call: EnvdCall, req: IncomingMessage, res: Ser
   try {
     for await (const chunk of req as AsyncIterable<Buffer>) {
       buf = Buffer.concat([buf, chunk]);
-      while (buf.length >= 5) {
-        const flag = buf.readUInt8(0);
-        const len = buf.readUInt32BE(1);
-        if (len > MAX_ENVELOPE) throw new RpcError('resource_exhausted', 'message too large');
-        if (buf.length < 5 + len) break;
-        const payload = buf.subarray(5, 5 + len);
-        buf = buf.subarray(5 + len);
-        if (flag & FLAG_COMPRESSED) throw new RpcError('internal', 'compressed messages are not supported');
-        if (flag & FLAG_END_STREAM) continue;
-        await handle(payload);
+      for (let next = takeEnvelope(buf, MAX_ENVELOPE); next; next = takeEnvelope(buf, MAX_ENVELOPE)) {
+        if (!next.ok) throw new RpcError('resource_exhausted', next.error);
+        const { envelope: env, rest } = next.value;
+        buf = rest;
+        if (env.flag & FLAG_COMPRESSED) throw new RpcError('internal', 'compressed messages are not supported');
+        if (env.flag & FLAG_END_STREAM) continue;
+        await handle(env.payload);
       }
     }
     if (buf.length) throw new RpcError('invalid_argument', 'truncated message');
   } catch (err) {
-    error = err instanceof SyntaxError ? { code: 'invalid_argument', message: 'a message is not valid JSON' } : rpcError(err, call.requestId);
+    error = rpcError(err, call.requestId);
   }
+  if (res.destroyed) return;
   res.writeHead(200, { 'content-type': 'application/connect+json' });
   if (!error) res.write(envelope(FLAG_MESSAGE, {}));
   res.end(envelope(FLAG_END_STREAM, error ? { error } : {}));

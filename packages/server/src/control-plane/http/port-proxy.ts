@@ -9,6 +9,8 @@ import type { ControlPlane } from '../control-plane.js';
 import { headerOf, refuseUpgrade } from './raw-http.js';
 import type { Logger } from '../../shared/logger.js';
 import { ownerView } from './caller-view.js';
+import { destroyQuietly, guardListener } from '../../shared/connection-guard.js';
+import { closeWhenHalfClosed } from '../../shared/half-closed.js';
 
 export interface ProxyTarget {
   id: string;
@@ -149,6 +151,9 @@ export async function proxyHttp(svc: NodeService, control: ControlPlane, t: Prox
       conn.close();
       void failure(conn, t, err).then(reject);
     });
+    // The client's side failing ends the sandbox's too (and is no throw of an unheard 'error').
+    req.on('error', () => conn.close());
+    conn.stream.on('error', () => conn.close());
     req.pipe(out);
   });
 }
@@ -164,14 +169,22 @@ export async function proxyUpgrade(svc: NodeService, control: ControlPlane, t: P
     refuseUpgrade(socket, err, logger, req.url);
     return;
   }
+  // A client gone while the connection was being made: its 'close' came before anyone listened.
+  if (socket.destroyed) return conn.close();
   const lines = [`${req.method} ${stripTokenParam(t.path)} HTTP/1.1`];
   // Upgrade and Connection are hop-by-hop but are the point here.
   for (const [k, v] of forwardHeaders(req.rawHeaders, authWasKey, { connection: 'Upgrade', upgrade: headerOf(req, 'upgrade') ?? 'websocket' })) lines.push(`${k}: ${v}`);
+  const close = () => {
+    conn.close();
+    destroyQuietly(socket);
+  };
+  socket.on('error', guardListener('port-proxy', close, close));
+  conn.stream.on('error', guardListener('port-proxy', close, close));
+  socket.on('close', guardListener('port-proxy', close, () => conn.close()));
+  closeWhenHalfClosed(socket, 'port-proxy', close);
   conn.stream.write(`${lines.join('\r\n')}\r\n\r\n`);
   if (head.length) conn.stream.write(head);
-  socket.pipe(conn.stream).on('error', () => {});
-  conn.stream.pipe(socket).on('error', () => {});
-  socket.on('error', () => conn.close());
-  socket.on('close', () => conn.close());
-  void conn.done.then(() => socket.destroy());
+  socket.pipe(conn.stream);
+  conn.stream.pipe(socket);
+  void conn.done.then(() => destroyQuietly(socket), () => destroyQuietly(socket));
 }

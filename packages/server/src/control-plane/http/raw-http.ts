@@ -10,6 +10,15 @@ export function headerOf(req: IncomingMessage, name: string): string | undefined
   return Array.isArray(v) ? v[0] : v;
 }
 
+/** The request's target as a URL, or undefined for one no URL parser takes (`//x:99999/`): never a throw. */
+export function requestUrl(req: IncomingMessage, base: string): URL | undefined {
+  try {
+    return new URL(req.url ?? '/', base);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Answers an upgrade request that will not be upgraded with forkd's JSON
  * error (as a tenant may see it: nobody was authenticated as an admin yet),

@@ -4,6 +4,7 @@ import { serveHttp, type RunningServer } from '../../shared/http-server.js';
 import { createApp, type AppDeps } from './app.js';
 import { attachStreamSocket } from './stream-socket.js';
 import { proxyTarget, proxyUpgrade } from './port-proxy.js';
+import { destroyQuietly, guardListener, recordFault } from '../../shared/connection-guard.js';
 
 export type { RunningServer } from '../../shared/http-server.js';
 
@@ -12,7 +13,7 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
   const { logger } = deps;
   const app = createApp(deps);
   const streams = attachStreamSocket(deps);
-  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): boolean => {
+  const route = (req: IncomingMessage, socket: Duplex, head: Buffer): boolean => {
     let t;
     try {
       t = proxyTarget(req.headers.host, req.url ?? '/', deps.proxyDomain);
@@ -20,8 +21,17 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
       return false;
     }
     if (!t) return streams(req, socket, head);
-    void proxyUpgrade(deps.svc, deps.control, t, req, socket, head, logger);
+    guardListener('port-proxy', () => destroyQuietly(socket), () => proxyUpgrade(deps.svc, deps.control, t, req, socket, head, logger))();
     return true;
+  };
+  // A throw here would leave the server's 'upgrade' listener: it ends this socket, never the process.
+  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): boolean => {
+    try {
+      return route(req, socket, head);
+    } catch (err) {
+      recordFault('websocket', err, { path: req.url?.slice(0, 200) });
+      return false;
+    }
   };
   return serveHttp({ fetch: app.fetch, host, port, upgrade, logger });
 }

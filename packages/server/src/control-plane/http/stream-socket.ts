@@ -1,34 +1,27 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket, type RawData } from 'ws';
-import { z } from 'zod';
-import { ForkdError, SANDBOX_ID_SOURCE, SpawnRequest, TAG_PATTERN, toForkdError } from '@forkd/protocol';
+import { ForkdError, SANDBOX_ID_SOURCE, toForkdError } from '@forkd/protocol';
 import { presentedKey, type Principal } from '../auth/api-keys.js';
 import type { AppDeps } from './app.js';
 import { spawnOptions } from '../../node-contract/index.js';
 import { signalNumber } from './process-request.js';
-import { headerOf, refuseUpgrade } from './raw-http.js';
+import { headerOf, refuseUpgrade, requestUrl } from './raw-http.js';
 import { callerView } from './caller-view.js';
-import { validate } from './validate.js';
 import { logRequestError, newRequestId, publicError } from './public-error.js';
+import { destroyQuietly, guardListener } from '../../shared/connection-guard.js';
+import { parseControl, parseOpen, rawBytes } from './stream-messages.js';
+import { StdinFlow } from './stdin-flow.js';
 
 const PATH = new RegExp(`^/v1/sandboxes/(${SANDBOX_ID_SOURCE})/stream$`);
-
-const Open = z.union([
-  z.object({ op: z.literal('spawn'), spawn: SpawnRequest }),
-  z.object({ op: z.literal('attach'), pid: z.number().int().positive().optional(), tag: z.string().regex(TAG_PATTERN).optional() }),
-]);
-const Control = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('stdin_eof') }),
-  z.object({ type: z.literal('resize'), cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) }),
-  z.object({ type: z.literal('signal'), signal: z.union([z.number().int().min(1).max(64), z.string().max(16)]) }),
-]);
 
 /** What a socket may hold of messages that arrive before its process has started. */
 const MAX_EARLY_BYTES = 1024 * 1024;
 const MAX_EARLY_MESSAGES = 1024;
 /** What a socket may hold of output its client has not read yet. */
 const MAX_BUFFERED = 1024 * 1024;
+/** What a socket may have of stdin handed on and not yet taken by the process (then it is not read). */
+export const MAX_STDIN_IN_FLIGHT = 1024 * 1024;
 
 function rawLength(d: RawData): number {
   return Array.isArray(d) ? d.reduce((n, b) => n + b.length, 0) : d instanceof ArrayBuffer ? d.byteLength : d.length;
@@ -44,7 +37,12 @@ export const STREAM_STDERR = 2;
  */
 export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
-  wss.on('connection', (ws: WebSocket, id: string, who: Principal) => handle(ws, id, who));
+  wss.on('connection', (ws: WebSocket, id: string, who: Principal) => {
+    // A bad frame (unmasked, too large, a bad opcode) is an 'error' on the socket: without a listener, a throw.
+    const close = () => ws.terminate();
+    ws.on('error', guardListener('websocket', close, close));
+    guardListener('websocket', close, () => handle(ws, id, who, close))();
+  });
 
   /** The error as this caller may see it, logged whole under the connection's request id. */
   function shown(err: unknown, who: Principal, requestId: string, sandbox: string) {
@@ -57,7 +55,7 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
     ws.close(1011);
   }
 
-  function handle(ws: WebSocket, id: string, who: Principal) {
+  function handle(ws: WebSocket, id: string, who: Principal, close: () => void) {
     const requestId = newRequestId();
     const view = callerView(svc, control, who);
     // Messages that arrive while the process is still being started are kept, not lost.
@@ -66,10 +64,10 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
     const early: Array<[RawData, boolean]> = [];
     let earlyBytes = 0;
     let opened = false;
-    ws.on('message', (data: RawData, binary: boolean) => {
+    ws.on('message', guardListener('websocket', close, (data: RawData, binary: boolean) => {
       if (!opened) {
         opened = true;
-        void open(data, binary);
+        return open(data, binary);
       } else if (onMessage) onMessage(data, binary);
       else {
         earlyBytes += rawLength(data);
@@ -79,7 +77,7 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
           ws.close(1008, `more than ${MAX_EARLY_BYTES} bytes or ${MAX_EARLY_MESSAGES} messages before start`);
         }
       }
-    });
+    }));
     // Resolves when the socket is gone: a sender waiting for room must not wait for ever.
     const gone = new Promise<void>((r) => ws.once('close', () => r()));
     // A call still waiting for approval when the socket closes is dropped (nothing runs).
@@ -98,14 +96,9 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
           .catch((e: unknown) => logger.warn('stream call not audited', { requestId, error: String(e) }));
       };
       try {
-        if (isBinary) throw new ForkdError('INVALID_ARGUMENT', 'first message must be a JSON open request');
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(raw.toString());
-        } catch {
-          throw new ForkdError('INVALID_ARGUMENT', 'open request is not valid JSON');
-        }
-        const req = validate(Open, parsed);
+        const opening = parseOpen(rawBytes(raw), isBinary);
+        if (!opening.ok) throw opening.error;
+        const req = opening.value;
         target = req.op === 'spawn' ? (req.spawn.cmd?.join(' ') ?? req.spawn.command) : `attach ${req.pid ?? `tag:${req.tag}`}`;
         // Back-pressure: past 1 MiB buffered, the next guest frame waits until this
         // message is written out to the kernel (ws calls back then), so a client
@@ -134,7 +127,6 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
         if (req.op === 'spawn') {
           started = await view.spawn(id, spawnOptions({ ...req.spawn, stdin: true }), handlers);
         } else {
-          if ((req.pid === undefined) === (req.tag === undefined)) throw new ForkdError('INVALID_ARGUMENT', 'attach needs exactly one of pid or tag');
           started = await view.attach(id, req.pid !== undefined ? { pid: req.pid } : { tag: req.tag! }, handlers);
         }
         const { process, exit } = started;
@@ -144,24 +136,22 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
           return;
         }
         ws.send(JSON.stringify({ type: 'started', pid: process.pid, tag: process.tag, pty: process.pty }));
+        const stdin = new StdinFlow(process, ws, MAX_STDIN_IN_FLIGHT);
         onMessage = (data: RawData, binary: boolean) => {
-          const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
-          if (binary) {
-            void process.write(buf).catch(() => {});
-            return;
-          }
+          const buf = rawBytes(data);
+          if (binary) return stdin.write(buf);
+          const msg = parseControl(buf);
           try {
-            const msg = validate(Control, JSON.parse(buf.toString()));
-            if (msg.type === 'stdin_eof') process.closeStdin();
-            else if (msg.type === 'resize') process.resize(msg.cols, msg.rows);
-            else process.signal(signalNumber(msg.signal));
+            if (!msg.ok) throw msg.error;
+            if (msg.value.type === 'stdin_eof') stdin.eof();
+            else if (msg.value.type === 'resize') process.resize(msg.value.cols, msg.value.rows);
+            else process.signal(signalNumber(msg.value.signal));
           } catch (err) {
-            const fe = err instanceof SyntaxError ? new ForkdError('INVALID_ARGUMENT', 'control message is not valid JSON') : toForkdError(err);
-            ws.send(JSON.stringify({ type: 'error', error: shown(fe, who, requestId, id) }));
+            ws.send(JSON.stringify({ type: 'error', error: shown(toForkdError(err), who, requestId, id) }));
           }
         };
         for (const [d, b] of early.splice(0)) onMessage(d, b);
-        ws.on('close', () => process.detach());
+        ws.on('close', guardListener('websocket', () => {}, () => process.detach()));
         const e = await exit;
         if (e) ws.send(JSON.stringify({ type: 'exit', exitCode: e.exitCode, signal: e.signal, oomKilled: e.oomKilled }));
         ws.close(1000);
@@ -173,12 +163,13 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
   }
 
   return (req, socket, head) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const m = PATH.exec(url.pathname);
+    const url = requestUrl(req, 'http://localhost');
+    const m = url && PATH.exec(url.pathname);
     if (!m) return false;
-    control.keys.authenticate(presentedKey((n) => headerOf(req, n), url.searchParams), req.socket.remoteAddress ?? 'unknown').then(
-      (who) => wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, m[1], who)),
-      (err: unknown) => refuseUpgrade(socket, err, logger, req.url),
+    const close = () => destroyQuietly(socket);
+    control.keys.authenticate(presentedKey((n) => headerOf(req, n), url!.searchParams), req.socket.remoteAddress ?? 'unknown').then(
+      guardListener('websocket', close, (who: Principal) => wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, m[1], who))),
+      guardListener('websocket', close, (err: unknown) => refuseUpgrade(socket, err, logger, req.url)),
     );
     return true;
   };

@@ -140,8 +140,8 @@ export class ProcessSession implements ProcessHandle {
     waiting?.resolve();
   }
 
-  /** Sends on the current connection, or queues while there is none. */
-  #send(p: Pending): void {
+  /** Sends on the current connection, or queues while there is none; a write sent resolves once the guest's socket took it. */
+  #send(p: Pending): Promise<void> | undefined {
     const gp = this.#gp;
     if (gp.closed || this.#reattached) {
       if (this.#closed) return;
@@ -153,8 +153,7 @@ export class ProcessSession implements ProcessHandle {
       switch (p.kind) {
         case 'data':
           this.#remember(p.data);
-          void gp.write(p.data).catch(() => {});
-          break;
+          return gp.write(p.data).catch(() => {});
         case 'eof':
           this.#eofSent = true;
           gp.closeStdin();
@@ -185,7 +184,9 @@ export class ProcessSession implements ProcessHandle {
       // Back-pressure while detached: the caller waits for the re-attach.
       return this.#reattached?.promise;
     }
-    this.#send({ kind: 'data', data });
+    // Back-pressure while attached: a process that does not read its stdin holds the writer here
+    // (the guest's socket is full), not in a queue of the daemon's memory.
+    return this.#send({ kind: 'data', data });
   }
 
   closeStdin(): void {

@@ -30,6 +30,15 @@ import { deleteSnapshot, forkTree, pinSnapshot, snapshotSandbox } from './snapsh
 import { policySnapshot, setLifetime, timeOut } from './lifetime.js';
 import { setNetwork } from './network-rules.js';
 import { toInfo, toSnapshotInfo } from './sandbox-info.js';
+import { OwnerSlots } from '../network/owner-slots.js';
+
+/**
+ * Port-proxy connections open at once, per sandbox and on the node: each is a
+ * root forkd-netns-connect process, so a client opening them without end
+ * would fill the host's process table (refused with RESOURCE_EXHAUSTED).
+ */
+export const MAX_PORT_CONNECTIONS_PER_SANDBOX = 64;
+export const MAX_PORT_CONNECTIONS = 512;
 
 export type { ManagerDeps } from './manager-deps.js';
 export type { ExecExit, ForkTree, NodeStats } from '../../node-contract/node-types.js';
@@ -50,6 +59,7 @@ export class SandboxManager {
   readonly #guestDeadline: number;
   /** Last API use per sandbox (idle hibernation). */
   readonly #activity = new Map<string, number>();
+  readonly #portSlots = new OwnerSlots({ total: MAX_PORT_CONNECTIONS, perOwner: MAX_PORT_CONNECTIONS_PER_SANDBOX });
 
   constructor(deps: ManagerDeps) {
     this.#d = deps;
@@ -158,9 +168,25 @@ export class SandboxManager {
   /** A connection to a port inside the sandbox; a hibernated one is resumed first, and traffic counts as activity. */
   async connectPort(id: string, port: number): Promise<PortConnection> {
     await this.guest(id);
-    const c = this.#d.network.connect(await this.#ctx.instances.key(id), port);
+    const release = this.#portSlots.take(id);
+    if (!release) {
+      throw new ForkdError('RESOURCE_EXHAUSTED', `too many port connections open (at most ${MAX_PORT_CONNECTIONS_PER_SANDBOX} per sandbox, ${MAX_PORT_CONNECTIONS} per node)`, {
+        limitPerSandbox: MAX_PORT_CONNECTIONS_PER_SANDBOX,
+        limitPerNode: MAX_PORT_CONNECTIONS,
+      });
+    }
+    let c: PortConnection;
+    try {
+      c = this.#d.network.connect(await this.#ctx.instances.key(id), port);
+    } catch (err) {
+      release();
+      throw err;
+    }
     const tick = setInterval(() => this.markActive(id), 10_000);
-    void c.done.finally(() => clearInterval(tick));
+    void c.done.finally(() => {
+      clearInterval(tick);
+      release();
+    }).catch(() => {});
     return c;
   }
 
