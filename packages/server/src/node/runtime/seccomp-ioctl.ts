@@ -48,14 +48,14 @@ const X = 0x58;
 const BTRFS = 0x94;
 
 /** Refused, by type and number. */
-export const REFUSED_IOCTLS: Record<string, NamedIoctls> = {
+const REFUSED_IOCTLS: Record<string, NamedIoctls> = {
   // Subvolumes, snapshots, qgroups, quota, balance, devices, send/receive, scrub, defrag, labels, …
   btrfs: { type: BTRFS },
   vfs: { type: X, nrs: { FIFREEZE: 119, FITHAW: 120, FITRIM: 121, FS_IOC_SHUTDOWN: 125 } },
 };
 
 /** Allowed although inside a refused range: the VFS calls numbered in Btrfs's type. */
-export const ALLOWED_IN_REFUSED: Record<string, number> = {
+const ALLOWED_IN_REFUSED: Record<string, number> = {
   FICLONE: (BTRFS << 8) | 9,
   FICLONERANGE: (BTRFS << 8) | 13,
   FIDEDUPERANGE: (BTRFS << 8) | 54,
