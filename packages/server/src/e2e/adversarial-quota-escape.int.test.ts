@@ -170,6 +170,8 @@ describe('adversarial: a sandbox cannot store past its disk quota, and nested su
     assert.equal(rewound.status, 200, rewound.text);
     assert.equal((await execHttp(t, victim, ['echo', 'back'])).stdout, 'back\n');
     await waitFor(gone(first), 30_000, 'the root left by the rewind and what it held to be deleted');
+    const after0 = (await subvolumes(pool)).filter((p) => p.startsWith(`sandboxes/${victim}`));
+    assert.equal(after0.length, 1, `the new root alone, nothing nested carried into it: ${after0.join(', ')}`);
 
     const second = await nest();
     assert.notEqual(second, first);
