@@ -21,6 +21,9 @@ import { buildSyscallProbe, installSyscallProbe, probe, PROBE_PATH } from '../te
 const NAMESPACES = ['newuser', 'newns', 'newnet', 'newpid', 'newipc', 'newuts', 'newcgroup'];
 const SIGSYS = 31;
 
+/** Requests as <linux/btrfs.h>, <linux/fs.h> and <asm-generic/ioctls.h> number them on x86_64. */
+const IOCTL = { BTRFS_IOC_GET_SUBVOL_INFO: 0x81f8943c, FIFREEZE: 0xc0045877, FITRIM: 0xc0185879, FIONREAD: 0x541b, FS_IOC_GETFLAGS: 0x80086601 };
+
 /** Host files an escape would change. */
 const WATCHED = ['/proc/sys/kernel/core_pattern', '/sys/kernel/mm/transparent_hugepage/enabled', '/sys/fs/cgroup/memory/release_agent'];
 
@@ -128,6 +131,25 @@ describe('adversarial: syscalls and /proc from inside a sandbox', { skip: !isRoo
     assert.equal(await probe(node.manager, id, 'int80'), want);
   });
 
+  test('filesystem administration ioctls are refused, whatever the high bits of the request; ordinary ones work', async () => {
+    const ioctl = (path: string, cmd: number, high?: string) => probe(node.manager, id, 'ioctl', path, `0x${cmd.toString(16)}`, ...(high ? [high] : []));
+    // Btrfs answers these three to any caller that may write the directory or read the file: the refusal is seccomp's.
+    assert.equal(await probe(node.manager, id, 'subvol-create', '/tmp/nested'), 'EPERM', 'BTRFS_IOC_SUBVOL_CREATE');
+    assert.equal(await probe(node.manager, id, 'snapshot-create', '/', '/tmp/snap'), 'EPERM', 'BTRFS_IOC_SNAP_CREATE');
+    for (const high of [undefined, '0x1', '0xffffffff']) assert.equal(await ioctl('/', IOCTL.BTRFS_IOC_GET_SUBVOL_INFO, high), 'EPERM', `BTRFS_IOC_GET_SUBVOL_INFO, high bits ${high}`);
+    assert.equal(await probe(node.manager, id, 'subvol-create', '/tmp/nested', '0xdeadbeef'), 'EPERM');
+    assert.equal(await ioctl('/', IOCTL.FIFREEZE), 'EPERM');
+    assert.equal(await ioctl('/', IOCTL.FITRIM), 'EPERM');
+    // What programs use: FIONREAD, file flags (lsattr), reflinks (cp --reflink), dedupe, a terminal's size and modes.
+    for (const high of [undefined, '0xffffffff']) assert.equal(await ioctl('pipe', IOCTL.FIONREAD, high), 'ok', `FIONREAD, high bits ${high}`);
+    assert.equal(await ioctl('/', IOCTL.FS_IOC_GETFLAGS), 'ok');
+    const files = await run(node.manager, id, 'cd /tmp && head -c 1048576 /dev/urandom > a && cp --reflink=always a b && cp --reflink=never a c && cmp a b && lsattr a >/dev/null && echo same');
+    assert.equal(files.stdout, 'same\n', files.stderr);
+    assert.equal(await probe(node.manager, id, 'dedupe', '/tmp/a', '/tmp/c', '1048576'), 'ok', 'FIDEDUPERANGE');
+    const tty = await run(node.manager, id, ['python3', '-c', 'import termios, shutil; termios.tcgetattr(0); print(shutil.get_terminal_size())'], { pty: { cols: 91, rows: 27 } });
+    assert.match(tty.stdout, /columns=91, lines=27/, tty.stderr);
+  });
+
   test('personality: only the harmless values', async () => {
     assert.equal(await probe(node.manager, id, 'personality', '0x0040000'), 'EPERM', 'ADDR_NO_RANDOMIZE');
     assert.equal(await probe(node.manager, id, 'personality', '0x0400000'), 'EPERM', 'READ_IMPLIES_EXEC');
@@ -229,6 +251,8 @@ describe('adversarial: syscalls and /proc from inside a sandbox', { skip: !isRoo
     assert.equal(await probe(node.manager, child.id, 'clone', 'newuser'), 'EPERM');
     assert.equal(await probe(node.manager, child.id, 'clone3', 'none'), 'ENOSYS');
     assert.equal(await probe(node.manager, child.id, 'io_uring_setup'), 'EPERM');
+    assert.equal(await probe(node.manager, child.id, 'subvol-create', '/tmp/nested-in-fork'), 'EPERM');
+    assert.equal(await probe(node.manager, child.id, 'ioctl', 'pipe', '0x541b'), 'ok', 'FIONREAD');
     assert.equal(await probe(node.manager, child.id, 'ptrace', 'attach', '1'), 'EPERM');
     assert.equal(await probe(node.manager, child.id, 'read', '/proc/1/environ'), 'EACCES');
     assert.equal(await probe(node.manager, child.id, 'threads', '4'), 'ok');

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/btrfs.h>
+#include <linux/fs.h>
 #include <linux/keyctl.h>
 #include <linux/perf_event.h>
 #include <linux/sched.h>
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/ptrace.h>
@@ -161,6 +164,59 @@ static int do_mknod_block(unsigned maj, unsigned min) {
   return 0;
 }
 
+/* ioctl's cmd with HIGH in its upper 32 bits: the kernel reads only the low
+   32, so a filter that compared all 64 would let the same call through. */
+static unsigned long ioctl_cmd(unsigned long cmd, const char *high) {
+  return *high ? cmd | (strtoul(high, NULL, 0) << 32) : cmd;
+}
+
+/* A Btrfs subvolume (or, with a source, a snapshot of it) at PATH, by the raw ioctl. */
+static int do_subvol(const char *path, const char *snap_of, const char *high) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash || !slash[1]) { errno = EINVAL; return report(-1); }
+  *slash = 0;
+  struct btrfs_ioctl_vol_args a = {0};
+  snprintf(a.name, sizeof a.name, "%s", slash + 1);
+  int dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY);
+  if (dfd < 0) return report(-1);
+  unsigned long cmd = BTRFS_IOC_SUBVOL_CREATE;
+  if (*snap_of) {
+    a.fd = open(snap_of, O_RDONLY | O_DIRECTORY);
+    if (a.fd < 0) return report(-1);
+    cmd = BTRFS_IOC_SNAP_CREATE;
+  }
+  return report(syscall(SYS_ioctl, dfd, ioctl_cmd(cmd, high), &a));
+}
+
+/* Any ioctl on PATH ("pipe": the read end of a new pipe) with a zeroed buffer as its argument. */
+static int do_ioctl(const char *path, const char *cmd, const char *high) {
+  static unsigned char buf[65536];
+  int fd, p[2];
+  if (!strcmp(path, "pipe")) {
+    if (pipe(p) < 0) return report(-1);
+    fd = p[0];
+  } else {
+    fd = open(path, O_RDONLY | O_NONBLOCK);
+  }
+  if (fd < 0) return report(-1);
+  return report(syscall(SYS_ioctl, fd, ioctl_cmd(strtoul(cmd, NULL, 0), high), buf));
+}
+
+/* FIDEDUPERANGE of LEN bytes of SRC onto DST (what dedupe tools and forkd's own snapshots use). */
+static int do_dedupe(const char *src, const char *dst, const char *len) {
+  int s = open(src, O_RDONLY), d = open(dst, O_RDWR);
+  if (s < 0 || d < 0) return report(-1);
+  struct { struct file_dedupe_range r; struct file_dedupe_range_info i; } a = {0};
+  a.r.src_length = strtoull(len, NULL, 0);
+  a.r.dest_count = 1;
+  a.i.dest_fd = d;
+  if (ioctl(s, FIDEDUPERANGE, &a) < 0) return report(-1);
+  if (a.i.status != FILE_DEDUPE_RANGE_SAME) { errno = a.i.status < 0 ? -a.i.status : EIO; return report(-1); }
+  return report(0);
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   if (argc < 2) return 2;
@@ -212,6 +268,10 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "chroot-escape")) return do_chroot_escape(a);
   if (!strcmp(c, "open_by_handle_at")) return do_open_by_handle();
   if (!strcmp(c, "int80")) return do_int80();
+  if (!strcmp(c, "subvol-create")) return do_subvol(a, "", b);
+  if (!strcmp(c, "snapshot-create")) return do_subvol(b, a, argc > 4 ? argv[4] : "");
+  if (!strcmp(c, "ioctl")) return do_ioctl(a, b, argc > 4 ? argv[4] : "");
+  if (!strcmp(c, "dedupe")) return do_dedupe(a, b, argc > 4 ? argv[4] : "0");
   fprintf(stderr, "unknown probe %s\n", c);
   return 2;
 }

@@ -9,6 +9,8 @@
  * restorer installs the dumped filter into every task as its last step.
  */
 
+import { allowedIoctls } from './seccomp-ioctl.js';
+
 export const EPERM = 1;
 export const ENOSYS = 38;
 
@@ -74,7 +76,7 @@ export const ALLOWED_SYSCALLS = [
   'remap_file_pages', 'pkey_alloc', 'pkey_free', 'pkey_mprotect', 'memfd_create', 'memfd_secret', 'map_shadow_stack', 'mseal', 'cachestat',
   // files
   'read', 'write', 'readv', 'writev', 'pread64', 'pwrite64', 'preadv', 'pwritev', 'preadv2', 'pwritev2',
-  'open', 'openat', 'openat2', 'creat', 'close', 'close_range', 'dup', 'dup2', 'dup3', 'fcntl', 'flock', 'lseek', 'ioctl',
+  'open', 'openat', 'openat2', 'creat', 'close', 'close_range', 'dup', 'dup2', 'dup3', 'fcntl', 'flock', 'lseek',
   'stat', 'fstat', 'lstat', 'newfstatat', 'statx', 'statfs', 'fstatfs', 'access', 'faccessat', 'faccessat2',
   'chmod', 'fchmod', 'fchmodat', 'fchmodat2', 'chown', 'fchown', 'lchown', 'fchownat',
   'truncate', 'ftruncate', 'fallocate', 'fadvise64', 'readahead', 'fsync', 'fdatasync', 'sync', 'syncfs', 'sync_file_range',
@@ -164,6 +166,8 @@ export function seccompProfile(arch: string = process.arch): SeccompProfile {
       // glibc (pthread_create, posix_spawn) fall back to clone, filtered above.
       { names: ['clone3'], action: 'SCMP_ACT_ERRNO', errnoRet: ENOSYS },
       ...SOCKET_FAMILIES.map((family): SeccompRule => ({ names: ['socket'], action: 'SCMP_ACT_ALLOW', args: [{ index: 0, value: family, op: 'SCMP_CMP_EQ' }] })),
+      // Every request but filesystem administration (see seccomp-ioctl.ts); the rest meets the default.
+      ...allowedIoctls().map((m): SeccompRule => ({ names: ['ioctl'], action: 'SCMP_ACT_ALLOW', args: [{ index: 1, value: m.mask, valueTwo: m.value, op: 'SCMP_CMP_MASKED_EQ' }] })),
       ...PERSONALITIES.map((p): SeccompRule => ({ names: ['personality'], action: 'SCMP_ACT_ALLOW', args: [{ index: 0, value: p, op: 'SCMP_CMP_EQ' }] })),
     ],
   };

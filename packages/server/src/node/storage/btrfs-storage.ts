@@ -1,6 +1,7 @@
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
+import { REPO_ROOT } from '../../shared/config.js';
 import { exec } from '../../shared/exec.js';
 import type { RootKind, SandboxRoot } from '../runtime/sandbox-root.js';
 import { adoptDirAt, copyTreeInto, directoryRoot, pathExists, removeDirAt } from './directory-ops.js';
@@ -8,6 +9,9 @@ import type { FrozenCommit } from './frozen-commit.js';
 import { poolUsage } from './host-space.js';
 import { rootDiskUsage } from './rootfs-ops.js';
 import { assertKey, type Storage } from './storage.js';
+
+/** forkd-subvol (host-tools): deletes the subvolumes nested in a volume by id, deepest first. */
+export const SUBVOL_TOOL = join(REPO_ROOT, 'packages/host-tools/build/forkd-subvol');
 
 /** Storage on a Btrfs filesystem: every volume is a subvolume. */
 export class BtrfsStorage implements Storage {
@@ -87,10 +91,20 @@ export class BtrfsStorage implements Storage {
     await rename(this.path(from), dst);
   }
 
+  /**
+   * Always succeeds on a volume that exists. A sandbox root may hold
+   * subvolumes of its own (made before seccomp refused BTRFS_IOC_SUBVOL_CREATE),
+   * which Btrfs will not delete it over (ENOTEMPTY): those go first, by id,
+   * never by a path inside the root (see forkd-subvol).
+   */
   async remove(key: string): Promise<void> {
     const p = this.path(key);
     if (!(await this.exists(key))) return;
-    const r = await exec('btrfs', ['subvolume', 'delete', p], { allowFailure: true });
+    let r = await deleteSubvolume(p);
+    if (r.code !== 0 && /Directory not empty/i.test(r.stderr)) {
+      await exec(SUBVOL_TOOL, ['delete-nested', this.#root, p]);
+      r = await deleteSubvolume(p);
+    }
     if (r.code !== 0) {
       // Not a subvolume (e.g. a half-made import that failed before `create`): a plain directory.
       if (/Not a Btrfs subvolume|not a subvolume/i.test(r.stderr)) await rm(p, { recursive: true, force: true });
@@ -113,4 +127,8 @@ export class BtrfsStorage implements Storage {
     const names = await readdir(join(this.#root, prefix)).catch(() => [] as string[]);
     return names.sort().map((n) => `${prefix}/${n}`);
   }
+}
+
+function deleteSubvolume(path: string): Promise<{ code: number; stderr: string }> {
+  return exec('btrfs', ['subvolume', 'delete', path], { allowFailure: true });
 }

@@ -207,6 +207,30 @@ export function storageConformance(name: string, open: () => Promise<OpenedStora
       assert.equal(await s.exists('templates/half'), false);
     });
 
+    withStorage('remove takes the volumes made inside a volume with it, at any depth; a snapshot of it and its other copies stay removable', async (s) => {
+      // What root in a sandbox could do with BTRFS_IOC_SUBVOL_CREATE before seccomp refused it.
+      const a = await s.create('sandboxes/a');
+      await fill(a);
+      await writeFile(join(await s.create('sandboxes/a/nested'), 'data'), 'nested');
+      await writeFile(join(await s.create('sandboxes/a/nested/deeper'), 'data'), 'deeper');
+      await mkdir(join(a, 'dir'));
+      await s.create('sandboxes/a/dir/other');
+      const b = await s.create('sandboxes/b');
+      await fill(b);
+      const files = await tree(b);
+      await s.commit('snapshots/s1/rootfs', 'sandboxes/a', { keepActive: true });
+      await s.remove('sandboxes/a');
+      assert.equal(await s.exists('sandboxes/a'), false);
+      assert.deepEqual(await s.list('sandboxes'), ['sandboxes/b']);
+      assert.deepEqual(await tree(b), files, 'a neighbour is untouched');
+      // A rewind: a new root from the snapshot in its place, later removed in turn.
+      await s.prepare('sandboxes/a', 'snapshots/s1/rootfs');
+      await s.remove('sandboxes/a');
+      await s.remove('snapshots/s1/rootfs');
+      assert.equal(await s.exists('snapshots/s1/rootfs'), false);
+      assert.deepEqual(await s.list('sandboxes'), ['sandboxes/b']);
+    });
+
     withStorage('list gives the keys directly under a prefix, sorted; an absent prefix lists nothing', async (s) => {
       // Made in an order no directory keeps by itself (creation, reverse, hash): the result is sorted.
       const names = ['m', 'b', 'x', '.tmp-c', 'a', 'q', 'e', 'z', 'k', 'c', 'w', 'g'];

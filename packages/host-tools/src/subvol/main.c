@@ -1,0 +1,133 @@
+/*
+ * forkd-subvol: removes the Btrfs subvolumes nested in a volume, deepest
+ * first, so the volume itself can then be deleted (a subvolume that holds
+ * another cannot be: ENOTEMPTY).
+ *
+ *   forkd-subvol delete-nested POOL VOLUME   -> prints how many it deleted
+ *
+ * A sandbox root made one with BTRFS_IOC_SUBVOL_CREATE before seccomp
+ * refused it (pools made before that). The root is the sandbox's to shape,
+ * so no path inside it is ever used: the children come from the root tree by
+ * id (BTRFS_IOC_TREE_SEARCH over ROOT_REF items), and each is deleted by id
+ * through POOL's fd (BTRFS_IOC_SNAP_DESTROY_V2 with BTRFS_SUBVOL_SPEC_BY_ID),
+ * the kernel finding its name and parent itself. Only VOLUME's own path is
+ * opened: the host made it, and a sandbox cannot replace its own root.
+ * Exit 3: VOLUME is not a subvolume.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/btrfs.h>
+#include <linux/btrfs_tree.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The most it deletes under one volume: far beyond any real use, a bound on a hostile one. */
+#define MAX_NESTED 100000
+
+struct ids {
+  uint64_t *v;
+  size_t n, cap;
+};
+
+static int fail(const char *what) {
+  fprintf(stderr, "forkd-subvol: %s: %s\n", what, strerror(errno));
+  return 1;
+}
+
+static int push(struct ids *ids, uint64_t id) {
+  if (ids->n >= MAX_NESTED) {
+    errno = E2BIG;
+    return -1;
+  }
+  if (ids->n == ids->cap) {
+    size_t cap = ids->cap ? ids->cap * 2 : 64;
+    uint64_t *v = realloc(ids->v, cap * sizeof(*v));
+    if (!v) return -1;
+    ids->v = v;
+    ids->cap = cap;
+  }
+  ids->v[ids->n++] = id;
+  return 0;
+}
+
+/* Appends the ids of the subvolumes directly in `parent` (its ROOT_REF items: key (parent, ROOT_REF, child)). */
+static int children(int fd, uint64_t parent, struct ids *out) {
+  struct btrfs_ioctl_search_args a;
+  uint64_t from = 0;
+  for (;;) {
+    memset(&a, 0, sizeof(a));
+    a.key.tree_id = BTRFS_ROOT_TREE_OBJECTID;
+    a.key.min_objectid = a.key.max_objectid = parent;
+    a.key.min_type = a.key.max_type = BTRFS_ROOT_REF_KEY;
+    a.key.min_offset = from;
+    a.key.max_offset = UINT64_MAX;
+    a.key.max_transid = UINT64_MAX;
+    a.key.nr_items = 4096;
+    if (ioctl(fd, BTRFS_IOC_TREE_SEARCH, &a) < 0) return -1;
+    if (a.key.nr_items == 0) return 0;
+    size_t off = 0;
+    uint64_t last = 0;
+    for (uint32_t i = 0; i < a.key.nr_items; i++) {
+      struct btrfs_ioctl_search_header h;
+      if (off + sizeof(h) > sizeof(a.buf)) break;
+      memcpy(&h, a.buf + off, sizeof(h));
+      off += sizeof(h) + h.len;
+      last = h.offset;
+      if (h.objectid == parent && h.type == BTRFS_ROOT_REF_KEY && push(out, h.offset) < 0) return -1;
+    }
+    if (last == UINT64_MAX) return 0;
+    from = last + 1;
+  }
+}
+
+static int delete_by_id(int pool, uint64_t id) {
+  struct btrfs_ioctl_vol_args_v2 a;
+  memset(&a, 0, sizeof(a));
+  a.flags = BTRFS_SUBVOL_SPEC_BY_ID;
+  a.subvolid = id;
+  return ioctl(pool, BTRFS_IOC_SNAP_DESTROY_V2, &a);
+}
+
+static int delete_nested(const char *pool_path, const char *volume) {
+  int vol = open(volume, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (vol < 0) return fail(volume);
+  struct stat st;
+  struct btrfs_ioctl_ino_lookup_args l;
+  memset(&l, 0, sizeof(l));
+  l.objectid = BTRFS_FIRST_FREE_OBJECTID;
+  if (fstat(vol, &st) < 0 || st.st_ino != BTRFS_FIRST_FREE_OBJECTID || ioctl(vol, BTRFS_IOC_INO_LOOKUP, &l) < 0) {
+    close(vol);
+    return 3;
+  }
+  close(vol);
+  int pool = open(pool_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (pool < 0) return fail(pool_path);
+  /* Breadth first: every subvolume comes after its parent, so the list read backwards is deepest first. */
+  struct ids all = {0};
+  if (push(&all, l.treeid) < 0) return fail("out of memory");
+  for (size_t i = 0; i < all.n; i++)
+    if (children(pool, all.v[i], &all) < 0) return fail("BTRFS_IOC_TREE_SEARCH");
+  size_t deleted = 0;
+  for (size_t i = all.n; i-- > 1;) {
+    if (delete_by_id(pool, all.v[i]) < 0) {
+      fprintf(stderr, "forkd-subvol: deleting subvolume %" PRIu64 ": %s\n", all.v[i], strerror(errno));
+      return 1;
+    }
+    deleted++;
+  }
+  printf("%zu\n", deleted);
+  free(all.v);
+  close(pool);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 4 && strcmp(argv[1], "delete-nested") == 0) return delete_nested(argv[2], argv[3]);
+  fprintf(stderr, "usage: forkd-subvol delete-nested POOL VOLUME\n");
+  return 2;
+}
