@@ -6,12 +6,15 @@ import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ForkdClient, ForkdError, type ApprovalInfo, type Sandbox, type WaitingForApproval } from '@forkd/sdk';
 import { api } from '../testing/http-client.js';
-import { runCli, startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
+import { runCli, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
+import { startE2bDaemon, type E2bDaemon } from '../testing/e2b-daemon.js';
 import { assertStillServing } from '../testing/still-serving.js';
 import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
 
 /** The attacker's tenant: its policy allows only what each case sets; a neighbour of another tenant must keep working. */
 const TENANT = 'mallory';
+/** The tenant of the E2B key: the same attacks through envd's process.Start (envs, cwd, user). */
+const E2B_TENANT = 'mallory-e2b';
 
 async function refused(p: Promise<unknown>, rule: RegExp): Promise<ForkdError> {
   const err = await p.then(
@@ -28,6 +31,7 @@ describe('per-call policy judges the whole call (real daemon, attacks of issue 2
   let dir = '';
   let cfg: ReturnType<typeof testConfig>;
   let daemon: DaemonProcess;
+  let e2b: E2bDaemon;
   let hook: Server | undefined;
   const hooked: { approval?: ApprovalInfo }[] = [];
   let admin: ForkdClient;
@@ -47,7 +51,8 @@ describe('per-call policy judges the whole call (real daemon, attacks of issue 2
     });
     await new Promise<void>((r) => hook!.listen(0, '127.0.0.1', r));
     cfg = testConfig(dir);
-    daemon = await startDaemonProcess({ ...cfg.env, FORKD_WARM_POOL: '0', FORKD_APPROVAL_WEBHOOK: `http://127.0.0.1:${(hook.address() as { port: number }).port}/hook` });
+    e2b = await startE2bDaemon({ ...cfg.env, FORKD_WARM_POOL: '0', FORKD_APPROVAL_WEBHOOK: `http://127.0.0.1:${(hook.address() as { port: number }).port}/hook` }, E2B_TENANT);
+    daemon = e2b.daemon;
     admin = new ForkdClient({ url: daemon.url, apiKey: daemon.apiKey });
     mallory = new ForkdClient({ url: daemon.url, apiKey: (await api(daemon, 'POST', '/v1/keys', { tenant: TENANT })).json.key as string });
     neighbour = await admin.sandboxes.create({ memoryMb: 256 });
@@ -55,6 +60,7 @@ describe('per-call policy judges the whole call (real daemon, attacks of issue 2
   });
   afterEach(async () => {
     await admin.tenants.setPolicy(TENANT, {});
+    await admin.tenants.setPolicy(E2B_TENANT, {});
     await assertStillServing(daemon, neighbour.id, daemon.child);
   });
   after(async () => {
@@ -122,5 +128,22 @@ describe('per-call policy judges the whole call (real daemon, attacks of issue 2
     await refused(result, /denied by an approver/);
     const audit = await admin.audit.list({ sandbox: sb.id, operation: 'policy.wait' });
     assert.match(audit[0]?.target ?? '', /echo hi \[cwd=\/tmp, user=root, program=\/usr\/bin\/echo, env DEPLOY_TARGET=prod, env BASH_ENV=\/etc\/evil\]/);
+  });
+
+  test('E2B envd: process.Start with envs (the call\'s or the sandbox\'s) is judged like any exec', async () => {
+    const { Sandbox } = await import('e2b');
+    const opts = { apiKey: e2b.key, apiUrl: e2b.apiUrl, sandboxUrl: e2b.envdUrl, timeoutMs: 120_000 };
+    const plain = await Sandbox.create('base', opts);
+    const tainted = await Sandbox.create('base', { ...opts, envs: { BASH_ENV: '/tmp/x' } });
+    try {
+      await admin.tenants.setPolicy(E2B_TENANT, { exec: { allow: ['^ls$'] } });
+      await assert.rejects(plain.commands.run('ls', { envs: { BASH_ENV: '/dev/stdin' } }), /BASH_ENV/);
+      await assert.rejects(plain.commands.run('ls', { envs: { 'BASH_FUNC_ls%%': '() { id; }' } }), /BASH_FUNC_ls%%/);
+      await assert.rejects(tainted.commands.run('ls'), /BASH_ENV/, "the sandbox's own env is judged too");
+      assert.equal((await plain.commands.run('ls')).exitCode, 0);
+    } finally {
+      await plain.kill().catch(() => {});
+      await tainted.kill().catch(() => {});
+    }
   });
 });
