@@ -7,11 +7,12 @@
  * unless that scope names it in `allowEnv`, since `ls` with `BASH_ENV` or
  * `LD_PRELOAD` set is no longer the `ls` the list allowed.
  *
- * Not in the list, decided: `MALLOC_*` and `GLIBC_TUNABLES`' cousins that
- * only tune (`MALLOC_ARENA_MAX`, `MALLOC_CHECK_`) choose no code; `TMPDIR`,
- * `LANG`/`LC_*` and `TZ` choose data. `GLIBC_TUNABLES` is in (a parser with
- * a history of exploitable bugs); `LOCPATH`/`NLSPATH`/`GCONV_PATH` are in
- * (they load modules or format strings).
+ * Not in the list, decided: `MALLOC_*` only tune the allocator
+ * (`MALLOC_ARENA_MAX`, `MALLOC_CHECK_`) and choose no code; `TMPDIR`,
+ * `LANG`/`LC_*`, `TZ` and `TERM` choose data. In, decided: `GLIBC_TUNABLES`
+ * (a parser with a history of exploitable bugs), `LOCPATH`/`NLSPATH`/
+ * `GCONV_PATH` (they load modules or format strings), `HOME` (a login bash
+ * runs `$HOME/.bash_profile`).
  */
 const EXACT = new Set([
   // shells: start-up files, hooks, word splitting, options, prompts (expanded, so they run $(…))

@@ -7,6 +7,10 @@ export const GUEST_DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr
 /** An lstat inside the sandbox (through its guest agent, never a host path); undefined when there is nothing there. */
 export type SandboxStat = (path: string) => Promise<FileEntry | undefined>;
 
+/** PATH entries looked up at once, and at most (a longer PATH is not resolved: each entry is a round trip to the guest). */
+const STAT_BATCH = 8;
+const MAX_PATH_ENTRIES = 64;
+
 /** Symlinks followed to check that a candidate exists (execve's own limit is 40; a chain this long is someone's game). */
 const MAX_LINKS = 8;
 
@@ -36,18 +40,29 @@ async function runnable(path: string, stat: SandboxStat): Promise<boolean> {
  * else the first entry of `pathVar` holding something runnable (an empty
  * or relative entry is taken from `cwd`). Undefined when it cannot be told
  * (no such file, or a relative step with no cwd given: the process would
- * start in the user's home, which the control plane does not know). The
+ * start in the user's home, which the control plane does not know; a PATH
+ * of more than MAX_PATH_ENTRIES entries). The
  * path is the one execve is handed, not the symlinks' end: `/usr/bin/sh`,
  * not `/usr/bin/dash`.
  */
 export async function resolveProgram(name: string, pathVar: string, cwd: string | undefined, stat: SandboxStat): Promise<string | undefined> {
   if (name === '') return undefined;
   if (name.includes('/')) return absolute(name, cwd);
-  for (const dir of pathVar.split(':')) {
-    const candidate = absolute(dir === '' ? name : `${dir}/${name}`, cwd);
+  const dirs = pathVar.split(':');
+  if (dirs.length > MAX_PATH_ENTRIES) return undefined;
+  const candidates: string[] = [];
+  for (const dir of dirs) {
+    const c = absolute(dir === '' ? name : `${dir}/${name}`, cwd);
     // An entry we cannot place (relative with no cwd, or with `..`) may hold the file: what runs is unknown.
-    if (candidate === undefined) return undefined;
-    if (await runnable(candidate, stat)) return candidate;
+    if (c === undefined) return undefined;
+    candidates.push(c);
+  }
+  // Asked a batch at a time (each is a round trip to the guest), answered in PATH order.
+  for (let i = 0; i < candidates.length; i += STAT_BATCH) {
+    const batch = candidates.slice(i, i + STAT_BATCH);
+    const ok = await Promise.all(batch.map((c) => runnable(c, stat)));
+    const hit = ok.indexOf(true);
+    if (hit >= 0) return batch[hit];
   }
   return undefined;
 }
