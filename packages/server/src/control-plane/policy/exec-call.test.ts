@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import type { FileEntry, PolicyDocument } from '@forkd/protocol';
 import { codeChangingVar } from './code-env.js';
 import { argvEnv, auditLine, describeExec } from './exec-call.js';
@@ -90,4 +91,34 @@ test('what approvers see: the call env, code-changing sandbox env (not its other
   assert.deepEqual(d.call.env, { OPENAI_API_KEY: 'sk-secret', LD_PRELOAD: '/x.so', PATH: '/tmp', A: '1', BASH_ENV: '/dev/stdin' });
   assert.equal(describeExec({ argv: ['ls'] }).pathVar, GUEST_DEFAULT_PATH);
   assert.equal(auditLine('ls', { ...d.context, program: '/tmp/ls' }), "ls [cwd=/tmp, user=bob, program=/tmp/ls, env LD_PRELOAD=/x.so, env PATH=/tmp, env A=1, env BASH_ENV=/dev/stdin]");
+});
+
+test('property: under an allow list of everything, a call is refused exactly when it sets a code-changing variable its scope does not name; never a throw', () => {
+  const names = fc.oneof(fc.constantFrom('PATH', 'LD_PRELOAD', 'BASH_ENV', 'BASH_FUNC_x%%', 'GIT_SSH_COMMAND', 'FOO', 'LANG', 'HOME', 'x()'), fc.string({ minLength: 1, maxLength: 12 }));
+  fc.assert(
+    fc.property(fc.dictionary(names, fc.string({ maxLength: 20 }), { maxKeys: 6 }), fc.array(names, { maxLength: 3 }), fc.array(fc.string({ maxLength: 10 }), { minLength: 1, maxLength: 4 }), (env, allowEnv, argv) => {
+      const call = describeExec({ argv, env }).call;
+      const d = decideExec([tenant({ exec: { allow: ['.*'], allowEnv } })], call);
+      const bad = Object.entries(call.env ?? {}).some(([k, v]) => codeChangingVar(k, v) && !allowEnv.includes(k));
+      const dotdot = (argv[0] ?? '').split('/').includes('..');
+      assert.equal(d.action === 'deny', bad || dotdot, JSON.stringify({ env, allowEnv, argv, d }));
+    }),
+    { numRuns: 2000 },
+  );
+});
+
+test('property: resolution asks only absolute, ".."-free paths of the guest and answers one of them or nothing', async () => {
+  const seg = fc.oneof(fc.constantFrom('', '.', '..', 'bin', 'usr', 'tmp', 'ls'), fc.string({ maxLength: 6 }));
+  await fc.assert(
+    fc.asyncProperty(fc.array(seg, { maxLength: 5 }).map((s) => s.join(':')), fc.oneof(fc.constant('ls'), fc.string({ maxLength: 8 })), fc.option(fc.oneof(fc.constant('/work'), fc.string({ maxLength: 8 })), { nil: undefined }), fc.boolean(), async (pathVar, name, cwd, found) => {
+      const asked: string[] = [];
+      const got = await resolveProgram(name, pathVar, cwd, async (p) => {
+        asked.push(p);
+        return found ? { name: p, path: p, type: 'file', size: 1, mode: 0o100755, mtime: '', uid: 0, gid: 0 } : undefined;
+      });
+      for (const p of asked) assert.ok(p.startsWith('/') && !p.split('/').includes('..'), p);
+      if (got !== undefined && !name.includes('/')) assert.ok(asked.includes(got));
+    }),
+    { numRuns: 2000 },
+  );
 });
