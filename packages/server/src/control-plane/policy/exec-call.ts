@@ -16,7 +16,8 @@ export interface ExecCall {
   program?: string | undefined;
 }
 
-/** What an approver is shown of one variable's value, and of how many variables. */
+/** What an approver is shown of one variable's name and value, and of how many variables (an approval is held in memory). */
+const SHOWN_NAME_MAX = 256;
 const SHOWN_VALUE_MAX = 1024;
 const SHOWN_VARS_MAX = 64;
 
@@ -52,7 +53,7 @@ export function describeExec(opts: { argv: readonly string[]; env?: Record<strin
   const env = { ...processEnv, ...prefix };
   const shownNames = new Set([...Object.keys(sandboxEnv).filter((k) => codeChangingVar(k, env[k])), ...Object.keys(opts.env ?? {}), ...Object.keys(prefix)]);
   const shown: Record<string, string> = {};
-  for (const k of [...shownNames].slice(0, SHOWN_VARS_MAX)) shown[k] = (env[k] ?? '').slice(0, SHOWN_VALUE_MAX);
+  for (const k of [...shownNames].slice(0, SHOWN_VARS_MAX)) shown[k.slice(0, SHOWN_NAME_MAX)] = (env[k] ?? '').slice(0, SHOWN_VALUE_MAX);
   return {
     call: { argv: opts.argv, env, cwd: opts.cwd, user: opts.user },
     pathVar: processEnv.PATH ?? GUEST_DEFAULT_PATH,
