@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { GrantSpec } from './secrets.js';
 import { TAG_PATTERN } from './ids.js';
+import { ExecContext } from './policy.js';
 
 const EnvMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'invalid env var name').max(256), z.string().max(65536));
 const NoNul = z.string().max(65536).refine((s) => !s.includes('\0'), 'must not contain NUL bytes');
@@ -54,7 +55,7 @@ export const ExecEvent = z.union([
   z.object({ type: z.literal('exit'), exitCode: z.number(), signal: z.number(), oomKilled: z.boolean() }),
   z.object({ type: z.literal('error'), error: z.object({ code: z.string(), message: z.string() }) }),
   /** The call waits for an approver (policy `requireApproval`): it runs on approval, or ends with PERMISSION_DENIED. */
-  z.object({ type: z.literal('waiting'), approvalId: z.string(), rule: z.string(), expiresAt: z.string() }),
+  z.object({ type: z.literal('waiting'), approvalId: z.string(), rule: z.string(), expiresAt: z.string(), context: ExecContext.optional() }),
   /** A policy limit ended the process: its output was cut (`maxOutputBytes`) or it ran too long (`maxDurationSeconds`). */
   z.object({ type: z.literal('limit'), limit: z.enum(['maxOutputBytes', 'maxDurationSeconds']), rule: z.string() }),
 ]);

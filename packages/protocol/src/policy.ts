@@ -51,6 +51,30 @@ export const PolicyRules = z.strictObject({
 });
 export type PolicyRules = z.infer<typeof PolicyRules>;
 
+/** An environment variable's name as a policy names it (any bytes a caller may send but `=` and NUL). */
+const EnvName = z
+  .string()
+  .min(1)
+  .max(256)
+  .refine((n) => !n.includes('=') && !n.includes('\0'), 'an environment variable name has no "=" or NUL');
+
+/**
+ * Exec rules: the patterns (over the command line, a shell `-c` script and
+ * the resolved command line), and what else of the call a scope with an
+ * `allow` list accepts: variables that change which code runs (refused
+ * unless named in `allowEnv`, see docs/SECURITY.md), the working directory
+ * and the user.
+ */
+export const ExecRules = PolicyRules.extend({
+  /** Code-changing variables (`PATH`, `LD_PRELOAD`, `BASH_ENV`, …) this scope's allow list lets a call set, by exact name. */
+  allowEnv: z.array(EnvName).max(POLICY_PATTERNS_MAX).optional(),
+  /** If present, the working directory (`~` when the call gives none: the user's home) must match one of these patterns. */
+  allowCwd: Patterns.optional(),
+  /** If present, the user the process runs as (`root` when the call names none) must be one of these. */
+  allowUsers: z.array(z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, 'invalid user name')).max(POLICY_PATTERNS_MAX).optional(),
+});
+export type ExecRules = z.infer<typeof ExecRules>;
+
 /**
  * A per-call policy, attachable to a tenant, a template and a sandbox (all
  * apply; see docs/SECURITY.md). Exec patterns see the command line as the
@@ -58,7 +82,7 @@ export type PolicyRules = z.infer<typeof PolicyRules>;
  * `-c` invocation also the script string.
  */
 export const PolicyDocument = z.strictObject({
-  exec: PolicyRules.optional(),
+  exec: ExecRules.optional(),
   files: z
     .strictObject({
       /** No write, mkdir, move or remove at or under these. */
@@ -87,6 +111,23 @@ export type PolicyScope = (typeof POLICY_SCOPES)[number];
 export const PolicyAnswer = z.object({ scope: z.enum(POLICY_SCOPES), id: z.string(), policy: PolicyDocument });
 export type PolicyAnswer = z.infer<typeof PolicyAnswer>;
 
+/**
+ * What an exec runs with besides its argv, as policies judge it and
+ * approvers see it: the variables the call sets (its own `env`, an `env
+ * VAR=x` prefix of its argv) and any code-changing ones of the sandbox's
+ * env; the working directory; the user; argv[0] as the guest resolves it.
+ */
+export const ExecContext = z.object({
+  env: z.record(z.string(), z.string()),
+  /** Absent: the user's home. */
+  cwd: z.string().optional(),
+  /** Absent: the guest agent's user (root). */
+  user: z.string().optional(),
+  /** The path the guest will execute (through the process's PATH), when it could be resolved. */
+  program: z.string().optional(),
+});
+export type ExecContext = z.infer<typeof ExecContext>;
+
 /** A call waiting for an approver. */
 export const ApprovalInfo = z.object({
   id: z.string(),
@@ -98,6 +139,8 @@ export const ApprovalInfo = z.object({
   command: z.string(),
   /** The rule that gated it, e.g. `sandbox:exec.requireApproval[0] "^git push"`. */
   rule: z.string(),
+  /** An exec's environment, working directory, user and resolved program. */
+  context: ExecContext.optional(),
   createdAt: z.string(),
   expiresAt: z.string(),
 });

@@ -38,7 +38,7 @@ export async function consumeProcessEvents(events: AsyncIterable<unknown>, h: Pr
         h.onRewound?.();
         break;
       case 'waiting':
-        h.onWaiting?.({ approvalId: e.approvalId, rule: e.rule, expiresAt: e.expiresAt });
+        h.onWaiting?.({ approvalId: e.approvalId, rule: e.rule, expiresAt: e.expiresAt, ...(e.context ? { context: e.context } : {}) });
         break;
       case 'limit':
         h.onLimit?.({ limit: e.limit, rule: e.rule });

@@ -1,4 +1,4 @@
-import { ForkdError } from '@forkd/protocol';
+import { ExecContext, ForkdError } from '@forkd/protocol';
 import { toBytes } from './bytes.js';
 import type { ProcessExit, SignalSpec, StartedProcess, WaitingForApproval } from './types.js';
 import { WS_OPEN, type WebSocketLike } from './websocket.js';
@@ -37,6 +37,12 @@ interface Deferred<T> {
   resolve(v: T): void;
   reject(e: unknown): void;
   settled: boolean;
+}
+
+/** A waiting message's context, when it is a well-formed one (a frame from an older or odd server is shown without it). */
+function waitingContext(raw: unknown): { context?: ExecContext } {
+  const p = ExecContext.safeParse(raw);
+  return p.success ? { context: p.data } : {};
 }
 
 function deferred<T>(): Deferred<T> {
@@ -230,7 +236,7 @@ export class StreamSession implements PtySession {
         for (const cb of this.#rewound) cb();
         break;
       case 'waiting':
-        this.#onWaiting?.({ approvalId: String(msg.approvalId), rule: String(msg.rule), expiresAt: String(msg.expiresAt) });
+        this.#onWaiting?.({ approvalId: String(msg.approvalId), rule: String(msg.rule), expiresAt: String(msg.expiresAt), ...waitingContext(msg.context) });
         break;
       case 'error': {
         const err = wireError(msg.error as { code?: unknown; message?: unknown });

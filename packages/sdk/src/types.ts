@@ -1,4 +1,4 @@
-import type { GrantSpecInput } from '@forkd/protocol';
+import type { ExecContext, GrantSpecInput } from '@forkd/protocol';
 import type { SandboxInfo, SandboxMetrics } from '@forkd/protocol';
 
 /** Options shared by everything that starts a process. */
@@ -36,6 +36,8 @@ export interface WaitingForApproval {
   approvalId: string;
   rule: string;
   expiresAt: string;
+  /** What the approver is shown besides the command: the env the call sets, its cwd, user and resolved program. */
+  context?: ExecContext | undefined;
 }
 
 export interface PolicyLimitHit {

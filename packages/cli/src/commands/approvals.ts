@@ -1,4 +1,4 @@
-import type { ApprovalInfo } from '@forkd/sdk';
+import type { ApprovalInfo, ExecContext } from '@forkd/sdk';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';
@@ -14,10 +14,25 @@ Options:
       --json   print JSON
 `;
 
+const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 3)}...` : s);
+
+/** What a call runs with besides its command, in one line: every variable's name is shown, long values cut (`--json` has them whole). */
+export function contextSummary(ctx: ExecContext | undefined): string {
+  if (!ctx) return '';
+  return [
+    ctx.cwd !== undefined ? `cwd=${ctx.cwd}` : undefined,
+    ctx.user !== undefined ? `user=${ctx.user}` : undefined,
+    ctx.program !== undefined ? `program=${ctx.program}` : undefined,
+    ...Object.entries(ctx.env).map(([k, v]) => `${k}=${cut(JSON.stringify(v), 40)}`),
+  ]
+    .filter((p) => p !== undefined)
+    .join(' ');
+}
+
 export function approvalsTable(list: readonly ApprovalInfo[], now = Date.now()): string {
   return table(
-    ['ID', 'SANDBOX', 'TENANT', 'AGE', 'RULE', 'COMMAND'],
-    list.map((a) => [a.id, a.sandbox, a.tenant, formatAge(a.createdAt, now), a.rule, a.command.length > 80 ? `${a.command.slice(0, 77)}...` : a.command]),
+    ['ID', 'SANDBOX', 'TENANT', 'AGE', 'RULE', 'COMMAND', 'WITH'],
+    list.map((a) => [a.id, a.sandbox, a.tenant, formatAge(a.createdAt, now), a.rule, cut(a.command, 80), contextSummary(a.context)]),
   );
 }
 
@@ -44,7 +59,8 @@ function decideCommand(name: 'approve' | 'deny'): CliCommand {
       const { positionals } = parseOptions({ args: argv, allowPositionals: true, options: {} });
       const [id] = expectPositionals(positionals, ['ID']);
       const a = await connect().approvals[name](id!);
-      process.stdout.write(`${name === 'approve' ? 'approved' : 'denied'} ${a.id}: ${a.command}\n`);
+      const ctx = contextSummary(a.context);
+      process.stdout.write(`${name === 'approve' ? 'approved' : 'denied'} ${a.id}: ${a.command}${ctx ? ` (${ctx})` : ''}\n`);
       return 0;
     },
   };

@@ -7,6 +7,7 @@ import { exitStatus } from '../exit-status.js';
 import { printJson } from '../format.js';
 import { forwardInterrupts } from '../interrupts.js';
 import { UsageError } from '../usage-error.js';
+import { contextSummary } from './approvals.js';
 
 const USAGE = `Usage: forkd exec [options] ID -- CMD [ARG...]
 
@@ -121,7 +122,8 @@ const notifyDropped = (n: number) => void process.stderr.write(`forkd: ${n} byte
 const notifyRewound = () => void process.stderr.write('forkd: the sandbox was rewound; the output goes on from that state\n');
 
 function notifyWaiting(w: WaitingForApproval): void {
-  process.stderr.write(`forkd: waiting for approval ${w.approvalId} (rule ${w.rule}; until ${w.expiresAt}): forkd approve ${w.approvalId}\n`);
+  const ctx = contextSummary(w.context);
+  process.stderr.write(`forkd: waiting for approval ${w.approvalId} (rule ${w.rule}; until ${w.expiresAt}${ctx ? `; with ${ctx}` : ''}): forkd approve ${w.approvalId}\n`);
 }
 
 /** From a terminal: the NDJSON exec route, stdin empty. */

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { UsageError } from '../usage-error.js';
-import { approvalsTable } from './approvals.js';
+import { approvalsTable, contextSummary } from './approvals.js';
 import { parsePolicyArgs, readPolicyFile } from './policy.js';
 
 test('policy: set and get, for a sandbox, a tenant or a template', () => {
@@ -27,4 +27,11 @@ test('approvals: a table of the waiting calls', () => {
   const out = approvalsTable([{ id: 'apr-1', sandbox: 'sbx-1', tenant: 'acme', kind: 'exec', command: 'git push', rule: 'sandbox:exec.requireApproval[0] "^git push"', createdAt: new Date(0).toISOString(), expiresAt: new Date(300_000).toISOString() }], 5000);
   assert.match(out, /^ID +SANDBOX +TENANT +AGE +RULE +COMMAND/);
   assert.match(out, /apr-1 +sbx-1 +acme .*git push/);
+});
+
+test('approvals: the table shows what the call runs with (cwd, user, program, every variable)', () => {
+  const out = approvalsTable([{ id: 'apr-2', sandbox: 'sbx-1', tenant: 'acme', kind: 'exec', command: 'ls', rule: 'r', context: { env: { BASH_ENV: '/dev/stdin', LONG: 'x'.repeat(100) }, cwd: '/tmp', user: 'bob', program: '/usr/bin/ls' }, createdAt: new Date(0).toISOString(), expiresAt: new Date(300_000).toISOString() }], 5000);
+  assert.match(out, /WITH/);
+  assert.match(out, /cwd=\/tmp user=bob program=\/usr\/bin\/ls BASH_ENV="\/dev\/stdin" LONG="x+\.\.\./);
+  assert.equal(contextSummary(undefined), '');
 });

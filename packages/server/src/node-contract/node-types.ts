@@ -1,5 +1,13 @@
 import type { Duplex } from 'node:stream';
-import type { SandboxInfo } from '@forkd/protocol';
+import type { ExecContext, SandboxInfo } from '@forkd/protocol';
+
+/** A call held for an approver (the policy gate's): what its stream's `waiting` event says. */
+export interface WaitingCall {
+  approvalId: string;
+  rule: string;
+  expiresAt: string;
+  context?: ExecContext | undefined;
+}
 
 /**
  * The types of the node contract (node-service.ts). They depend on nothing
@@ -27,7 +35,7 @@ export interface OutputHandlers {
   /** The sandbox went back to an earlier state under a stream that goes on. */
   onRewound?: () => void | Promise<void>;
   /** The call waits for an approver (the control plane's policy gate; nodes never call it). */
-  onWaiting?: (w: { approvalId: string; rule: string; expiresAt: string }) => void | Promise<void>;
+  onWaiting?: (w: WaitingCall) => void | Promise<void>;
   /** Aborts when the reader went away: a call still waiting for approval is then dropped (the control plane's policy gate). */
   abort?: AbortSignal;
   /** A policy limit ended the process (the control plane's policy gate; nodes never call it). */

@@ -4,7 +4,7 @@ import { WebSocketServer, type WebSocket, type RawData } from 'ws';
 import { ForkdError, SANDBOX_ID_SOURCE, toForkdError } from '@forkd/protocol';
 import { presentedKey, type Principal } from '../auth/api-keys.js';
 import type { AppDeps } from './app.js';
-import { spawnOptions } from '../../node-contract/index.js';
+import { spawnOptions, type WaitingCall } from '../../node-contract/index.js';
 import { signalNumber } from './process-request.js';
 import { headerOf, refuseUpgrade, requestUrl } from './raw-http.js';
 import { callerView } from './caller-view.js';
@@ -119,7 +119,7 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
           onDropped: (n: number) => ws.send(JSON.stringify({ type: 'dropped', bytes: n })),
           onRewound: () => ws.send(JSON.stringify({ type: 'rewound' })),
           // Policy: held for approval (before `started`), or ended by a limit. Clients that do not know them ignore them.
-          onWaiting: (w: { approvalId: string; rule: string; expiresAt: string }) => ws.send(JSON.stringify({ type: 'waiting', ...w })),
+          onWaiting: (w: WaitingCall) => ws.send(JSON.stringify({ type: 'waiting', ...w })),
           onLimit: (l: { limit: string; rule: string }) => ws.send(JSON.stringify({ type: 'limit', ...l })),
           abort: closed.signal,
         };

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ForkdError, type ApprovalInfo } from '@forkd/protocol';
+import { ForkdError, type ApprovalInfo, type ExecContext } from '@forkd/protocol';
 import type { Logger } from '../../shared/logger.js';
 import { notifyApprovalWebhook } from './approval-webhook.js';
 
@@ -10,6 +10,8 @@ export interface PendingCall {
   tenant: string;
   kind: 'exec' | 'grant';
   command: string;
+  /** An exec's env, cwd, user and resolved program: approvers judge the whole call, not its argv alone. */
+  context?: ExecContext | undefined;
   rule: string;
   timeoutSeconds: number;
 }
@@ -54,6 +56,7 @@ export class Approvals {
       kind: call.kind,
       command: call.command.slice(0, 4096),
       rule: call.rule,
+      ...(call.context ? { context: call.context } : {}),
       createdAt: new Date(now).toISOString(),
       expiresAt: new Date(now + call.timeoutSeconds * 1000).toISOString(),
     };

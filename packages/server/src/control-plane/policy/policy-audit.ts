@@ -8,7 +8,7 @@ export interface PolicyCaller {
   keyId?: string | undefined;
 }
 
-/** Appends one decision to the audit log: operation `policy.<event>`, the rule and the call as the target. */
+/** Appends one decision to the audit log: operation `policy.<event>`, the rule and the call as the target (`sandboxId` empty: a call with no sandbox yet, a template build's). */
 export type PolicyAuditor = (sandboxId: string, event: PolicyEvent, rule: string | undefined, call: string) => Promise<void>;
 
 export function policyAuditor(store: ControlStore, who: PolicyCaller): PolicyAuditor {
@@ -18,7 +18,7 @@ export function policyAuditor(store: ControlStore, who: PolicyCaller): PolicyAud
       at: new Date().toISOString(),
       ...(who.keyId ? { keyId: who.keyId } : {}),
       tenant: who.tenant,
-      sandboxId,
+      ...(sandboxId ? { sandboxId } : {}),
       operation: `policy.${event}`,
       target: `${rule ?? 'no rule'}: ${call}`.slice(0, 1000),
       code: refused ? 'PERMISSION_DENIED' : 'OK',

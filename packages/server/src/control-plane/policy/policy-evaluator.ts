@@ -1,5 +1,7 @@
 import { DEFAULT_APPROVAL_TIMEOUT_SECONDS, POLICY_INPUT_MAX, type PolicyDocument, type PolicyRules, type PolicyScope } from '@forkd/protocol';
-import { commandTexts } from './command-line.js';
+import { codeChangingVar } from './code-env.js';
+import { commandTexts, shellQuote } from './command-line.js';
+import type { ExecCall } from './exec-call.js';
 import { linearRegExp } from './linear-regexp.js';
 import { underPrefix } from './path-prefix.js';
 
@@ -42,7 +44,7 @@ function matches(pattern: string, texts: readonly string[]): boolean {
 /** Every pattern of a document (for the check at set time). */
 export function policyPatterns(p: PolicyDocument): string[] {
   const rules = [p.exec, p.grants];
-  return rules.flatMap((r) => [...(r?.allow ?? []), ...(r?.deny ?? []), ...(r?.requireApproval ?? [])]);
+  return [...rules.flatMap((r) => [...(r?.allow ?? []), ...(r?.deny ?? []), ...(r?.requireApproval ?? [])]), ...(p.exec?.allowCwd ?? [])];
 }
 
 /**
@@ -51,7 +53,7 @@ export function policyPatterns(p: PolicyDocument): string[] {
  * tenant's), a requireApproval anywhere gates. Deny is checked before allow
  * lists, both before approval: a call that would be refused never waits.
  */
-function decide(policies: readonly ScopedPolicy[], pick: (p: PolicyDocument) => PolicyRules | undefined, key: string, texts: readonly string[]): Decision {
+function decide(policies: readonly ScopedPolicy[], pick: (p: PolicyDocument) => PolicyRules | undefined, key: string, texts: readonly string[], admit?: (p: ScopedPolicy) => string | undefined): Decision {
   const withRules = policies.filter((p) => pick(p.policy));
   if (withRules.length === 0) return { action: 'allow' };
   // The cap on what a pattern is run over: longer input is refused, not cut (a cut would let a denied tail through).
@@ -63,10 +65,13 @@ function decide(policies: readonly ScopedPolicy[], pick: (p: PolicyDocument) => 
   let allowedBy: string | undefined;
   for (const p of withRules) {
     const allow = pick(p.policy)?.allow;
-    if (allow === undefined) continue;
-    const i = allow.findIndex((pat) => matches(pat, texts));
-    if (i < 0) return { action: 'deny', rule: ruleName(p, `${key}.allow`) };
-    allowedBy ??= ruleName(p, `${key}.allow`, i, allow[i]);
+    if (allow !== undefined) {
+      const i = allow.findIndex((pat) => matches(pat, texts));
+      if (i < 0) return { action: 'deny', rule: ruleName(p, `${key}.allow`) };
+      allowedBy ??= ruleName(p, `${key}.allow`, i, allow[i]);
+    }
+    const refused = admit?.(p);
+    if (refused !== undefined) return { action: 'deny', rule: refused };
   }
   for (const p of withRules) {
     const gate = pick(p.policy)?.requireApproval ?? [];
@@ -75,10 +80,45 @@ function decide(policies: readonly ScopedPolicy[], pick: (p: PolicyDocument) => 
   return { action: 'allow', rule: allowedBy };
 }
 
-/** An exec of `argv`: matched as the command line and, for `sh -c`, as the script (see command-line.ts). */
-export function decideExec(policies: readonly ScopedPolicy[], argv: readonly string[]): Decision {
-  return decide(policies, (p) => p.exec, 'exec', commandTexts(argv));
+/**
+ * What one scope's exec rules refuse of a call besides its command line:
+ * under an `allow` list, a variable that changes which code runs and is not
+ * in `allowEnv`, or an argv[0] with a `..` step (`/usr/bin/../../tmp/x`
+ * would pass `^/usr/bin/`); a cwd outside `allowCwd`; a user outside
+ * `allowUsers`. Undefined: nothing.
+ */
+function execRefusal(p: ScopedPolicy, c: ExecCall): string | undefined {
+  const rules = p.policy.exec;
+  if (!rules) return undefined;
+  if (rules.allow !== undefined) {
+    const named = new Set(rules.allowEnv ?? []);
+    for (const [k, v] of Object.entries(c.env ?? {})) {
+      if (codeChangingVar(k, v) && !named.has(k)) return `${ruleName(p, 'exec.allowEnv')} (${JSON.stringify(k)} changes which code runs; name it in allowEnv to permit it)`;
+    }
+    if ((c.argv[0] ?? '').split('/').includes('..')) return `${ruleName(p, 'exec.allow')} (argv[0] has a ".." step)`;
+  }
+  const cwd = c.cwd ?? '~';
+  if (rules.allowCwd !== undefined && !rules.allowCwd.some((pat) => matches(pat, [cwd]))) return `${ruleName(p, 'exec.allowCwd')} (cwd ${JSON.stringify(cwd)})`;
+  const user = c.user ?? 'root';
+  if (rules.allowUsers !== undefined && !rules.allowUsers.includes(user)) return `${ruleName(p, 'exec.allowUsers')} (user ${JSON.stringify(user)})`;
+  return undefined;
 }
+
+/**
+ * An exec: its patterns see the command line, for `sh -c` the script (see
+ * command-line.ts), and, when argv[0] was resolved to another path, the
+ * command line with that path as argv[0] (`/usr/bin/ls -l` for `ls -l`);
+ * its env, cwd and user are judged by execRefusal. A bare argv is a call
+ * with nothing else set.
+ */
+export function decideExec(policies: readonly ScopedPolicy[], call: ExecCall | readonly string[]): Decision {
+  const c: ExecCall = isArgv(call) ? { argv: call } : call;
+  const texts = commandTexts(c.argv);
+  if (c.program !== undefined && c.program !== c.argv[0]) texts.push([c.program, ...c.argv.slice(1)].map(shellQuote).join(' '));
+  return decide(policies, (p) => p.exec, 'exec', texts, (p) => execRefusal(p, c));
+}
+
+const isArgv = (c: ExecCall | readonly string[]): c is readonly string[] => Array.isArray(c);
 
 /** A grant call (a secret's name or a host), for the grant routes. */
 export function decideGrant(policies: readonly ScopedPolicy[], name: string): Decision {

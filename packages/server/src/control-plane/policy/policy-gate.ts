@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import type { FileEntry, WatchEvent } from '@forkd/protocol';
 import { forwardTo, type NodeService } from '../../node-contract/index.js';
 import type { ControlStore } from '../../store/control-store.js';
+import { buildPolicies, gateBuild } from './build-gate.js';
 import { gatedSpawn, policyRefusal } from './exec-gate.js';
 import { policyAuditor, type PolicyCaller } from './policy-audit.js';
 import { aboveOrAt } from './path-prefix.js';
@@ -108,6 +109,11 @@ export function policyGate(svc: NodeService, store: ControlStore, runtime: Polic
     async remove(id, path, recursive) {
       await guard(id, 'write', 'remove', path, true);
       return svc.remove(id, path, recursive);
+    },
+    /** A build's setup and start commands are judged before it starts: the node runs them without coming back here. */
+    async buildTemplate(req, progress, claim) {
+      await gateBuild(await buildPolicies(store, who.tenant, req.from ?? 'base'), req, audit);
+      return svc.buildTemplate(req, progress, claim);
     },
     /** Forks inherit their source sandbox's own policy (a copy: later changes to either do not carry over). */
     async fork(source, count, claim, opts) {

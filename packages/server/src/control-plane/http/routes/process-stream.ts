@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import type { ErrorBody, ExecEvent } from '@forkd/protocol';
-import type { ExecExit, OutputHandlers, ProcessStream } from '../../../node-contract/index.js';
+import type { ExecExit, OutputHandlers, ProcessStream, WaitingCall } from '../../../node-contract/index.js';
 import type { Logger } from '../../../shared/logger.js';
 import type { Principal } from '../../auth/api-keys.js';
 import { NDJSON_HEADERS, ndjsonStream } from '../../../shared/ndjson-stream.js';
@@ -50,7 +50,7 @@ export function processStream(c: Context, start: (h: Required<Omit<OutputHandler
     onStderr: (d: Buffer) => out.write({ type: 'stderr', data: d.toString('base64') }),
     onDropped: (n: number) => out.write({ type: 'dropped', bytes: n }),
     onRewound: () => out.write({ type: 'rewound' }),
-    onWaiting: (w: { approvalId: string; rule: string; expiresAt: string }) => {
+    onWaiting: (w: WaitingCall) => {
       waited = true;
       void out.write({ type: 'waiting', ...w });
       answerEarly();
