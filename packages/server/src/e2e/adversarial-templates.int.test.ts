@@ -67,10 +67,10 @@ describe('adversarial: templates deleted and made again under the same name', { 
 
     // The attack: beta takes the name and gives it a policy refusing everything.
     const theirs = await build(beta, 'shared-name');
-    assert.notEqual(theirs.id, old.id, 'a new template, a new id');
     assert.equal((await api(beta, 'PUT', '/v1/templates/shared-name/policy', { exec: { deny: ['.*'] } })).status, 200);
     assert.equal(await run(acme, mine, ['echo', 'still-mine']), 'still-mine\n', "beta's policy does not govern acme's sandbox");
     assert.equal(await run(acme, mine, ['cat', '/etc/hostname']), 'PERMISSION_DENIED', "acme's own template rule still does (deleting the template lifts nothing)");
+    assert.notEqual(theirs.id, old.id, 'a new template, a new id');
     const info = (await api(acme, 'GET', `/v1/sandboxes/${mine}`)).json;
     assert.deepEqual([info.template, info.templateId], ['shared-name', old.id]);
 
