@@ -26,3 +26,14 @@ export function newSandboxId(): string {
 export function newSnapshotId(): string {
   return newId('snap-');
 }
+
+/**
+ * A template's identity, made once per template and never reused: a build
+ * under a name that was deleted gets a new one, so nothing keyed by it (its
+ * policy, default network, the sandboxes made from it) passes to the new
+ * template. `_` is not allowed in names: no id made here equals a name, which
+ * older databases use as their templates' ids.
+ */
+export function newTemplateId(): string {
+  return newId('tpl_');
+}

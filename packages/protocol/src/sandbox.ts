@@ -89,6 +89,8 @@ export type SandboxRecovery = z.infer<typeof SandboxRecovery>;
 export const SandboxInfo = z.object({
   id: z.string(),
   template: z.string(),
+  /** The template's id (TemplateInfo.id): read-only, tells a deleted template from a later one of the same name. */
+  templateId: z.string().optional(),
   state: z.enum(SANDBOX_STATES),
   limits: Limits,
   env: z.record(z.string(), z.string()),
@@ -137,6 +139,8 @@ export type ListSandboxesQuery = z.infer<typeof ListSandboxesQuery>;
 
 export const TemplateInfo = z.object({
   name: z.string(),
+  /** Made at its first build, kept by rebuilds, never reused after a delete (read-only; the API takes names). */
+  id: z.string().optional(),
   createdAt: z.string(),
   sizeBytes: z.number().optional(),
   /** Sandboxes start by restoring the processes running at build time. */

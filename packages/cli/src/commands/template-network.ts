@@ -13,7 +13,7 @@ export const TEMPLATE_NETWORK_USAGE = `       forkd template network NAME [--mod
   network Shows template NAME's default network (what a create from it that
           names none gets; its tenant's policy still caps it); with --mode it
           is replaced, with --clear removed. Its owner sets it (admin keys
-          for shared templates).
+          for shared templates: the key's own tenant's).
 `;
 
 export interface TemplateNetworkArgs {

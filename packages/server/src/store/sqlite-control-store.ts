@@ -72,7 +72,24 @@ const MIGRATIONS = [
      updated_at TEXT NOT NULL,
      PRIMARY KEY (scope, name)
    );`,
+  // Template settings move from the name to templateKey (see control-plane/template-scope.ts).
+  templateSettingsByKey('policies', 'id', 'policy') + templateSettingsByKey('network_settings', 'name', 'setting'),
 ];
+
+/**
+ * Rewrites a table's template rows from `name` to `tenant/id`; the id of a
+ * template made before ids is its name. An owned template's go to its owner;
+ * a shared one's (`base`), which governed every tenant, to each tenant known
+ * here, and '' (sandboxes without an owner): nobody loses a restriction.
+ */
+function templateSettingsByKey(table: string, col: string, value: string): string {
+  return `INSERT OR IGNORE INTO ${table} (scope, ${col}, ${value}, updated_at)
+     SELECT 'template', k.tenant || '/' || p.${col}, p.${value}, p.updated_at
+     FROM ${table} p, (SELECT tenant FROM api_keys UNION SELECT tenant FROM owners UNION SELECT tenant FROM tenant_limits UNION SELECT '' AS tenant) k
+     WHERE p.scope = 'template' AND instr(p.${col}, '/') = 0
+       AND k.tenant = COALESCE((SELECT o.tenant FROM owners o WHERE o.kind = 'template' AND o.id = p.${col}), k.tenant);
+   DELETE FROM ${table} WHERE scope = 'template' AND instr(${col}, '/') = 0;`;
+}
 
 interface KeyRow {
   id: string;

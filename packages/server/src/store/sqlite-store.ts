@@ -43,9 +43,15 @@ const MIGRATIONS = [
   `ALTER TABLE sandboxes ADD COLUMN idmap INTEGER;
    ALTER TABLE templates ADD COLUMN idmap INTEGER;`,
   `ALTER TABLE sandboxes ADD COLUMN network TEXT;`,
+  // Template identity (newTemplateId): what existed keeps the key it had, its name.
+  `ALTER TABLE templates ADD COLUMN id TEXT;
+   UPDATE templates SET id = name;
+   ALTER TABLE sandboxes ADD COLUMN template_id TEXT;
+   UPDATE sandboxes SET template_id = template;`,
 ];
 
 interface TemplateRow {
+  id: string | null;
   name: string;
   created_at: string;
   volume: string;
@@ -55,7 +61,7 @@ interface TemplateRow {
 }
 
 function toTemplate(r: TemplateRow): TemplateRecord {
-  return { name: r.name, createdAt: r.created_at, volume: r.volume, ...(r.images ? { images: r.images } : {}), ...(r.from_template ? { from: r.from_template } : {}), ...(r.idmap !== null ? { idmap: r.idmap } : {}) };
+  return { id: r.id ?? r.name, name: r.name, createdAt: r.created_at, volume: r.volume, ...(r.images ? { images: r.images } : {}), ...(r.from_template ? { from: r.from_template } : {}), ...(r.idmap !== null ? { idmap: r.idmap } : {}) };
 }
 
 interface SnapshotRow {
@@ -87,6 +93,7 @@ function toSnapshot(r: SnapshotRow): SnapshotRecord {
 interface SandboxRow {
   id: string;
   template: string;
+  template_id: string | null;
   state: SandboxRecord['state'];
   limits: string;
   env: string;
@@ -108,6 +115,7 @@ function toRecord(r: SandboxRow): SandboxRecord {
   return {
     id: r.id,
     template: r.template,
+    templateId: r.template_id ?? r.template,
     state: r.state,
     limits: JSON.parse(r.limits),
     env: JSON.parse(r.env),
@@ -146,10 +154,11 @@ export class SqliteStore implements Store {
 
   async insertSandbox(rec: SandboxRecord): Promise<void> {
     this.#db
-      .prepare('INSERT INTO sandboxes (id, template, state, limits, env, metadata, created_at, error, forked_from, resume_from, policy, instance, lost, recovered, origin, idmap, network) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .prepare('INSERT INTO sandboxes (id, template, template_id, state, limits, env, metadata, created_at, error, forked_from, resume_from, policy, instance, lost, recovered, origin, idmap, network) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
       .run(
         rec.id,
         rec.template,
+        rec.templateId,
         rec.state,
         JSON.stringify(rec.limits),
         JSON.stringify(rec.env),
@@ -259,9 +268,9 @@ export class SqliteStore implements Store {
   async upsertTemplate(rec: TemplateRecord): Promise<void> {
     this.#db
       .prepare(
-        'INSERT INTO templates (name, created_at, volume, images, from_template, idmap) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET created_at = excluded.created_at, volume = excluded.volume, images = excluded.images, from_template = excluded.from_template, idmap = excluded.idmap',
+        'INSERT INTO templates (id, name, created_at, volume, images, from_template, idmap) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET id = excluded.id, created_at = excluded.created_at, volume = excluded.volume, images = excluded.images, from_template = excluded.from_template, idmap = excluded.idmap',
       )
-      .run(rec.name, rec.createdAt, rec.volume, rec.images ?? null, rec.from ?? null, rec.idmap ?? null);
+      .run(rec.id, rec.name, rec.createdAt, rec.volume, rec.images ?? null, rec.from ?? null, rec.idmap ?? null);
   }
 
   async getTemplate(name: string): Promise<TemplateRecord | undefined> {

@@ -203,14 +203,14 @@ export function storeConformance(name: string, open: OpenStore): void {
     });
 
     withStore('templates: upsert inserts and replaces every field, get, list by name, delete', async (store) => {
-      const warm: TemplateRecord = { name: 'warm', createdAt: '2026-01-01T00:00:01.000Z', volume: 'templates/warm', images: 'template-images/warm', from: 'base', idmap: 0 };
-      const base: TemplateRecord = { name: 'base', createdAt: '2026-01-01T00:00:00.000Z', volume: 'templates/base' };
+      const warm: TemplateRecord = { id: 'tpl_warm1', name: 'warm', createdAt: '2026-01-01T00:00:01.000Z', volume: 'templates/warm', images: 'template-images/warm', from: 'base', idmap: 0 };
+      const base: TemplateRecord = { id: 'base', name: 'base', createdAt: '2026-01-01T00:00:00.000Z', volume: 'templates/base' };
       await store.upsertTemplate(warm);
       await store.upsertTemplate(base);
       assert.deepEqual(await store.getTemplate('warm'), warm);
       assert.deepEqual(await store.getTemplate('base'), base);
       assert.deepEqual(await store.listTemplates(), [base, warm]);
-      const rebuilt: TemplateRecord = { name: 'warm', createdAt: '2026-01-01T00:00:09.000Z', volume: 'templates/warm2' };
+      const rebuilt: TemplateRecord = { id: 'tpl_warm1', name: 'warm', createdAt: '2026-01-01T00:00:09.000Z', volume: 'templates/warm2' };
       await store.upsertTemplate(rebuilt);
       assert.deepEqual(await store.getTemplate('warm'), rebuilt, 'fields absent from the new record are cleared');
       await store.deleteTemplate('warm');
@@ -218,13 +218,24 @@ export function storeConformance(name: string, open: OpenStore): void {
       await store.deleteTemplate('nope');
       assert.equal(await store.getTemplate('nope'), undefined);
       assert.deepEqual(await store.listTemplates(), [base]);
+      const again: TemplateRecord = { id: 'tpl_warm2', name: 'warm', createdAt: '2026-01-01T00:00:10.000Z', volume: 'templates/warm' };
+      await store.upsertTemplate(again);
+      assert.equal((await store.getTemplate('warm'))?.id, 'tpl_warm2', 'a template made again under a deleted name has its own id');
+    });
+
+    withStore("sandboxes keep their template's id, whatever is later published under the name", async (store) => {
+      await store.upsertTemplate({ id: 'tpl_a', name: 'py', createdAt: '2026-01-01T00:00:00.000Z', volume: 'templates/py' });
+      await store.insertSandbox(sandbox('sbx-a', { template: 'py', templateId: 'tpl_a' }));
+      await store.deleteTemplate('py');
+      await store.upsertTemplate({ id: 'tpl_b', name: 'py', createdAt: '2026-01-01T00:00:01.000Z', volume: 'templates/py' });
+      assert.deepEqual(await store.getSandbox('sbx-a'), sandbox('sbx-a', { template: 'py', templateId: 'tpl_a' }));
     });
 
     test('records survive closing the store and opening the same database again', async () => {
       const first = await open();
       const full = fullSandbox('sbx-full');
       const snap = snapshot('snap-a', 'sbx-full', { name: 'kept', pinned: true, sizeBytes: 42 });
-      const tpl: TemplateRecord = { name: 'warm', createdAt: '2026-01-01T00:00:01.000Z', volume: 'templates/warm', images: 'template-images/warm', from: 'base', idmap: 65536 };
+      const tpl: TemplateRecord = { id: 'tpl_warm1', name: 'warm', createdAt: '2026-01-01T00:00:01.000Z', volume: 'templates/warm', images: 'template-images/warm', from: 'base', idmap: 65536 };
       try {
         await first.insertSandbox(sandbox('sbx-a'));
         await first.insertSandbox(full);
@@ -256,6 +267,7 @@ function sandbox(id: string, over: Partial<SandboxRecord> = {}): SandboxRecord {
   return {
     id,
     template: 'base',
+    templateId: 'base',
     state: 'creating',
     limits: { memoryMb: 512, cpus: 1, pids: 1024 },
     env: {},
@@ -269,6 +281,7 @@ function sandbox(id: string, over: Partial<SandboxRecord> = {}): SandboxRecord {
 function fullSandbox(id: string): SandboxRecord {
   return sandbox(id, {
     template: 'warm',
+    templateId: 'tpl_warm1',
     state: 'failed',
     limits: { memoryMb: 2048, cpus: 1.5, pids: 64, diskMb: 4096 },
     env: { PATH: '/usr/bin', EMPTY: '', QUOTE: 'a "b" \\ c\n' },

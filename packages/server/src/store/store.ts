@@ -2,7 +2,10 @@ import type { Limits, NetworkRules, SandboxRecovery, SandboxState } from '@forkd
 
 export interface SandboxRecord {
   id: string;
+  /** The template's name when it was made (shown; the name may since be another template's). */
   template: string;
+  /** The template's id (TemplateRecord.id): what policies, defaults and disk accounting key on. */
+  templateId: string;
   state: SandboxState;
   limits: Limits;
   env: Record<string, string>;
@@ -81,6 +84,8 @@ export interface SnapshotRecord {
 }
 
 export interface TemplateRecord {
+  /** Unique for the node's lifetime, kept by rebuilds, never reused (newTemplateId; the name in older databases). */
+  id: string;
   name: string;
   createdAt: string;
   /** Storage key of the template's root filesystem volume. */
@@ -132,6 +137,7 @@ export interface Store {
   /** Sandboxes forked from a snapshot. */
   listForks(snapshotId: string): Promise<SandboxRecord[]>;
   upsertTemplate(rec: TemplateRecord): Promise<void>;
+  /** The template now published under a name. */
   getTemplate(name: string): Promise<TemplateRecord | undefined>;
   listTemplates(): Promise<TemplateRecord[]>;
   deleteTemplate(name: string): Promise<void>;

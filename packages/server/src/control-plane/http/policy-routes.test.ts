@@ -75,14 +75,18 @@ test('exec under policy: refused naming the rule (details too), gated calls wait
   assert.equal(audit.length, 1);
 });
 
-test('precedence: a template policy (admin on a shared template) and a tenant policy apply to the sandbox; its own cannot lift them', async () => {
+test('precedence: a template policy (admin on a shared template, for the tenant) and a tenant policy apply to the sandbox; its own cannot lift them', async () => {
   const { call, acme, sb } = await tenantWithSandbox();
-  assert.equal((await call('PUT', '/v1/templates/base/policy', JSON.stringify({ exec: { deny: ['^curl '] } }))).status, 200);
+  // A shared template's policy is per tenant: the admin's own tenant's does not reach acme.
+  assert.equal((await call('PUT', '/v1/templates/base/policy', JSON.stringify({ exec: { deny: ['^wget '] } }))).status, 200);
+  assert.equal((await call('PUT', '/v1/templates/base/policy?tenant=acme', JSON.stringify({ exec: { deny: ['^curl '] } }))).status, 200);
+  assert.notEqual((await call('POST', `/v1/sandboxes/${sb}/exec`, JSON.stringify({ cmd: ['wget', 'x'] }), acme)).json?.error?.code, 'PERMISSION_DENIED');
   await call('PUT', '/v1/tenants/acme/policy', JSON.stringify({ files: { hidden: ['/secret'] } }));
   await call('PUT', `/v1/sandboxes/${sb}/policy`, JSON.stringify({ exec: { allow: ['.*'] } }), acme);
   const r = await call('POST', `/v1/sandboxes/${sb}/exec`, JSON.stringify({ cmd: ['curl', 'x'] }), acme);
   assert.equal(r.json.error.details.rule, 'template:exec.deny[0] "^curl "');
   const f = await call('GET', `/v1/sandboxes/${sb}/files?path=/secret/../secret/k`, undefined, acme);
   assert.equal(f.json.error.details.rule, 'tenant:files.hidden[0] "/secret"');
-  assert.deepEqual((await call('GET', '/v1/templates/base/policy', undefined, acme)).json.policy, { exec: { deny: ['^curl '] } }, 'readable by tenants');
+  assert.deepEqual((await call('GET', '/v1/templates/base/policy', undefined, acme)).json.policy, { exec: { deny: ['^curl '] } }, 'readable by its tenant');
+  assert.equal((await call('PUT', '/v1/templates/base/policy', '{}', acme)).json.error.code, 'PERMISSION_DENIED', 'set by admin keys only');
 });

@@ -5,13 +5,15 @@ import type { NodeService } from '../../node-contract/index.js';
 import { networkGate } from './network-gate.js';
 
 /** The calls the gate makes, recorded; a fake node for the logic only (the real path is e2e/network-policy.int). */
-function fakeNode(parent?: NetworkRules) {
+function fakeNode(parent?: NetworkRules, templates = [{ name: 'py', id: 'tpl_py' }, { name: 'base', id: 'base' }]) {
   const calls: string[] = [];
   const created: CreateSandboxRequest[] = [];
   const info = (id: string, network?: NetworkRules) => ({ id, ...(network ? { network } : {}) }) as SandboxInfo;
   const svc = {
     create: async (req: CreateSandboxRequest) => (created.push(req), info('sbx-new', req.network as NetworkRules | undefined)),
     get: async (id: string) => info(id, parent),
+    templates: async () => templates,
+    deleteTemplate: async (name: string) => void calls.push(`deleteTemplate ${name}`),
     getSnapshot: async () => ({ sandboxId: 'sbx-parent' }),
     fork: async (_s: string, count: number) => (calls.push(`fork ${count}`), Array.from({ length: count }, (_, i) => info(`sbx-f${i}`, parent))),
     setNetwork: async (id: string, rules: NetworkRules) => (calls.push(`setNetwork ${id} ${JSON.stringify(rules)}`), info(id, rules)),
@@ -19,7 +21,16 @@ function fakeNode(parent?: NetworkRules) {
   return { svc, calls, created };
 }
 
-const source = (policy: TenantNetworkPolicy, template?: NetworkRules) => ({ tenant: async () => policy, template: async (name: string) => (name === 'py' ? template : undefined) });
+/** acme's default for the template `py` it built (id tpl_py); kept by key, like the control store. */
+const source = (policy: TenantNetworkPolicy, template?: NetworkRules) => {
+  const defaults = new Map<string, NetworkRules>(template ? [['acme/tpl_py', template]] : []);
+  return {
+    defaults,
+    tenant: async () => policy,
+    template: async (key: string) => defaults.get(key),
+    setTemplate: async (key: string, n: NetworkRules | undefined) => void (n ? defaults.set(key, n) : defaults.delete(key)),
+  };
+};
 const egress: NetworkRules = { mode: 'egress', allowOut: [], denyOut: [] };
 
 test('create: the template default over the tenant default, capped; an explicit request over both', async () => {
@@ -57,4 +68,18 @@ test("setNetwork: capped, the tenant's denials put back; bad input INVALID_ARGUM
   await assert.rejects(gate.setNetwork('sbx-a', { mode: 'egress', bandwidthMbps: 11 }), { code: 'PERMISSION_DENIED' });
   await assert.rejects(gate.setNetwork('sbx-a', { mode: 'egress', maxConnections: 0 }), { code: 'INVALID_ARGUMENT' });
   assert.equal(n.calls.length, 1);
+});
+
+test("create: a template's default is its tenant's, of that template's id: not another tenant's, not a deleted template's of the same name", async () => {
+  const none = { mode: 'none', allowOut: [], denyOut: [] };
+  const src = source({ default: { mode: 'none', allowOut: [], denyOut: [] } }, egress);
+  const other = fakeNode();
+  await networkGate(other.svc, src, 'beta').create({ template: 'py' });
+  const rebuilt = fakeNode(undefined, [{ name: 'py', id: 'tpl_other' }]);
+  await networkGate(rebuilt.svc, src, 'acme').create({ template: 'py' });
+  assert.deepEqual([other.created[0]?.network, rebuilt.created[0]?.network], [none, none]);
+
+  const n = fakeNode();
+  await networkGate(n.svc, src, 'acme').deleteTemplate('py');
+  assert.deepEqual([n.calls, [...src.defaults.keys()]], [['deleteTemplate py'], []], 'the deleted template takes its default along');
 });

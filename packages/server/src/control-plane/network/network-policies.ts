@@ -4,7 +4,9 @@ import type { ControlStore } from '../../store/control-store.js';
 /** Where tenants' network policies and templates' default networks are kept (the control store), read back checked. */
 export interface NetworkPolicySource {
   tenant(tenant: string): Promise<TenantNetworkPolicy>;
-  template(name: string): Promise<NetworkRules | undefined>;
+  /** A template's default network for one tenant's creates, by templateKey (never by name). */
+  template(key: string): Promise<NetworkRules | undefined>;
+  setTemplate(key: string, network: NetworkRules | undefined): Promise<void>;
 }
 
 export class NetworkPolicies implements NetworkPolicySource {
@@ -24,14 +26,14 @@ export class NetworkPolicies implements NetworkPolicySource {
     await this.#store.setNetworkSetting('tenant', tenant, Object.keys(policy).length ? policy : undefined);
   }
 
-  async template(name: string): Promise<NetworkRules | undefined> {
-    const raw = await this.#store.networkSetting('template', name);
+  async template(key: string): Promise<NetworkRules | undefined> {
+    const raw = await this.#store.networkSetting('template', key);
     if (raw === undefined) return undefined;
     const p = NetworkRules.safeParse(raw);
     return p.success ? p.data : undefined;
   }
 
-  async setTemplate(name: string, network: NetworkRules | undefined): Promise<void> {
-    await this.#store.setNetworkSetting('template', name, network);
+  async setTemplate(key: string, network: NetworkRules | undefined): Promise<void> {
+    await this.#store.setNetworkSetting('template', key, network);
   }
 }

@@ -7,10 +7,17 @@ import { gatedSpawn, policyRefusal } from './exec-gate.js';
 import { policyAuditor, type PolicyCaller } from './policy-audit.js';
 import { aboveOrAt } from './path-prefix.js';
 import { decideFile, isHidden, type FileAccess, type ScopedPolicy } from './policy-evaluator.js';
-import type { PolicyRuntime } from './policy-runtime.js';
+import type { PolicyRuntime, SandboxTemplate } from './policy-runtime.js';
+import { templateKey } from '../template-scope.js';
 
-/** The policies that apply to a sandbox: its tenant's, its template's, its own (in that order). */
-export async function sandboxPolicies(svc: NodeService, store: ControlStore, id: string, templateOf?: Map<string, string>): Promise<ScopedPolicy[]> {
+/**
+ * The policies that apply to a sandbox: its tenant's, its template's, its own
+ * (in that order). Its template's is looked up by its tenant and the id of
+ * the template it was made from (templateKey), never by name: a later
+ * template of the name, or another tenant's policy on a shared one, is not
+ * its template's.
+ */
+export async function sandboxPolicies(svc: NodeService, store: ControlStore, id: string, templateOf?: Map<string, SandboxTemplate>): Promise<ScopedPolicy[]> {
   const out: ScopedPolicy[] = [];
   const tenant = await store.owner('sandbox', id);
   if (tenant !== undefined) {
@@ -20,7 +27,8 @@ export async function sandboxPolicies(svc: NodeService, store: ControlStore, id:
   let template = templateOf?.get(id);
   if (template === undefined) {
     try {
-      template = (await svc.get(id)).template;
+      const s = await svc.get(id);
+      template = { name: s.template, id: s.templateId ?? s.template };
       // Sandboxes the node deletes itself (lifetimes) leave entries behind: bounded by starting over.
       if (templateOf && templateOf.size >= 100_000) templateOf.clear();
       templateOf?.set(id, template);
@@ -29,8 +37,8 @@ export async function sandboxPolicies(svc: NodeService, store: ControlStore, id:
     }
   }
   if (template !== undefined) {
-    const p = await store.policy('template', template);
-    if (p) out.push({ scope: 'template', id: template, policy: p });
+    const p = await store.policy('template', templateKey(tenant, template.id));
+    if (p) out.push({ scope: 'template', id: template.name, policy: p });
   }
   const own = await store.policy('sandbox', id);
   if (own) out.push({ scope: 'sandbox', id, policy: own });
@@ -130,10 +138,6 @@ export function policyGate(svc: NodeService, store: ControlStore, runtime: Polic
       runtime.templateOf.delete(id);
       await store.setPolicy('sandbox', id, {});
     },
-    /** A template made later under the same name does not inherit this one's policy. */
-    async deleteTemplate(name) {
-      await svc.deleteTemplate(name);
-      await store.setPolicy('template', name, {});
-    },
+    // A deleted template's policy stays under its id: the sandboxes made from it stay under it, and no later template has that id.
   };
 }

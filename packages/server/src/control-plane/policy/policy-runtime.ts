@@ -2,12 +2,17 @@ import type { Logger } from '../../shared/logger.js';
 import { Approvals } from './approvals.js';
 import { NetworkCuts } from './network-cuts.js';
 
+export interface SandboxTemplate {
+  name: string;
+  id: string;
+}
+
 /** The policy gate's state shared by every caller of one control plane. */
 export interface PolicyRuntime {
   approvals: Approvals;
   cuts: NetworkCuts;
-  /** Each sandbox's template, as first looked up: it never changes, and a remote node need not be asked on every call. */
-  templateOf: Map<string, string>;
+  /** Each sandbox's template (name and id), as first looked up: it never changes, and a remote node need not be asked on every call. */
+  templateOf: Map<string, SandboxTemplate>;
 }
 
 export function newPolicyRuntime(opts: { webhook?: string | undefined; logger?: Logger | undefined } = {}): PolicyRuntime {

@@ -13,7 +13,8 @@ export async function createSandbox(c: ManagerContext, maxima: SandboxMaxima, in
   if (!parsed.success) throw new ForkdError('INVALID_ARGUMENT', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
   const req = parsed.data;
   if (req.network) req.network = parseNetwork(req.network);
-  if (!(await c.templates.has(req.template))) throw new ForkdError('NOT_FOUND', `template ${req.template} not found`);
+  const template = (await c.templates.has(req.template)) ? await c.templates.get(req.template) : undefined;
+  if (!template) throw new ForkdError('NOT_FOUND', `template ${req.template} not found`);
   const space = c.space.checkFree('create a sandbox');
   const limits = Limits.parse({ memoryMb: req.memoryMb, cpus: req.cpus, pids: req.pids, diskMb: req.diskMb ?? c.space.defaultDiskMb });
   checkMaxima(limits, maxima);
@@ -25,10 +26,11 @@ export async function createSandbox(c: ManagerContext, maxima: SandboxMaxima, in
   let rec: SandboxRecord;
   try {
     // A warm sandbox already has its id (its hostname, volume and container are keyed by it).
-    warm = c.pool.take(req.template);
+    warm = c.pool.take(template);
     rec = {
       id: warm ?? coldId,
       template: req.template,
+      templateId: template.id,
       state: 'creating',
       limits,
       env: req.env ?? {},

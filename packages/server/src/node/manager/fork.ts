@@ -48,6 +48,7 @@ export async function forkSandboxes(c: ManagerContext, source: string, count: nu
         const rec: SandboxRecord = {
           id,
           template: parent?.template ?? 'base',
+          templateId: parent?.templateId ?? 'base',
           state: 'creating',
           limits: parent?.limits ?? Limits.parse({}),
           env: { ...parent?.env, ...opts.env },

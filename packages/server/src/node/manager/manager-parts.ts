@@ -77,8 +77,10 @@ export function assembleManager(deps: ManagerDeps, m: ManagerFacade): ManagerPar
     {
       start: async (template) => {
         const id = newSandboxId();
+        const t = await deps.templates.get(template);
+        if (!t) throw new ForkdError('NOT_FOUND', `template ${template} not found`);
         instances.pooledIdmap.set(id, await instances.start(id, template, Limits.parse({})));
-        return id;
+        return { id, templateId: t.id };
       },
       destroy: (id) => {
         instances.pooledIdmap.delete(id);

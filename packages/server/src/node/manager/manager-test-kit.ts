@@ -54,7 +54,7 @@ export async function testManager(opts: Partial<ManagerDeps> = {}): Promise<Test
   const store = new SqliteStore(join(dir, 'forkd.db'));
   const templates = new TemplateRegistry(storage, store);
   await storage.create(poolLayout.template('base'));
-  await store.upsertTemplate({ name: 'base', createdAt: new Date().toISOString(), volume: poolLayout.template('base') });
+  await store.upsertTemplate({ id: 'base', name: 'base', createdAt: new Date().toISOString(), volume: poolLayout.template('base') });
   const runtime = new FakeRuntime();
   const guests = new FakeGuestTransport();
   const make = (more: Partial<ManagerDeps> = {}) =>

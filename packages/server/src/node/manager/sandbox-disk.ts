@@ -69,7 +69,7 @@ export class SandboxDisk {
   }
 
   /** Limits a running root (made from `templateVolume`) to its template's bytes plus `diskMb`. */
-  async apply(root: string, templateVolume: string, diskMb: number | undefined): Promise<void> {
+  async apply(root: string, templateVolume: string | undefined, diskMb: number | undefined): Promise<void> {
     const q = this.#opts.quotas;
     const u = await q?.usage(root);
     if (!q || !u) return;
@@ -86,7 +86,7 @@ export class SandboxDisk {
    * rewound. settle() then sets the exact limit; what the sandbox writes
    * meanwhile is bounded by the headroom.
    */
-  async limitForStart(root: string, templateVolume: string, diskMb: number | undefined): Promise<void> {
+  async limitForStart(root: string, templateVolume: string | undefined, diskMb: number | undefined): Promise<void> {
     const q = this.#opts.quotas;
     if (!q) return;
     // A settle of an earlier start of this root must not land after this one's headroom.
@@ -120,7 +120,7 @@ export class SandboxDisk {
     await Promise.all(this.#settling.values());
   }
 
-  async usage(root: string, templateVolume: string, diskMb: number | undefined): Promise<DiskQuotaUsage | undefined> {
+  async usage(root: string, templateVolume: string | undefined, diskMb: number | undefined): Promise<DiskQuotaUsage | undefined> {
     const u = await this.#opts.quotas?.usage(root);
     if (!u) return undefined;
     const base = await this.#templateBytes(templateVolume);
@@ -130,9 +130,11 @@ export class SandboxDisk {
   /**
    * A template is a read-only volume: its qgroup's referenced bytes do not
    * change while it exists. One that is gone (deleted after its sandboxes
-   * were made) counts 0: its bytes then count against the sandbox's quota.
+   * were made; undefined) counts 0: its bytes then count against the
+   * sandbox's quota.
    */
-  async #templateBytes(templateVolume: string): Promise<number> {
+  async #templateBytes(templateVolume: string | undefined): Promise<number> {
+    if (templateVolume === undefined) return 0;
     const known = this.#templates.get(templateVolume);
     if (known && Date.now() - known.at < TEMPLATE_BYTES_TTL_MS) return known.bytes;
     const u = await this.#opts.quotas?.usage(templateVolume);

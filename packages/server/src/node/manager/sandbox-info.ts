@@ -6,6 +6,7 @@ export function toInfo(r: SandboxRecord): SandboxInfo {
   return {
     id: r.id,
     template: r.template,
+    templateId: r.templateId,
     state: r.state,
     limits: r.limits,
     env: r.env,

@@ -57,8 +57,10 @@ export class SandboxInstances {
     return this.#d.storage.path(this.volumeOf(key));
   }
 
-  templateRoot(template: string): string {
-    return this.#d.storage.path(this.#d.templates.volume(template));
+  /** Host path of the template a sandbox was made from; undefined once that template was deleted (even if the name was reused). */
+  async templateRoot(r: Pick<SandboxRecord, 'template' | 'templateId'>): Promise<string | undefined> {
+    const volume = await this.#d.templates.volumeOf(r.template, r.templateId);
+    return volume === undefined ? undefined : this.#d.storage.path(volume);
   }
 
   /** An instance's root as its runtime takes it. */
@@ -102,7 +104,7 @@ export class SandboxInstances {
     const t0 = performance.now();
     const key = await this.key(id);
     const rootfs = await this.#d.storage.prepare(this.volumeOf(key), this.#d.templates.volume(template));
-    await this.#d.space.limitForStart(rootfs, this.templateRoot(template), limits.diskMb);
+    await this.#d.space.limitForStart(rootfs, this.#d.storage.path(this.#d.templates.volume(template)), limits.diskMb);
     const warm = (await this.#d.templates.get(template))?.images;
     // A warm template's memory maps the agent binary it was built with: keep that one.
     // (/dev is the runtime's own tmpfs, see oci-spec; the root's hidden /dev is emptied, see prepareRoot.)
@@ -129,7 +131,7 @@ export class SandboxInstances {
     try {
       await this.#d.guests.at(key).info();
       // Pool members were started with the default quota.
-      if (this.#d.space.diskMbOf(rec.limits) !== this.#d.space.defaultDiskMb) await this.#d.space.apply(this.rootfsOf(key), this.templateRoot(rec.template), rec.limits.diskMb);
+      if (this.#d.space.diskMbOf(rec.limits) !== this.#d.space.defaultDiskMb) await this.#d.space.apply(this.rootfsOf(key), await this.templateRoot(rec), rec.limits.diskMb);
       const defaults = Limits.parse({});
       if (rec.limits.memoryMb !== defaults.memoryMb || rec.limits.cpus !== defaults.cpus || rec.limits.pids !== defaults.pids) {
         await this.#d.runtime.update(key, rec.limits);
@@ -149,7 +151,7 @@ export class SandboxInstances {
     if (!(await this.#d.storage.exists(this.volumeOf(key)))) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${r.id} has neither a usable snapshot nor its files`);
     const rootfs = this.rootfsOf(key);
     // Also gives a root made before quotas its limit.
-    await this.#d.space.limitForStart(rootfs, this.templateRoot(r.template), r.limits.diskMb);
+    await this.#d.space.limitForStart(rootfs, await this.templateRoot(r), r.limits.diskMb);
     // The agent of today: nothing in memory maps an older one.
     await this.#d.guests.prepareRoot(key, { install: true });
     await this.#d.runtime.start(key, this.spec(r, key));
@@ -167,7 +169,7 @@ export class SandboxInstances {
     await this.#d.storage.remove(volume);
     await this.#d.storage.prepare(volume, this.#d.files.rootfsKey(snap.id));
     // Room for forkd and CRIU to write, even into a root that was at its quota.
-    await this.#d.space.limitForStart(this.#d.storage.path(volume), this.templateRoot(r.template), r.limits.diskMb);
+    await this.#d.space.limitForStart(this.#d.storage.path(volume), await this.templateRoot(r), r.limits.diskMb);
     await this.#d.guests.prepareRoot(key, { install: false });
     const release = await this.#d.guests.at(key).quiesce();
     try {

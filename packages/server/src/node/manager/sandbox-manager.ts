@@ -215,7 +215,7 @@ export class SandboxManager {
       this.#disk.set(id, d);
     }
     const r = await this.#ctx.record(id);
-    const q = await this.#ctx.space.usage(await this.rootfs(id), this.#ctx.instances.templateRoot(r.template), r.limits.diskMb);
+    const q = await this.#ctx.space.usage(await this.rootfs(id), await this.#ctx.instances.templateRoot(r), r.limits.diskMb);
     return { ...u, diskBytes: d.value.totalBytes, diskWrittenBytes: d.value.exclusiveBytes, ...(q ? { diskQuotaUsedBytes: q.usedBytes, diskQuotaBytes: q.limitBytes } : {}) };
   }
 

@@ -5,7 +5,7 @@ import type { SandboxRecord } from '../../store/store.js';
 import { testManager } from './manager-test-kit.js';
 
 function record(id: string, state: SandboxRecord['state'], more: Partial<SandboxRecord> = {}): SandboxRecord {
-  return { id, template: 'base', state, limits: Limits.parse({}), env: {}, metadata: {}, createdAt: new Date().toISOString(), ...more };
+  return { id, template: 'base', templateId: 'base', state, limits: Limits.parse({}), env: {}, metadata: {}, createdAt: new Date().toISOString(), ...more };
 }
 
 test('at start: interrupted creates and deletes go, a running sandbox without processes is marked lost, a paused one loses its leftover processes, orphans are swept', async () => {

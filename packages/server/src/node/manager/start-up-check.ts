@@ -84,7 +84,7 @@ async function checkOne(c: StartUpContext, r: SandboxRecord, lost: SandboxRecord
     let ok = st.status === 'running';
     if (ok) ok = await c.guests.at(key).info().then(() => true, () => false);
     // A root from before quotas, or left with its start headroom by a crash, gets its exact limit.
-    if (ok) await c.space.apply(c.instances.rootfsOf(key), c.instances.templateRoot(r.template), r.limits.diskMb).catch((err: unknown) => c.logger.warn('disk quota not applied', { sandbox: r.id, error: String(err) }));
+    if (ok) await c.space.apply(c.instances.rootfsOf(key), await c.instances.templateRoot(r), r.limits.diskMb).catch((err: unknown) => c.logger.warn('disk quota not applied', { sandbox: r.id, error: String(err) }));
     // Its network as recorded, again: the kernel keeps it across a daemon restart, but forkd's table may have
     // been removed meanwhile (a host firewall reload), and a crash mid-change leaves the record ahead.
     if (ok && r.network) await c.instances.setNetwork(key, r.network).catch((err: unknown) => c.logger.warn('network rules not applied', { sandbox: r.id, error: String(err) }));

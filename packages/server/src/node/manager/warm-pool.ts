@@ -1,10 +1,15 @@
 import type { Logger } from '../../shared/logger.js';
 
 export interface WarmPoolDeps {
-  /** Starts a ready sandbox of a template with default limits; returns its id. */
-  start(template: string): Promise<string>;
+  /** Starts a ready sandbox of a template (by name) with default limits; returns its id and the id of the template it runs. */
+  start(template: string): Promise<PoolMember>;
   destroy(id: string): Promise<void>;
   logger: Logger;
+}
+
+export interface PoolMember {
+  id: string;
+  templateId: string;
 }
 
 /**
@@ -17,7 +22,8 @@ export class WarmPool {
   readonly #d: WarmPoolDeps;
   readonly #size: number;
   readonly #templates: string[];
-  readonly #ready = new Map<string, string[]>();
+  /** By template name; each member remembers the template (id) it was started from. */
+  readonly #ready = new Map<string, PoolMember[]>();
   #filling: Promise<void> | undefined;
   #closed = false;
 
@@ -27,15 +33,24 @@ export class WarmPool {
     this.#templates = templates;
   }
 
-  take(template: string): string | undefined {
-    const id = this.#ready.get(template)?.shift();
+  /**
+   * A member of exactly this template: members started from an earlier
+   * template of the name (deleted, or rebuilt since) are destroyed, never
+   * handed out (their root is that template's files).
+   */
+  take(template: { name: string; id: string }): string | undefined {
+    const members = this.#ready.get(template.name) ?? [];
+    const [current, stale] = [members.filter((m) => m.templateId === template.id), members.filter((m) => m.templateId !== template.id)];
+    this.#ready.set(template.name, current);
+    for (const m of stale) void this.#d.destroy(m.id).catch((err: unknown) => this.#d.logger.warn('stale warm sandbox not removed', { sandbox: m.id, error: String(err) }));
+    const id = current.shift()?.id;
     this.fill();
     return id;
   }
 
   /** Ids currently held by the pool (not user sandboxes). */
   held(): Set<string> {
-    return new Set([...this.#ready.values()].flat());
+    return new Set([...this.#ready.values()].flat().map((m) => m.id));
   }
 
   fill(): void {
@@ -45,19 +60,19 @@ export class WarmPool {
         for (;;) {
           const t = this.#templates.find((x) => (this.#ready.get(x)?.length ?? 0) < this.#size);
           if (!t || this.#closed) return;
-          let id: string;
+          let member: PoolMember;
           try {
-            id = await this.#d.start(t);
+            member = await this.#d.start(t);
           } catch (err) {
             this.#d.logger.warn('warm pool refill failed', { template: t, error: (err as Error).message });
             return;
           }
           if (this.#closed) {
-            await this.#d.destroy(id).catch(() => {});
+            await this.#d.destroy(member.id).catch(() => {});
             return;
           }
           const list = this.#ready.get(t) ?? [];
-          list.push(id);
+          list.push(member);
           this.#ready.set(t, list);
         }
       } finally {

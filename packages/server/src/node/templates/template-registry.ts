@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ForkdError, TEMPLATE_NAME_PATTERN, type TemplateInfo } from '@forkd/protocol';
+import { ForkdError, newTemplateId, TEMPLATE_NAME_PATTERN, type TemplateInfo } from '@forkd/protocol';
 import { poolLayout } from '../storage/pool-layout.js';
 import type { Storage } from '../storage/storage.js';
 import type { Store, TemplateRecord } from '../../store/store.js';
@@ -28,11 +28,21 @@ export class TemplateRegistry {
   }
 
   async list(): Promise<TemplateInfo[]> {
-    return (await this.#store.listTemplates()).map((t) => ({ name: t.name, createdAt: t.createdAt, warm: !!t.images, ...(t.from ? { from: t.from } : {}) }));
+    return (await this.#store.listTemplates()).map((t) => ({ name: t.name, id: t.id, createdAt: t.createdAt, warm: !!t.images, ...(t.from ? { from: t.from } : {}) }));
   }
 
   get(name: string): Promise<TemplateRecord | undefined> {
     return this.#store.getTemplate(name);
+  }
+
+  /**
+   * The volume of the template a sandbox was made from, while that template
+   * is still the one published under its name; undefined once it was deleted
+   * (a later template of the name is another one: its bytes are not this
+   * sandbox's base).
+   */
+  async volumeOf(name: string, id: string): Promise<string | undefined> {
+    return (await this.#store.getTemplate(name))?.id === id ? this.volume(name) : undefined;
   }
 
   imagesDir(name: string): string {
@@ -43,19 +53,26 @@ export class TemplateRegistry {
    * Publishes a built template: a read-only root volume and, for a warm
    * template, the memory images of its running processes, taken from a
    * finished snapshot, then recorded. Until the record exists the template is
-   * invisible (`has` needs it); a rebuild replaces leftovers.
+   * invisible (`has` needs it); a rebuild replaces leftovers and keeps the
+   * template's id (its policy and default network stay with it).
    */
   async publish(name: string, rootfsKey: string, imagesDir: string | undefined, from: string, idmap?: number): Promise<void> {
     if (!TEMPLATE_NAME_PATTERN.test(name)) throw new ForkdError('INVALID_ARGUMENT', `invalid template name: ${name}`);
-    await this.remove(name);
+    const id = (await this.#store.getTemplate(name))?.id ?? newTemplateId();
+    // The record stays (`has` also needs the volume): a crash here still keeps the id for the next rebuild.
+    await this.#removeFiles(name);
     // A read-only subvolume cannot be renamed: snapshot it into place (shares every extent).
     await this.#storage.commit(this.volume(name), rootfsKey, { keepActive: true });
     if (imagesDir) await this.#storage.adoptDir(poolLayout.templateImages(name), imagesDir);
-    await this.#store.upsertTemplate({ name, createdAt: new Date().toISOString(), volume: this.volume(name), ...(imagesDir ? { images: poolLayout.templateImages(name), idmap } : {}), from });
+    await this.#store.upsertTemplate({ id, name, createdAt: new Date().toISOString(), volume: this.volume(name), ...(imagesDir ? { images: poolLayout.templateImages(name), idmap } : {}), from });
   }
 
   async remove(name: string): Promise<void> {
     await this.#store.deleteTemplate(name);
+    await this.#removeFiles(name);
+  }
+
+  async #removeFiles(name: string): Promise<void> {
     await this.#storage.remove(this.volume(name));
     await this.#storage.removeDir(poolLayout.templateImages(name));
   }
@@ -68,7 +85,8 @@ export class TemplateRegistry {
       await this.#storage.importTree(tmp, sourceDir);
       await this.#storage.remove(this.volume(name));
       await this.#storage.rename(tmp, this.volume(name));
-      await this.#store.upsertTemplate({ name, createdAt: new Date().toISOString(), volume: this.volume(name) });
+      // `base` (the only import, by forkd setup) has a fixed id: it is never deleted nor built by a tenant.
+      await this.#store.upsertTemplate({ id: (await this.#store.getTemplate(name))?.id ?? (name === 'base' ? 'base' : newTemplateId()), name, createdAt: new Date().toISOString(), volume: this.volume(name) });
     } catch (err) {
       await this.#storage.remove(tmp).catch(() => {});
       throw err;

@@ -5,31 +5,32 @@ import { checkLinear } from '../../policy/linear-regexp.js';
 import { policyPatterns } from '../../policy/policy-evaluator.js';
 import { policyRuntime } from '../caller-view.js';
 import { validate } from '../validate.js';
+import { templateScope } from '../../template-scope.js';
 import { list, ok, param, route, view, type RouteDeps } from './route.js';
 
 /**
- * Who may set (and read) the policy at a scope: a tenant's own keys its
- * sandboxes'; the template's owner (or admin keys, alone for shared
- * templates) a template's; admin keys a tenant's (a tenant lifting its own
- * would make it no policy; its keys may read it).
+ * Who may set (and read) the policy at a scope, and the key it is stored
+ * under: a tenant's own keys its sandboxes'; a template's, see
+ * templateScope (per tenant and template id; `?tenant=` for admin keys on a
+ * shared template); admin keys a tenant's (a tenant lifting its own would
+ * make it no policy; its keys may read it). `id` is what answers show.
  */
-async function scopeId(c: Context<AppEnv>, { control }: RouteDeps, scope: PolicyScope, write: boolean): Promise<string> {
+async function scopeKey(c: Context<AppEnv>, { control }: RouteDeps, scope: PolicyScope, write: boolean): Promise<{ id: string; key: string }> {
   const who = c.get('who');
   if (scope === 'sandbox') {
     const id = param(c, 'id');
     await view(c).get(id);
-    return id;
+    return { id, key: id };
   }
   if (scope === 'tenant') {
     const tenant = validate(TenantName, param(c, 'tenant'));
     if (!who.admin && (write || tenant !== who.tenant)) throw new ForkdError('PERMISSION_DENIED', write ? "only an admin key sets a tenant's policy" : "only an admin key reads another tenant's policy");
-    return tenant;
+    return { id: tenant, key: tenant };
   }
   const name = param(c, 'name');
-  if (!(await view(c).templates()).some((t) => t.name === name)) throw new ForkdError('NOT_FOUND', `template ${name} not found`);
-  const owner = await control.store.owner('template', name);
-  if (write && !who.admin && owner !== who.tenant) throw new ForkdError('PERMISSION_DENIED', `only an admin key sets the policy of shared template ${name}`);
-  return name;
+  const tenant = c.req.query('tenant');
+  const key = await templateScope(view(c), control.store, who, name, { write, what: 'policy', tenant: tenant === undefined ? undefined : validate(TenantName, tenant) });
+  return { id: name, key };
 }
 
 function policyRoutes(scope: PolicyScope, path: string, what: string) {
@@ -40,8 +41,8 @@ function policyRoutes(scope: PolicyScope, path: string, what: string) {
       summary: `The per-call policy of ${what} ({} when none)`,
       response: ok(PolicyAnswer),
       handler: async (c, deps) => {
-        const id = await scopeId(c, deps, scope, false);
-        return c.json({ scope, id, policy: (await deps.control.store.policy(scope, id)) ?? {} });
+        const { id, key } = await scopeKey(c, deps, scope, false);
+        return c.json({ scope, id, policy: (await deps.control.store.policy(scope, key)) ?? {} });
       },
     }),
     route({
@@ -51,11 +52,11 @@ function policyRoutes(scope: PolicyScope, path: string, what: string) {
       body: PolicyDocument,
       response: ok(PolicyAnswer),
       handler: async (c, deps, input) => {
-        const id = await scopeId(c, deps, scope, true);
+        const { id, key } = await scopeKey(c, deps, scope, true);
         const policy = await input.body();
         checkLinear(policyPatterns(policy));
         c.set('target', `${scope}:${id}`);
-        await deps.control.store.setPolicy(scope, id, policy);
+        await deps.control.store.setPolicy(scope, key, policy);
         return c.json({ scope, id, policy });
       },
     }),

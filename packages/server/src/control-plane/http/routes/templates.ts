@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { BuildTemplateRequest, TemplateInfo } from '@forkd/protocol';
 import { NDJSON_HEADERS, ndjsonStream } from '../../../shared/ndjson-stream.js';
 import { NetworkPolicies } from '../../network/network-policies.js';
+import { templateIdOf, templateKey } from '../../template-scope.js';
 import { streamError } from './process-stream.js';
 import { list, none, ok, param, route, view as v } from './route.js';
 
@@ -29,7 +30,8 @@ export const TEMPLATE_ROUTES = [
         // Awaited: a client that reads slowly slows the build's output, not the daemon's memory.
         .buildTemplate(req, (line) => out.write({ type: 'progress', line }))
         .then(async (template) => {
-          await new NetworkPolicies(control.store).setTemplate(template.name, network);
+          // The builder's: the owner of a template it built, its own tenant's on a shared one an admin key rebuilt.
+          await new NetworkPolicies(control.store).setTemplate(templateKey(c.get('who').tenant, templateIdOf(template)), network);
           return template;
         })
         .then(
@@ -45,10 +47,9 @@ export const TEMPLATE_ROUTES = [
     path: '/v1/templates/:name',
     summary: 'Delete a template',
     response: none,
-    handler: async (c, { control }) => {
+    handler: async (c) => {
+      // Its default network goes with it (networkGate); its policy stays with the sandboxes made from it (policyGate).
       await v(c).deleteTemplate(param(c, 'name'));
-      // A template made again under the name starts without the old one's default network.
-      await new NetworkPolicies(control.store).setTemplate(param(c, 'name'), undefined);
     },
   }),
 ];
