@@ -1,5 +1,7 @@
 import type { BuildTemplateRequest } from '@forkd/protocol';
+import type { NodeService } from '../../node-contract/index.js';
 import type { ControlStore } from '../../store/control-store.js';
+import { templateIdOf, templateKey } from '../template-scope.js';
 import { policyRefusal } from './exec-gate.js';
 import type { PolicyAuditor } from './policy-audit.js';
 import { decideExec, type ScopedPolicy } from './policy-evaluator.js';
@@ -10,13 +12,15 @@ const buildArgv = (cmd: string) => ['/bin/bash', '-lc', cmd];
 /**
  * The policies a template build's commands are held to: those an exec in
  * the build sandbox would be — the building tenant's and its source
- * template's (the build sandbox has no policy of its own).
+ * template's (the build sandbox has no policy of its own), the latter keyed
+ * as a sandbox of the tenant made from it would find it (templateKey).
  */
-export async function buildPolicies(store: ControlStore, tenant: string, from: string): Promise<ScopedPolicy[]> {
+export async function buildPolicies(svc: Pick<NodeService, 'templates'>, store: ControlStore, tenant: string, from: string): Promise<ScopedPolicy[]> {
   const out: ScopedPolicy[] = [];
   const t = await store.policy('tenant', tenant);
   if (t) out.push({ scope: 'tenant', id: tenant, policy: t });
-  const f = await store.policy('template', from);
+  const source = (await svc.templates()).find((x) => x.name === from);
+  const f = source && (await store.policy('template', templateKey(tenant, templateIdOf(source))));
   if (f) out.push({ scope: 'template', id: from, policy: f });
   return out;
 }
