@@ -1,9 +1,9 @@
-import { createServer, type Server } from 'node:http';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { startJsonSink, type JsonSink } from '../testing/json-sink.js';
 import { ForkdClient, ForkdError, type ApprovalInfo, type Sandbox, type WaitingForApproval } from '@forkd/sdk';
 import { api } from '../testing/http-client.js';
 import { runCli, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
@@ -32,8 +32,7 @@ describe('per-call policy judges the whole call (real daemon, attacks of issue 2
   let cfg: ReturnType<typeof testConfig>;
   let daemon: DaemonProcess;
   let e2b: E2bDaemon;
-  let hook: Server | undefined;
-  const hooked: { approval?: ApprovalInfo }[] = [];
+  let hook: JsonSink | undefined;
   let admin: ForkdClient;
   let mallory: ForkdClient;
   let sb: Sandbox;
@@ -41,17 +40,9 @@ describe('per-call policy judges the whole call (real daemon, attacks of issue 2
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'forkd-adv-policy-'));
-    hook = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        hooked.push(JSON.parse(Buffer.concat(chunks).toString()));
-        res.end('ok');
-      });
-    });
-    await new Promise<void>((r) => hook!.listen(0, '127.0.0.1', r));
+    hook = await startJsonSink();
     cfg = testConfig(dir);
-    e2b = await startE2bDaemon({ ...cfg.env, FORKD_WARM_POOL: '0', FORKD_APPROVAL_WEBHOOK: `http://127.0.0.1:${(hook.address() as { port: number }).port}/hook` }, E2B_TENANT);
+    e2b = await startE2bDaemon({ ...cfg.env, FORKD_WARM_POOL: '0', FORKD_APPROVAL_WEBHOOK: hook.url }, E2B_TENANT);
     daemon = e2b.daemon;
     admin = new ForkdClient({ url: daemon.url, apiKey: daemon.apiKey });
     mallory = new ForkdClient({ url: daemon.url, apiKey: (await api(daemon, 'POST', '/v1/keys', { tenant: TENANT })).json.key as string });
@@ -123,7 +114,7 @@ describe('per-call policy judges the whole call (real daemon, attacks of issue 2
     assert.deepEqual(listed?.context, want);
     const table = await runCli(daemon.url, cfg.env, ['approvals']);
     assert.match(table.stdout, /cwd=\/tmp user=root program=\/usr\/bin\/echo DEPLOY_TARGET="prod" BASH_ENV="\/etc\/evil"/);
-    assert.deepEqual(hooked.find((h) => h.approval?.id === w.approvalId)?.approval?.context, want);
+    assert.deepEqual((hook!.received as { approval?: ApprovalInfo }[]).find((h) => h.approval?.id === w.approvalId)?.approval?.context, want);
     await admin.approvals.deny(w.approvalId);
     await refused(result, /denied by an approver/);
     const audit = await admin.audit.list({ sandbox: sb.id, operation: 'policy.wait' });

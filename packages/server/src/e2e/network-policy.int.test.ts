@@ -114,10 +114,12 @@ describe('network policy: tenant defaults and caps, template defaults (real daem
   });
 
   test("a template's default network: set by an admin for a shared template, used when a create names none, capped by the tenant", async () => {
-    assertDenied(await api(beta, 'PUT', '/v1/templates/base/network', { network: { mode: 'egress' } }), /only the owner of template base/);
-    const put = await api(admin, 'PUT', '/v1/templates/base/network', { network: { mode: 'egress', denyOut: [`${A}/32`], maxConnections: 3 } });
+    assertDenied(await api(beta, 'PUT', '/v1/templates/base/network', { network: { mode: 'egress' } }), /only an admin key sets the default network of shared template base/);
+    // A shared template's default network is per tenant: the admin sets beta's.
+    const put = await api(admin, 'PUT', '/v1/templates/base/network?tenant=beta', { network: { mode: 'egress', denyOut: [`${A}/32`], maxConnections: 3 } });
     assert.equal(put.status, 200, put.text);
     assert.deepEqual((await api(beta, 'GET', '/v1/templates/base/network')).json, { template: 'base', network: { mode: 'egress', allowOut: [], denyOut: [`${A}/32`], maxConnections: 3 } });
+    assert.equal((await api(acme, 'GET', '/v1/templates/base/network')).json.network, null, "beta's is not acme's");
     await setPolicy('beta', { default: { mode: 'none' }, maxBandwidthMbps: 20 });
     const s = await create(beta, {});
     assert.deepEqual(s.network, { mode: 'egress', allowOut: [], denyOut: [`${A}/32`], bandwidthMbps: 20, maxConnections: 3 }, "the template's over the tenant's default, the tenant's cap over both");
@@ -125,7 +127,7 @@ describe('network policy: tenant defaults and caps, template defaults (real daem
     assert.equal(await reaches(beta, s.id, B), true);
     const asked = await create(beta, { network: { mode: 'none' } });
     assert.equal(asked.network, undefined, "the request's over the template's");
-    assert.equal((await api(admin, 'PUT', '/v1/templates/base/network', { network: null })).json.network, null);
+    assert.equal((await api(admin, 'PUT', '/v1/templates/base/network?tenant=beta', { network: null })).json.network, null);
     assert.equal((await create(beta, {})).network, undefined, "removed: the tenant's default (none)");
     assert.equal((await api(beta, 'GET', '/v1/templates/nope/network')).status, 404);
   });

@@ -1,9 +1,9 @@
-import { createServer, type Server } from 'node:http';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { startJsonSink, type JsonSink } from '../testing/json-sink.js';
 import { ForkdClient, ForkdError, type PolicyDocument, type Sandbox, type WaitingForApproval } from '@forkd/sdk';
 import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
 import { runCli, startDaemonProcess, stopDaemonProcess, type CliResult, type DaemonProcess } from '../testing/daemon-process.js';
@@ -38,8 +38,7 @@ describe('per-call policy against a real daemon (SDK and CLI)', { skip: !isRoot 
   let dir = '';
   let cfg: ReturnType<typeof testConfig>;
   let daemon: DaemonProcess | undefined;
-  let hook: Server | undefined;
-  const hooked: unknown[] = [];
+  let hook: JsonSink | undefined;
   let client: ForkdClient;
   let sb: Sandbox;
   let policyFile = '';
@@ -53,19 +52,10 @@ describe('per-call policy against a real daemon (SDK and CLI)', { skip: !isRoot 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'forkd-policy-'));
     policyFile = join(dir, 'policy.json');
-    hook = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        hooked.push(JSON.parse(Buffer.concat(chunks).toString()));
-        res.end('ok');
-      });
-    });
-    await new Promise<void>((r) => hook!.listen(0, '127.0.0.1', r));
-    const port = (hook.address() as { port: number }).port;
+    hook = await startJsonSink();
     cfg = testConfig(dir);
     cliEnv = cfg.env;
-    daemon = await startDaemonProcess({ ...cfg.env, FORKD_APPROVAL_WEBHOOK: `http://127.0.0.1:${port}/hook` });
+    daemon = await startDaemonProcess({ ...cfg.env, FORKD_APPROVAL_WEBHOOK: hook.url });
     client = new ForkdClient({ url: daemon.url, apiKey: daemon.apiKey });
     sb = await client.sandboxes.create({ memoryMb: 256 });
   });
@@ -120,7 +110,7 @@ describe('per-call policy against a real daemon (SDK and CLI)', { skip: !isRoot 
     assert.match(mine.command, /echo gated/);
     const table = await forkd(daemon!.url, ['approvals']);
     assert.match(table.stdout, new RegExp(w.approvalId));
-    assert.ok(hooked.some((h) => (h as { approval?: { id?: string } }).approval?.id === w.approvalId), `webhook got ${JSON.stringify(hooked)}`);
+    assert.ok(hook!.received.some((h) => (h as { approval?: { id?: string } }).approval?.id === w.approvalId), `webhook got ${JSON.stringify(hook!.received)}`);
     const ok = await forkd(daemon!.url, ['approve', w.approvalId]);
     assert.equal(ok.code, 0, ok.stderr);
     const r = await result;

@@ -2,13 +2,13 @@ import fc from 'fast-check';
 
 /**
  * Byte inputs for a parser's property tests, shaped around real messages
- * (`valid`): prefixes (truncations), random byte flips, length fields
+ * (`valid`: a list, or an arbitrary of them): prefixes (truncations), random byte flips, length fields
  * overwritten with edge values, a slice cut out or
  * spliced in, oversized ones (garbage or repeats after a valid message), and
  * plain random bytes. What a hostile sender can do with one message.
  */
-export function hostileBytes(valid: readonly Buffer[], maxRandom = 2048): fc.Arbitrary<Buffer> {
-  const base = fc.constantFrom(...valid);
+export function hostileBytes(valid: readonly Buffer[] | fc.Arbitrary<Buffer>, maxRandom = 2048): fc.Arbitrary<Buffer> {
+  const base = valid instanceof fc.Arbitrary ? valid : fc.constantFrom(...valid);
   const prefix = base.chain((b) => fc.nat(b.length).map((n) => b.subarray(0, n)));
   const flips = base.chain((b) =>
     fc.array(fc.tuple(fc.nat(Math.max(0, b.length - 1)), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 8 }).map((ps) => {

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { hostileBytes } from '../../testing/fuzz-bytes.js';
 import { envelope, FLAG_END_STREAM, FLAG_MESSAGE, jsonPayload, parseEnvelopes, streamRequestMessage, takeEnvelope } from './connect-framing.js';
 import { ListDirRequest, MoveRequest, parseMessage, ProcessRequest, SendInputRequest, SendSignalRequest, StartRequest, UpdateRequest, WatchDirRequest } from './envd-messages.js';
 import { parseInputEvent } from './stream-input.js';
@@ -15,19 +16,8 @@ const json = fc.jsonValue({ maxDepth: 4 });
 const validBody = fc.array(fc.tuple(fc.constantFrom(FLAG_MESSAGE, FLAG_END_STREAM), json), { minLength: 1, maxLength: 5 });
 const bodyOf = (msgs: [number, unknown][]) => Buffer.concat(msgs.map(([f, m]) => envelope(f, m)));
 
-/** A valid body cut short, or with bytes flipped, or grown past its length. */
-const damaged = validBody.chain((msgs) => {
-  const b = bodyOf(msgs);
-  return fc.oneof(
-    fc.nat(b.length).map((n) => b.subarray(0, n)),
-    fc.array(fc.tuple(fc.nat(b.length - 1), fc.integer({ min: 1, max: 255 })), { minLength: 1, maxLength: 8 }).map((flips) => {
-      const c = Buffer.from(b);
-      for (const [i, x] of flips) c[i] = c[i]! ^ x;
-      return c;
-    }),
-    fc.uint8Array({ maxLength: 64 }).map((tail) => Buffer.concat([b, Buffer.from(tail)])),
-  );
-});
+/** A valid body cut short, flipped, grown, spliced, or its length fields lying. */
+const damaged = hostileBytes(validBody.map(bodyOf), 300);
 const anyBytes = fc.oneof(damaged, fc.uint8Array({ maxLength: 300 }).map((u) => Buffer.from(u)));
 
 function noThrow(f: () => unknown): void {

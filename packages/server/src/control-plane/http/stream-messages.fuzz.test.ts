@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { hostileBytes } from '../../testing/fuzz-bytes.js';
 import { ForkdError } from '@forkd/protocol';
 import { parseControl, parseOpen, rawBytes } from './stream-messages.js';
 import { proxyTarget } from './port-proxy.js';
@@ -18,17 +19,7 @@ const valid = fc.oneof(
   fc.constant({ type: 'stdin_eof' }),
 );
 const bytesOf = (v: unknown) => Buffer.from(JSON.stringify(v));
-const damaged = valid.chain((v) => {
-  const b = bytesOf(v);
-  return fc.oneof(
-    fc.nat(b.length).map((n) => b.subarray(0, n)),
-    fc.array(fc.tuple(fc.nat(b.length - 1), fc.integer({ min: 1, max: 255 })), { minLength: 1, maxLength: 6 }).map((flips) => {
-      const c = Buffer.from(b);
-      for (const [i, x] of flips) c[i] = c[i]! ^ x;
-      return c;
-    }),
-  );
-});
+const damaged = hostileBytes(valid.map(bytesOf), 300);
 const anyMessage = fc.oneof(damaged, fc.uint8Array({ maxLength: 300 }).map((u) => Buffer.from(u)), fc.jsonValue({ maxDepth: 4 }).map(bytesOf));
 
 test('open and control messages: any bytes decode to a message or INVALID_ARGUMENT', () => {
