@@ -45,6 +45,10 @@ test('last resort: an uncaught error is counted and the process keeps serving; c
   assert.deepEqual(exits, []);
   policy(new CorruptStateError('store'), 'uncaughtException');
   assert.deepEqual(exits, [70]);
+  policy(Object.assign(new Error('database disk image is malformed'), { code: 'SQLITE_CORRUPT' }), 'unhandledRejection');
+  assert.deepEqual(exits, [70, 70]);
+  policy(Object.assign(new Error('busy'), { code: 'SQLITE_BUSY' }), 'unhandledRejection');
+  assert.deepEqual(exits, [70, 70], 'a busy database is no corruption');
 });
 
 test('installed, the handlers are on the process and come off again', () => {

@@ -10,17 +10,27 @@ export class CorruptStateError extends Error {
   override readonly name = 'CorruptStateError';
 }
 
+/** SQLite's own word that a database file is damaged (better-sqlite3 puts it in `code`). */
+const CORRUPT_SQLITE = new Set(['SQLITE_CORRUPT', 'SQLITE_NOTADB']);
+
+function isCorruption(err: unknown): boolean {
+  if (err instanceof CorruptStateError) return true;
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && CORRUPT_SQLITE.has(code);
+}
+
 /**
  * The daemon's policy for an error nothing caught: any tenant's bytes that
  * slipped past a guard must not stop every other tenant's sandboxes, so the
  * process records it (counted as the `uncaught` component in `/metrics`,
- * logged with its stack) and keeps serving. Only a CorruptStateError exits,
+ * logged with its stack) and keeps serving. Only a CorruptStateError (or
+ * SQLite's SQLITE_CORRUPT / SQLITE_NOTADB) exits,
  * because continuing on corrupt state could lose what users stored.
  */
 export function lastResortPolicy(logger: Logger, exit: (code: number) => void): (err: unknown, origin: string) => void {
   return (err, origin) => {
-    if (err instanceof CorruptStateError) {
-      logger.error('corrupt state: exiting for crash recovery', { origin, err: err.message, stack: err.stack });
+    if (isCorruption(err)) {
+      logger.error('corrupt state: exiting for crash recovery', { origin, err: (err as Error).message, stack: (err as Error).stack });
       exit(70);
       return;
     }
