@@ -2,7 +2,7 @@ import { createSocket } from 'node:dgram';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
-import { errorReply, parseQuestion, RCODE_NXDOMAIN } from '../node/network/dns-message.js';
+import { errorReply, parseQuestion, RCODE } from '../node/network/dns-message.js';
 
 /**
  * The test internet's servers, run inside its namespace (see
@@ -29,7 +29,7 @@ function dnsAnswer(msg: Buffer, zone: Record<string, string>): Buffer | undefine
   const q = parseQuestion(msg);
   if (!q) return undefined;
   const addr = lookup(zone, q.name);
-  if (!addr) return errorReply(msg, q, RCODE_NXDOMAIN);
+  if (!addr) return errorReply(msg, q, RCODE.NXDOMAIN);
   const r = errorReply(msg, q, 0);
   if (q.type !== 1) return r;
   r.writeUInt16BE(1, 6);

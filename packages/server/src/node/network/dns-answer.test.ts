@@ -1,9 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { parseAddresses, parseQuestion, readName, type DnsQuestion } from './dns-message.js';
-import { rebuildReply, UDP_MAX, upstreamQuery } from './dns-answer.js';
-import { RCODE, TYPE } from './dns-policy.js';
+import { dnsQuery, parseAddresses, parseQuestion, RCODE, readName, TYPE, type DnsQuestion } from './dns-message.js';
+import { rebuildReply, UDP_MAX } from './dns-answer.js';
+
+/** forkd's query for a name the tests know to be encodable. */
+const query = (id: number, name: string, type: number): Buffer => dnsQuery(id, name, type)!;
 
 const name = (n: string) => Buffer.concat([...n.split('.').map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)])), Buffer.from([0])]);
 /** A pointer to offset 12: the question's name. */
@@ -31,7 +33,7 @@ function answer(query: Buffer, an: Buffer[], ns: Buffer[] = [], ar: Buffer[] = [
 
 /** A client's query: its own id, mixed case, an EDNS OPT record (never passed on). */
 function clientQuery(n: string, type: number): { msg: Buffer; q: DnsQuestion } {
-  const msg = Buffer.concat([upstreamQuery(0xbeef, n, type), rr(Buffer.from([0]), 41, Buffer.alloc(0))]);
+  const msg = Buffer.concat([query(0xbeef, n, type), rr(Buffer.from([0]), 41, Buffer.alloc(0))]);
   msg.writeUInt16BE(1, 10);
   return { msg, q: parseQuestion(msg)! };
 }
@@ -57,7 +59,7 @@ const ip = (a: string) => Buffer.from(a.split('.').map(Number));
 
 test("the reply keeps only the question's CNAME chain of the type asked, re-encoded; no authority, additional or EDNS", () => {
   const { msg, q } = clientQuery('WWW.a.test', TYPE.A);
-  const ours = upstreamQuery(7, q.name, q.type);
+  const ours = query(7, q.name, q.type);
   const up = answer(
     ours,
     [
@@ -82,10 +84,10 @@ test("the reply keeps only the question's CNAME chain of the type asked, re-enco
 test('a reply to another question, or malformed, is not used; only NOERROR and NXDOMAIN pass, the rest is SERVFAIL', () => {
   const { msg, q } = clientQuery('a.test', TYPE.A);
   const ip2 = rr(QNAME, TYPE.A, ip('198.51.100.2'));
-  assert.equal(rebuildReply(msg, q, answer(upstreamQuery(1, 'b.test', TYPE.A), [ip2]), UDP_MAX), undefined, 'another name');
-  assert.equal(rebuildReply(msg, q, answer(upstreamQuery(1, 'a.test', TYPE.TXT), [ip2]), UDP_MAX), undefined, 'another type');
-  assert.equal(rebuildReply(msg, q, upstreamQuery(1, 'a.test', TYPE.A), UDP_MAX), undefined, 'a query, not a reply');
-  const ours = upstreamQuery(1, 'a.test', TYPE.A);
+  assert.equal(rebuildReply(msg, q, answer(query(1, 'b.test', TYPE.A), [ip2]), UDP_MAX), undefined, 'another name');
+  assert.equal(rebuildReply(msg, q, answer(query(1, 'a.test', TYPE.TXT), [ip2]), UDP_MAX), undefined, 'another type');
+  assert.equal(rebuildReply(msg, q, query(1, 'a.test', TYPE.A), UDP_MAX), undefined, 'a query, not a reply');
+  const ours = query(1, 'a.test', TYPE.A);
   assert.equal(decode(rebuildReply(msg, q, answer(ours, [], [], [], RCODE.NXDOMAIN), UDP_MAX)!).rcode, RCODE.NXDOMAIN);
   const refused = decode(rebuildReply(msg, q, answer(ours, [ip2], [], [], RCODE.REFUSED), UDP_MAX)!);
   assert.deepEqual([refused.rcode, refused.records], [RCODE.SERVFAIL, []]);
@@ -94,15 +96,15 @@ test('a reply to another question, or malformed, is not used; only NOERROR and N
 
 test('names in MX data are decompressed; a reply longer than UDP allows is cut at a record and marked TC', () => {
   const mx = clientQuery('a.test', TYPE.MX);
-  const ours = upstreamQuery(1, 'a.test', TYPE.MX);
+  const ours = query(1, 'a.test', TYPE.MX);
   const r = rebuildReply(mx.msg, mx.q, answer(ours, [rr(QNAME, TYPE.MX, Buffer.concat([Buffer.from([0, 10, 4]), Buffer.from('mail'), QNAME]))]), UDP_MAX)!;
   assert.deepEqual(decode(r).records, ['a.test 15 10 mail.a.test']);
   const a = clientQuery('a.test', TYPE.A);
   const many = Array.from({ length: 60 }, (_, i) => rr(name('a.test'), TYPE.A, ip(`198.51.100.${i}`)));
-  const big = rebuildReply(a.msg, a.q, answer(upstreamQuery(1, 'a.test', TYPE.A), many), UDP_MAX)!;
+  const big = rebuildReply(a.msg, a.q, answer(query(1, 'a.test', TYPE.A), many), UDP_MAX)!;
   assert.ok(big.length <= UDP_MAX && (big[2]! & 0x02) !== 0, `${big.length} bytes, TC`);
   assert.equal(decode(big).records.length, Math.floor((UDP_MAX - a.q.end) / 22), 'each A record of a.test: 8 + 10 + 4 bytes');
-  assert.equal(decode(rebuildReply(a.msg, a.q, answer(upstreamQuery(1, 'a.test', TYPE.A), many), 0xffff)!).records.length, 60, 'over TCP');
+  assert.equal(decode(rebuildReply(a.msg, a.q, answer(query(1, 'a.test', TYPE.A), many), 0xffff)!).records.length, 60, 'over TCP');
 });
 
 /** A well-formed upstream answer to forkd's query for `a.test` A from arbitrary records. */
@@ -116,7 +118,7 @@ const arbitraryAnswer = fc
     }),
     { maxLength: 12 },
   )
-  .map((rs) => answer(upstreamQuery(1, 'a.test', TYPE.A), rs.map((x) => rr(x.owner, x.type, x.data, 60, x.cls))));
+  .map((rs) => answer(query(1, 'a.test', TYPE.A), rs.map((x) => rr(x.owner, x.type, x.data, 60, x.cls))));
 
 test('fuzz: any upstream bytes give a bounded reply of chain records of the type asked, or nothing; never a throw', () => {
   const { msg, q } = clientQuery('a.test', TYPE.A);

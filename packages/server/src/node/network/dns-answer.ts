@@ -1,5 +1,5 @@
-import { readName, type DnsQuestion } from './dns-message.js';
-import { isHostName, RCODE, TYPE } from './dns-policy.js';
+import { CLASS_IN, RCODE, readName, TYPE, type DnsQuestion } from './dns-message.js';
+import { isHostName } from './dns-policy.js';
 
 /**
  * forkd's upstream query and the reply a sandbox gets, both built by forkd:
@@ -9,25 +9,12 @@ import { isHostName, RCODE, TYPE } from './dns-policy.js';
  * re-encoded from its parsed fields; no authority or additional records, no
  * EDNS, no rcode but NOERROR, NXDOMAIN or SERVFAIL.
  */
-const CLASS_IN = 1;
 /** A UDP reply without EDNS (RFC 1035); longer ones are cut at a record and marked truncated (TC). */
 export const UDP_MAX = 512;
 const MAX_CHAIN = 8;
 
 function encodeName(name: string): Buffer {
   return Buffer.concat([...name.split('.').map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l, 'latin1')])), Buffer.from([0])]);
-}
-
-/** forkd's recursive query for `name` and `type` (class IN, RD, nothing else). */
-export function upstreamQuery(id: number, name: string, type: number): Buffer {
-  const h = Buffer.alloc(12);
-  h.writeUInt16BE(id, 0);
-  h[2] = 0x01;
-  h.writeUInt16BE(1, 4);
-  const t = Buffer.alloc(4);
-  t.writeUInt16BE(type, 0);
-  t.writeUInt16BE(CLASS_IN, 2);
-  return Buffer.concat([h, encodeName(name), t]);
 }
 
 interface Rr {

@@ -3,9 +3,9 @@
  * question, an answer's A records, and an error reply to a query (the
  * replies forkd rebuilds from an upstream's answer: dns-answer.ts).
  */
-export const TYPE_A = 1;
-export const RCODE_NXDOMAIN = 3;
-export const RCODE_REFUSED = 5;
+export const TYPE = { A: 1, NS: 2, CNAME: 5, SOA: 6, NULL: 10, PTR: 12, MX: 15, TXT: 16, AAAA: 28, SRV: 33, SVCB: 64, HTTPS: 65, ANY: 255, CAA: 257 } as const;
+export const RCODE = { NOERROR: 0, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5 } as const;
+export const CLASS_IN = 1;
 
 export interface DnsQuestion {
   id: number;
@@ -69,11 +69,12 @@ export function errorReply(query: Buffer, q: DnsQuestion, rcode: number): Buffer
 }
 
 /**
- * A recursive query for `name`'s A records; undefined for a name no query can
- * carry (a label empty or over 63 bytes, over 253 in all, a character past
- * U+00FF): its length byte would be read as another label or a pointer.
+ * forkd's recursive query for `name`'s records of `type` (class IN, RD,
+ * nothing else); undefined for a name no query can carry (a label empty or
+ * over 63 bytes, over 253 in all, a character past U+00FF): its length byte
+ * would be read as another label or a pointer.
  */
-export function aQuery(id: number, name: string): Buffer | undefined {
+export function dnsQuery(id: number, name: string, type: number = TYPE.A): Buffer | undefined {
   const parts = name.replace(/\.$/, '').split('.');
   if (name.length > 254 || /[^\x00-\xff]/.test(name) || parts.some((l) => l.length < 1 || l.length > 63)) return undefined;
   const labels = parts.map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l, 'latin1')]));
@@ -81,7 +82,10 @@ export function aQuery(id: number, name: string): Buffer | undefined {
   h.writeUInt16BE(id & 0xffff, 0);
   h[2] = 0x01;
   h.writeUInt16BE(1, 4);
-  return Buffer.concat([h, ...labels, Buffer.from([0, 0, TYPE_A, 0, 1])]);
+  const t = Buffer.alloc(5);
+  t.writeUInt16BE(type, 1);
+  t.writeUInt16BE(CLASS_IN, 3);
+  return Buffer.concat([h, ...labels, t]);
 }
 
 /** The answer's code and A records; undefined when `b` is not a response. */
@@ -101,7 +105,7 @@ export function parseAddresses(b: Buffer): DnsAddresses | undefined {
       const len = b.readUInt16BE(off + 8);
       off += 10;
       if (off + len > b.length) break;
-      if (type === TYPE_A && len === 4) a.push({ addr: `${b[off]}.${b[off + 1]}.${b[off + 2]}.${b[off + 3]}`, ttl });
+      if (type === TYPE.A && len === 4) a.push({ addr: `${b[off]}.${b[off + 1]}.${b[off + 2]}.${b[off + 3]}`, ttl });
       off += len;
     }
     return { rcode: b[3]! & 0x0f, a };

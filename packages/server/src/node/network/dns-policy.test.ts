@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { addressAllowed, inCidr, nameVerdict, splitRules } from './domain-rules.js';
-import { ALLOWED_TYPES, dnsDecision, mayResolve, NEUTRAL_TYPES, RCODE, reachesNoAddress, TYPE } from './dns-policy.js';
+import { ALLOWED_TYPES, dnsDecision, mayResolve, NEUTRAL_TYPES, reachesNoAddress } from './dns-policy.js';
+import { RCODE, TYPE } from './dns-message.js';
 import { DENIED_BY_DEFAULT } from './egress-nft.js';
 
 const rules = (allowOut: string[], denyOut: string[], forcedDenyOut: string[] = []) => splitRules({ allowOut, denyOut, forcedDenyOut });

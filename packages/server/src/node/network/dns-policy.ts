@@ -1,5 +1,6 @@
 import { nameVerdict, type NameVerdict, type SplitRules } from './domain-rules.js';
 import { DENIED_BY_DEFAULT } from './egress-nft.js';
+import { CLASS_IN, RCODE, TYPE } from './dns-message.js';
 
 /**
  * What forkd's resolver does with a sandbox's query before anything leaves
@@ -23,9 +24,6 @@ import { DENIED_BY_DEFAULT } from './egress-nft.js';
  * Whatever is asked is a fresh query forkd builds (not the sandbox's bytes),
  * and its answer is rebuilt from the parsed records (dns-answer.ts).
  */
-export const TYPE = { A: 1, NS: 2, CNAME: 5, SOA: 6, NULL: 10, PTR: 12, MX: 15, TXT: 16, AAAA: 28, SRV: 33, SVCB: 64, HTTPS: 65, ANY: 255, CAA: 257 } as const;
-export const RCODE = { NOERROR: 0, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5 } as const;
-const CLASS_IN = 1;
 
 /** Asked for a name only address rules govern: addresses, aliases, services, reverse names. */
 export const NEUTRAL_TYPES: ReadonlySet<number> = new Set([TYPE.A, TYPE.CNAME, TYPE.PTR, TYPE.MX, TYPE.AAAA, TYPE.SRV, TYPE.SVCB, TYPE.HTTPS]);

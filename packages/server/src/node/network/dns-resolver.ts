@@ -1,9 +1,9 @@
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { createServer, type Server, type Socket as TcpSocket } from 'node:net';
 import { randomInt } from 'node:crypto';
-import { errorReply, parseAddresses, parseQuestion, type DnsAddresses } from './dns-message.js';
-import { rebuildReply, UDP_MAX, upstreamQuery } from './dns-answer.js';
-import { dnsDecision, RCODE, TYPE } from './dns-policy.js';
+import { dnsQuery, errorReply, parseAddresses, parseQuestion, RCODE, TYPE, type DnsAddresses } from './dns-message.js';
+import { rebuildReply, UDP_MAX } from './dns-answer.js';
+import { dnsDecision } from './dns-policy.js';
 import type { EgressPolicy, EgressSandbox } from './egress-policy.js';
 import { destroyQuietly, guardListener, recordFault } from '../../shared/connection-guard.js';
 import { OwnerSlots } from './owner-slots.js';
@@ -92,7 +92,8 @@ export class EgressResolver {
     if (!q) return undefined;
     const d = dnsDecision(sb.rules, { name: q.name, type: q.type, qclass: msg.readUInt16BE(q.end - 2), opcode: (msg[2]! >> 3) & 0x0f });
     if (!d.ask) return errorReply(msg, q, d.rcode);
-    const answer = await this.#forward(upstreamQuery(randomInt(65536), q.name, q.type), sb.key);
+    const query = dnsQuery(randomInt(65536), q.name, q.type);
+    const answer = query && (await this.#forward(query, sb.key));
     const reply = answer && rebuildReply(msg, q, answer, maxLen);
     if (!reply) return errorReply(msg, q, RCODE.SERVFAIL);
     const got = parseAddresses(reply);
@@ -171,8 +172,8 @@ export class EgressResolver {
   async lookup(name: string, owner?: string): Promise<DnsAddresses | undefined> {
     const hit = this.#cache.get(name);
     if (hit && hit.until > Date.now()) return hit.r;
-    const query = upstreamQuery(randomInt(65536), name, TYPE.A);
-    const q = parseQuestion(query);
+    const query = dnsQuery(randomInt(65536), name, TYPE.A);
+    const q = query && parseQuestion(query);
     const answer = q && (await this.#forward(query, owner));
     const reply = q && answer && rebuildReply(query, q, answer, 0xffff);
     const r = reply ? parseAddresses(reply) : undefined;
