@@ -1,6 +1,7 @@
 import { spawn, type StdioOptions } from 'node:child_process';
 import { Duplex } from 'node:stream';
 import { ForkdError } from '@forkd/protocol';
+import { endSpan, profiling } from './profile.js';
 
 export interface ExecOptions {
   input?: string | Buffer;
@@ -75,7 +76,9 @@ export function exec(file: string, args: readonly string[], opts: ExecOptions = 
         new ForkdError('INTERNAL', `cannot run ${file}: ${err.message}`, { cmd: [file, ...args].join(' ') }, { cause: err }),
       );
     });
+    const startMs = profiling() ? performance.now() : 0;
     child.on('close', (code, signal) => {
+      if (startMs) endSpan(`exec ${spanName(file, args)}`, startMs);
       if (timer) clearTimeout(timer);
       const exitCode = code ?? 128 + (signal ? 9 : 0);
       if (timedOut) {
@@ -95,6 +98,13 @@ export function exec(file: string, args: readonly string[], opts: ExecOptions = 
 
 function details(file: string, args: readonly string[], exitCode: number, stderr: string): Record<string, unknown> {
   return { cmd: [file, ...args].join(' '), exitCode, stderrTail: stderr.slice(-TAIL) };
+}
+
+/** A subprocess's span: the tool and its first word (a subcommand: not an option, its value, a path or a number). */
+function spanName(file: string, args: readonly string[]): string {
+  const tool = file.slice(file.lastIndexOf('/') + 1);
+  const word = args.find((a, k) => /^[a-z][a-z-]*$/.test(a) && !(k > 0 && args[k - 1]!.startsWith('--')));
+  return word ? `${tool} ${word}` : tool;
 }
 
 function lastLine(s: string): string {
