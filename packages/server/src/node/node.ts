@@ -96,6 +96,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
     stagingDir: config.stagingDir,
     logger,
     warmPoolSize: config.warmPool,
+    hotPauseMs: config.hotPauseS * 1000,
     recoverOnStart: config.recoverOnStart,
     userns: config.userns,
     guestDeadlineMs: config.guestDeadlineS * 1000,

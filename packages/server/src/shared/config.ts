@@ -68,6 +68,8 @@ export interface ForkdConfig {
   idleTimeoutS: number;
   /** How often the timeline/hibernation reconciler runs. */
   policyTickS: number;
+  /** How long a paused sandbox's frozen processes are kept, so a resume within it is a thaw (FORKD_HOT_PAUSE_S, default 60; 0: off). */
+  hotPauseS: number;
   /** Restore memory lazily (userfaultfd) for faster resume and fork. */
   lazyRestore: boolean;
   /** At start, bring back sandboxes whose processes were lost (host reboot or crash) from their latest snapshot. */
@@ -180,6 +182,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     snapshotIntervalS: nonNegative(env.FORKD_SNAPSHOT_INTERVAL_S, 300, 'FORKD_SNAPSHOT_INTERVAL_S'),
     idleTimeoutS: nonNegative(env.FORKD_IDLE_TIMEOUT_S, 600, 'FORKD_IDLE_TIMEOUT_S'),
     policyTickS: int(env.FORKD_POLICY_TICK_S, 15, 'FORKD_POLICY_TICK_S'),
+    hotPauseS: nonNegative(env.FORKD_HOT_PAUSE_S, 60, 'FORKD_HOT_PAUSE_S'),
     lazyRestore: env.FORKD_LAZY_RESTORE !== '0',
     recoverOnStart: env.FORKD_RECOVER_ON_START !== '0',
     userns: env.FORKD_USERNS !== '0',

@@ -1,3 +1,4 @@
+import { ForkdError } from '@forkd/protocol';
 import type { SandboxRecord } from '../../store/store.js';
 import type { PoolSpace } from '../storage/pool-space.js';
 import type { AdmissionTicket, Committed, NodeAdmission } from './admission.js';
@@ -27,44 +28,60 @@ export class AdmissionGate {
   readonly #memory: NodeAdmission;
   readonly #disk: SandboxDisk;
   readonly #heldDisk = new Set<{ ids: ReadonlySet<string>; mb: number }>();
+  readonly #reclaim: () => Promise<number>;
   #chain: Promise<unknown> = Promise.resolve();
 
-  constructor(records: () => Promise<SandboxRecord[]>, memory: NodeAdmission, disk: SandboxDisk) {
+  /** `reclaim` frees memory held by nothing a user waits on (hot pauses) and says how much it freed; asked once before a memory refusal. */
+  constructor(records: () => Promise<SandboxRecord[]>, memory: NodeAdmission, disk: SandboxDisk, reclaim: () => Promise<number> = async () => 0) {
     this.#records = records;
     this.#memory = memory;
     this.#disk = disk;
+    this.#reclaim = reclaim;
   }
 
   /** An early refusal (before work that would be wasted, e.g. a live fork's snapshot); holds nothing. */
   async check(memory: Committed): Promise<void> {
-    await this.#serial(async () => this.#memory.check(memory, await this.#records()));
+    await this.#serial(() => this.#reclaiming(async () => this.#memory.check(memory, await this.#records())));
   }
 
   /** Checks and holds; release the ticket once the records it stands for are written (or the operation gave up). */
   admit(req: AdmissionRequest): Promise<AdmissionTicket> {
-    return this.#serial(async () => {
-      const records = await this.#records();
-      const ids = new Set(req.ids);
-      if (req.disk) {
-        const skip = new Set([...this.#heldDisk].flatMap((h) => [...h.ids]));
-        const counted = [...records.filter((r) => !skip.has(r.id)), ...[...this.#heldDisk].map((h) => ({ limits: { diskMb: h.mb } }))];
-        this.#disk.admit(req.disk.space, req.disk.mb, counted);
-      }
-      const memory = this.#memory.admit(req.memory, ids, records);
-      const disk = req.disk ? { ids, mb: req.disk.mb } : undefined;
-      if (disk) this.#heldDisk.add(disk);
-      let released = false;
-      return {
-        release: () => {
-          if (released) return;
-          released = true;
-          void this.#serial(async () => {
-            memory.release();
-            if (disk) this.#heldDisk.delete(disk);
-          });
-        },
-      };
-    });
+    return this.#serial(() => this.#reclaiming(() => this.#admit(req)));
+  }
+
+  /** Runs a check; refused for memory or CPUs with something to reclaim, reclaims and checks again. */
+  async #reclaiming<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      const limit = err instanceof ForkdError && err.code === 'RESOURCE_EXHAUSTED' ? err.details?.limit : undefined;
+      if ((limit !== 'FORKD_MEMORY_OVERCOMMIT' && limit !== 'FORKD_CPU_OVERCOMMIT') || (await this.#reclaim()) === 0) throw err;
+      return fn();
+    }
+  }
+
+  async #admit(req: AdmissionRequest): Promise<AdmissionTicket> {
+    const records = await this.#records();
+    const ids = new Set(req.ids);
+    if (req.disk) {
+      const skip = new Set([...this.#heldDisk].flatMap((h) => [...h.ids]));
+      const counted = [...records.filter((r) => !skip.has(r.id)), ...[...this.#heldDisk].map((h) => ({ limits: { diskMb: h.mb } }))];
+      this.#disk.admit(req.disk.space, req.disk.mb, counted);
+    }
+    const memory = this.#memory.admit(req.memory, ids, records);
+    const disk = req.disk ? { ids, mb: req.disk.mb } : undefined;
+    if (disk) this.#heldDisk.add(disk);
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        void this.#serial(async () => {
+          memory.release();
+          if (disk) this.#heldDisk.delete(disk);
+        });
+      },
+    };
   }
 
   #serial<T>(fn: () => Promise<T>): Promise<T> {

@@ -7,6 +7,7 @@ import type { SnapshotFiles } from '../storage/snapshot-files.js';
 import type { TemplateRegistry } from '../templates/template-registry.js';
 import type { AdmissionGate } from './admission-gate.js';
 import type { GuestTransport } from '../runtime/guest-transport.js';
+import type { HotPauses } from './hot-pauses.js';
 import type { Recovery } from './recovery.js';
 import type { SandboxDisk } from './sandbox-disk.js';
 import type { SandboxInstances } from './sandbox-instances.js';
@@ -33,6 +34,8 @@ export interface ManagerContext {
   guests: GuestTransport;
   recovery: Recovery;
   pool: WarmPool;
+  /** Frozen trees of recent pauses, kept so a resume is a thaw (see hot-pauses.ts). */
+  hot: HotPauses;
   /** Releases of instances left by rewinds, finished in the background (awaited by close and delete). */
   background: Set<Promise<void>>;
   record(id: string): Promise<SandboxRecord>;

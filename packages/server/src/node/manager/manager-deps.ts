@@ -25,6 +25,8 @@ export interface ManagerDeps {
   logger: Logger;
   /** Sandboxes per template kept started ahead of demand (0 disables). */
   warmPoolSize?: number;
+  /** How long a paused sandbox's frozen processes are kept so a resume is a thaw (0, the default: not kept; see hot-pauses.ts). */
+  hotPauseMs?: number;
   /** Bring back sandboxes whose processes were lost when the daemon starts (default true; see recovery.ts). */
   recoverOnStart?: boolean;
   /** New sandboxes get a user namespace (an id range of their own; see id-ranges.ts). */

@@ -6,6 +6,7 @@ import { PoolSnapshotFiles } from '../storage/snapshot-files.js';
 import { NodeAdmission } from './admission.js';
 import { AdmissionGate } from './admission-gate.js';
 import { readHostCapacity } from './host-capacity.js';
+import { HotPauses } from './hot-pauses.js';
 import type { ManagerContext } from './manager-context.js';
 import type { ManagerDeps } from './manager-deps.js';
 import { Recovery } from './recovery.js';
@@ -40,12 +41,19 @@ export function assembleManager(deps: ManagerDeps, m: ManagerFacade): ManagerPar
   const space = new SandboxDisk(deps.disk ?? { defaultDiskMb: 10240, free: { minFreeMb: 0, minFreePct: 0 }, overcommit: 0 }, deps.logger);
   const host = deps.admission?.host ?? readHostCapacity();
   const maxima = sandboxMaxima(host, deps.admission?.maxima);
-  const admission = new AdmissionGate(() => store.listSandboxes(), new NodeAdmission(host, deps.admission?.overcommit ?? { memory: 4, cpus: 0 }), space);
   const locks = new SandboxLocks();
   // The runtime says how its guest is reached; Storage says where each instance's root is.
   const guests = deps.guests ?? deps.runtime.guests({ root: (key) => deps.storage.root(poolLayout.sandbox(key), deps.runtime.rootKind), guestBinary: deps.guestBinary, deadlineMs: guestDeadlineMs });
   const files = deps.snapshotFiles ?? new PoolSnapshotFiles({ storage: deps.storage, stagingDir: deps.stagingDir, logger: deps.logger, onStored: (id, bytes) => store.setSnapshotSize(id, bytes) });
   const instances = new SandboxInstances({ ...deps, guests, files, space, userns: !!deps.userns });
+  const hot = new HotPauses(deps.hotPauseMs ?? 0, (key) => instances.dropProcesses(key), deps.logger);
+  // A hot pause's frozen tree keeps its memory: counted as running until dropped, and dropped first when room runs out.
+  const admissionRecords = async () => {
+    const held = hot.ids();
+    const records = await store.listSandboxes();
+    return held.size === 0 ? records : records.map((r) => (held.has(r.id) ? { ...r, state: 'running' as const } : r));
+  };
+  const admission = new AdmissionGate(admissionRecords, new NodeAdmission(host, deps.admission?.overcommit ?? { memory: 4, cpus: 0 }), space, () => hot.reclaim('admission needed its memory'));
   const diskUse: ManagerParts['diskUse'] = new Map();
 
   const record: ManagerContext['record'] = async (id) => {
@@ -61,6 +69,7 @@ export function assembleManager(deps: ManagerDeps, m: ManagerFacade): ManagerPar
   };
   const release = async (id: string) => {
     diskUse.delete(id);
+    await hot.forget(id);
     await instances.release(id);
   };
   const recovery = new Recovery({
@@ -101,6 +110,7 @@ export function assembleManager(deps: ManagerDeps, m: ManagerFacade): ManagerPar
     guests,
     recovery,
     pool,
+    hot,
     background: new Set(),
     record,
     snapshotRecord: async (snapId) => {

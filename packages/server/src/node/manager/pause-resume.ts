@@ -7,13 +7,14 @@ import type { ManagerContext } from './manager-context.js';
 import { freshLifetime, toInfo } from './sandbox-info.js';
 
 /**
- * Pause: snapshot, then stop. The sandbox uses no CPU or memory until
- * resumed. With `memory: false` there is no snapshot: the processes are
- * stopped and the instance's own root volume is what is kept (a paused
- * record without `resumeFrom`), so the resume starts it cold. Under the
- * sandbox's lock.
+ * Pause: snapshot, then stop. The sandbox uses no CPU until resumed, and no
+ * memory once its frozen tree goes: at once for a hibernation (`hot` false),
+ * after the hot window for a pause asked for (see hot-pauses.ts). With
+ * `memory: false` there is no snapshot: the processes are stopped and the
+ * instance's own root volume is what is kept (a paused record without
+ * `resumeFrom`), so the resume starts it cold. Under the sandbox's lock.
  */
-export async function pauseSandbox(c: ManagerContext, id: string, opts: PauseOptions = {}): Promise<SandboxInfo> {
+export async function pauseSandbox(c: ManagerContext, id: string, opts: PauseOptions = {}, hot = false): Promise<SandboxInfo> {
   const r = await c.record(id);
   if (r.state === 'paused') return toInfo(r);
   if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
@@ -22,8 +23,9 @@ export async function pauseSandbox(c: ManagerContext, id: string, opts: PauseOpt
   await c.store.setResumeFrom(id, snap.id);
   await c.transition(r, 'paused');
   crashPoint('pause:recorded');
-  // Only now that the snapshot is recorded do the (frozen) processes go.
-  await c.runtime.destroy(r.instance ?? r.id);
+  // Only now that the snapshot is recorded do the (frozen) processes go, or are kept as its cache.
+  const key = r.instance ?? r.id;
+  if (!hot || !c.hot.keep(id, key, snap.id)) await c.runtime.destroy(key);
   return toInfo(await c.record(id));
 }
 
@@ -47,6 +49,10 @@ export async function resumeSandbox(c: ManagerContext, id: string, opts: ResumeO
   if (r.state === 'running') return toInfo(r);
   if (c.recovery.isLost(r)) return revived(c, r, { trigger: 'resume' });
   if (r.state !== 'paused') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
+  const frozen = await c.hot.take(id);
+  if (frozen && frozen.snapshot === r.resumeFrom && opts.memory !== false && (await thawed(c, r, frozen.key))) return resumed(c, r, r.resumeFrom);
+  // Not the state asked for (a rewind of a paused sandbox, a cold resume), or it did not thaw: the snapshot is.
+  if (frozen) await c.instances.dropProcesses(frozen.key);
   if (!r.resumeFrom || opts.memory === false) return resumeCold(c, r);
   const key = r.instance ?? r.id;
   // Held while the restore runs (the record says paused until it is done), so two resumes cannot both take the last room.
@@ -59,6 +65,28 @@ export async function resumeSandbox(c: ManagerContext, id: string, opts: ResumeO
     ticket.release();
   }
   return resumed(c, r, r.resumeFrom);
+}
+
+/**
+ * A hot pause's frozen tree thawed: it is the pause snapshot's state, its
+ * root volume untouched since (frozen processes write nothing, and every
+ * call on a paused sandbox resumes it first). False when it did not come
+ * back (killed behind forkd's back): the caller restores from the snapshot.
+ */
+async function thawed(c: ManagerContext, r: SandboxRecord, key: string): Promise<boolean> {
+  const ticket = await c.admission.admit({ memory: commitOf(r.limits), ids: [r.id] });
+  try {
+    await c.runtime.thaw(key);
+    await c.instances.waitAlive(key);
+    await c.transition(r, 'running');
+    return true;
+  } catch (err) {
+    if (err instanceof ForkdError && err.code === 'CONFLICT') throw err;
+    c.logger.warn('hot pause did not thaw; restoring from its snapshot', { sandbox: r.id, error: String(err) });
+    return false;
+  } finally {
+    ticket.release();
+  }
 }
 
 /**

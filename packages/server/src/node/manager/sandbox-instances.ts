@@ -192,6 +192,13 @@ export class SandboxInstances {
     this.#d.space.settle(this.rootfsOf(key));
   }
 
+  /** A thawed instance's agent answers (sealed at its first start: no new seal) and is not dumpable again. */
+  async waitAlive(key: string): Promise<void> {
+    const guest = this.#d.guests.at(key);
+    await guest.info();
+    await guest.setDumpable(false).catch(() => {});
+  }
+
   /** A sandbox's current instance. */
   async release(id: string): Promise<void> {
     await this.releaseKey(await this.key(id));

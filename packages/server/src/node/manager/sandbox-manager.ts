@@ -96,6 +96,7 @@ export class SandboxManager {
 
   /** Stops the warm pool; user sandboxes keep running. */
   async close(): Promise<void> {
+    this.#ctx.hot.close();
     await this.#ctx.pool.close();
     await this.settled();
   }
@@ -278,9 +279,17 @@ export class SandboxManager {
     return toSnapshotInfo(await this.#ctx.snapshotRecord(snapId));
   }
 
-  /** Pause: snapshot, then stop (or with `memory: false`, stop and keep the files). The sandbox uses no CPU or memory until resumed. */
+  /**
+   * Pause: snapshot, then stop (or with `memory: false`, stop and keep the files). The sandbox uses no CPU until
+   * resumed; its frozen processes are kept for the hot window (FORKD_HOT_PAUSE_S) so a resume soon after is a thaw.
+   */
   async pause(id: string, opts: PauseOptions = {}): Promise<SandboxInfo> {
-    return this.#ctx.locks.exclusive(id, () => this.#ctx.locks.away(id, () => pauseSandbox(this.#ctx, id, opts)));
+    return this.#ctx.locks.exclusive(id, () => this.#ctx.locks.away(id, () => pauseSandbox(this.#ctx, id, opts, true)));
+  }
+
+  /** A pause forkd decided on (idle, lifetime over): its memory is given back at once. */
+  async hibernate(id: string, opts: PauseOptions = {}): Promise<SandboxInfo> {
+    return this.#ctx.locks.exclusive(id, () => this.#ctx.locks.away(id, () => pauseSandbox(this.#ctx, id, opts, false)));
   }
 
   /**
@@ -367,7 +376,7 @@ export class SandboxManager {
 
   /** The lifetime ran out: pause (the lifetime is spent until a resume) or delete. */
   async timeOut(id: string): Promise<void> {
-    return timeOut(this.#ctx, id, (x, opts) => this.pause(x, opts));
+    return timeOut(this.#ctx, id, (x, opts) => this.hibernate(x, opts));
   }
 
   /** A rolling-timeline snapshot (unnamed, thinnable), if the sandbox is still running. */

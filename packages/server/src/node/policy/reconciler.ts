@@ -18,7 +18,8 @@ export interface ReconcilerHost {
   openConnections(id: string): Promise<number>;
   timeOut(id: string): Promise<void>;
   reviveIfDead(id: string): Promise<boolean>;
-  pause(id: string): Promise<unknown>;
+  /** A pause that gives the memory back at once (no hot window). */
+  hibernate(id: string): Promise<unknown>;
   policySnapshot(id: string): Promise<void>;
   deleteSnapshot(snapId: string): Promise<void>;
 }
@@ -123,7 +124,7 @@ export class Reconciler {
       const last = await this.#lastActivity(r, now);
       if (idleMs > 0 && now - last >= idleMs) {
         this.#m.logger.info('hibernating idle sandbox', { sandbox: r.id, idleMs: now - last });
-        await this.#m.pause(r.id);
+        await this.#m.hibernate(r.id);
       } else {
         const snaps = await this.#m.snapshotRecords(r.id);
         const lastSnap = snaps.length ? Date.parse(snaps[snaps.length - 1]!.createdAt) : Date.parse(r.createdAt);
