@@ -94,6 +94,7 @@ export function criuActionPath(config: ForkdConfig): string {
 async function installCriuAction(config: ForkdConfig): Promise<void> {
   for (const [from, to] of [
     ['forkd-criu-action', criuActionPath(config)],
+    ['forkd-criu-version', criuVersionToolPath(config)],
     ['libforkd-uffd.so', uffdPreloadPath(config)],
   ] as const) {
     await mkdir(dirname(to), { recursive: true });
@@ -101,6 +102,25 @@ async function installCriuAction(config: ForkdConfig): Promise<void> {
     await chmod(`${to}.tmp`, 0o755);
     await rename(`${to}.tmp`, to);
   }
+}
+
+/** forkd-criu-version (host-tools): answers runc's version probe with CRIU's recorded reply (see its source). */
+function criuVersionToolPath(config: ForkdConfig): string {
+  return join(config.cacheDir, 'bin', 'criu-version');
+}
+
+/**
+ * runc asks CRIU's version with a `criu swrk` of its own before every
+ * checkpoint and restore. The wrapper answers that probe with the reply of
+ * this CRIU, recorded anew whenever setup runs (so never another CRIU's): a
+ * process of a millisecond instead of CRIU's start. Anything else, or no
+ * reply recorded, goes to CRIU itself.
+ */
+async function recordCriuVersion(config: ForkdConfig, wrapper: string): Promise<void> {
+  const reply = `${wrapper}-version.reply`;
+  await rm(reply, { force: true });
+  // Without a reply every probe goes to CRIU, as before: slower, never wrong.
+  await exec(criuVersionToolPath(config), ['record', wrapper, reply], { allowFailure: true });
 }
 
 /**
@@ -165,11 +185,14 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
   }
   const lib = `${root}/lib/x86_64-linux-gnu:${root}/usr/lib/x86_64-linux-gnu`;
   const preload = `\${FORKD_UFFD_SOCK:+--preload ${uffdPreloadPath(config)}}`;
-  const body = `#!/bin/sh\nHOME=${home} exec ${root}/lib64/ld-linux-x86-64.so.2 ${preload} --library-path ${lib} ${root}/usr/sbin/criu "$@"\n`;
+  // The version probe (see recordCriuVersion): answered (0), or left for CRIU (1); anything else failed half-way.
+  const probe = `if [ "$1" = swrk ]; then ${criuVersionToolPath(config)} answer "$2" ${wrapper}-version.reply; r=$?; [ $r = 0 ] && exit 0; [ $r = 1 ] || exit 1; fi\n`;
+  const body = `#!/bin/sh\n${probe}HOME=${home} exec ${root}/lib64/ld-linux-x86-64.so.2 ${preload} --library-path ${lib} ${root}/usr/sbin/criu "$@"\n`;
   if ((await readFile(wrapper, 'utf8').catch(() => '')) !== body) {
     await writeFile(`${wrapper}.tmp`, body, { mode: 0o755 });
     await rename(`${wrapper}.tmp`, wrapper);
   }
+  await recordCriuVersion(config, wrapper);
   const got = await criuVersion(wrapper);
   if (!atLeast(got, CRIU_MIN)) throw new ForkdError('FAILED_PRECONDITION', `criu ≥ ${CRIU_MIN.join('.')} is required, got ${got?.join('.') ?? 'none'}`);
   // An older private root (Debian 13's criu 4.1) is no longer used.

@@ -1,0 +1,102 @@
+/*
+ * forkd-criu-version: answers runc's CRIU version probe from a recorded reply.
+ *
+ * runc starts a whole `criu swrk` before every checkpoint and restore only to
+ * ask its version (one CriuReq of type VERSION), then a second one to do the
+ * work: a process start, CRIU's loader and libraries from its private root
+ * and its initialisation, 15-60 ms of every snapshot, pause, resume, fork and
+ * rewind. forkd's criu wrapper (see setup) runs this first for `swrk FD`:
+ *
+ *   forkd-criu-version answer FD REPLY   peek at the first request on FD; if it
+ *                                        is the version probe, consume it, send
+ *                                        REPLY's bytes and exit 0; otherwise
+ *                                        exit 1 and leave the request unread
+ *                                        for the real criu the wrapper execs.
+ *   forkd-criu-version record CRIU REPLY ask CRIU (the wrapper, with no reply
+ *                                        recorded yet) the real probe over a
+ *                                        socketpair; write its reply to REPLY
+ *                                        (through REPLY.tmp, renamed).
+ *
+ * Setup records the reply whenever it installs CRIU, so it is always that
+ * CRIU's own answer. Any doubt (no reply file, a short read, another request)
+ * means exit 1: the real criu answers, as without this tool.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* CriuReq { type = VERSION (10) }: field 1, varint. */
+static const unsigned char PROBE[] = {0x08, 0x0a};
+/* A reply starts with CriuResp.type = VERSION. */
+#define MAX_REPLY 4096
+
+static int parse_fd(const char *s) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end || v < 0 || v > 1 << 20) return -1;
+  return (int)v;
+}
+
+static int answer(int fd, const char *reply_path) {
+  unsigned char req[64];
+  ssize_t n = recv(fd, req, sizeof req, MSG_PEEK);
+  if (n != (ssize_t)sizeof PROBE || memcmp(req, PROBE, sizeof PROBE) != 0) return 1;
+  int rf = open(reply_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (rf < 0) return 1;
+  unsigned char reply[MAX_REPLY];
+  ssize_t len = read(rf, reply, sizeof reply);
+  close(rf);
+  if (len < 2 || len >= MAX_REPLY || reply[0] != PROBE[0] || reply[1] != PROBE[1]) return 1;
+  if (recv(fd, req, sizeof req, 0) != n) return 2;
+  return send(fd, reply, (size_t)len, MSG_NOSIGNAL) == len ? 0 : 2;
+}
+
+static int record(const char *criu, const char *out) {
+  int sp[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp) != 0) return perror("socketpair"), 2;
+  pid_t pid = fork();
+  if (pid < 0) return perror("fork"), 2;
+  if (pid == 0) {
+    close(sp[0]);
+    char fdarg[16];
+    snprintf(fdarg, sizeof fdarg, "%d", sp[1]);
+    execl(criu, criu, "swrk", fdarg, (char *)NULL);
+    _exit(127);
+  }
+  close(sp[1]);
+  unsigned char reply[MAX_REPLY];
+  ssize_t len = -1;
+  if (send(sp[0], PROBE, sizeof PROBE, MSG_NOSIGNAL) == (ssize_t)sizeof PROBE) len = recv(sp[0], reply, sizeof reply, 0);
+  close(sp[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (len < 2 || len >= MAX_REPLY || reply[0] != PROBE[0] || reply[1] != PROBE[1]) {
+    fprintf(stderr, "forkd-criu-version: %s gave no version reply\n", criu);
+    return 2;
+  }
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp", out) >= (int)sizeof tmp) return 2;
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return perror(tmp), 2;
+  int ok = write(fd, reply, (size_t)len) == len && fsync(fd) == 0;
+  ok = close(fd) == 0 && ok;
+  if (!ok || rename(tmp, out) != 0) return perror(out), unlink(tmp), 2;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 4 && strcmp(argv[1], "answer") == 0) {
+    int fd = parse_fd(argv[2]);
+    return fd < 0 ? 1 : answer(fd, argv[3]);
+  }
+  if (argc == 4 && strcmp(argv[1], "record") == 0) return record(argv[2], argv[3]);
+  fprintf(stderr, "usage: forkd-criu-version answer FD REPLY | record CRIU REPLY\n");
+  return 2;
+}
