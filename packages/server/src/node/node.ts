@@ -9,6 +9,7 @@ import { DEFAULT_TIMELINE_POLICY } from './policy/timeline-policy.js';
 import { Reconciler } from './policy/reconciler.js';
 import { sandboxTimeoutMs } from './manager/sandbox-timeout.js';
 import type { Runtime } from './runtime/runtime.js';
+import { shrinkConntrackHash } from './runtime/conntrack-dump.js';
 import { NetnsNetwork } from './network/netns-network.js';
 import type { QuotaKeeper } from './storage/quota-keeper.js';
 import type { Storage } from './storage/storage.js';
@@ -75,6 +76,8 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   const { storage, quotas, quotaKeeper } = await openStorage(config, logger);
   await openStagingDir(config.stagingDir, (m) => logger.warn(m));
   if (!(await refreshCriuKdat(criuPath(config), config.cacheDir))) logger.warn('criu kernel probe not cached: every checkpoint and restore will probe again');
+  const conntrack = await shrinkConntrackHash(config.conntrackBuckets);
+  if (conntrack) logger.info('conntrack hash shrunk: CRIU walks all of it inside every freeze', conntrack);
   const forwarding = await uplinkForwardingWarning();
   if (forwarding) logger.warn(forwarding);
   const store = new SqliteStore(join(config.stateDir, 'forkd.db'));

@@ -70,6 +70,8 @@ export interface ForkdConfig {
   policyTickS: number;
   /** How long a paused sandbox's frozen processes are kept, so a resume within it is a thaw (FORKD_HOT_PAUSE_S, default 60; 0: off). */
   hotPauseS: number;
+  /** The host's conntrack hash is shrunk to this many buckets at start (FORKD_CONNTRACK_BUCKETS, default 16384; 0: left alone; see conntrack-dump.ts). */
+  conntrackBuckets: number;
   /** Restore memory lazily (userfaultfd) for faster resume and fork. */
   lazyRestore: boolean;
   /** At start, bring back sandboxes whose processes were lost (host reboot or crash) from their latest snapshot. */
@@ -183,6 +185,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     idleTimeoutS: nonNegative(env.FORKD_IDLE_TIMEOUT_S, 600, 'FORKD_IDLE_TIMEOUT_S'),
     policyTickS: int(env.FORKD_POLICY_TICK_S, 15, 'FORKD_POLICY_TICK_S'),
     hotPauseS: nonNegative(env.FORKD_HOT_PAUSE_S, 60, 'FORKD_HOT_PAUSE_S'),
+    conntrackBuckets: nonNegative(env.FORKD_CONNTRACK_BUCKETS, 16_384, 'FORKD_CONNTRACK_BUCKETS'),
     lazyRestore: env.FORKD_LAZY_RESTORE !== '0',
     recoverOnStart: env.FORKD_RECOVER_ON_START !== '0',
     userns: env.FORKD_USERNS !== '0',
