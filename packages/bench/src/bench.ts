@@ -13,6 +13,8 @@ import { quotaCostRows } from './quota-cost.js';
 import { usernsCostRows } from './userns-cost.js';
 import { e2bSdkRows } from './e2b-sdk.js';
 import { egressProxyRows } from './egress-proxy.js';
+import { timeProfileRows } from './time-profile.js';
+import { LiveRows } from './live-rows.js';
 
 /**
  * `npm run bench`: speed and memory of the sandbox core on this machine, then
@@ -30,9 +32,12 @@ interface Row {
   summary: Summary;
 }
 
+const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : '-');
+const rowLine = (r: Row) => `${r.name}: p50 ${fmt(r.summary.p50)} ${r.unit}, p95 ${fmt(r.summary.p95)} (n ${r.summary.n})${r.target ? `; target ${r.target}` : ''}`;
+
 async function coreBench(): Promise<Row[]> {
   const node = await createTestNode({ warmPool: 2 });
-  const rows: Row[] = [];
+  const rows = new LiveRows<Row>(rowLine);
   const m = node.manager;
   try {
     // Warm-up (page cache, cgroup parent).
@@ -172,18 +177,21 @@ async function coreBench(): Promise<Row[]> {
     }
     rows.push({ name: '10-way fork, total', unit: 'ms', target: '≤ 1000', summary: summarize(ten) });
 
-    const pauseMs: number[] = [];
-    const resumeMs: number[] = [];
-    for (let i = 0; i < M; i++) {
-      let t0 = performance.now();
-      await m.pause(big.id);
-      pauseMs.push(performance.now() - t0);
-      t0 = performance.now();
-      await m.resume(big.id);
-      resumeMs.push(performance.now() - t0);
+    // A pause keeps its frozen tree for the hot window (resume = thaw); a hibernation (forkd's own pause) does not.
+    for (const [how, pause] of [['pause', (id: string) => m.pause(id)], ['hibernation', (id: string) => m.hibernate(id)]] as const) {
+      const pauseMs: number[] = [];
+      const resumeMs: number[] = [];
+      for (let i = 0; i < M; i++) {
+        let t0 = performance.now();
+        await pause(big.id);
+        pauseMs.push(performance.now() - t0);
+        t0 = performance.now();
+        await m.resume(big.id);
+        resumeMs.push(performance.now() - t0);
+      }
+      rows.push({ name: `${how} (snapshot + ${how === 'pause' ? 'freeze kept' : 'stop'})`, unit: 'ms', summary: summarize(pauseMs) });
+      rows.push({ name: how === 'pause' ? 'resume after pause, within the hot window (thaw)' : 'resume after hibernation (restore from the snapshot)', unit: 'ms', target: 'p50 ≤ 30', summary: summarize(resumeMs) });
     }
-    rows.push({ name: 'pause (snapshot + stop)', unit: 'ms', summary: summarize(pauseMs) });
-    rows.push({ name: 'resume to running', unit: 'ms', target: 'p50 ≤ 150', summary: summarize(resumeMs) });
 
     // Each rewind starts on a settled node: the previous one's background work
     // (release of the instance it left, store of that state's images) is done.
@@ -194,12 +202,13 @@ async function coreBench(): Promise<Row[]> {
       await m.rewind(big.id, snaps[i % snaps.length]!);
       rewindMs.push(performance.now() - t0);
     }
-    rows.push({ name: 'rewind (snapshot of the state left + restore)', unit: 'ms', target: 'p50 ≤ 200', summary: summarize(rewindMs) });
+    rows.push({ name: 'rewind (snapshot of the state left + restore)', unit: 'ms', target: 'p50 ≤ 60', summary: summarize(rewindMs) });
+    rows.push(...(await timeProfileRows(m, big.id, snaps[0]!, quick ? 2 : 5)));
     await m.delete(big.id);
   } finally {
     await node.dispose();
   }
-  return rows;
+  return [...rows];
 }
 
 /** The same operations on Podman + CRIU, in the same run, on the same base root filesystem. */
@@ -241,7 +250,6 @@ async function main(): Promise<void> {
   if (process.argv.includes('--report')) return reportOnly();
   const date = new Date().toISOString();
   const rows = [...(await coreBench()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await e2bSdkRows(quick)), ...(await egressProxyRows(quick))];
-  const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : '-');
   const lines = ['| measurement | unit | n | p50 | p95 | min | max | target |', '|---|---|---|---|---|---|---|---|'];
   for (const r of rows) lines.push(`| ${r.name} | ${r.unit} | ${r.summary.n} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${fmt(r.summary.min)} | ${fmt(r.summary.max)} | ${r.target ?? ''} |`);
   console.log(lines.join('\n'));

@@ -1,3 +1,5 @@
+import { LiveRows } from './live-rows.js';
+import { summarize } from './stats.js';
 import { randomBytes } from 'node:crypto';
 import { readFile, rm, statfs, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -6,6 +8,13 @@ import { pinnedMemory } from './host-measures.js';
 import { Podman } from './podman.js';
 
 /** One measurement, with forkd's samples and Podman's equivalent where one exists. */
+/** One compared result as a line, printed when it is recorded. */
+function comparisonLine(r: Comparison): string {
+  const p50 = (xs: number[]) => summarize(xs).p50;
+  const f = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : '-');
+  return `${r.name}: forkd p50 ${f(p50(r.forkd))} ${r.unit}${r.podman?.length ? `, Podman p50 ${f(p50(r.podman))}` : ''}`;
+}
+
 export interface Comparison {
   group: string;
   name: string;
@@ -42,7 +51,7 @@ async function repeat(n: number, fn: (i: number) => Promise<number>): Promise<nu
 export async function compareWithPodman(node: TestNode, podman: Podman, opts: { quick: boolean; tmp: string }): Promise<Comparison[]> {
   const q = opts.quick;
   const m = node.manager;
-  const rows: Comparison[] = [];
+  const rows = new LiveRows<Comparison>(comparisonLine);
   const containers = new Set<string>();
   let seq = 0;
   const name = (what: string) => {
@@ -186,15 +195,27 @@ export async function compareWithPodman(node: TestNode, podman: Podman, opts: { 
     // Restore: resume after pause, fork of one and of ten, rewind (the 100 MB sandbox).
     const t = snapOf100!;
     const n = q ? 1 : 5;
-    const resume = await repeat(n, async () => {
+    // forkd's pause is a snapshot whose frozen tree is kept for the hot window: Podman's equal is a checkpoint that leaves it running, then a freeze.
+    const resumeHot = await repeat(n, async () => {
       await m.pause(t.sandbox);
+      return (await timed(() => m.resume(t.sandbox)))[0];
+    });
+    const pResumeHot = await repeat(n, async () => {
+      await podman.checkpoint(t.container, { leaveRunning: true });
+      await podman.run(['pause', t.container]);
+      return (await timed(() => podman.run(['unpause', t.container])))[0];
+    });
+    rows.push({ group: 'restore', name: 'resume after pause (forkd: within the hot window)', unit: 'ms', forkd: resumeHot, podman: pResumeHot, podmanOp: 'podman unpause (after checkpoint --leave-running + pause)' });
+    // A hibernation (forkd's own pause, or a pause past its window) kept nothing running: a restore.
+    const resume = await repeat(n, async () => {
+      await m.hibernate(t.sandbox);
       return (await timed(() => m.resume(t.sandbox)))[0];
     });
     const pResume = await repeat(n, async () => {
       await podman.checkpoint(t.container, { leaveRunning: false });
       return (await timed(() => podman.restore(t.container)))[0];
     });
-    rows.push({ group: 'restore', name: 'resume after pause', unit: 'ms', forkd: resume, podman: pResume, podmanOp: 'podman container restore (after checkpoint)' });
+    rows.push({ group: 'restore', name: 'resume after hibernation (restore)', unit: 'ms', forkd: resume, podman: pResume, podmanOp: 'podman container restore (after checkpoint)' });
     const fork1 = await repeat(n, async () => {
       const [ms, [f]] = await timed(() => m.fork(t.snap));
       await m.delete(f!.id);
@@ -305,5 +326,5 @@ export async function compareWithPodman(node: TestNode, podman: Podman, opts: { 
   } finally {
     await podman.remove([...containers]);
   }
-  return rows;
+  return [...rows];
 }

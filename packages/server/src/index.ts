@@ -1,6 +1,7 @@
 export { loadConfig, REPO_ROOT, SERVE_ROLES, type ForkdConfig, type ServeRole } from './shared/config.js';
 export { createLogger, silentLogger, type Logger } from './shared/logger.js';
 export { exec } from './shared/exec.js';
+export { setSpanSink, type Span } from './shared/profile.js';
 export { usePrivateUmask } from './shared/private-state.js';
 export { setup, startControlPlaneDaemon, startDaemon, startNodeDaemon, type ApiExtras, type ControlPlaneDaemon, type Daemon, type NodeDaemon } from './daemon.js';
 export type { McpCaller, McpEndpoint } from './control-plane/http/mcp-endpoint.js';
