@@ -14,6 +14,7 @@ import { usernsCostRows } from './userns-cost.js';
 import { e2bSdkRows } from './e2b-sdk.js';
 import { egressProxyRows } from './egress-proxy.js';
 import { timeProfileRows } from './time-profile.js';
+import { leverRows } from './levers.js';
 import { LiveRows } from './live-rows.js';
 
 /**
@@ -249,7 +250,7 @@ async function writeReport(machine: Machine, compared: Comparison[], rows: Row[]
 async function main(): Promise<void> {
   if (process.argv.includes('--report')) return reportOnly();
   const date = new Date().toISOString();
-  const rows = [...(await coreBench()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await e2bSdkRows(quick)), ...(await egressProxyRows(quick))];
+  const rows = [...(await coreBench()), ...(await leverRows(quick)), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await e2bSdkRows(quick)), ...(await egressProxyRows(quick))];
   const lines = ['| measurement | unit | n | p50 | p95 | min | max | target |', '|---|---|---|---|---|---|---|---|'];
   for (const r of rows) lines.push(`| ${r.name} | ${r.unit} | ${r.summary.n} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${fmt(r.summary.min)} | ${fmt(r.summary.max)} | ${r.target ?? ''} |`);
   console.log(lines.join('\n'));
