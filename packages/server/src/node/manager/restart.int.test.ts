@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { api, execHttp } from '../../testing/http-client.js';
+import { exec as execFile } from '../../shared/exec.js';
 import { startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../../testing/daemon-process.js';
 import { disposeNodeDir, isRoot, testConfig } from '../../testing/test-node.js';
 
@@ -71,6 +72,27 @@ describe('daemon restart', { skip: !isRoot && 'needs root' }, () => {
     assert.ok(!procs.json.processes.some((p: { tag?: string }) => p.tag === 'sleeper'), 'the processes of before are gone');
     assert.equal((await execHttp(daemon, id, ['sh', '-c', 'cat /proc/[0-9]*/comm 2>/dev/null | grep -cx sleep || true'])).stdout, '0\n');
     assert.equal((await api(daemon, 'GET', `/v1/sandboxes/${id}/metrics`)).json.diskQuotaBytes, quota, 'the disk quota holds');
+    assert.equal((await api(daemon, 'DELETE', `/v1/sandboxes/${id}`)).status, 204);
+  });
+
+  test('a hot pause across a kill -9: the start-up check drops its frozen tree, and the resume restores the pause snapshot', async () => {
+    const created = await api(daemon!, 'POST', '/v1/sandboxes', { memoryMb: 128 });
+    const id = created.json.id as string;
+    assert.equal((await api(daemon!, 'POST', `/v1/sandboxes/${id}/exec`, { command: 'echo hot > /tmp/marker; sleep 10000', background: true, tag: 'sleeper' })).status, 201);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await api(daemon!, 'POST', `/v1/sandboxes/${id}/pause`)).json.state, 'paused');
+    const runcState = async () => (await execFile('runc', ['--root', join(dir, 'run', 'runc'), 'state', id], { allowFailure: true })).code;
+    assert.equal(await runcState(), 0, 'the hot pause kept its frozen tree');
+
+    await stopDaemonProcess(daemon, 'SIGKILL');
+    daemon = await startDaemonProcess(cfg!.env);
+
+    assert.equal((await api(daemon, 'GET', `/v1/sandboxes/${id}`)).json.state, 'paused', 'still paused after the restart');
+    assert.notEqual(await runcState(), 0, 'the start-up check destroyed the frozen tree');
+    assert.equal((await api(daemon, 'POST', `/v1/sandboxes/${id}/resume`)).status, 200);
+    assert.equal((await execHttp(daemon, id, ['cat', '/tmp/marker'])).stdout, 'hot\n');
+    const procs = await api(daemon, 'GET', `/v1/sandboxes/${id}/processes`);
+    assert.ok(procs.json.processes.some((p: { tag?: string; running: boolean }) => p.tag === 'sleeper' && p.running), 'restored with its processes');
     assert.equal((await api(daemon, 'DELETE', `/v1/sandboxes/${id}`)).status, 204);
   });
 });
