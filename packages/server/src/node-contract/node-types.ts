@@ -135,6 +135,8 @@ export interface NodeStats {
   poolUsedBytes: number;
   poolSizeBytes: number;
   warmPoolHeld: number;
+  /** Paused sandboxes whose frozen processes are kept for the hot window (see hot-pauses.ts). */
+  hotPaused?: number;
   /** Connections ended by the handler guard, per component, in the node's process (shared/connection-guard.ts). */
   handlerFaults?: Record<string, number>;
 }

@@ -133,7 +133,7 @@ export function fakeService(): NodeService & { created: unknown[]; calls: Array<
       if (i < 0) throw new ForkdError('NOT_FOUND', `template ${name} not found`);
       templates.splice(i, 1);
     },
-    stats: async () => ({ snapshots: 3, snapshotBytes: 4096, poolUsedBytes: 1 << 20, poolSizeBytes: 1 << 30, warmPoolHeld: 2 }),
+    stats: async () => ({ snapshots: 3, snapshotBytes: 4096, poolUsedBytes: 1 << 20, poolSizeBytes: 1 << 30, warmPoolHeld: 2, hotPaused: 1 }),
   };
   return fake;
 }

@@ -157,6 +157,7 @@ test('/metrics: Prometheus text for admin keys only', async () => {
   assert.match(text, /^forkd_sandboxes\{state="running"\} 1$/m);
   assert.match(text, /^forkd_snapshot_bytes 4096$/m);
   assert.match(text, /^forkd_pool_used_bytes 1048576$/m);
+  assert.match(text, /^forkd_hot_paused_sandboxes 1$/m);
   assert.match(text, /^forkd_api_request_duration_seconds_count\{operation="GET \/v1\/sandboxes",code="OK"\} 1$/m);
   assert.match(text, /^forkd_api_request_duration_seconds_bucket\{operation="GET \/v1\/sandboxes",code="OK",le="\+Inf"\} 1$/m);
   const user = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json.key as string;

@@ -45,6 +45,7 @@ export class Metrics {
     gauge('forkd_pool_used_bytes', 'Bytes allocated in the Btrfs pool.', stats.poolUsedBytes);
     gauge('forkd_pool_size_bytes', 'Size of the Btrfs pool.', stats.poolSizeBytes);
     gauge('forkd_warm_pool_sandboxes', 'Sandboxes started ahead of demand and not yet handed out.', stats.warmPoolHeld);
+    gauge('forkd_hot_paused_sandboxes', 'Paused sandboxes whose frozen processes are kept for the hot window (their memory counted as running).', stats.hotPaused ?? 0);
     // In one process both maps are the same counts; over HTTP the node's components come from its own process.
     const faults = { ...handlerFaults.snapshot(), ...stats.handlerFaults };
     out.push('# HELP forkd_handler_faults_total Connections ended because a handler failed on their bytes, by component.', '# TYPE forkd_handler_faults_total counter');

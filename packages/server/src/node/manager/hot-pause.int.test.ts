@@ -42,6 +42,7 @@ describe('hot pauses: a resume within the window thaws the frozen tree (real run
     const task = await started(id);
     await node.manager.pause(id);
     assert.equal(await frozen(id), 'paused', 'the frozen tree is kept');
+    assert.equal((await node.manager.stats()).hotPaused, 1);
     const [snap] = (await node.manager.timeline(id)).filter((s) => s.reason === 'pause');
     assert.ok(snap, 'the pause is a snapshot all the same');
     const atPause = await count(id); // resumes it

@@ -223,7 +223,7 @@ export class SandboxManager {
   async stats(): Promise<NodeStats> {
     const pool = await this.#d.storage.usage();
     const totals = await this.#d.store.snapshotTotals();
-    return { snapshots: totals.count, snapshotBytes: totals.bytes, poolUsedBytes: pool.usedBytes, poolSizeBytes: pool.sizeBytes, warmPoolHeld: this.#ctx.pool.held().size, handlerFaults: handlerFaults.snapshot() };
+    return { snapshots: totals.count, snapshotBytes: totals.bytes, poolUsedBytes: pool.usedBytes, poolSizeBytes: pool.sizeBytes, warmPoolHeld: this.#ctx.pool.held().size, hotPaused: this.#ctx.hot.ids().size, handlerFaults: handlerFaults.snapshot() };
   }
 
   async usage(id: string): Promise<ResourceUsage> {
