@@ -110,14 +110,38 @@ export function renderMarkdown(m: Machine, rows: readonly Comparison[], core: Re
     out.push('');
     for (const g of new Set(slow.map((r) => r.group))) if (WHY[g]) out.push(`*${g}*: ${WHY[g]}`, '');
   }
+  const LEVER = 'lever: ';
+  const PROFILE = 'where the time goes: ';
   out.push('## forkd alone (targets of the stateful core)', '', '| measurement | unit | n | p50 | p95 | target |', '|---|---|---|---|---|---|');
-  for (const r of core) out.push(`| ${r.name} | ${r.unit} | ${r.summary.n} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${r.target ?? ''} |`);
+  for (const r of core.filter((x) => !x.name.startsWith(LEVER) && !x.name.startsWith(PROFILE))) out.push(`| ${r.name} | ${r.unit} | ${r.summary.n} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${r.target ?? ''} |`);
+  out.push('', ...leverTable(core.filter((x) => x.name.startsWith(LEVER)), LEVER));
+  out.push('## Where the time goes', '', 'Each operation of the 100 MB sandbox split into its subprocesses and named phases (profile spans, `FORKD_PROFILE=1` prints them); "forkd itself" is the rest (store, guest link, waits). Spans of one operation can overlap (a rewind dumps and restores at once).', '', '| operation — part | p50 ms | p95 ms | n |', '|---|---|---|---|');
+  for (const r of core.filter((x) => x.name.startsWith(PROFILE))) out.push(`| ${r.name.slice(PROFILE.length)} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${r.summary.n} |`);
   out.push(
     '',
     "Host CPU per snapshot: CPU time of the bench process and of everything it starts while `snapshot` runs (runc, criu, CRIU's action script and the Btrfs snapshot it starts, the page store's forkd-patch), read from the accounting of a cgroup the bench moves itself into, so a detached helper counts too; the sandbox's own CPU (its cgroup) and kernel threads (Btrfs commits) do not. The target is the freeze's wall time: waiting for the freeze and for the Btrfs snapshot blocks in the kernel (inotify, a FIFO) or sleeps, so nothing spins while the sandbox is frozen.",
     '',
   );
   return out.join('\n');
+}
+
+/** Rows "lever: NAME — OP (off|on)" as one table: each lever's effect alone. */
+function leverTable(rows: ReadonlyArray<{ name: string; summary: Summary }>, prefix: string): string[] {
+  const out = ['## Each lever alone', '', 'A node with one lever switched off by its knob against a node with all of them on (the defaults), the same 10 MB sandbox, the same run (`packages/bench/src/levers.ts`).', '', '| lever | operation | off p50 ms | on p50 ms | off / on |', '|---|---|---|---|---|'];
+  const pairs = new Map<string, { off?: Summary; on?: Summary }>();
+  for (const r of rows) {
+    const m = /^(.*) \((off|on)\)$/.exec(r.name.slice(prefix.length));
+    if (!m) continue;
+    const e = pairs.get(m[1]!) ?? {};
+    e[m[2] as 'off' | 'on'] = r.summary;
+    pairs.set(m[1]!, e);
+  }
+  for (const [key, { off, on }] of pairs) {
+    const [lever, op] = key.split(' — ');
+    const x = off && on && on.p50 > 0 ? `${(off.p50 / on.p50).toFixed(1)}×` : '-';
+    out.push(`| ${lever} | ${op ?? ''} | ${off ? fmt(off.p50) : '-'} | ${on ? fmt(on.p50) : '-'} | ${x} |`);
+  }
+  return [...out, ''];
 }
 
 /** One SVG per group of latency rows. */
