@@ -1,3 +1,4 @@
+import type { NetworkRules } from '@forkd/protocol';
 import type { Logger } from '../../shared/logger.js';
 
 /** A paused sandbox whose processes are kept frozen, as its pause snapshot left them. */
@@ -7,6 +8,8 @@ export interface HotPause {
   /** The pause's snapshot: the frozen tree is exactly its state (memory and files of one instant). */
   snapshot: string;
   since: number;
+  /** Its network rules when it froze: a change while paused is applied at the thaw. */
+  network?: NetworkRules | undefined;
 }
 
 /**
@@ -47,11 +50,11 @@ export class HotPauses {
   }
 
   /** Holds a frozen instance; false when hot pauses are off (the caller destroys it). */
-  keep(id: string, key: string, snapshot: string): boolean {
+  keep(id: string, key: string, snapshot: string, network?: NetworkRules): boolean {
     if (!this.enabled) return false;
     const timer = setTimeout(() => void this.drop(id, 'its hot window ended'), this.#windowMs);
     timer.unref();
-    this.#held.set(id, { key, snapshot, since: Date.now(), timer });
+    this.#held.set(id, { key, snapshot, since: Date.now(), network, timer });
     return true;
   }
 
@@ -62,7 +65,7 @@ export class HotPauses {
     if (!h) return undefined;
     this.#held.delete(id);
     clearTimeout(h.timer);
-    return { key: h.key, snapshot: h.snapshot, since: h.since };
+    return { key: h.key, snapshot: h.snapshot, since: h.since, network: h.network };
   }
 
   /** Forgets `id` without destroying (its instance is being released by the caller), after any drop in flight. */

@@ -1,10 +1,14 @@
-import { ForkdError, type SandboxInfo } from '@forkd/protocol';
+import { ForkdError, type NetworkRules, type SandboxInfo } from '@forkd/protocol';
 import { crashPoint } from '../../shared/crash-point.js';
 import type { PauseOptions, ResumeOptions } from '../../node-contract/node-types.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
 import { commitOf } from './admission.js';
+import type { HotPause } from './hot-pauses.js';
 import type { ManagerContext } from './manager-context.js';
 import { freshLifetime, toInfo } from './sandbox-info.js';
+
+/** A sandbox without recorded rules: loopback only. */
+const NO_NETWORK: NetworkRules = { mode: 'none', allowOut: [], denyOut: [] };
 
 /**
  * Pause: snapshot, then stop. The sandbox uses no CPU until resumed, and no
@@ -25,7 +29,7 @@ export async function pauseSandbox(c: ManagerContext, id: string, opts: PauseOpt
   crashPoint('pause:recorded');
   // Only now that the snapshot is recorded do the (frozen) processes go, or are kept as its cache.
   const key = r.instance ?? r.id;
-  if (!hot || !c.hot.keep(id, key, snap.id)) await c.runtime.destroy(key);
+  if (!hot || !c.hot.keep(id, key, snap.id, r.network)) await c.runtime.destroy(key);
   return toInfo(await c.record(id));
 }
 
@@ -50,7 +54,7 @@ export async function resumeSandbox(c: ManagerContext, id: string, opts: ResumeO
   if (c.recovery.isLost(r)) return revived(c, r, { trigger: 'resume' });
   if (r.state !== 'paused') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
   const frozen = await c.hot.take(id);
-  if (frozen && frozen.snapshot === r.resumeFrom && opts.memory !== false && (await thawed(c, r, frozen.key))) return resumed(c, r, r.resumeFrom);
+  if (frozen && frozen.snapshot === r.resumeFrom && opts.memory !== false && (await thawed(c, r, frozen))) return resumed(c, r, r.resumeFrom);
   // Not the state asked for (a rewind of a paused sandbox, a cold resume), or it did not thaw: the snapshot is.
   if (frozen) await c.instances.dropProcesses(frozen.key);
   if (!r.resumeFrom || opts.memory === false) return resumeCold(c, r);
@@ -70,12 +74,16 @@ export async function resumeSandbox(c: ManagerContext, id: string, opts: ResumeO
 /**
  * A hot pause's frozen tree thawed: it is the pause snapshot's state, its
  * root volume untouched since (frozen processes write nothing, and every
- * call on a paused sandbox resumes it first). False when it did not come
- * back (killed behind forkd's back): the caller restores from the snapshot.
+ * call on a paused sandbox resumes it first), its network rules those
+ * recorded now. False when it did not come back (killed behind forkd's
+ * back): the caller restores from the snapshot.
  */
-async function thawed(c: ManagerContext, r: SandboxRecord, key: string): Promise<boolean> {
+async function thawed(c: ManagerContext, r: SandboxRecord, frozen: HotPause): Promise<boolean> {
+  const key = frozen.key;
   const ticket = await c.admission.admit({ memory: commitOf(r.limits), ids: [r.id] });
   try {
+    // Its rules as recorded now: a change while it was paused is applied, as a restore applies it.
+    if (JSON.stringify(r.network) !== JSON.stringify(frozen.network)) await c.instances.setNetwork(key, r.network ?? NO_NETWORK);
     await c.runtime.thaw(key);
     await c.instances.waitAlive(key);
     await c.transition(r, 'running');
