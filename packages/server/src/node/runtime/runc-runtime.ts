@@ -3,10 +3,12 @@ import { chmod, copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:f
 import { dirname, join } from 'node:path';
 import { ForkdError, type Limits, type NetworkRules } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
+import { span } from '../../shared/profile.js';
 import { childCgroups, freezerControl, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
 import type { Network } from '../network/network.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import { killQuietly, listeningDaemon } from './runc-daemons.js';
+import { killContainer } from './runc-kill.js';
 import { carriesOwnNetns, IDMAP_FILE, ownImages, readIdmap } from './runc-images.js';
 import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
 import { RootMounts } from './root-mounts.js';
@@ -306,20 +308,27 @@ export class RuncRuntime implements Runtime {
   }
 
   async destroy(id: string, opts: { keepBundle?: boolean } = {}): Promise<void> {
-    // delete --force freezes the cgroup and kills every task in it, so a fork bomb cannot outrun it.
-    const r = await this.#runc(['delete', '--force', id]);
-    if (r.code !== 0 && !/does not exist|not found|container .* does not exist/i.test(r.stderr)) {
-      const again = await this.#runc(['delete', '--force', id]);
-      if (again.code !== 0 && !/does not exist/i.test(again.stderr)) {
-        throw new ForkdError('INTERNAL', `runc delete failed: ${again.stderr.trim().slice(-300)}`, { cmd: `runc delete --force ${id}`, exitCode: again.code, stderrTail: again.stderr.slice(-4000) });
-      }
-    }
+    // Killed here (see killContainer), then deleted without --force: runc (1.1 to 1.3) answers --force by
+    // signalling the init and sleeping 100 ms before it looks again, even at a container already stopped.
+    const killed = await span('kill container', () => killContainer(this.cgroupPath(id), join(this.#o.bundleRoot, id, 'init.pid'))).catch(() => false);
+    const plain = killed ? await this.#runc(['delete', id]) : undefined;
+    if (plain?.code !== 0 && !(plain && GONE.test(plain.stderr))) await this.#forceDelete(id);
     // runc removes the cgroup of a container it knows; one whose state went (with /run on a reboot) leaves it.
     await removeCgroup(this.cgroupPath(id));
     await this.#mounts.unmount(id);
     if (!opts.keepBundle) {
       await this.#o.network.release(id);
       await rm(join(this.#o.bundleRoot, id), { recursive: true, force: true });
+    }
+  }
+
+  /** runc's own kill: for tasks left after killContainer's deadline, or a runc that refused the plain delete. */
+  async #forceDelete(id: string): Promise<void> {
+    const r = await this.#runc(['delete', '--force', id]);
+    if (r.code === 0 || GONE.test(r.stderr)) return;
+    const again = await this.#runc(['delete', '--force', id]);
+    if (again.code !== 0 && !GONE.test(again.stderr)) {
+      throw new ForkdError('INTERNAL', `runc delete failed: ${again.stderr.trim().slice(-300)}`, { cmd: `runc delete --force ${id}`, exitCode: again.code, stderrTail: again.stderr.slice(-4000) });
     }
   }
 
@@ -355,6 +364,9 @@ function lastRuncError(log: string): string {
   }
   return (lines[0] ?? 'unknown error').slice(0, 500);
 }
+
+/** What runc says of a container it does not know. */
+const GONE = /does not exist|not found/i;
 
 /** A runtime key (sandbox id or instance key): what bundle and cgroup names must look like to be ours. */
 const KEY = /^[a-z0-9][a-z0-9.-]*$/;
