@@ -57,12 +57,10 @@ async function openSetUpNode(config: ForkdConfig, logger: Logger, progress: Prog
   return node;
 }
 
-/** What a node does on its own while it serves: the warm pool and the periodic policy pass. Returns the stop. */
-function startNodeLoops(node: Node, config: ForkdConfig, logger: Logger): () => void {
+/** What a node does on its own while it serves: the warm pool and the policy (per-sandbox timers and events; node.close stops it). */
+async function startNodeLoops(node: Node): Promise<void> {
   node.manager.startWarmPool();
-  const ticker = setInterval(() => void node.tick().catch((err) => logger.error('policy tick failed', { error: String(err) })), config.policyTickS * 1000);
-  ticker.unref();
-  return () => clearInterval(ticker);
+  await node.startPolicy();
 }
 
 export interface Daemon {
@@ -90,14 +88,13 @@ export async function startDaemon(config: ForkdConfig, logger: Logger, progress:
     await control.close();
     throw err;
   }
-  const stopLoops = startNodeLoops(node, config, logger);
+  await startNodeLoops(node);
   return {
     node,
     control,
     server,
     e2b,
     async close() {
-      stopLoops();
       await e2b.close();
       await server.close();
       await node.close();
@@ -133,13 +130,12 @@ export async function startNodeDaemon(config: ForkdConfig, logger: Logger, progr
     await node.close();
     throw err;
   }
-  const stopLoops = startNodeLoops(node, config, logger);
+  await startNodeLoops(node);
   return {
     node,
     server,
     tokenPath: nodeTokenPath(config.stateDir),
     async close() {
-      stopLoops();
       await server.close();
       await node.close();
     },

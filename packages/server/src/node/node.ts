@@ -7,6 +7,8 @@ import { SandboxManager } from './manager/sandbox-manager.js';
 import type { NodeEventSink } from './node-event.js';
 import { DEFAULT_TIMELINE_POLICY } from './policy/timeline-policy.js';
 import { Reconciler } from './policy/reconciler.js';
+import { PolicyScheduler } from './policy/policy-scheduler.js';
+import { ObservedStore } from '../store/observed-store.js';
 import { sandboxTimeoutMs } from './manager/sandbox-timeout.js';
 import type { Runtime } from './runtime/runtime.js';
 import { shrinkConntrackHash } from './runtime/conntrack-dump.js';
@@ -41,8 +43,14 @@ export interface Node {
   egressInterceptor: EgressInterceptor;
   /** Rescans qgroups the kernel left inconsistent (see quota-keeper.ts); a storage without quotas has none. */
   quotaKeeper?: QuotaKeeper | undefined;
-  /** One pass of the node's policy (lifetimes, dead sandboxes, rolling snapshots, hibernation, thinning; see policy/reconciler.ts). */
+  /** One pass of the node's policy over every sandbox (lifetimes, dead sandboxes, rolling snapshots, hibernation, thinning; see policy/reconciler.ts), at `now`. */
   tick(now?: number): Promise<void>;
+  /**
+   * The policy as a serving node runs it: per-sandbox timers and events, no
+   * pass (see policy/policy-scheduler.ts). Resolves once every sandbox is
+   * planned; close stops it.
+   */
+  startPolicy(): Promise<PolicyScheduler>;
   close(): Promise<void>;
 }
 
@@ -80,7 +88,8 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   if (conntrack) logger.info('conntrack hash shrunk: CRIU walks all of it inside every freeze', conntrack);
   const forwarding = await uplinkForwardingWarning();
   if (forwarding) logger.warn(forwarding);
-  const store = new SqliteStore(join(config.stateDir, 'forkd.db'));
+  // Observed: the policy follows its writes instead of re-reading every sandbox (see PolicyScheduler).
+  const store = new ObservedStore(new SqliteStore(join(config.stateDir, 'forkd.db')));
   const cas = new SandboxCas(join(config.stateDir, 'sandbox-ca'));
   const credentials = new NodeCredentials(new CredentialInterceptor(cas, opts.onEvent), cas);
   // A test may put its own interceptor in the proxy; the node's credentials are then not injected.
@@ -118,10 +127,9 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   });
   await manager.recover();
   // Policy above the manager, through its public methods only.
-  const reconciler = new Reconciler(manager, sandboxTimeoutMs(manager.guestDeadlineMs), {
-    timeline: { ...DEFAULT_TIMELINE_POLICY, intervalMs: config.snapshotIntervalS * 1000 },
-    idleTimeoutMs: config.idleTimeoutS * 1000,
-  });
+  const defaults = { timeline: { ...DEFAULT_TIMELINE_POLICY, intervalMs: config.snapshotIntervalS * 1000 }, idleTimeoutMs: config.idleTimeoutS * 1000 };
+  const reconciler = new Reconciler(manager, sandboxTimeoutMs(manager.guestDeadlineMs), defaults);
+  let scheduler: PolicyScheduler | undefined;
   return {
     config,
     store,
@@ -133,7 +141,15 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
     egressInterceptor: credentials.interceptor,
     quotaKeeper,
     tick: (now) => reconciler.tick(now),
+    async startPolicy() {
+      if (!scheduler) {
+        scheduler = new PolicyScheduler(manager, reconciler, { onSandboxChange: (l) => store.onSandboxChange(l), onActive: (l) => manager.onActive(l) }, defaults);
+        await scheduler.start();
+      }
+      return scheduler;
+    },
     async close() {
+      scheduler?.stop();
       await quotaKeeper?.stop();
       await manager.close();
       await network.close();

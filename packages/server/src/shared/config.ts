@@ -66,8 +66,6 @@ export interface ForkdConfig {
   snapshotIntervalS: number;
   /** Default idle time before hibernation (0 = never). */
   idleTimeoutS: number;
-  /** How often the timeline/hibernation reconciler runs. */
-  policyTickS: number;
   /** How long a paused sandbox's frozen processes are kept, so a resume within it is a thaw (FORKD_HOT_PAUSE_S, default 60; 0: off). */
   hotPauseS: number;
   /** The host's conntrack hash is shrunk to this many buckets at start (FORKD_CONNTRACK_BUCKETS, default 16384; 0: left alone; see conntrack-dump.ts). */
@@ -183,7 +181,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     warmPool: nonNegative(env.FORKD_WARM_POOL, 2, 'FORKD_WARM_POOL'),
     snapshotIntervalS: nonNegative(env.FORKD_SNAPSHOT_INTERVAL_S, 300, 'FORKD_SNAPSHOT_INTERVAL_S'),
     idleTimeoutS: nonNegative(env.FORKD_IDLE_TIMEOUT_S, 600, 'FORKD_IDLE_TIMEOUT_S'),
-    policyTickS: int(env.FORKD_POLICY_TICK_S, 15, 'FORKD_POLICY_TICK_S'),
     hotPauseS: nonNegative(env.FORKD_HOT_PAUSE_S, 60, 'FORKD_HOT_PAUSE_S'),
     conntrackBuckets: nonNegative(env.FORKD_CONNTRACK_BUCKETS, 16_384, 'FORKD_CONNTRACK_BUCKETS'),
     lazyRestore: env.FORKD_LAZY_RESTORE !== '0',

@@ -60,13 +60,30 @@ export class FakeRuntime implements Runtime {
     return this.calls.filter((c) => c.op === op).map((c) => c.id);
   }
 
-  /** As if its init died (OOM killer, kill from outside). */
+  readonly #exitWatches = new Map<string, Set<() => void>>();
+
+  /** As if its init died (OOM killer, kill from outside): announced to its exit watches. */
   kill(id: string): void {
     const i = this.instances.get(id);
     if (i) {
       i.status = 'stopped';
       i.pids = 0;
     }
+    const watches = [...(this.#exitWatches.get(id) ?? [])];
+    this.#exitWatches.delete(id);
+    for (const w of watches) w();
+  }
+
+  watchExit(id: string, onExit: () => void): () => void {
+    const set = this.#exitWatches.get(id) ?? new Set<() => void>();
+    set.add(onExit);
+    this.#exitWatches.set(id, set);
+    return () => set.delete(onExit);
+  }
+
+  /** Exit watches in place (tests of who watches what). */
+  exitWatches(id: string): number {
+    return this.#exitWatches.get(id)?.size ?? 0;
   }
 
   /** An instance the manager did not make (an orphan a crash left). */

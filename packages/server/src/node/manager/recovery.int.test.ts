@@ -87,4 +87,22 @@ describe('recovery of a sandbox whose init died (real CRIU)', { skip: !isRoot &&
       ['lost', 'recover', 'lost', 'recover'],
     );
   });
+
+  test('with the policy serving (timers and events, no pass): a death is noticed by the exit watch at once', async () => {
+    const b = (await node.manager.create({})).id;
+    const snap = await node.manager.snapshot(b);
+    const policy = await node.startPolicy();
+    assert.equal(policy.watched(b), true, 'its death is announced, not polled');
+    const key = (await node.manager.recordOf(b))?.instance ?? b;
+    const t0 = Date.now();
+    process.kill((await node.runtime.state(key)).pid, 'SIGKILL');
+    await waitFor(async () => (await node.manager.get(b)).recovered !== undefined, 30_000, 'the sandbox to be brought back');
+    const info = await node.manager.get(b);
+    assert.equal(info.state, 'running');
+    assert.equal(info.recovered?.fromSnapshot, snap.id);
+    assert.ok(Date.now() - t0 < 30_000);
+    assert.equal((await run(node.manager, b, ['true'])).exitCode, 0);
+    await waitFor(async () => policy.watched(b), 5000, 'the new instance to be watched');
+    await node.manager.delete(b);
+  });
 });

@@ -59,6 +59,7 @@ export class SandboxManager {
   readonly #guestDeadline: number;
   /** Last API use per sandbox (idle hibernation). */
   readonly #activity = new Map<string, number>();
+  readonly #activityListeners = new Set<(id: string) => void>();
   readonly #portSlots = new OwnerSlots({ total: MAX_PORT_CONNECTIONS, perOwner: MAX_PORT_CONNECTIONS_PER_SANDBOX });
 
   constructor(deps: ManagerDeps) {
@@ -252,6 +253,7 @@ export class SandboxManager {
       await this.#ctx.files.remove(snap.id).catch((err) => this.#d.logger.warn('snapshot cleanup failed', { snapshot: snap.id, error: String(err) }));
     }
     await this.#d.store.deleteSandbox(id);
+    this.#activity.delete(id);
     this.#d.logger.info('sandbox deleted', { sandbox: id });
   }
 
@@ -338,6 +340,18 @@ export class SandboxManager {
   /** Activity bookkeeping and what the policy above reads (see Reconciler). */
   markActive(id: string, at = Date.now()): void {
     this.#activity.set(id, at);
+    for (const l of this.#activityListeners) l(id);
+  }
+
+  /** Told of every markActive (the policy brings an overdue snapshot forward, see PolicyScheduler). Returns the unsubscribe. */
+  onActive(listener: (id: string) => void): () => void {
+    this.#activityListeners.add(listener);
+    return () => this.#activityListeners.delete(listener);
+  }
+
+  /** The runtime's notice that an instance's processes are all gone (see Runtime.watchExit). */
+  watchExit(key: string, onExit: () => void): (() => void) | undefined {
+    return this.#d.runtime.watchExit(key, onExit);
   }
 
   lastActive(id: string): number | undefined {

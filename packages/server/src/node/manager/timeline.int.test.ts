@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
-import { run } from '../../testing/helpers.js';
+import { run, waitFor } from '../../testing/helpers.js';
 
 const DAY = 24 * 3600 * 1000;
 
@@ -15,6 +15,8 @@ describe('rolling timeline and idle hibernation', { skip: !isRoot && 'needs root
   test('active sandboxes get policy snapshots; idle ones hibernate and wake on the next call', async () => {
     const s = await node.manager.create({ snapshotIntervalSeconds: 1, idleTimeoutSeconds: 5 });
     await run(node.manager, s.id, 'echo work > /tmp/w');
+    // The exec's connection closes just after its exit is read: open, it would count as activity at the tick's (future) time.
+    await waitFor(async () => (await node.manager.openConnections(s.id)) === 0, 5000, 'the exec connection to close');
     const t0 = Date.now();
     await node.tick(t0 + 1500);
     const first = (await node.manager.timeline(s.id));

@@ -43,11 +43,13 @@ export function effectivePolicy(r: SandboxRecord, defaults: PolicyDefaults): { t
 }
 
 /**
- * The periodic pass over every sandbox: lifetimes that ran out, processes
+ * The policy's decisions for a sandbox: lifetimes that ran out, processes
  * that died (brought back, see Recovery), rolling snapshots of active ones,
  * hibernation of idle ones, thinning of every timeline. Activity = an API
  * call (recorded by the manager), an open stream, or CPU use above 2% of a
- * core since the previous pass.
+ * core since the previous look. A serving node looks at each sandbox when
+ * its PolicyScheduler says (timers and events); `tick` is a pass over all of
+ * them at a given time (tests).
  */
 export class Reconciler {
   readonly #m: ReconcilerHost;
@@ -75,29 +77,55 @@ export class Reconciler {
     if (this.#running) return;
     this.#running = true;
     try {
-      const records = (await this.#m.records()).filter((r) => !this.#overrun.has(r.id));
-      const late = new Set<string>();
-      await eachBounded(
-        records,
-        {
-          concurrency: PASS_CONCURRENCY,
-          timeoutMs: this.#timeoutMs,
-          onTimeout: (r) => {
-            late.add(r.id);
-            this.#overrun.add(r.id);
-            this.#m.logger.warn('policy tick gave up waiting for a sandbox; its work goes on', { sandbox: r.id, timeoutMs: this.#timeoutMs });
-          },
-          onError: (r, err) => this.#m.logger.warn('policy tick failed', { sandbox: r.id, error: (err as Error).message }),
-          // Work that overran is let back into passes once it ends.
-          onSettled: (r) => {
-            if (late.has(r.id)) this.#overrun.delete(r.id);
-          },
-        },
-        (r) => this.#one(r, now),
-      );
+      await this.#bounded((await this.#m.records()).filter((r) => !this.#overrun.has(r.id)), now, true);
     } finally {
       this.#running = false;
     }
+  }
+
+  /**
+   * One sandbox's decisions at `now` (its timer, or an event, see
+   * PolicyScheduler), within the same timeout as in a pass; nothing while
+   * earlier work on it still overruns. `liveness`: look whether its processes
+   * died (not needed when the runtime announces that).
+   */
+  async lookAt(id: string, now = Date.now(), liveness = true): Promise<void> {
+    if (this.#overrun.has(id)) return;
+    const r = await this.#m.recordOf(id);
+    if (!r) return this.forget(id);
+    await this.#bounded([r], now, liveness);
+  }
+
+  /** Whether work on it from an earlier look overran its timeout and still runs. */
+  overrunning(id: string): boolean {
+    return this.#overrun.has(id);
+  }
+
+  /** Drops what it remembers of a sandbox that is gone. */
+  forget(id: string): void {
+    this.#cpu.delete(id);
+  }
+
+  async #bounded(records: SandboxRecord[], now: number, liveness: boolean): Promise<void> {
+    const late = new Set<string>();
+    await eachBounded(
+      records,
+      {
+        concurrency: PASS_CONCURRENCY,
+        timeoutMs: this.#timeoutMs,
+        onTimeout: (r) => {
+          late.add(r.id);
+          this.#overrun.add(r.id);
+          this.#m.logger.warn('policy tick gave up waiting for a sandbox; its work goes on', { sandbox: r.id, timeoutMs: this.#timeoutMs });
+        },
+        onError: (r, err) => this.#m.logger.warn('policy tick failed', { sandbox: r.id, error: (err as Error).message }),
+        // Work that overran is let back into passes once it ends.
+        onSettled: (r) => {
+          if (late.has(r.id)) this.#overrun.delete(r.id);
+        },
+      },
+      (r) => this.#one(r, now, liveness),
+    );
   }
 
   async #lastActivity(r: SandboxRecord, now: number): Promise<number> {
@@ -114,12 +142,12 @@ export class Reconciler {
     return now;
   }
 
-  async #one(r: SandboxRecord, now: number): Promise<void> {
+  async #one(r: SandboxRecord, now: number, liveness: boolean): Promise<void> {
     const expires = r.policy?.expiresAt ? Date.parse(r.policy.expiresAt) : Number.NaN;
     if ((r.state === 'running' || r.state === 'paused') && now >= expires) return this.#m.timeOut(r.id);
     const { timeline, idleMs } = effectivePolicy(r, this.#defaults);
     // Its processes died (init killed, e.g. by the OOM killer): it is brought back, nothing else this pass.
-    if (r.state === 'running' && (await this.#m.reviveIfDead(r.id))) return;
+    if (r.state === 'running' && liveness && (await this.#m.reviveIfDead(r.id))) return;
     if (r.state === 'running') {
       const last = await this.#lastActivity(r, now);
       if (idleMs > 0 && now - last >= idleMs) {

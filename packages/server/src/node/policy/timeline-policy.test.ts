@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_TIMELINE_POLICY as P, snapshotDue, snapshotsToThin, type TimelineEntry } from './timeline-policy.js';
+import { DEFAULT_TIMELINE_POLICY as P, nextThinAt, snapshotDue, snapshotsToThin, type TimelineEntry } from './timeline-policy.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -47,4 +47,23 @@ test('thinning is stable: what is kept now is still kept later', () => {
   // Every survivor older than an hour at `later` is the one kept for its bucket.
   const buckets = new Set(keptBoth.map((e) => (later - e.createdAt < DAY ? `h${Math.floor(e.createdAt / HOUR)}` : `d${Math.floor(e.createdAt / DAY)}`)));
   assert.equal(buckets.size, keptBoth.length);
+});
+
+test('thinning is next due when an unpinned snapshot crosses an age boundary', () => {
+  const at = (age: number) => NOW - age;
+  assert.equal(nextThinAt(P, NOW, []), undefined);
+  assert.equal(nextThinAt(P, NOW, [{ id: 'a', createdAt: at(10 * MIN), pinned: true }]), undefined, 'pinned never moves');
+  assert.equal(nextThinAt(P, NOW, [{ id: 'a', createdAt: at(10 * MIN), pinned: false }]), at(10 * MIN) + HOUR);
+  assert.equal(nextThinAt(P, NOW, [{ id: 'a', createdAt: at(2 * HOUR), pinned: false }]), at(2 * HOUR) + DAY);
+  assert.equal(nextThinAt(P, NOW, [{ id: 'a', createdAt: at(2 * DAY), pinned: false }]), at(2 * DAY) + 7 * DAY);
+  assert.equal(nextThinAt(P, NOW, [{ id: 'a', createdAt: at(8 * DAY), pinned: false }]), undefined, 'already past every boundary');
+});
+
+test('between two boundary crossings thinning answers the same (the timer need not look before)', () => {
+  const entries: TimelineEntry[] = [];
+  for (let t = NOW - 3 * DAY; t <= NOW; t += 7 * MIN) entries.push({ id: String(t), createdAt: t, pinned: entries.length % 3 === 0 });
+  const next = nextThinAt(P, NOW, entries)!;
+  const first = snapshotsToThin(P, NOW, entries).join();
+  for (let t = NOW; t < next; t += Math.max(1, Math.floor((next - NOW) / 7))) assert.equal(snapshotsToThin(P, t, entries).join(), first);
+  assert.ok(next > NOW);
 });

@@ -62,3 +62,21 @@ export function snapshotsToThin(p: TimelinePolicy, now: number, entries: readonl
   }
   return drop;
 }
+
+/**
+ * The next instant `snapshotsToThin` may answer differently with no snapshot
+ * added, pinned or deleted: when an unpinned snapshot's age crosses a
+ * boundary (keep-all, hourly, daily). Undefined: never. Thinning is looked at
+ * then, not every pass.
+ */
+export function nextThinAt(p: TimelinePolicy, now: number, entries: readonly TimelineEntry[]): number | undefined {
+  let next = Number.POSITIVE_INFINITY;
+  for (const e of entries) {
+    if (e.pinned) continue;
+    for (const age of [p.keepAllMs, p.hourlyMs, p.dailyMs]) {
+      const at = e.createdAt + age;
+      if (at > now && at < next) next = at;
+    }
+  }
+  return Number.isFinite(next) ? next : undefined;
+}

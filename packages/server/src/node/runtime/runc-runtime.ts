@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { ForkdError, type Limits, type NetworkRules } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
 import { span } from '../../shared/profile.js';
+import { watchCgroupEmpty } from '../cgroups/cgroup-exit-watch.js';
 import { childCgroups, freezerControl, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
 import type { Network } from '../network/network.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
@@ -334,6 +335,10 @@ export class RuncRuntime implements Runtime {
 
   usage(id: string): Promise<ResourceUsage> {
     return readUsage(this.cgroupPath(id));
+  }
+
+  watchExit(id: string, onExit: () => void): (() => void) | undefined {
+    return watchCgroupEmpty(this.cgroupPath(id), onExit);
   }
 
   async list(): Promise<string[]> {

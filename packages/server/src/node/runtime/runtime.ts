@@ -93,6 +93,14 @@ export interface Runtime {
   /** Kills every process and releases namespaces and cgroups. Idempotent. */
   destroy(id: string): Promise<void>;
   usage(id: string): Promise<ResourceUsage>;
+  /**
+   * Calls `onExit` once when every process of the sandbox is gone (its init
+   * died: the OOM killer, a kill from outside), announced by the host rather
+   * than found by polling each sandbox. Returns the stop; undefined when this
+   * runtime cannot tell on this host (the caller then looks for itself).
+   * May also fire for a sandbox being destroyed: the caller confirms.
+   */
+  watchExit(id: string, onExit: () => void): (() => void) | undefined;
   /** Ids of every sandbox this runtime knows (recovery, orphan sweep). */
   list(): Promise<string[]>;
 }
