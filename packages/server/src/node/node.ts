@@ -90,6 +90,8 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   if (forwarding) logger.warn(forwarding);
   // Observed: the policy follows its writes instead of re-reading every sandbox (see PolicyScheduler).
   const store = new ObservedStore(new SqliteStore(join(config.stateDir, 'forkd.db')));
+  // The summaries' index is made before anything writes (see ObservedStore.summaries).
+  await store.summaries();
   const cas = new SandboxCas(join(config.stateDir, 'sandbox-ca'));
   const credentials = new NodeCredentials(new CredentialInterceptor(cas, opts.onEvent), cas);
   // A test may put its own interceptor in the proxy; the node's credentials are then not injected.
@@ -116,6 +118,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
       overcommit: { memory: config.memoryOvercommit, cpus: config.cpuOvercommit },
       maxima: { memoryMb: config.maxMemoryMb, cpus: config.maxCpus, pids: config.maxPids },
     },
+    summaries: () => store.summaries(),
     disk: {
       pool: config.pool.mountPoint,
       defaultDiskMb: config.defaultDiskMb,

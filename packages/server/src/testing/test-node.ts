@@ -86,11 +86,14 @@ export async function sweepStaleTestDirs(): Promise<void> {
   }
 }
 
-export async function createTestNode(opts: { verbose?: boolean; warmPool?: number; onEvent?: NodeEventSink; egressInterceptor?: EgressInterceptor } = {}): Promise<TestNode> {
+/** `config`: settings over the test defaults (the density bench's overcommit ratios); `poolSizeGb`: its loop pool's size (default 16). */
+export async function createTestNode(
+  opts: { verbose?: boolean; warmPool?: number; onEvent?: NodeEventSink; egressInterceptor?: EgressInterceptor; config?: Partial<ForkdConfig>; poolSizeGb?: number } = {},
+): Promise<TestNode> {
   await sweepStaleTestDirs();
   const dir = await mkdtemp(join(tmpdir(), 'forkd-test-'));
   const { config: base, env } = testConfig(dir);
-  const config = { ...base, warmPool: opts.warmPool ?? 0 };
+  const config = { ...base, warmPool: opts.warmPool ?? 0, ...opts.config, ...(opts.poolSizeGb ? { pool: { ...base.pool, sizeBytes: opts.poolSizeGb * 2 ** 30 } } : {}) };
   const rootfs = baseRootfsDir(config);
   if (!existsSync(join(rootfs, '.forkd-recipe'))) throw new Error(`no base root filesystem at ${rootfs}: run ./forkd setup first`);
   const node = await openNode(config, opts.verbose ? createLogger('debug') : silentLogger, { ...(opts.onEvent ? { onEvent: opts.onEvent } : {}), ...(opts.egressInterceptor ? { egressInterceptor: opts.egressInterceptor } : {}) });

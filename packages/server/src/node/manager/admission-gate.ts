@@ -1,5 +1,5 @@
 import { ForkdError } from '@forkd/protocol';
-import type { SandboxRecord } from '../../store/store.js';
+import type { SandboxSummary } from '../../store/observed-store.js';
 import type { PoolSpace } from '../storage/pool-space.js';
 import type { AdmissionTicket, Committed, NodeAdmission } from './admission.js';
 import type { SandboxDisk } from './sandbox-disk.js';
@@ -24,7 +24,7 @@ export interface AdmissionRequest {
  * read records from before its sandbox was inserted.
  */
 export class AdmissionGate {
-  readonly #records: () => Promise<SandboxRecord[]>;
+  readonly #records: () => Promise<readonly SandboxSummary[]>;
   readonly #memory: NodeAdmission;
   readonly #disk: SandboxDisk;
   readonly #heldDisk = new Set<{ ids: ReadonlySet<string>; mb: number }>();
@@ -32,7 +32,7 @@ export class AdmissionGate {
   #chain: Promise<unknown> = Promise.resolve();
 
   /** `reclaim` frees memory held by nothing a user waits on (hot pauses) and says how much it freed; asked once before a memory refusal. */
-  constructor(records: () => Promise<SandboxRecord[]>, memory: NodeAdmission, disk: SandboxDisk, reclaim: () => Promise<number> = async () => 0) {
+  constructor(records: () => Promise<readonly SandboxSummary[]>, memory: NodeAdmission, disk: SandboxDisk, reclaim: () => Promise<number> = async () => 0) {
     this.#records = records;
     this.#memory = memory;
     this.#disk = disk;

@@ -1,5 +1,6 @@
 import type { Logger } from '../../shared/logger.js';
 import type { Store } from '../../store/store.js';
+import type { SandboxSummary } from '../../store/observed-store.js';
 import type { Network } from '../network/network.js';
 import type { NodeEventSink } from '../node-event.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -43,4 +44,6 @@ export interface ManagerDeps {
   guests?: GuestTransport;
   /** Snapshot images and roots (default: in the pool, PoolSnapshotFiles); unit tests give a fake. */
   snapshotFiles?: SnapshotFiles;
+  /** State, limits and id range of every sandbox, read by each create (default: a store listing; the node gives ObservedStore's, from memory). */
+  summaries?: () => Promise<SandboxSummary[]>;
 }

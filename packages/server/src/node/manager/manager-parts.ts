@@ -41,16 +41,17 @@ export function assembleManager(deps: ManagerDeps, m: ManagerFacade): ManagerPar
   const space = new SandboxDisk(deps.disk ?? { defaultDiskMb: 10240, free: { minFreeMb: 0, minFreePct: 0 }, overcommit: 0 }, deps.logger);
   const host = deps.admission?.host ?? readHostCapacity();
   const maxima = sandboxMaxima(host, deps.admission?.maxima);
+  const summaries = deps.summaries ?? (() => store.listSandboxes());
   const locks = new SandboxLocks();
   // The runtime says how its guest is reached; Storage says where each instance's root is.
   const guests = deps.guests ?? deps.runtime.guests({ root: (key) => deps.storage.root(poolLayout.sandbox(key), deps.runtime.rootKind), guestBinary: deps.guestBinary, deadlineMs: guestDeadlineMs });
   const files = deps.snapshotFiles ?? new PoolSnapshotFiles({ storage: deps.storage, stagingDir: deps.stagingDir, logger: deps.logger, onStored: (id, bytes) => store.setSnapshotSize(id, bytes) });
-  const instances = new SandboxInstances({ ...deps, guests, files, space, userns: !!deps.userns });
+  const instances = new SandboxInstances({ ...deps, summaries, guests, files, space, userns: !!deps.userns });
   const hot = new HotPauses(deps.hotPauseMs ?? 0, (key) => instances.dropProcesses(key), deps.logger);
   // A hot pause's frozen tree keeps its memory: counted as running until dropped, and dropped first when room runs out.
   const admissionRecords = async () => {
     const held = hot.ids();
-    const records = await store.listSandboxes();
+    const records = await summaries();
     return held.size === 0 ? records : records.map((r) => (held.has(r.id) ? { ...r, state: 'running' as const } : r));
   };
   const admission = new AdmissionGate(admissionRecords, new NodeAdmission(host, deps.admission?.overcommit ?? { memory: 4, cpus: 0 }), space, () => hot.reclaim('admission needed its memory'));

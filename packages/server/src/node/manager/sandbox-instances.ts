@@ -2,6 +2,7 @@ import { ForkdError, Limits, type NetworkRules } from '@forkd/protocol';
 import type { Network } from '../network/network.js';
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
+import type { SandboxSummary } from '../../store/observed-store.js';
 import type { IdMap, Runtime, RuntimeSpec } from '../runtime/runtime.js';
 import type { SandboxRoot } from '../runtime/sandbox-root.js';
 import type { Storage } from '../storage/storage.js';
@@ -16,6 +17,8 @@ const ms = (x: number) => Math.round(x * 10) / 10;
 
 export interface InstancesDeps {
   store: Store;
+  /** Every sandbox's id range, among other things (see ManagerDeps.summaries). */
+  summaries(): Promise<readonly SandboxSummary[]>;
   storage: Storage;
   runtime: Runtime;
   templates: TemplateRegistry;
@@ -79,7 +82,7 @@ export class SandboxInstances {
    */
   async #newIdmap(): Promise<IdMap | undefined> {
     if (!this.#d.userns) return undefined;
-    const records = await this.#d.store.listSandboxes();
+    const records = await this.#d.summaries();
     const templates = await this.#d.templates.list();
     const warm = await Promise.all(templates.map((t) => this.#d.templates.get(t.name)));
     // From here to the reservation nothing is awaited: two starts never pick the same range.
