@@ -16,6 +16,7 @@ import { egressProxyRows } from './egress-proxy.js';
 import { timeProfileRows } from './time-profile.js';
 import { leverRows } from './levers.js';
 import { LiveRows } from './live-rows.js';
+import { densityRows } from './density.js';
 
 /**
  * `npm run bench`: speed and memory of the sandbox core on this machine, then
@@ -247,10 +248,25 @@ async function writeReport(machine: Machine, compared: Comparison[], rows: Row[]
   await writeFile(isQuick ? join(outDir, 'BENCHMARKS.quick.md') : join(REPO_ROOT, 'BENCHMARKS.md'), md);
 }
 
+/** `--density-only [--n N] [--minutes M]`: only the density rows (they take an hour at 10,000). */
+function argValue(name: string): number | undefined {
+  const i = process.argv.indexOf(name);
+  const v = i >= 0 ? Number(process.argv[i + 1]) : Number.NaN;
+  return Number.isFinite(v) && v > 0 ? v : undefined;
+}
+
+async function density(): Promise<Row[]> {
+  return densityRows({ quick, n: argValue('--n'), minutes: argValue('--minutes'), concurrency: argValue('--concurrency') });
+}
+
 async function main(): Promise<void> {
   if (process.argv.includes('--report')) return reportOnly();
+  if (process.argv.includes('--density-only')) {
+    await density();
+    return;
+  }
   const date = new Date().toISOString();
-  const rows = [...(await coreBench()), ...(await leverRows(quick)), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await e2bSdkRows(quick)), ...(await egressProxyRows(quick))];
+  const rows = [...(await coreBench()), ...(await leverRows(quick)), ...(await density()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await e2bSdkRows(quick)), ...(await egressProxyRows(quick))];
   const lines = ['| measurement | unit | n | p50 | p95 | min | max | target |', '|---|---|---|---|---|---|---|---|'];
   for (const r of rows) lines.push(`| ${r.name} | ${r.unit} | ${r.summary.n} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${fmt(r.summary.min)} | ${fmt(r.summary.max)} | ${r.target ?? ''} |`);
   console.log(lines.join('\n'));
