@@ -10,6 +10,7 @@ import { summarize, type Summary } from './stats.js';
 import { cpuMeter, pinnedMemory, poolUsed } from './host-measures.js';
 import { streamGapsAcrossSnapshots } from './stream-gap.js';
 import { quotaCostRows } from './quota-cost.js';
+import { cleanupBacklogRows } from './cleanup-backlog.js';
 import { usernsCostRows } from './userns-cost.js';
 import { e2bSdkRows } from './e2b-sdk.js';
 import { egressProxyRows } from './egress-proxy.js';
@@ -266,7 +267,7 @@ async function main(): Promise<void> {
     return;
   }
   const date = new Date().toISOString();
-  const rows = [...(await coreBench()), ...(await leverRows(quick)), ...(await density()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await e2bSdkRows(quick)), ...(await egressProxyRows(quick))];
+  const rows = [...(await coreBench()), ...(await leverRows(quick)), ...(await density()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await cleanupBacklogRows(quick)), ...(await e2bSdkRows(quick)), ...(await egressProxyRows(quick))];
   const lines = ['| measurement | unit | n | p50 | p95 | min | max | target |', '|---|---|---|---|---|---|---|---|'];
   for (const r of rows) lines.push(`| ${r.name} | ${r.unit} | ${r.summary.n} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${fmt(r.summary.min)} | ${fmt(r.summary.max)} | ${r.target ?? ''} |`);
   console.log(lines.join('\n'));

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exec } from '@forkd/server';
-import { BtrfsStorage, btrfsQuotas, enableQuotas, ensurePool, unmountPool, type PoolOptions } from '@forkd/server/testing';
+import { BtrfsStorage, btrfsQuotas, enableQuotas, ensurePool, unmountPool, type DiskQuotas, type PoolOptions, type QuotaMode } from '@forkd/server/testing';
 import { summarize, type Summary } from './stats.js';
 
 export interface QuotaCostRow {
@@ -26,38 +26,43 @@ export async function quotaCostRows(rootfs: string, quick: boolean): Promise<Quo
   const tmp = await mkdtemp(join(tmpdir(), 'forkd-quota-bench-'));
   const rows: QuotaCostRow[] = [];
   try {
-    const off = await measure(join(tmp, 'off'), rootfs, rounds, false);
-    const on = await measure(join(tmp, 'on'), rootfs, rounds, true);
+    const off = await measure(join(tmp, 'off'), rootfs, rounds, 'off');
+    const on = await measure(join(tmp, 'on'), rootfs, rounds, 'auto');
+    const full = await measure(join(tmp, 'full'), rootfs, rounds, 'full');
+    const mode = on.mode === 'simple' ? 'simple quotas' : 'full qgroups (no simple quotas here)';
     rows.push({ name: 'read-only snapshot of a sandbox root, quotas off', unit: 'ms', summary: summarize(off.snapshot) });
-    rows.push({ name: 'read-only snapshot of a sandbox root, quotas on', unit: 'ms', target: 'p50 ≤ off + 10', summary: summarize(on.snapshot) });
+    rows.push({ name: `read-only snapshot of a sandbox root, quotas on (${mode})`, unit: 'ms', target: 'p50 ≤ off + 10', summary: summarize(on.snapshot) });
+    rows.push({ name: 'read-only snapshot of a sandbox root, full qgroups', unit: 'ms', summary: summarize(full.snapshot) });
     rows.push({ name: 'delete root + snapshot, until dropped, quotas off', unit: 'ms', summary: summarize(off.delete) });
-    rows.push({ name: 'delete root + snapshot, until dropped, quotas on', unit: 'ms', summary: summarize(on.delete) });
-    rows.push({ name: 'forkd-qgroup start (each start or restore of a root; the exact limit follows in the background)', unit: 'ms', summary: summarize(on.limit) });
-    rows.push({ name: `enabling quotas on a pool with the base template (rescan)`, unit: 'ms', summary: summarize([on.enable]) });
+    rows.push({ name: `delete root + snapshot, until dropped, quotas on (${mode})`, unit: 'ms', summary: summarize(on.delete) });
+    rows.push({ name: 'delete root + snapshot, until dropped, full qgroups', unit: 'ms', summary: summarize(full.delete) });
+    rows.push({ name: `forkd-qgroup start (each start or restore of a root; the exact limit follows in the background; ${mode})`, unit: 'ms', summary: summarize(on.limit) });
+    rows.push({ name: 'enabling full qgroups on a pool with the base template (rescan)', unit: 'ms', summary: summarize([full.enable]) });
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
   return rows;
 }
 
-async function measure(dir: string, rootfs: string, rounds: number, withQuotas: boolean) {
+async function measure(dir: string, rootfs: string, rounds: number, quotaMode: 'off' | 'auto' | 'full') {
   const pool: PoolOptions = { mountPoint: join(dir, 'pool'), image: join(dir, 'pool.img'), sizeBytes: 8 * 2 ** 30 };
   await ensurePool(pool);
-  const out = { snapshot: [] as number[], delete: [] as number[], limit: [] as number[], enable: 0 };
+  const out = { snapshot: [] as number[], delete: [] as number[], limit: [] as number[], enable: 0, mode: 'off' as QuotaMode | 'off' };
   try {
     const storage = new BtrfsStorage(pool.mountPoint);
-    const quotas = btrfsQuotas(pool.mountPoint);
     const tpl = await storage.create('templates/base');
     await exec('cp', ['-a', '--reflink=never', `${rootfs}/.`, tpl]);
     await exec('btrfs', ['filesystem', 'sync', pool.mountPoint]);
-    if (withQuotas) {
+    let quotas: DiskQuotas | undefined;
+    if (quotaMode !== 'off') {
       const t0 = performance.now();
-      await enableQuotas(pool.mountPoint);
+      out.mode = (await enableQuotas(pool.mountPoint, quotaMode)).mode;
       out.enable = performance.now() - t0;
+      quotas = btrfsQuotas(pool.mountPoint, out.mode);
     }
     for (let i = 0; i < rounds; i++) {
       const root = await storage.prepare(`sandboxes/s${i}`, 'templates/base');
-      if (withQuotas) {
+      if (quotas) {
         const t0 = performance.now();
         await quotas.limitForStart(root, 10 * 2 ** 30, 64 * 2 ** 20);
         out.limit.push(performance.now() - t0);

@@ -12,7 +12,8 @@ const TESTS = join(REPO_ROOT, 'packages/host-tools/test');
 /**
  * The host tools' own tests on the real thing (see their README): forkd-dedupe
  * on a Btrfs loop filesystem (matching, moved pages, repack, refusals),
- * forkd-criu-version on both ends of a real socketpair, and
+ * forkd-criu-version on both ends of a real socketpair,
+ * forkd-qgroup's lineage groups under simple quotas, and
  * forkd-criu-action playing CRIU's pre-dump and post-dump on a real freezer.
  */
 describe('host tools: their own real-filesystem tests', { skip: !isRoot && 'needs root' }, () => {
@@ -31,6 +32,17 @@ describe('host tools: their own real-filesystem tests', { skip: !isRoot && 'need
     const r = await exec('bash', [join(TESTS, 'criu-version.sh')], { allowFailure: true, timeoutMs: 60_000 });
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     assert.match(r.stdout, /ALL OK/);
+  });
+
+  test('forkd-qgroup lineage groups under simple quotas (test/qgroup.sh)', async () => {
+    const work = await mkdtemp(join(tmpdir(), 'forkd-qgroup-test-'));
+    try {
+      const r = await exec('bash', [join(TESTS, 'qgroup.sh'), join(work, 'w')], { allowFailure: true, timeoutMs: 300_000 });
+      assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+      assert.match(r.stdout, /ALL OK|SKIP/);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
   });
 
   test('forkd-criu-action on a real freezer (test/criu-action.sh)', async () => {

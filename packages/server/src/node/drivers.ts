@@ -8,7 +8,8 @@ import { RuncRuntime } from './runtime/runc-runtime.js';
 import type { Runtime } from './runtime/runtime.js';
 import { ensurePool } from './storage/btrfs-pool.js';
 import { BtrfsStorage } from './storage/btrfs-storage.js';
-import { btrfsQuotas, enableQuotas, type DiskQuotas } from './storage/disk-quota.js';
+import { btrfsQuotas, type DiskQuotas } from './storage/disk-quota.js';
+import { enableQuotas } from './storage/quota-mode.js';
 import { QuotaKeeper } from './storage/quota-keeper.js';
 import type { Storage } from './storage/storage.js';
 
@@ -29,14 +30,17 @@ type RuntimeDriver = (config: ForkdConfig, network: Network) => Runtime;
  * A microVM runtime or another storage is one more entry here.
  */
 const STORAGES: Record<string, StorageDriver> = {
-  /** The pool mounted (a loop image unless FORKD_POOL), its qgroups on and kept consistent. */
+  /** The pool mounted (a loop image unless FORKD_POOL), its quotas on (simple where the kernel has them; full qgroups kept consistent). */
   btrfs: async (config, logger) => {
     await ensurePool(config.pool, (m) => logger.info(m));
-    const q = await enableQuotas(config.pool.mountPoint);
-    if (q.enabled || q.rescanMs > 1000) logger.info('disk quotas (Btrfs qgroups) on', { newlyEnabled: q.enabled, rescanMs: Math.round(q.rescanMs) });
+    const q = await enableQuotas(config.pool.mountPoint, config.quotaMode);
+    logger.info(`disk quotas on: Btrfs ${q.mode === 'simple' ? 'simple quotas' : 'full qgroups'}`, { mode: q.mode, newlyEnabled: q.enabled, migratedFromFull: q.migrated, rescanMs: Math.round(q.rescanMs) });
+    const storage = new BtrfsStorage(config.pool.mountPoint);
+    const quotas = btrfsQuotas(config.pool.mountPoint, q.mode);
+    if (q.mode === 'simple') return { storage, quotas };
     const quotaKeeper = new QuotaKeeper(config.pool.mountPoint, logger);
     quotaKeeper.start();
-    return { storage: new BtrfsStorage(config.pool.mountPoint), quotas: btrfsQuotas(config.pool.mountPoint), quotaKeeper };
+    return { storage, quotas, quotaKeeper };
   },
 };
 

@@ -102,6 +102,8 @@ export interface ForkdConfig {
   poolMinFreePct: number;
   /** Disk quotas of all sandboxes may add up to this many times the pool's size (FORKD_DISK_OVERCOMMIT, default 8; 0: not checked). */
   diskOvercommit: number;
+  /** Btrfs quota mode (FORKD_QUOTA_MODE): `auto` (default) simple quotas where the kernel has them (≥ 6.7), else full qgroups; `full`: full qgroups. */
+  quotaMode: 'auto' | 'full';
   /** The E2B-compatible control-plane API's port (FORKD_E2B_API_PORT, default 3000; 0 or `off`: not served). */
   e2bApiPort: number | null;
   /** The E2B-compatible envd gateway's port (FORKD_E2B_ENVD_PORT, default 49983; 0 or `off`: not served). */
@@ -116,6 +118,12 @@ function int(v: string | undefined, def: number, name: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(v)}`);
   return n;
+}
+
+function quotaMode(v: string | undefined): 'auto' | 'full' {
+  if (v === undefined || v === '' || v === 'auto') return 'auto';
+  if (v === 'full') return 'full';
+  throw new Error(`FORKD_QUOTA_MODE must be auto or full, got ${JSON.stringify(v)}`);
 }
 
 /** A positive number (fractions allowed), or undefined when unset. */
@@ -206,6 +214,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     poolMinFreeMb: nonNegative(env.FORKD_POOL_MIN_FREE_MB, 2048, 'FORKD_POOL_MIN_FREE_MB'),
     poolMinFreePct: limit(env.FORKD_POOL_MIN_FREE_PCT, 'FORKD_POOL_MIN_FREE_PCT') ?? 5,
     diskOvercommit: env.FORKD_DISK_OVERCOMMIT === '0' ? 0 : (positive(env.FORKD_DISK_OVERCOMMIT, 'FORKD_DISK_OVERCOMMIT') ?? 8),
+    quotaMode: quotaMode(env.FORKD_QUOTA_MODE),
     e2bApiPort: optionalPort(env.FORKD_E2B_API_PORT, 3000, 'FORKD_E2B_API_PORT'),
     e2bEnvdPort: optionalPort(env.FORKD_E2B_ENVD_PORT, 49983, 'FORKD_E2B_ENVD_PORT'),
     ...overrides,

@@ -7,6 +7,7 @@ export { randomPort } from './daemon-process.js';
 /** Storage internals the benchmark (packages/bench) drives directly to measure what disk quotas cost. */
 export { ensurePool, unmountPool, type PoolOptions } from '../node/storage/btrfs-pool.js';
 export { BtrfsStorage } from '../node/storage/btrfs-storage.js';
-export { btrfsQuotas, enableQuotas } from '../node/storage/disk-quota.js';
+export { btrfsQuotas, type DiskQuotas, type QuotaMode } from '../node/storage/disk-quota.js';
+export { enableQuotas, poolQuotas } from '../node/storage/quota-mode.js';
 export { startTestInternet, FETCH_PY, type TestInternet } from './test-internet.js';
 export { assertStillServing } from './still-serving.js';

@@ -29,10 +29,11 @@ export interface DiskQuotaUsage {
 /**
  * A sandbox's disk, as the manager sees it: the quota of its root volume
  * (set whenever a root is made: create, fork, resume, rewind, recovery),
- * the pool's free-space watch and disk admission. The quota is on what the
- * root references, offset by its template's bytes (disk-quota.ts): the
- * numbers depend only on the root and its template, so every new root of
- * the same sandbox gets the same limit.
+ * the pool's free-space watch and disk admission. With simple quotas the
+ * limit is on the sandbox's lineage group (what its roots wrote that is
+ * still stored), with full qgroups on what the root references offset by
+ * its template's bytes (disk-quota.ts); either way every new root of the
+ * same sandbox gets the same limit.
  */
 export class SandboxDisk {
   readonly #opts: SandboxDiskOptions;
@@ -68,12 +69,30 @@ export class SandboxDisk {
     checkDiskAdmission(committedDiskMb(records, this.#opts.defaultDiskMb), demandMb, space.sizeBytes, this.#opts.overcommit);
   }
 
-  /** Limits a running root (made from `templateVolume`) to its template's bytes plus `diskMb`. */
+  /** Limits a running root (made from `templateVolume`) to its quota (see #exact). */
   async apply(root: string, templateVolume: string | undefined, diskMb: number | undefined): Promise<void> {
     const q = this.#opts.quotas;
-    const u = await q?.usage(root);
-    if (!q || !u) return;
-    await q.setLimit(u.qgroup, (await this.#templateBytes(templateVolume)) + this.diskMbOf({ diskMb }) * MB);
+    if (!q) return;
+    const exact = await this.#exact(templateVolume, diskMb);
+    // Simple quotas: headroom 0 sets the exact limit, on the lineage group (made if the root has none: a pool switched from full qgroups).
+    if (q.mode === 'simple') return void (await q.limitForStart(root, exact, 0));
+    const u = await q.usage(root);
+    if (u) await q.setLimit(u.qgroup, exact);
+  }
+
+  /**
+   * Simple quotas: the lineage group of the first of `roots` that has one
+   * (the root a restore replaces; for a rewind, the instance left), read
+   * before that root is removed so the new one joins it (see DiskQuotas).
+   */
+  async lineage(roots: string[]): Promise<string | undefined> {
+    const q = this.#opts.quotas;
+    if (q?.mode !== 'simple') return undefined;
+    for (const root of new Set(roots)) {
+      const g = await q.lineageOf(root);
+      if (g) return g;
+    }
+    return undefined;
   }
 
   /**
@@ -86,13 +105,14 @@ export class SandboxDisk {
    * rewound. settle() then sets the exact limit; what the sandbox writes
    * meanwhile is bounded by the headroom.
    */
-  async limitForStart(root: string, templateVolume: string | undefined, diskMb: number | undefined): Promise<void> {
+  async limitForStart(root: string, templateVolume: string | undefined, diskMb: number | undefined, lineage?: string): Promise<void> {
     const q = this.#opts.quotas;
     if (!q) return;
-    // A settle of an earlier start of this root must not land after this one's headroom.
+    // A settle of an earlier start of this root (or of the root it replaces, in the same lineage group) must not land after this one's headroom.
     await this.#settling.get(root);
-    const exact = (await this.#templateBytes(templateVolume)) + this.diskMbOf({ diskMb }) * MB;
-    const got = await q.limitForStart(root, exact, HEADROOM_MB * MB);
+    if (lineage) await this.#settling.get(lineage);
+    const exact = await this.#exact(templateVolume, diskMb);
+    const got = await q.limitForStart(root, exact, HEADROOM_MB * MB, lineage);
     if (got) this.#pending.set(root, { qgroup: got.qgroup, exact });
   }
 
@@ -110,9 +130,11 @@ export class SandboxDisk {
       .setLimit(p.qgroup, p.exact)
       .catch((err: unknown) => this.#logger.warn('could not set the exact disk quota', { root, error: String(err) }))
       .finally(() => {
-        if (this.#settling.get(root) === done) this.#settling.delete(root);
+        for (const key of [root, p.qgroup]) if (this.#settling.get(key) === done) this.#settling.delete(key);
       });
+    // Keyed by the qgroup too: with simple quotas the next root of the sandbox shares it (see limitForStart).
     this.#settling.set(root, done);
+    this.#settling.set(p.qgroup, done);
   }
 
   /** Waits for every exact limit being set (tests, shutdown). */
@@ -121,10 +143,20 @@ export class SandboxDisk {
   }
 
   async usage(root: string, templateVolume: string | undefined, diskMb: number | undefined): Promise<DiskQuotaUsage | undefined> {
-    const u = await this.#opts.quotas?.usage(root);
-    if (!u) return undefined;
-    const base = await this.#templateBytes(templateVolume);
+    const q = this.#opts.quotas;
+    const u = await q?.usage(root);
+    if (!q || !u) return undefined;
+    const base = q.mode === 'simple' ? 0 : await this.#templateBytes(templateVolume);
     return { usedBytes: Math.max(0, u.referencedBytes - base), limitBytes: this.diskMbOf({ diskMb }) * MB };
+  }
+
+  /**
+   * The limit of a root: its quota; with full qgroups, which count what the
+   * root references, plus its template's bytes (see DiskQuotas).
+   */
+  async #exact(templateVolume: string | undefined, diskMb: number | undefined): Promise<number> {
+    const quota = this.diskMbOf({ diskMb }) * MB;
+    return this.#opts.quotas?.mode === 'simple' ? quota : (await this.#templateBytes(templateVolume)) + quota;
   }
 
   /**

@@ -169,10 +169,12 @@ export class SandboxInstances {
   async restoreInto(key: string, r: SandboxRecord, snap: SnapshotRecord): Promise<void> {
     await this.#d.files.checkRestorable(snap.id);
     const volume = this.volumeOf(key);
+    // Simple quotas: the new root joins the group of the root it replaces (this one, or the instance a rewind leaves).
+    const lineage = await this.#d.space.lineage([this.rootfsOf(key), this.rootfsOf(r.instance ?? r.id)]);
     await this.#d.storage.remove(volume);
     await this.#d.storage.prepare(volume, this.#d.files.rootfsKey(snap.id));
     // Room for forkd and CRIU to write, even into a root that was at its quota.
-    await this.#d.space.limitForStart(this.#d.storage.path(volume), await this.templateRoot(r), r.limits.diskMb);
+    await this.#d.space.limitForStart(this.#d.storage.path(volume), await this.templateRoot(r), r.limits.diskMb, lineage);
     await this.#d.guests.prepareRoot(key, { install: false });
     const release = await this.#d.guests.at(key).quiesce();
     try {

@@ -1,6 +1,6 @@
 import type { Logger } from '../../shared/logger.js';
 import { exec } from '../../shared/exec.js';
-import { quotasInconsistent } from './disk-quota.js';
+import { quotasInconsistent } from './quota-mode.js';
 
 /**
  * Keeps qgroup numbers meaningful. When the cleaner finishes dropping a
@@ -10,7 +10,8 @@ import { quotasInconsistent } from './disk-quota.js';
  * has non-zero numbers"); from then on limits are checked against stale
  * numbers until a rescan. This polls the flag (one sysfs read) and starts a
  * rescan when it is set, so quotas are off for at most the poll interval
- * plus the rescan (~0.3 s for a 1.5 GB pool).
+ * plus the rescan (~0.3 s for a 1.5 GB pool). Full qgroups only: simple
+ * quotas are never inconsistent and cannot be rescanned (EINVAL).
  */
 export class QuotaKeeper {
   readonly #pool: string;
