@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { Logger } from '../../shared/logger.js';
 import type { DiskQuotas } from '../storage/disk-quota.js';
 import { checkPoolFree, readPoolSpace, type PoolFreePolicy, type PoolSpace } from '../storage/pool-space.js';
@@ -42,6 +43,8 @@ export class SandboxDisk {
   readonly #pending = new Map<string, { qgroup: string; exact: number }>();
   readonly #templates = new Map<string, { at: number; bytes: number }>();
   readonly #settling = new Map<string, Promise<void>>();
+  /** Simple quotas: the lineage group of each root started here, until a restore replaces it (see lineage). */
+  readonly #lineages = new Map<string, string>();
 
   constructor(opts: SandboxDiskOptions, logger: Logger) {
     this.#opts = opts;
@@ -89,10 +92,18 @@ export class SandboxDisk {
     const q = this.#opts.quotas;
     if (q?.mode !== 'simple') return undefined;
     for (const root of new Set(roots)) {
-      const g = await q.lineageOf(root);
+      // Known from its start (no process); a root that does not exist (a fork's) has none.
+      const known = this.#lineages.get(root);
+      this.#lineages.delete(root);
+      const g = known ?? (existsSync(root) ? await q.lineageOf(root) : undefined);
       if (g) return g;
     }
     return undefined;
+  }
+
+  /** A root removed for good (its sandbox deleted, a rewind's instance left). */
+  forget(root: string): void {
+    this.#lineages.delete(root);
   }
 
   /**
@@ -113,7 +124,9 @@ export class SandboxDisk {
     if (lineage) await this.#settling.get(lineage);
     const exact = await this.#exact(templateVolume, diskMb);
     const got = await q.limitForStart(root, exact, HEADROOM_MB * MB, lineage);
-    if (got) this.#pending.set(root, { qgroup: got.qgroup, exact });
+    if (!got) return;
+    this.#pending.set(root, { qgroup: got.qgroup, exact });
+    if (q.mode === 'simple') this.#lineages.set(root, got.qgroup);
   }
 
   /**

@@ -213,6 +213,7 @@ export class SandboxInstances {
   async releaseKey(key: string): Promise<void> {
     this.#d.guests.drop(key);
     await this.#d.runtime.destroy(key);
+    this.#d.space.forget(this.rootfsOf(key));
     await this.#d.storage.remove(this.volumeOf(key));
   }
 
