@@ -1,30 +1,18 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ForkdError } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
 import { silentLogger } from '../../shared/logger.js';
 import { SqliteStore } from '../../store/sqlite-store.js';
 import { FakeGuestTransport } from '../../testing/fake-guest-transport.js';
+import { FakeNetwork } from '../../testing/fake-network.js';
 import { FakeRuntime } from '../../testing/fake-runtime.js';
 import { MemoryStorage } from '../../testing/memory-storage.js';
-import type { Network } from '../network/network.js';
 import { TemplateRegistry } from '../templates/template-registry.js';
 import { poolLayout } from '../storage/pool-layout.js';
 import type { ManagerDeps } from './manager-deps.js';
 import { SandboxManager } from './sandbox-manager.js';
 
-const noNetwork: Network = {
-  prepare: async (id) => id,
-  adopt: async (id) => id,
-  restoreEnv: async () => undefined,
-  setRules: async () => {},
-  release: async () => {},
-  list: async () => [],
-  connect: () => {
-    throw new ForkdError('UNAVAILABLE', 'no network in unit tests');
-  },
-};
 
 export interface TestManager {
   manager: SandboxManager;
@@ -57,12 +45,13 @@ export async function testManager(opts: Partial<ManagerDeps> = {}): Promise<Test
   await store.upsertTemplate({ id: 'base', name: 'base', createdAt: new Date().toISOString(), volume: poolLayout.template('base') });
   const runtime = new FakeRuntime();
   const guests = new FakeGuestTransport();
+  const network = new FakeNetwork();
   const make = (more: Partial<ManagerDeps> = {}) =>
     new SandboxManager({
       store,
       storage,
       runtime,
-      network: noNetwork,
+      network,
       templates,
       guestBinary: '/nonexistent/forkd-guest',
       logger: silentLogger,

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { NetworkRules } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
@@ -8,9 +8,10 @@ import { shapeDownload } from './egress-tc.js';
 import { attachScript, detachScript, GATEWAY_IP, SANDBOX_IP, SANDBOX_PREFIX, tableScript, type Attachment } from './egress-nft.js';
 import type { EgressPorts } from './egress-services.js';
 import type { EgressServices } from './egress-services.js';
+import type { VethEnds } from './network.js';
 
 export interface EgressOptions {
-  /** Where each instance's attachment is recorded (`<key>.json`) and its restore's CRIU config kept. */
+  /** Where each instance's attachment is recorded (`<key>.json`). */
   dir: string;
   /** forkd's nftables table (`inet <table>`); a node's own, never shared with another's. */
   table: string;
@@ -47,11 +48,6 @@ export class Egress {
     return join(this.#o.dir, `${key}.json`);
   }
 
-  /** CRIU's config for a restore of `key`: the veth its images may hold gets this instance's host end. */
-  criuConfig(key: string): string {
-    return join(this.#o.dir, `${key}.criu.conf`);
-  }
-
   async #recorded(key: string): Promise<Attachment | undefined> {
     const had = this.#known.get(key);
     if (had) return had;
@@ -80,23 +76,9 @@ export class Egress {
     return a;
   }
 
-  /**
-   * The environment of a restore of `key` from `imagesDir`: when its images
-   * hold the sandbox end of a veth (dumped with egress), CRIU is told, in a
-   * config of its own (CRIU_CONFIG_FILE, read beside its default one), to
-   * make the pair again with this instance's host end. Undefined: none.
-   */
-  async restoreEnv(key: string, imagesDir: string): Promise<Record<string, string> | undefined> {
-    if (!(await imagesHaveVeth(imagesDir))) return undefined;
-    return { CRIU_CONFIG_FILE: await this.prepareRestore(key) };
-  }
-
-  /** Writes the CRIU config for a restore of `key` and returns its path. */
-  async prepareRestore(key: string): Promise<string> {
-    const a = await this.attachment(key);
-    const p = this.criuConfig(key);
-    await writeFile(p, `external veth[${SANDBOX_IF}]:${a.ifname}\n`, { mode: 0o600 });
-    return p;
+  /** The ends a veth restored into `key` gets: this instance's host end (see Network.restoredVeth). */
+  async restoredVeth(key: string): Promise<VethEnds> {
+    return { sandbox: SANDBOX_IF, host: (await this.attachment(key)).ifname };
   }
 
   /**
@@ -191,15 +173,5 @@ export class Egress {
     }
     this.#known.delete(key);
     await rm(this.#file(key), { force: true });
-    await rm(this.criuConfig(key), { force: true });
   }
-}
-
-/** CRIU's images of the namespace's links (netdev-<id>.img) name the sandbox end when there is one. */
-async function imagesHaveVeth(imagesDir: string): Promise<boolean> {
-  const names = await readdir(imagesDir).catch(() => [] as string[]);
-  for (const n of names.filter((f) => /^netdev-\d+\.img$/.test(f))) {
-    if ((await readFile(join(imagesDir, n))).includes(SANDBOX_IF)) return true;
-  }
-  return false;
 }

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { exec, spawnStream } from '../../shared/exec.js';
 import { REPO_ROOT } from '../../shared/config.js';
 import type { NetworkRules } from '@forkd/protocol';
-import type { Network, PortConnection } from './network.js';
-import { Egress, type EgressOptions } from './egress.js';
+import type { Network, PortConnection, VethEnds } from './network.js';
+import { Egress, SANDBOX_IF, type EgressOptions } from './egress.js';
 import { EgressServices, type EgressServicesOptions } from './egress-services.js';
 
 /** A node's egress settings (see ForkdConfig.net): table, names, addresses, and its resolver's and proxy's. */
@@ -63,8 +63,10 @@ export class NetnsNetwork implements Network {
     return p;
   }
 
-  restoreEnv(id: string, imagesDir: string): Promise<Record<string, string> | undefined> {
-    return this.#egress.restoreEnv(id, imagesDir);
+  readonly sandboxLink = SANDBOX_IF;
+
+  restoredVeth(id: string): Promise<VethEnds> {
+    return this.#egress.restoredVeth(id);
   }
 
   async setRules(id: string, rules: NetworkRules): Promise<void> {

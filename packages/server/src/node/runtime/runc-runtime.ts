@@ -6,7 +6,8 @@ import { exec } from '../../shared/exec.js';
 import { span } from '../../shared/profile.js';
 import { watchCgroupEmpty } from '../cgroups/cgroup-exit-watch.js';
 import { childCgroups, freezerControl, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
-import type { Network } from '../network/network.js';
+import type { RuntimeNetwork } from '../network/network.js';
+import { restoreVethEnv } from './criu-veth.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import { killQuietly, listeningDaemon } from './runc-daemons.js';
 import { killContainer } from './runc-kill.js';
@@ -43,8 +44,8 @@ export interface RuncOptions {
   uffdPreload?: string;
   uffdBroker?: string;
   runc?: string;
-  /** Owner of each sandbox's network namespace. */
-  network: Network;
+  /** Owner of each sandbox's network namespace and veth (the runtime tells CRIU about them). */
+  network: RuntimeNetwork;
   /** Where idmapped views of sandbox roots are mounted (one directory per key; a tmpfs, so a reboot leaves none). */
   mountRoot: string;
   /** forkd-idmap (host-tools): makes those views. */
@@ -229,7 +230,7 @@ export class RuncRuntime implements Runtime {
     if (spec.idmap) await ownImages(o.imagesDir, spec.idmap.hostId);
     const bundle = await this.#writeBundle(id, spec, ownNetns ? undefined : await this.#o.network.prepare(id, spec.network ?? NONE), spec.idmap ? o.imagesDir : undefined);
     // A veth in the images (dumped with egress) is made again with this instance's host end.
-    const netEnv = ownNetns ? await this.#o.network.restoreEnv(id, o.imagesDir) : undefined;
+    const netEnv = ownNetns ? await restoreVethEnv(this.#o.network, id, o.imagesDir, bundle) : undefined;
     const imagesDir = spec.idmap ? this.#mounts.imagesInReach(id) : o.imagesDir;
     const workDir = join(bundle, 'criu');
     await mkdir(workDir, { recursive: true });
