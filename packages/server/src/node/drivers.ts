@@ -56,6 +56,7 @@ const RUNTIMES: Record<string, RuntimeDriver> = {
       runc: runcPath(config),
       criu: criuPath(config),
       criuAction: criuActionPath(config),
+      cacheDir: config.cacheDir,
       lazyRestore: config.lazyRestore,
       uffdPreload: uffdPreloadPath(config),
       uffdBroker: join(REPO_ROOT, 'packages/host-tools/build/forkd-uffd-broker'),

@@ -16,9 +16,7 @@ import { NetnsNetwork } from './network/netns-network.js';
 import type { QuotaKeeper } from './storage/quota-keeper.js';
 import type { Storage } from './storage/storage.js';
 import { TemplateRegistry } from './templates/template-registry.js';
-import { criuPath } from '../setup/setup.js';
 import { checkDrivers, makeRuntime, openStorage } from './drivers.js';
-import { refreshCriuKdat } from '../setup/criu-kdat.js';
 import { lockNode, type NodeLock } from './node-lock.js';
 import { privateDir, tightenPrivateState, usePrivateUmask } from '../shared/private-state.js';
 import { openStagingDir } from './storage/staging-dir.js';
@@ -83,7 +81,6 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   await tightenPrivateState({ stateDir: config.stateDir, runDir: config.runDir, cacheDir: config.cacheDir, poolMountPoint: config.pool.mountPoint });
   const { storage, quotas, quotaKeeper } = await openStorage(config, logger);
   await openStagingDir(config.stagingDir, (m) => logger.warn(m));
-  if (!(await refreshCriuKdat(criuPath(config), config.cacheDir))) logger.warn('criu kernel probe not cached: every checkpoint and restore will probe again');
   const conntrack = await shrinkConntrackHash(config.conntrackBuckets);
   if (conntrack) logger.info('conntrack hash shrunk: CRIU walks all of it inside every freeze', conntrack);
   const forwarding = await uplinkForwardingWarning();
@@ -99,6 +96,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   const servicePorts = [config.port, config.e2bApiPort, config.e2bEnvdPort].filter((p): p is number => typeof p === 'number' && p > 0);
   const network = new NetnsNetwork(join(config.runDir, 'netns'), { ...config.net, servicePorts, interceptor: opts.egressInterceptor ?? credentials.interceptor });
   const runtime = makeRuntime(config, network);
+  await runtime.prepareHost((m) => logger.warn(m));
   const templates = new TemplateRegistry(storage, store);
   const manager = new SandboxManager({
     store,

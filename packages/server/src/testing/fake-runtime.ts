@@ -105,6 +105,9 @@ export class FakeRuntime implements Runtime {
     throw f.err;
   }
 
+  /** Nothing to ready on the host. */
+  async prepareHost(): Promise<void> {}
+
   /** A guest side without an agent (see FakeGuestTransport); the test kit gives the manager its own to inspect. */
   guests(): GuestTransport {
     return new FakeGuestTransport();

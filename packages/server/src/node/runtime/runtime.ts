@@ -70,6 +70,11 @@ export interface ResourceUsage {
 export interface Runtime {
   /** The kind of root it takes (RuntimeSpec.root): Storage is asked for roots of this kind. */
   readonly rootKind: RootKind;
+  /**
+   * Readies the host for this runtime, once at the node's start (runc: CRIU's
+   * kernel probe, cached). What it could not do only costs speed: `warn` is told.
+   */
+  prepareHost(warn: (message: string) => void): Promise<void>;
   /** How the host reaches the guest agent of this runtime's sandboxes (a Unix socket in the root for containers). */
   guests(deps: GuestTransportDeps): GuestTransport;
   /** Creates and starts the sandbox; resolves once its init is running. */

@@ -1,6 +1,6 @@
 import { copyFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { exec } from '../shared/exec.js';
+import { exec } from '../../shared/exec.js';
 
 /** Where CRIU looks for its cached kernel probe (compiled into Debian's build). */
 const KDAT = '/run/criu.kdat';
