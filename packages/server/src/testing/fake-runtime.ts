@@ -1,9 +1,10 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkdError, type Limits } from '@forkd/protocol';
 import type { GuestTransport } from '../node/runtime/guest-transport.js';
 import { FakeGuestTransport } from './fake-guest-transport.js';
-import type { CheckpointOptions, CheckpointStats, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from '../node/runtime/runtime.js';
+import type { RuntimeNetwork } from '../node/network/network.js';
+import type { CheckpointImages, CheckpointOptions, CheckpointStats, IdMap, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from '../node/runtime/runtime.js';
 
 export type RuntimeOp = 'start' | 'restore' | 'checkpoint' | 'destroy' | 'state' | 'usage' | 'thaw' | 'update' | 'list';
 
@@ -12,9 +13,24 @@ export interface RuntimeCall {
   id?: string | undefined;
 }
 
+/** The fake's whole image set: one file, holding the range it was dumped with. */
+const CHECKPOINT_FILE = 'fake-checkpoint.json';
+
+/** The fake's own image layout (never CRIU's: the code that stores images must ask, not know). */
+export const fakeImages: CheckpointImages = {
+  complete: (dir) => access(join(dir, CHECKPOINT_FILE)).then(() => true, () => false),
+  isPages: (name) => name.startsWith('fake-pages'),
+  idmap: async (dir) => {
+    const text = await readFile(join(dir, CHECKPOINT_FILE), 'utf8').catch(() => undefined);
+    return text === undefined ? undefined : ((JSON.parse(text) as { idmap?: IdMap }).idmap ?? undefined);
+  },
+};
+
 interface Instance {
   status: RuntimeStatus;
   spec: RuntimeSpec;
+  /** Host pid of its init (made up). */
+  pid: number;
   pids: number;
   oomKills: number;
 }
@@ -22,16 +38,26 @@ interface Instance {
 /**
  * A Runtime in memory, for unit tests of the manager without root: start
  * and restore make an instance that "runs", checkpoint writes a small fake
- * image set (so a snapshot directory looks whole) and, without leaveRunning,
- * leaves it paused. Every call is recorded; an operation can be told to fail
- * or to block until released.
+ * image set (its own layout, fakeImages, with the range it was dumped with,
+ * which a restore takes as RuncRuntime's does) and, without leaveRunning,
+ * leaves it paused. With a network it prepares, adopts and releases
+ * namespaces as RuncRuntime does. Agrees with RuncRuntime on everything
+ * runtime-conformance.ts checks. Every call is recorded; an operation can be
+ * told to fail or to block until released.
  */
 export class FakeRuntime implements Runtime {
   readonly rootKind = 'directory';
+  readonly images = fakeImages;
   readonly calls: RuntimeCall[] = [];
   readonly instances = new Map<string, Instance>();
   readonly #failures = new Map<RuntimeOp, { err: Error; times: number }>();
   readonly #blocks = new Map<RuntimeOp, { reached: () => void; until: Promise<void> }>();
+  readonly #network: RuntimeNetwork | undefined;
+  #pids = 1000;
+
+  constructor(opts: { network?: RuntimeNetwork } = {}) {
+    this.#network = opts.network;
+  }
 
   /** The next calls of `op` reject with `err` (until `succeed(op)`, or `times` of them). */
   fail(op: RuntimeOp, err: Error = new ForkdError('INTERNAL', `fake ${op} failure`), times = Infinity): void {
@@ -88,7 +114,7 @@ export class FakeRuntime implements Runtime {
 
   /** An instance the manager did not make (an orphan a crash left). */
   plant(id: string, status: RuntimeStatus = 'running'): void {
-    this.instances.set(id, { status, spec: { root: { kind: 'directory', path: '' }, hostname: id, limits: { memoryMb: 512, cpus: 1, pids: 1024 }, env: {} }, pids: 1, oomKills: 0 });
+    this.instances.set(id, { status, spec: { root: { kind: 'directory', path: '' }, hostname: id, limits: { memoryMb: 512, cpus: 1, pids: 1024 }, env: {} }, pid: ++this.#pids, pids: 1, oomKills: 0 });
   }
 
   async #enter(op: RuntimeOp, id?: string): Promise<void> {
@@ -116,23 +142,33 @@ export class FakeRuntime implements Runtime {
   async start(id: string, spec: RuntimeSpec): Promise<RuntimeState> {
     await this.#enter('start', id);
     if (this.instances.get(id)?.status === 'running') throw new ForkdError('ALREADY_EXISTS', `fake instance ${id} exists`);
-    this.instances.set(id, { status: 'running', spec, pids: 1, oomKills: 0 });
-    return { status: 'running', pid: 1000, idmap: spec.idmap };
+    return this.#run(id, spec, spec.idmap);
   }
 
-  async restore(id: string, spec: RuntimeSpec, _opts: { imagesDir: string }): Promise<RuntimeState> {
+  async restore(id: string, requested: RuntimeSpec, opts: { imagesDir: string }): Promise<RuntimeState> {
     await this.#enter('restore', id);
-    this.instances.set(id, { status: 'running', spec, pids: 1, oomKills: 0 });
-    return { status: 'running', pid: 1000, idmap: spec.idmap };
+    if (!(await fakeImages.complete(opts.imagesDir))) throw new ForkdError('INTERNAL', `fake restore failed: no checkpoint in ${opts.imagesDir}`);
+    // As CRIU: the range the images were dumped with, whatever the spec says.
+    const idmap = await fakeImages.idmap(opts.imagesDir);
+    return this.#run(id, { ...requested, idmap }, idmap);
+  }
+
+  /** A running instance, in its network namespace: made for it, or (with a user namespace) made with it and adopted. */
+  async #run(id: string, spec: RuntimeSpec, idmap: IdMap | undefined): Promise<RuntimeState> {
+    const pid = ++this.#pids;
+    const rules = spec.network ?? { mode: 'none' as const, allowOut: [], denyOut: [] };
+    if (this.#network) await (idmap ? this.#network.adopt(id, pid, rules) : this.#network.prepare(id, rules));
+    this.instances.set(id, { status: 'running', spec, pid, pids: 1, oomKills: 0 });
+    return { status: 'running', pid, idmap };
   }
 
   async checkpoint(id: string, opts: CheckpointOptions): Promise<CheckpointStats> {
     await this.#enter('checkpoint', id);
     const i = this.instances.get(id);
-    if (!i || i.status !== 'running') throw new ForkdError('FAILED_PRECONDITION', `fake instance ${id} is not running`);
-    await mkdir(opts.imagesDir, { recursive: true });
-    await mkdir(opts.workDir, { recursive: true });
-    await writeFile(join(opts.imagesDir, 'inventory.img'), 'fake');
+    if (!i || i.status !== 'running') throw new ForkdError('INTERNAL', `fake dump failed: instance ${id} is not running`);
+    await mkdir(opts.imagesDir, { recursive: true, mode: 0o700 });
+    await mkdir(opts.workDir, { recursive: true, mode: 0o700 });
+    await writeFile(join(opts.imagesDir, CHECKPOINT_FILE), JSON.stringify({ idmap: i.spec.idmap }));
     if (!opts.leaveRunning) i.status = 'paused';
     return { frozenMs: 1, dumpMs: 1 };
   }
@@ -140,34 +176,39 @@ export class FakeRuntime implements Runtime {
   async destroy(id: string): Promise<void> {
     await this.#enter('destroy', id);
     this.instances.delete(id);
+    await this.#network?.release(id);
   }
 
   async state(id: string): Promise<RuntimeState> {
     await this.#enter('state', id);
-    return { status: this.instances.get(id)?.status ?? 'missing', pid: 1000 };
+    const i = this.instances.get(id);
+    return i ? { status: i.status, pid: i.pid } : { status: 'missing', pid: 0 };
   }
 
   async update(id: string, limits: Limits): Promise<void> {
     await this.#enter('update', id);
     const i = this.instances.get(id);
-    if (i) i.spec = { ...i.spec, limits };
+    if (!i) throw new ForkdError('INTERNAL', `fake update failed: no instance ${id}`);
+    i.spec = { ...i.spec, limits };
   }
 
   async thaw(id: string): Promise<void> {
     await this.#enter('thaw', id);
     const i = this.instances.get(id);
-    if (i?.status === 'paused') i.status = 'running';
+    if (!i) throw new ForkdError('NOT_FOUND', `fake instance ${id} not found`);
+    if (i.status === 'paused') i.status = 'running';
   }
 
   async usage(id: string): Promise<ResourceUsage> {
     await this.#enter('usage', id);
     const i = this.instances.get(id);
-    if (!i) throw new ForkdError('NOT_FOUND', `fake instance ${id} not found`);
+    // As a cgroup that is not there: nothing used, no limit.
+    if (!i) return { memoryBytes: 0, memoryLimitBytes: 0, cpuNanos: 0, pids: 0, oomKills: 0, pidsLimitHits: 0 };
     return { memoryBytes: 64 * 2 ** 20, memoryLimitBytes: i.spec.limits.memoryMb * 2 ** 20, cpuNanos: 0, pids: i.pids, oomKills: i.oomKills, pidsLimitHits: 0 };
   }
 
   async list(): Promise<string[]> {
     await this.#enter('list');
-    return [...this.instances.keys()];
+    return [...new Set([...this.instances.keys(), ...((await this.#network?.list()) ?? [])])];
   }
 }

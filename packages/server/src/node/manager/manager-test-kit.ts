@@ -43,9 +43,9 @@ export async function testManager(opts: Partial<ManagerDeps> = {}): Promise<Test
   const templates = new TemplateRegistry(storage, store);
   await storage.create(poolLayout.template('base'));
   await store.upsertTemplate({ id: 'base', name: 'base', createdAt: new Date().toISOString(), volume: poolLayout.template('base') });
-  const runtime = new FakeRuntime();
-  const guests = new FakeGuestTransport();
   const network = new FakeNetwork();
+  const runtime = new FakeRuntime({ network });
+  const guests = new FakeGuestTransport();
   const make = (more: Partial<ManagerDeps> = {}) =>
     new SandboxManager({
       store,

@@ -122,8 +122,10 @@ export class SandboxManager {
     return this.#ctx.files.dir(snapId);
   }
 
-  snapshotMemoryDir(snapId: string): string {
-    return this.#ctx.files.memoryDir(snapId);
+  /** A snapshot's memory images and the id range they were dumped with, as the runtime reads it from them. */
+  async snapshotImages(snapId: string): Promise<{ dir: string; idmap: number | undefined }> {
+    const dir = this.#ctx.files.memoryDir(snapId);
+    return { dir, idmap: (await this.#d.runtime.images.idmap(dir))?.hostId };
   }
 
   snapshotRootfsKey(snapId: string): string {
@@ -368,10 +370,6 @@ export class SandboxManager {
 
   recordOf(id: string): Promise<SandboxRecord | undefined> {
     return this.#d.store.getSandbox(id);
-  }
-
-  async idmapOf(id: string): Promise<number | undefined> {
-    return (await this.#d.store.getSandbox(id))?.idmap;
   }
 
   snapshotRecords(id: string): Promise<SnapshotRecord[]> {

@@ -1,7 +1,7 @@
-import { chmod, lchown, lstat, readdir, readFile } from 'node:fs/promises';
+import { access, chmod, lchown, lstat, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
-import type { IdMap } from './runtime.js';
+import type { CheckpointImages, IdMap } from './runtime.js';
 
 /**
  * What the container runtime keeps in and reads from a checkpoint's images
@@ -9,6 +9,13 @@ import type { IdMap } from './runtime.js';
  * namespace's kind, and the images' ownership for a restore into a user
  * namespace.
  */
+
+/** A runc checkpoint's images: CRIU's (whole once its inventory is written, pages in `pages-*.img`) and forkd's idmap file. */
+export const runcImages: CheckpointImages = {
+  complete: (dir) => access(join(dir, 'inventory.img')).then(() => true, () => false),
+  isPages: (name) => name.startsWith('pages-'),
+  idmap: (dir) => readIdmap(dir),
+};
 
 /** In a bundle and in every checkpoint's images: the user namespace range (RuntimeSpec.idmap), as JSON. */
 export const IDMAP_FILE = 'forkd-idmap.json';

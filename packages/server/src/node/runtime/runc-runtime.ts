@@ -12,7 +12,7 @@ import { refreshCriuKdat } from './criu-kdat.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import { killQuietly, listeningDaemon } from './runc-daemons.js';
 import { killContainer } from './runc-kill.js';
-import { carriesOwnNetns, IDMAP_FILE, ownImages, readIdmap } from './runc-images.js';
+import { carriesOwnNetns, IDMAP_FILE, ownImages, readIdmap, runcImages } from './runc-images.js';
 import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
 import { RootMounts } from './root-mounts.js';
 import { GUEST_INIT, UnixSocketGuest } from './unix-socket-guest.js';
@@ -70,6 +70,7 @@ export const CHECKPOINT_DEADLINE_MS = 120_000;
 export class RuncRuntime implements Runtime {
   /** runc takes a host directory as the container's root. */
   readonly rootKind = 'directory';
+  readonly images = runcImages;
   readonly #o: Required<RuncOptions>;
   readonly #mounts: RootMounts;
   readonly #swap = swapAccounting();

@@ -51,6 +51,20 @@ export interface CheckpointStats {
   dumpMs: number;
 }
 
+/**
+ * What only the runtime knows of a checkpoint's images directory (for runc,
+ * CRIU's files and forkd's own beside them): the code that stores, checks
+ * and publishes images asks it instead of reading their layout.
+ */
+export interface CheckpointImages {
+  /** Whether `dir` holds a whole checkpoint (one a restore can read). */
+  complete(dir: string): Promise<boolean>;
+  /** Whether the file `name` of an images directory holds memory pages (stored sharing pages with the previous checkpoint's file of that name). */
+  isPages(name: string): boolean;
+  /** The user namespace range the checkpoint in `dir` was dumped with (a restore recreates it; undefined: none). */
+  idmap(dir: string): Promise<IdMap | undefined>;
+}
+
 export interface ResourceUsage {
   memoryBytes: number;
   memoryLimitBytes: number;
@@ -70,6 +84,8 @@ export interface ResourceUsage {
 export interface Runtime {
   /** The kind of root it takes (RuntimeSpec.root): Storage is asked for roots of this kind. */
   readonly rootKind: RootKind;
+  /** The layout of its checkpoints' images (CheckpointOptions.imagesDir). */
+  readonly images: CheckpointImages;
   /**
    * Readies the host for this runtime, once at the node's start (runc: CRIU's
    * kernel probe, cached). What it could not do only costs speed: `warn` is told.

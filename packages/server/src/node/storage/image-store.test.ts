@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { runcImages } from '../runtime/runc-images.js';
 import { patchImages, storeImages } from './image-store.js';
 
 // Content must be exact on any filesystem (without reflink support the copy path is
@@ -19,20 +20,20 @@ test('stored images equal the staged ones: first, patched, grown, shrunk', async
   };
   try {
     const old = randomBytes(3 * 1024 * 1024 + 100);
-    const s1 = await storeImages(await stage('s1', { 'pages-1.img': old, 'core-1.img': 'core' }), join(dir, 'd1'), undefined);
+    const s1 = await storeImages(await stage('s1', { 'pages-1.img': old, 'core-1.img': 'core' }), join(dir, 'd1'), undefined, runcImages.isPages);
     assert.equal(s1.files, 2);
     assert.equal(s1.bytesTotal, old.length + 4);
     const changed = Buffer.from(old);
     randomBytes(5000).copy(changed, 1_000_000);
     const grown = Buffer.concat([changed, randomBytes(10_000)]);
     const staged2 = await stage('s2', { 'pages-1.img': grown, 'core-1.img': 'core2' });
-    await storeImages(staged2, join(dir, 'd2'), join(dir, 'd1'), { dedupe: '/bin/true' });
+    await storeImages(staged2, join(dir, 'd2'), join(dir, 'd1'), runcImages.isPages, { dedupe: '/bin/true' });
     assert.ok((await readFile(join(dir, 'd2', 'pages-1.img'))).equals(grown));
     assert.equal((await readFile(join(dir, 'd2', 'core-1.img'))).toString(), 'core2');
     assert.ok((await readFile(join(dir, 'd1', 'pages-1.img'))).equals(old), 'the previous image is untouched');
     assert.ok(existsSync(join(staged2, 'core-1.img')), 'staging is the caller\'s to remove');
     const small = old.subarray(0, 4096 * 3);
-    await storeImages(await stage('s3', { 'pages-1.img': small }), join(dir, 'd3'), join(dir, 'd1'), { dedupe: '/bin/true' });
+    await storeImages(await stage('s3', { 'pages-1.img': small }), join(dir, 'd3'), join(dir, 'd1'), runcImages.isPages, { dedupe: '/bin/true' });
     assert.ok((await readFile(join(dir, 'd3', 'pages-1.img'))).equals(small));
   } finally {
     await rm(dir, { recursive: true, force: true });

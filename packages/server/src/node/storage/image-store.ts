@@ -24,7 +24,7 @@ export interface ImageTools {
 }
 
 /**
- * Moves CRIU images from a staging directory into the pool so that their
+ * Moves checkpoint images (CRIU's) from a staging directory into the pool so that their
  * pages share storage with the previous snapshot's images. This kernel has no
  * soft-dirty tracking, so CRIU cannot dump incrementally; instead:
  * - fast path: a pages image starts as a reflink of the previous image of the
@@ -38,7 +38,7 @@ export interface ImageTools {
  * reference-counted. The staging directory is left to the caller, which
  * knows when the stored copy is committed.
  */
-export async function storeImages(staging: string, dest: string, previous: string | undefined, tools: Partial<ImageTools> = {}): Promise<StoreStats> {
+export async function storeImages(staging: string, dest: string, previous: string | undefined, isPages: (name: string) => boolean, tools: Partial<ImageTools> = {}): Promise<StoreStats> {
   const tool = { dedupe: DEDUPE_TOOL, patch: PATCH_TOOL, ...tools };
   await mkdir(dest, { recursive: true });
   const stats: StoreStats = { files: 0, bytesTotal: 0, bytesWritten: 0 };
@@ -48,7 +48,7 @@ export async function storeImages(staging: string, dest: string, previous: strin
     const size = (await stat(join(staging, name))).size;
     stats.files++;
     stats.bytesTotal += size;
-    const prev = previous && name.startsWith('pages-') ? join(previous, name) : undefined;
+    const prev = previous && isPages(name) ? join(previous, name) : undefined;
     if (prev && (await reflink(prev, join(dest, name)))) reflinked.push(name);
     else copies.push(name);
   }
@@ -72,7 +72,7 @@ export async function storeImages(staging: string, dest: string, previous: strin
     const dst = join(dest, name);
     await copyFile(join(staging, name), dst);
     stats.bytesWritten += (await stat(dst)).size;
-    if (previous && name.startsWith('pages-')) {
+    if (previous && isPages(name)) {
       // Dedupe only shares ranges that are on disk: delayed allocation would leave nothing to share yet.
       const fh = await open(dst, 'r');
       await fh.datasync().finally(() => fh.close());

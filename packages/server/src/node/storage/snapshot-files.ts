@@ -6,6 +6,7 @@ import type { Logger } from '../../shared/logger.js';
 import { exec } from '../../shared/exec.js';
 import { poolLayout } from './pool-layout.js';
 import type { Storage } from './storage.js';
+import type { CheckpointImages } from '../runtime/runtime.js';
 import { storeImages, type StoreStats } from './image-store.js';
 import { checkStagingDir } from './staging-dir.js';
 import { memAvailableBytes } from './host-space.js';
@@ -74,6 +75,8 @@ export interface PoolSnapshotFilesDeps {
   storage: Storage;
   /** Memory-backed directory for CRIU dumps (see storeImages). */
   stagingDir?: string | undefined;
+  /** The runtime's layout of images (Runtime.images): which files hold pages, when a directory is whole. */
+  images: CheckpointImages;
   logger: Logger;
   /** A deferred store finished: its memory bytes. */
   onStored(snapId: string, bytes: number): Promise<void>;
@@ -151,7 +154,7 @@ export class PoolSnapshotFiles implements SnapshotFiles {
   async #storeImages(staging: string, snapId: string, dir: string, previous: string | undefined): Promise<StoreStats> {
     if (previous) await this.#storing.get(previous);
     const prevDir = previous ? this.memoryDir(previous) : undefined;
-    const stats = await storeImages(staging, join(dir, 'memory'), prevDir && existsSync(prevDir) ? prevDir : undefined);
+    const stats = await storeImages(staging, join(dir, 'memory'), prevDir && existsSync(prevDir) ? prevDir : undefined, this.#d.images.isPages);
     this.#d.logger.debug('snapshot stored', { snapshot: snapId, ...stats });
     return stats;
   }
@@ -188,7 +191,7 @@ export class PoolSnapshotFiles implements SnapshotFiles {
   async restorable(snapId: string): Promise<boolean> {
     await this.#storing.get(snapId);
     const dir = this.dir(snapId);
-    return existsSync(join(dir, 'memory', 'inventory.img')) && existsSync(join(dir, 'rootfs')) && !existsSync(join(dir, STAGED_MARKER));
+    return (await this.#d.images.complete(join(dir, 'memory'))) && existsSync(join(dir, 'rootfs')) && !existsSync(join(dir, STAGED_MARKER));
   }
 
   async remove(name: string): Promise<void> {

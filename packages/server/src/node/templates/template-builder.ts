@@ -20,12 +20,10 @@ export interface TemplateBuildHost {
   usage(id: string): Promise<{ cpuNanos: number }>;
   pause(id: string): Promise<SandboxInfo>;
   timeline(id: string): Promise<SnapshotInfo[]>;
-  /** Host path of a snapshot's memory images. */
-  snapshotMemoryDir(snapId: string): string;
+  /** A snapshot's memory images: their host path and the first host id of the user namespace range they were dumped with (the runtime reads it from them). */
+  snapshotImages(snapId: string): Promise<{ dir: string; idmap: number | undefined }>;
   /** Storage key of a snapshot's read-only root. */
   snapshotRootfsKey(snapId: string): string;
-  /** First host id of its user namespace range (SandboxRecord.idmap). */
-  idmapOf(id: string): Promise<number | undefined>;
   delete(id: string): Promise<void>;
 }
 
@@ -69,7 +67,8 @@ export async function buildTemplate(m: TemplateBuildHost, templates: TemplateReg
     await m.pause(build.id);
     const snap = (await m.timeline(build.id)).at(-1);
     if (!snap) throw new ForkdError('INTERNAL', 'the build snapshot is missing');
-    await templates.publish(req.name, m.snapshotRootfsKey(snap.id), req.start ? m.snapshotMemoryDir(snap.id) : undefined, req.from, await m.idmapOf(build.id));
+    const images = req.start ? await m.snapshotImages(snap.id) : undefined;
+    await templates.publish(req.name, m.snapshotRootfsKey(snap.id), images?.dir, req.from, images?.idmap);
     await progress(`template ${req.name} built${req.start ? ' (warm)' : ''}`);
     const info = (await templates.list()).find((t) => t.name === req.name);
     if (!info) throw new ForkdError('INTERNAL', `template ${req.name} vanished after build`);
