@@ -1,5 +1,6 @@
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { ForkdError, type Limits } from '@forkd/protocol';
 import type { GuestTransport } from '../node/runtime/guest-transport.js';
 import { FakeGuestTransport } from './fake-guest-transport.js';
@@ -20,17 +21,22 @@ const CHECKPOINT_FILE = 'fake-checkpoint.json';
 export const fakeImages: CheckpointImages = {
   complete: (dir) => access(join(dir, CHECKPOINT_FILE)).then(() => true, () => false),
   isPages: (name) => name.startsWith('fake-pages'),
-  idmap: async (dir) => {
-    const text = await readFile(join(dir, CHECKPOINT_FILE), 'utf8').catch(() => undefined);
-    return text === undefined ? undefined : ((JSON.parse(text) as { idmap?: IdMap }).idmap ?? undefined);
-  },
+  idmap: async (dir) => (await readCheckpoint(dir)).idmap,
 };
+
+async function readCheckpoint(dir: string): Promise<{ idmap: IdMap | undefined; memory: string }> {
+  const text = await readFile(join(dir, CHECKPOINT_FILE), 'utf8').catch(() => undefined);
+  const idmap = text === undefined ? undefined : ((JSON.parse(text) as { idmap?: IdMap }).idmap ?? undefined);
+  return { idmap, memory: await readFile(join(dir, 'fake-pages-1'), 'utf8').catch(() => '') };
+}
 
 interface Instance {
   status: RuntimeStatus;
   spec: RuntimeSpec;
   /** Host pid of its init (made up). */
   pid: number;
+  /** What its "processes" hold in memory: picked at a start, kept by a checkpoint, brought back by a restore. */
+  memory: string;
   pids: number;
   oomKills: number;
 }
@@ -114,7 +120,7 @@ export class FakeRuntime implements Runtime {
 
   /** An instance the manager did not make (an orphan a crash left). */
   plant(id: string, status: RuntimeStatus = 'running'): void {
-    this.instances.set(id, { status, spec: { root: { kind: 'directory', path: '' }, hostname: id, limits: { memoryMb: 512, cpus: 1, pids: 1024 }, env: {} }, pid: ++this.#pids, pids: 1, oomKills: 0 });
+    this.instances.set(id, { status, spec: { root: { kind: 'directory', path: '' }, hostname: id, limits: { memoryMb: 512, cpus: 1, pids: 1024 }, env: {} }, pid: ++this.#pids, memory: '', pids: 1, oomKills: 0 });
   }
 
   async #enter(op: RuntimeOp, id?: string): Promise<void> {
@@ -142,23 +148,23 @@ export class FakeRuntime implements Runtime {
   async start(id: string, spec: RuntimeSpec): Promise<RuntimeState> {
     await this.#enter('start', id);
     if (this.instances.get(id)?.status === 'running') throw new ForkdError('ALREADY_EXISTS', `fake instance ${id} exists`);
-    return this.#run(id, spec, spec.idmap);
+    return this.#run(id, spec, spec.idmap, randomBytes(8).toString('hex'));
   }
 
   async restore(id: string, requested: RuntimeSpec, opts: { imagesDir: string }): Promise<RuntimeState> {
     await this.#enter('restore', id);
     if (!(await fakeImages.complete(opts.imagesDir))) throw new ForkdError('INTERNAL', `fake restore failed: no checkpoint in ${opts.imagesDir}`);
     // As CRIU: the range the images were dumped with, whatever the spec says.
-    const idmap = await fakeImages.idmap(opts.imagesDir);
-    return this.#run(id, { ...requested, idmap }, idmap);
+    const { idmap, memory } = await readCheckpoint(opts.imagesDir);
+    return this.#run(id, { ...requested, idmap }, idmap, memory);
   }
 
   /** A running instance, in its network namespace: made for it, or (with a user namespace) made with it and adopted. */
-  async #run(id: string, spec: RuntimeSpec, idmap: IdMap | undefined): Promise<RuntimeState> {
+  async #run(id: string, spec: RuntimeSpec, idmap: IdMap | undefined, memory: string): Promise<RuntimeState> {
     const pid = ++this.#pids;
     const rules = spec.network ?? { mode: 'none' as const, allowOut: [], denyOut: [] };
     if (this.#network) await (idmap ? this.#network.adopt(id, pid, rules) : this.#network.prepare(id, rules));
-    this.instances.set(id, { status: 'running', spec, pid, pids: 1, oomKills: 0 });
+    this.instances.set(id, { status: 'running', spec, pid, memory, pids: 1, oomKills: 0 });
     return { status: 'running', pid, idmap };
   }
 
@@ -168,6 +174,7 @@ export class FakeRuntime implements Runtime {
     if (!i || i.status !== 'running') throw new ForkdError('INTERNAL', `fake dump failed: instance ${id} is not running`);
     await mkdir(opts.imagesDir, { recursive: true, mode: 0o700 });
     await mkdir(opts.workDir, { recursive: true, mode: 0o700 });
+    await writeFile(join(opts.imagesDir, 'fake-pages-1'), i.memory);
     await writeFile(join(opts.imagesDir, CHECKPOINT_FILE), JSON.stringify({ idmap: i.spec.idmap }));
     if (!opts.leaveRunning) i.status = 'paused';
     return { frozenMs: 1, dumpMs: 1 };

@@ -157,8 +157,12 @@ export class RuncRuntime implements Runtime {
     if (r.code !== 0) throw new ForkdError('INTERNAL', `runc ${what} failed: ${r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: r.stderr.slice(-4000) });
   }
 
-  thaw(id: string): Promise<void> {
-    return thawCgroup(this.cgroupPath(id));
+  async thaw(id: string): Promise<void> {
+    await thawCgroup(this.cgroupPath(id)).catch((err: NodeJS.ErrnoException) => {
+      // No freezer to write to: no such instance (callers branch on the code, not on an errno).
+      if (err.code === 'ENOENT') throw new ForkdError('NOT_FOUND', `sandbox ${id} has no cgroup to thaw`);
+      throw err;
+    });
   }
 
   /**

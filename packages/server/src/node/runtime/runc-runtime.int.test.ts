@@ -1,0 +1,84 @@
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
+import { makeRuntime } from '../drivers.js';
+import { pickIdRange } from '../manager/id-ranges.js';
+import { NetnsNetwork } from '../network/netns-network.js';
+import { poolLayout } from '../storage/pool-layout.js';
+import { runtimeConformance } from './runtime-conformance.js';
+import { rootDirectory } from './sandbox-root.js';
+
+/**
+ * RuncRuntime (runc, forkd's CRIU and its action script) against the Runtime
+ * contract, beside a test node that gives it a pool, the base root and the
+ * node's own config. Its init is a shell that picks a value at start, keeps
+ * it in memory only, and writes it to /tmp/forkd-conformance on SIGUSR1: what
+ * a restore brings back is read from there.
+ */
+const skip = !isRoot && 'needs root (runc, CRIU, a Btrfs pool)';
+
+const INIT = `#!/bin/sh
+v=$(cat /proc/sys/kernel/random/uuid)
+trap 'echo "$v" > /tmp/forkd-conformance' USR1
+while :; do sleep 3600 & wait $!; done
+`;
+
+const OUT = 'tmp/forkd-conformance';
+
+runtimeConformance(
+  'RuncRuntime',
+  async () => {
+    const node: TestNode = await createTestNode();
+    const network = new NetnsNetwork(join(node.config.runDir, 'netns'), node.config.net);
+    const runtime = makeRuntime(node.config, network);
+    await runtime.prepareHost(() => {});
+    const init = join(node.dir, 'conformance-init');
+    await writeFile(init, INIT, { mode: 0o755 });
+    const volume = (key: string) => poolLayout.sandbox(key);
+    const guests = runtime.guests({ root: (key) => node.storage.root(volume(key), runtime.rootKind), guestBinary: init, deadlineMs: 10_000 });
+    const scratch = join(node.config.pool.mountPoint, 'conformance');
+    let n = 0;
+    return {
+      runtime,
+      network,
+      async root(key) {
+        await node.storage.prepare(volume(key), node.templates.volume('base'));
+        await guests.prepareRoot(key, { install: true });
+        return node.storage.root(volume(key), runtime.rootKind);
+      },
+      frozenCommit: (key, snapKey) => node.storage.frozenCommit(snapKey, volume(key)),
+      async rootFrom(key, snapKey) {
+        await node.storage.remove(volume(key));
+        await node.storage.prepare(volume(key), snapKey);
+        await guests.prepareRoot(key, { install: false });
+        // What the source's init wrote before its checkpoint must not pass for the restored one's answer.
+        await rm(join(node.storage.path(volume(key)), OUT), { force: true });
+        return node.storage.root(volume(key), runtime.rootKind);
+      },
+      async dir() {
+        const d = join(scratch, `d-${++n}`);
+        await mkdir(d, { recursive: true, mode: 0o700 });
+        return d;
+      },
+      idmap: node.config.userns ? { hostId: pickIdRange(new Set()), size: 65536 } : undefined,
+      async memory(key) {
+        const out = join(rootDirectory(node.storage.root(volume(key), runtime.rootKind)), OUT);
+        await rm(out, { force: true });
+        const { pid } = await runtime.state(key);
+        process.kill(pid, 'SIGUSR1');
+        for (let i = 0; i < 500; i++) {
+          const v = (await readFile(out, 'utf8').catch(() => '')).trim();
+          if (v) return v;
+          await sleep(10);
+        }
+        throw new Error(`the init of ${key} did not answer SIGUSR1`);
+      },
+      async close() {
+        for (const id of await runtime.list()) await runtime.destroy(id).catch(() => {});
+        await node.dispose();
+      },
+    };
+  },
+  { skip },
+);
