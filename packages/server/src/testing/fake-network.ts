@@ -15,13 +15,15 @@ export type FakeListener = (stream: Duplex) => void;
 /**
  * A Network in memory, for unit tests without root: namespaces are records
  * (their path is never a real one), a restored veth's host end is the
- * lowest free `fkv<n>`, and a sandbox "listens" on a port through
- * `listen`. Agrees with NetnsNetwork on everything network-conformance.ts
+ * lowest free `fkv<n>`, an `egress` sandbox's host end is in `hostLinks`,
+ * and a sandbox "listens" on a port through `listen`. Agrees with NetnsNetwork on everything network-conformance.ts
  * checks.
  */
 export class FakeNetwork implements Network {
   readonly sandboxLink = 'eth0';
   readonly namespaces = new Map<string, Namespace>();
+  /** Host ends of the veths `egress` rules made (as /sys/class/net would list them). */
+  readonly hostLinks = new Set<string>();
   readonly #veths = new Map<string, string>();
   readonly #listeners = new Map<string, FakeListener>();
   readonly #dir: string;
@@ -37,12 +39,22 @@ export class FakeNetwork implements Network {
   async prepare(id: string, rules?: NetworkRules): Promise<string> {
     const had = this.namespaces.get(id);
     this.namespaces.set(id, { rules: rules ?? had?.rules, pid: had?.pid ?? 0 });
+    if (rules) await this.#apply(id, rules);
     return this.path(id);
   }
 
   async adopt(id: string, pid: number, rules?: NetworkRules): Promise<string> {
     this.namespaces.set(id, { rules, pid });
+    if (rules) await this.#apply(id, rules);
     return this.path(id);
+  }
+
+  /** As NetnsNetwork: `egress` has the instance's veth, `none` loopback only. */
+  async #apply(id: string, rules: NetworkRules): Promise<void> {
+    if (rules.mode === 'none' && !this.#veths.has(id)) return;
+    const { host } = await this.restoredVeth(id);
+    if (rules.mode === 'egress') this.hostLinks.add(host);
+    else this.hostLinks.delete(host);
   }
 
   async restoredVeth(id: string): Promise<VethEnds> {
@@ -60,9 +72,12 @@ export class FakeNetwork implements Network {
   async setRules(id: string, rules: NetworkRules): Promise<void> {
     const ns = this.namespaces.get(id);
     if (ns) ns.rules = rules;
+    await this.#apply(id, rules);
   }
 
   async release(id: string): Promise<void> {
+    const host = this.#veths.get(id);
+    if (host) this.hostLinks.delete(host);
     this.namespaces.delete(id);
     this.#veths.delete(id);
     for (const k of [...this.#listeners.keys()]) if (k.startsWith(`${id}:`)) this.#listeners.delete(k);
@@ -104,6 +119,8 @@ function duplexPair(): [Duplex, Duplex] {
   const bToA = new PassThrough();
   const a = Duplex.from({ readable: bToA, writable: aToB });
   const b = Duplex.from({ readable: aToB, writable: bToA });
+  // One end closed cuts the other (a reset, as a socket's peer sees it).
+  for (const s of [a, b]) s.on('error', () => {});
   a.on('close', () => b.destroy());
   b.on('close', () => a.destroy());
   return [a, b];

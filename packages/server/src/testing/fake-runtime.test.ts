@@ -27,6 +27,7 @@ runtimeConformance('FakeRuntime', async () => {
       return d;
     },
     idmap: { hostId: 2 ** 31, size: 65536 },
+    hostLinks: async () => [...network.hostLinks],
     memory: async (key) => runtime.instances.get(key)?.memory ?? '',
     close: () => rm(dir, { recursive: true, force: true }),
   };

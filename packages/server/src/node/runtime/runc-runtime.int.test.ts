@@ -1,4 +1,4 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
@@ -61,13 +61,14 @@ runtimeConformance(
         await mkdir(d, { recursive: true, mode: 0o700 });
         return d;
       },
+      hostLinks: () => readdir('/sys/class/net'),
       idmap: node.config.userns ? { hostId: pickIdRange(new Set()), size: 65536 } : undefined,
       async memory(key) {
         const out = join(rootDirectory(node.storage.root(volume(key), runtime.rootKind)), OUT);
         await rm(out, { force: true });
         const { pid } = await runtime.state(key);
         process.kill(pid, 'SIGUSR1');
-        for (let i = 0; i < 500; i++) {
+        for (let i = 0; i < 3000; i++) {
           const v = (await readFile(out, 'utf8').catch(() => '')).trim();
           if (v) return v;
           await sleep(10);
@@ -76,6 +77,8 @@ runtimeConformance(
       },
       async close() {
         for (const id of await runtime.list()) await runtime.destroy(id).catch(() => {});
+        // Its resolver and proxy (started by the egress test) would keep the process alive.
+        await network.close();
         await node.dispose();
       },
     };

@@ -16,6 +16,8 @@ export interface RuntimeHarness {
   runtime: Runtime;
   /** The network the runtime was given, if any: its namespaces follow the runtime's instances. */
   network?: RuntimeNetwork | undefined;
+  /** The host's network interfaces (with a network): where an `egress` instance's veth shows. */
+  hostLinks?(): Promise<string[]>;
   /** A root for instance `key`, ready for a start: an init installed as the runtime's that keeps a value in memory (see `memory`). */
   root(key: string): Promise<SandboxRoot>;
   /** The filesystem snapshot of `key`'s root to `snapKey` a checkpoint makes while frozen; undefined: the runtime needs none (a fake). */
@@ -182,6 +184,26 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       await h.runtime.destroy(kids[0]!);
       assert.equal((await h.runtime.state(kids[1]!)).status, 'running', 'one going leaves the other');
       for (const k of [a, ...kids]) await h.runtime.destroy(k);
+    });
+
+    test('an egress instance restored elsewhere gets its veth again, with the host end the network gives the new instance', async (t) => {
+      if (!h.network || !h.hostLinks) return t.skip('no network given');
+      const network = { mode: 'egress' as const, allowOut: [], denyOut: [] };
+      const a = key('egress');
+      await h.runtime.start(a, await spec(a, { network }));
+      const source = (await h.network.restoredVeth(a)).host;
+      assert.ok((await h.hostLinks()).includes(source), 'started with its veth');
+      const { imagesDir, snapKey } = await checkpoint(a, false);
+      await h.runtime.destroy(a);
+      assert.ok(!(await h.hostLinks()).includes(source), 'destroy releases the veth');
+      const b = key('egress-restored');
+      const before = new Set(await h.hostLinks());
+      await h.runtime.restore(b, { ...(await spec(b, { network })), root: await h.rootFrom(b, snapKey) }, { imagesDir });
+      const host = (await h.network.restoredVeth(b)).host;
+      assert.deepEqual((await h.hostLinks()).filter((l) => !before.has(l)), [host], `the restored veth's host end ${host}, and no other link`);
+      assert.equal((await h.runtime.state(b)).status, 'running');
+      await h.runtime.destroy(b);
+      assert.ok(!(await h.hostLinks()).includes(host));
     });
 
     test('a restore from a directory without a checkpoint rejects with a ForkdError; destroy then leaves nothing', async () => {

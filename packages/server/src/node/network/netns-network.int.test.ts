@@ -1,0 +1,82 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { spawnStream } from '../../shared/exec.js';
+import { isRoot } from '../../testing/test-node.js';
+import { NetnsNetwork } from './netns-network.js';
+import { networkConformance } from './network-conformance.js';
+
+/**
+ * NetnsNetwork (namespaces bind-mounted in a directory, veths, nftables)
+ * against the Network contract, with a table, interface prefix and host
+ * range of its own, all removed at the end.
+ */
+const skip = !isRoot && 'needs root (network namespaces, veths, nftables)';
+
+const ECHO = `require('net').createServer((s) => s.pipe(s)).listen(Number(process.argv[1]), '127.0.0.1', () => console.log('ready'));`;
+
+/** A helper process that prints `ready` once it can be used; killed by `stop`. */
+async function helper(file: string, args: string[]): Promise<{ pid: number; stop(): Promise<void>; ready: Promise<void> }> {
+  const h = spawnStream(file, args);
+  // Killed at the end: its pipes close under us.
+  h.stream.on('error', () => {});
+  const ready = new Promise<void>((resolve, reject) => {
+    let out = '';
+    h.stream.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('ready')) resolve();
+    });
+    void h.exit.then((e) => reject(new Error(`${file} exited (${e.code}): ${e.stderr}`)));
+  });
+  ready.catch(() => {});
+  return {
+    pid: h.pid,
+    ready,
+    async stop() {
+      h.kill();
+      await h.exit;
+    },
+  };
+}
+
+async function nsIno(p: string): Promise<string> {
+  const st = await stat(p);
+  return `${st.dev}:${st.ino}`;
+}
+
+networkConformance(
+  'NetnsNetwork',
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'forkd-netns-conformance-'));
+    const tag = randomBytes(2).toString('hex');
+    const network = new NetnsNetwork(join(dir, 'netns'), { table: `forkdnc${tag}`, ifPrefix: `nc${tag}x`, hostNet: `10.${128 + (parseInt(tag, 16) % 120)}` });
+    return {
+      network,
+      async echo(_id, path, port) {
+        const e = await helper('nsenter', [`--net=${path}`, process.execPath, '-e', ECHO, String(port)]);
+        await e.ready;
+        return () => e.stop();
+      },
+      async process() {
+        const p = await helper('unshare', ['--net', 'sleep', '600']);
+        // unshare execs sleep (same pid) once the namespace is made: wait until it is in another one than ours.
+        const ours = await nsIno('/proc/self/ns/net');
+        for (let i = 0; i < 500 && (await nsIno(`/proc/${p.pid}/ns/net`).catch(() => ours)) === ours; i++) await sleep(5);
+        const cmd = await readFile(`/proc/${p.pid}/cmdline`, 'utf8');
+        if (!cmd.startsWith('sleep')) throw new Error(`not in its namespace yet: ${cmd}`);
+        return p;
+      },
+      sameNamespace: async (_id, path, pid) => (await nsIno(path)) === (await nsIno(`/proc/${pid}/ns/net`)),
+      hostLinks: () => readdir('/sys/class/net'),
+      async close() {
+        for (const id of await network.list()) await network.release(id);
+        await network.dropTable();
+        await network.close();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  },
+  { skip },
+);
