@@ -57,6 +57,7 @@ const RUNTIMES: Record<string, RuntimeDriver> = {
       criu: criuPath(config),
       criuAction: criuActionPath(config),
       cacheDir: config.cacheDir,
+      conntrackBuckets: config.conntrackBuckets,
       lazyRestore: config.lazyRestore,
       uffdPreload: uffdPreloadPath(config),
       uffdBroker: join(REPO_ROOT, 'packages/host-tools/build/forkd-uffd-broker'),

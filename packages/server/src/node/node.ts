@@ -11,7 +11,6 @@ import { PolicyScheduler } from './policy/policy-scheduler.js';
 import { ObservedStore } from '../store/observed-store.js';
 import { sandboxTimeoutMs } from './manager/sandbox-timeout.js';
 import type { Runtime } from './runtime/runtime.js';
-import { shrinkConntrackHash } from './runtime/conntrack-dump.js';
 import { NetnsNetwork } from './network/netns-network.js';
 import type { QuotaKeeper } from './storage/quota-keeper.js';
 import type { Storage } from './storage/storage.js';
@@ -81,8 +80,6 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   await tightenPrivateState({ stateDir: config.stateDir, runDir: config.runDir, cacheDir: config.cacheDir, poolMountPoint: config.pool.mountPoint });
   const { storage, quotas, quotaKeeper } = await openStorage(config, logger);
   await openStagingDir(config.stagingDir, (m) => logger.warn(m));
-  const conntrack = await shrinkConntrackHash(config.conntrackBuckets);
-  if (conntrack) logger.info('conntrack hash shrunk: CRIU walks all of it inside every freeze', conntrack);
   const forwarding = await uplinkForwardingWarning();
   if (forwarding) logger.warn(forwarding);
   // Observed: the policy follows its writes instead of re-reading every sandbox (see PolicyScheduler).
@@ -96,7 +93,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   const servicePorts = [config.port, config.e2bApiPort, config.e2bEnvdPort].filter((p): p is number => typeof p === 'number' && p > 0);
   const network = new NetnsNetwork(join(config.runDir, 'netns'), { ...config.net, servicePorts, interceptor: opts.egressInterceptor ?? credentials.interceptor });
   const runtime = makeRuntime(config, network);
-  await runtime.prepareHost((m) => logger.warn(m));
+  await runtime.prepareHost(logger);
   const templates = new TemplateRegistry(storage, store);
   const manager = new SandboxManager({
     store,

@@ -1,6 +1,7 @@
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { silentLogger } from '../../shared/logger.js';
 import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
 import { makeRuntime } from '../drivers.js';
 import { pickIdRange } from '../manager/id-ranges.js';
@@ -32,7 +33,7 @@ runtimeConformance(
     const node: TestNode = await createTestNode();
     const network = new NetnsNetwork(join(node.config.runDir, 'netns'), node.config.net);
     const runtime = makeRuntime(node.config, network);
-    await runtime.prepareHost(() => {});
+    await runtime.prepareHost(silentLogger);
     const init = join(node.dir, 'conformance-init');
     await writeFile(init, INIT, { mode: 0o755 });
     const volume = (key: string) => poolLayout.sandbox(key);

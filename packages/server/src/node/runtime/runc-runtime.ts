@@ -9,6 +9,8 @@ import { childCgroups, freezerControl, readUsage, removeCgroup, swapAccounting, 
 import type { RuntimeNetwork } from '../network/network.js';
 import { restoreVethEnv } from './criu-veth.js';
 import { refreshCriuKdat } from './criu-kdat.js';
+import { shrinkConntrackHash } from './conntrack-dump.js';
+import type { Logger } from '../../shared/logger.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import { killQuietly, listeningDaemon } from './runc-daemons.js';
 import { killContainer } from './runc-kill.js';
@@ -53,6 +55,8 @@ export interface RuncOptions {
   idmapTool: string;
   /** Where CRIU's kernel probe is kept (see criu-kdat.ts); absent: not cached, every CRIU run probes. */
   cacheDir?: string;
+  /** The conntrack hash size prepareHost leaves the host with (see conntrack-dump.ts; 0, the default, leaves it alone). */
+  conntrackBuckets?: number;
   /** How long a dump may keep the tree frozen before it is given up (default CHECKPOINT_DEADLINE_MS; see checkpoint). */
   checkpointDeadlineMs?: number;
 }
@@ -77,7 +81,7 @@ export class RuncRuntime implements Runtime {
 
   constructor(opts: RuncOptions) {
     this.#mounts = new RootMounts(opts.mountRoot, opts.idmapTool);
-    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', cacheDir: '', lazyRestore: false, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
+    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', cacheDir: '', conntrackBuckets: 0, lazyRestore: false, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
     // runc ≥ 1.2 ignores --criu and runs the `criu` on its PATH: forkd's own comes first.
     this.#uffdBroker = [this.#o.uffdPreload, this.#o.uffdBroker, '/dev/userfaultfd'].every((p) => p !== '' && existsSync(p));
     this.#env = { ...process.env, PATH: `${dirname(this.#o.criu)}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
@@ -111,8 +115,10 @@ export class RuncRuntime implements Runtime {
   /** Read once: the daemon's hard limits do not change while it runs. */
   readonly #rlimits = sandboxRlimits(readHostLimits());
 
-  async prepareHost(warn: (message: string) => void): Promise<void> {
-    if (!this.#o.cacheDir || !(await refreshCriuKdat(this.#o.criu, this.#o.cacheDir))) warn('criu kernel probe not cached: every checkpoint and restore will probe again');
+  async prepareHost(log: Pick<Logger, 'info' | 'warn'>): Promise<void> {
+    if (!this.#o.cacheDir || !(await refreshCriuKdat(this.#o.criu, this.#o.cacheDir))) log.warn('criu kernel probe not cached: every checkpoint and restore will probe again');
+    const conntrack = await shrinkConntrackHash(this.#o.conntrackBuckets);
+    if (conntrack) log.info('conntrack hash shrunk: CRIU walks all of it inside every freeze', conntrack);
   }
 
   /** The agent is the container's init and listens on a Unix socket in the root (see unix-socket-guest.ts). */

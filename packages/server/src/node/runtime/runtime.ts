@@ -1,4 +1,5 @@
 import type { Limits, NetworkRules } from '@forkd/protocol';
+import type { Logger } from '../../shared/logger.js';
 import type { FrozenCommit } from '../storage/frozen-commit.js';
 import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
 import type { RootKind, SandboxRoot } from './sandbox-root.js';
@@ -88,9 +89,10 @@ export interface Runtime {
   readonly images: CheckpointImages;
   /**
    * Readies the host for this runtime, once at the node's start (runc: CRIU's
-   * kernel probe, cached). What it could not do only costs speed: `warn` is told.
+   * kernel probe, cached; the conntrack hash CRIU walks in every freeze).
+   * What it could not do only costs speed: `log` is told.
    */
-  prepareHost(warn: (message: string) => void): Promise<void>;
+  prepareHost(log: Pick<Logger, 'info' | 'warn'>): Promise<void>;
   /** How the host reaches the guest agent of this runtime's sandboxes (a Unix socket in the root for containers). */
   guests(deps: GuestTransportDeps): GuestTransport;
   /** Creates and starts the sandbox; resolves once its init is running. */
