@@ -8,8 +8,7 @@ import { watchCgroupEmpty } from '../cgroups/cgroup-exit-watch.js';
 import { childCgroups, freezerControl, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
 import type { RuntimeNetwork } from '../network/network.js';
 import { restoreVethEnv } from './criu-veth.js';
-import { refreshCriuKdat } from './criu-kdat.js';
-import { shrinkConntrackHash } from './conntrack-dump.js';
+import { prepareCriuHost } from './criu-host.js';
 import type { Logger } from '../../shared/logger.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import { killQuietly, listeningDaemon } from './runc-daemons.js';
@@ -115,10 +114,8 @@ export class RuncRuntime implements Runtime {
   /** Read once: the daemon's hard limits do not change while it runs. */
   readonly #rlimits = sandboxRlimits(readHostLimits());
 
-  async prepareHost(log: Pick<Logger, 'info' | 'warn'>): Promise<void> {
-    if (!this.#o.cacheDir || !(await refreshCriuKdat(this.#o.criu, this.#o.cacheDir))) log.warn('criu kernel probe not cached: every checkpoint and restore will probe again');
-    const conntrack = await shrinkConntrackHash(this.#o.conntrackBuckets);
-    if (conntrack) log.info('conntrack hash shrunk: CRIU walks all of it inside every freeze', conntrack);
+  prepareHost(log: Pick<Logger, 'info' | 'warn'>): Promise<void> {
+    return prepareCriuHost(this.#o, log);
   }
 
   /** The agent is the container's init and listens on a Unix socket in the root (see unix-socket-guest.ts). */
@@ -165,7 +162,6 @@ export class RuncRuntime implements Runtime {
 
   async thaw(id: string): Promise<void> {
     await thawCgroup(this.cgroupPath(id)).catch((err: NodeJS.ErrnoException) => {
-      // No freezer to write to: no such instance (callers branch on the code, not on an errno).
       if (err.code === 'ENOENT') throw new ForkdError('NOT_FOUND', `sandbox ${id} has no cgroup to thaw`);
       throw err;
     });
