@@ -10,7 +10,11 @@ import { poolUsage } from './host-space.js';
 import { rootDiskUsage } from './rootfs-ops.js';
 import { assertKey, type Storage } from './storage.js';
 
-/** forkd-subvol (host-tools): deletes the subvolumes nested in a volume by id, deepest first. */
+/**
+ * forkd-subvol (host-tools): deletes the subvolumes nested in a volume by id,
+ * deepest first; makes snapshots (btrfs-progs' ioctl from a static binary:
+ * ~3 ms less per snapshot here, inside a freeze too).
+ */
 export const SUBVOL_TOOL = join(REPO_ROOT, 'packages/host-tools/build/forkd-subvol');
 
 /** Storage on a Btrfs filesystem: every volume is a subvolume. */
@@ -47,7 +51,7 @@ export class BtrfsStorage implements Storage {
     const p = this.path(key);
     if (!(await this.exists(parent))) throw new ForkdError('NOT_FOUND', `volume ${parent} does not exist`);
     await mkdir(dirname(p), { recursive: true });
-    await exec('btrfs', ['subvolume', 'snapshot', src, p]);
+    await exec(SUBVOL_TOOL, ['snapshot', src, p]);
     return p;
   }
 
@@ -55,7 +59,7 @@ export class BtrfsStorage implements Storage {
     const src = this.path(source);
     const p = this.path(key);
     await mkdir(dirname(p), { recursive: true });
-    await exec('btrfs', ['subvolume', 'snapshot', '-r', src, p]);
+    await exec(SUBVOL_TOOL, ['snapshot', '-r', src, p]);
     if (!opts.keepActive) await this.remove(source);
     return p;
   }
@@ -63,7 +67,7 @@ export class BtrfsStorage implements Storage {
   async frozenCommit(key: string, source: string): Promise<FrozenCommit> {
     const p = this.path(key);
     await mkdir(dirname(p), { recursive: true });
-    return { kind: 'host-command', argv: ['btrfs', 'subvolume', 'snapshot', '-r', this.path(source), p] };
+    return { kind: 'host-command', argv: [SUBVOL_TOOL, 'snapshot', '-r', this.path(source), p] };
   }
 
   /** A subvolume filled by a copy, then made read-only in place (a property, no second snapshot). */
