@@ -30,6 +30,9 @@ export interface ExecResult {
 
 const TAIL = 4000;
 
+/** One span for every subprocess's start (not part of its own `exec` span, which begins once spawn returns). */
+export const SPAWN_SPAN = 'spawn (fork+exec, event loop blocked)';
+
 /**
  * The one way forkd runs a subprocess: argv only (never a shell string), a
  * bounded capture, and a ForkdError carrying the command and the tool's
@@ -41,6 +44,8 @@ export function exec(file: string, args: readonly string[], opts: ExecOptions = 
   return new Promise((resolve, reject) => {
     // A child inherits the umask at fork, and spawn forks synchronously: set ours around it, nothing else runs meanwhile.
     const previous = opts.umask === undefined ? undefined : process.umask(opts.umask & 0o777);
+    // The synchronous part: libuv forks the daemon and waits for the child's exec, the event loop stopped meanwhile.
+    const forkMs = profiling() ? performance.now() : 0;
     let child;
     try {
       child = spawn(file, args, {
@@ -50,6 +55,7 @@ export function exec(file: string, args: readonly string[], opts: ExecOptions = 
       });
     } finally {
       if (previous !== undefined) process.umask(previous);
+      if (forkMs) endSpan(SPAWN_SPAN, forkMs);
     }
     let stdout = '';
     let stderr = '';

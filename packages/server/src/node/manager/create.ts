@@ -6,6 +6,7 @@ import { parseNetwork } from './network-rules.js';
 import type { ManagerContext } from './manager-context.js';
 import { freshLifetime, toInfo } from './sandbox-info.js';
 import { checkMaxima, type SandboxMaxima } from './sandbox-maxima.js';
+import { span } from '../../shared/profile.js';
 
 /** A new sandbox from a template: a warm-pool member adopted when one is ready, else started. */
 export async function createSandbox(c: ManagerContext, maxima: SandboxMaxima, input: CreateSandboxRequest, claim?: ClaimSandbox): Promise<SandboxInfo> {
@@ -21,7 +22,7 @@ export async function createSandbox(c: ManagerContext, maxima: SandboxMaxima, in
   // Admitted, then recorded: the ticket holds the room until the record does (see AdmissionGate).
   // Its ids are the cold id's: a warm member's record counts twice for the moment between insert and release (errs on refusing).
   const coldId = newSandboxId();
-  const ticket = await c.admission.admit({ memory: commitOf(limits), disk: { mb: c.space.diskMbOf(limits), space }, ids: [coldId] });
+  const ticket = await span('create: admission', () => c.admission.admit({ memory: commitOf(limits), disk: { mb: c.space.diskMbOf(limits), space }, ids: [coldId] }));
   let warm: string | undefined;
   let rec: SandboxRecord;
   try {
@@ -56,7 +57,7 @@ export async function createSandbox(c: ManagerContext, maxima: SandboxMaxima, in
       throw err;
     }
     // Listed from here on (as creating): a delete by id waits for the start to finish.
-    await c.store.insertSandbox(rec);
+    await span('create: record', () => c.store.insertSandbox(rec));
   } finally {
     ticket.release();
   }
@@ -65,7 +66,7 @@ export async function createSandbox(c: ManagerContext, maxima: SandboxMaxima, in
     try {
       const idmap = warm ? await c.instances.adopt(created) : await c.instances.start(created.id, created.template, limits, created.network);
       await c.instances.recordIdmap(created, idmap);
-      await c.transition(created, 'running');
+      await span('create: running', () => c.transition(created, 'running'));
       c.markActive(created.id);
       c.logger.info('sandbox created', { sandbox: created.id, template: created.template, warm: !!warm });
       return toInfo(created);
