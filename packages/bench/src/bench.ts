@@ -249,7 +249,7 @@ async function writeReport(machine: Machine, compared: Comparison[], rows: Row[]
   await writeFile(isQuick ? join(outDir, 'BENCHMARKS.quick.md') : join(REPO_ROOT, 'BENCHMARKS.md'), md);
 }
 
-/** `--density-only [--n N] [--minutes M]`: only the density rows (they take an hour at 10,000). */
+/** `--density-only [--n N] [--minutes M] [--concurrency C] [--cleanup-minutes M]`: only the density rows (they take an hour at 10,000). */
 function argValue(name: string): number | undefined {
   const i = process.argv.indexOf(name);
   const v = i >= 0 ? Number(process.argv[i + 1]) : Number.NaN;
@@ -257,7 +257,7 @@ function argValue(name: string): number | undefined {
 }
 
 async function density(): Promise<Row[]> {
-  return densityRows({ quick, n: argValue('--n'), minutes: argValue('--minutes'), concurrency: argValue('--concurrency') });
+  return densityRows({ quick, n: argValue('--n'), minutes: argValue('--minutes'), concurrency: argValue('--concurrency'), cleanupMinutes: argValue('--cleanup-minutes') });
 }
 
 async function main(): Promise<void> {

@@ -25,6 +25,8 @@ export interface DensityOptions {
   minFreeMb?: number;
   /** How long the daemon's idle CPU is measured (ms; default 120 s, 15 s with quick). */
   idleWindowMs?: number;
+  /** How long the pool's cleanup after the deletes is waited for (minutes; default 15). */
+  cleanupMinutes?: number;
   print?: (line: string) => void;
 }
 
@@ -170,10 +172,10 @@ async function measure(node: TestNode, target: number, o: DensityOptions, rows: 
     `${idle.toFixed(4)} ms (${fmt(idleN)} ms of CPU per minute in all, ${fmt(idle0)} with none; exit watches on ${ids.filter((id) => policy.watched(id)).length} of ${n})`,
   );
 
-  await deleteAll(node, ids, concurrency, row);
+  await deleteAll(node, ids, concurrency, (o.cleanupMinutes ?? 15) * 60_000, row);
 }
 
-async function deleteAll(node: TestNode, ids: string[], concurrency: number, row: RowSink): Promise<void> {
+async function deleteAll(node: TestNode, ids: string[], concurrency: number, cleanupMaxMs: number, row: RowSink): Promise<void> {
   const n = ids.length;
   const queue = [...ids];
   const d0 = performance.now();
@@ -188,7 +190,7 @@ async function deleteAll(node: TestNode, ids: string[], concurrency: number, row
   const c0 = performance.now();
   let waiting = await deletedSubvolumes(node.config.pool.mountPoint);
   const first = waiting;
-  while (waiting > 0 && performance.now() - c0 < 15 * 60_000) {
+  while (waiting > 0 && performance.now() - c0 < cleanupMaxMs) {
     await new Promise((r) => setTimeout(r, 2000));
     waiting = await deletedSubvolumes(node.config.pool.mountPoint);
   }
