@@ -86,7 +86,9 @@ async function measure(node: TestNode, target: number, o: DensityOptions, rows: 
   await m.delete((await m.create(req)).id);
   const policy = await node.startPolicy();
   const windowMs = o.idleWindowMs ?? (o.quick ? 15_000 : 120_000);
-  // The node's fixed idle cost (the quota keeper's poll, …), to tell from what each sandbox adds.
+  // The node's fixed idle cost (the quota keeper's poll, …), once the warm-up's background work is done.
+  await m.settled();
+  await new Promise((r) => setTimeout(r, 5000));
   const idle0 = await idleCpuMs(windowMs);
   row({ name: 'daemon idle CPU per minute with no sandbox', unit: 'ms', summary: summarize([idle0]) }, `${fmt(idle0)} ms`);
   const memBefore = await pinnedMemory();
@@ -166,9 +168,10 @@ async function measure(node: TestNode, target: number, o: DensityOptions, rows: 
   await m.settled();
   await new Promise((r) => setTimeout(r, 5000));
   const idleN = await idleCpuMs(windowMs);
-  const idle = Math.max(0, idleN - idle0) / n;
+  // All of it counted against the sandboxes (an upper bound: the fixed cost is in it too).
+  const idle = idleN / n;
   row(
-    { name: `daemon idle CPU per sandbox per minute (${n} sandboxes, ${policy.armed} policy timers; above the no-sandbox figure)`, unit: 'ms', target: '≤ 0.1', summary: summarize([idle]) },
+    { name: `daemon idle CPU per sandbox per minute (${n} sandboxes, ${policy.armed} policy timers; all its idle CPU / N)`, unit: 'ms', target: '≤ 0.1', summary: summarize([idle]) },
     `${idle.toFixed(4)} ms (${fmt(idleN)} ms of CPU per minute in all, ${fmt(idle0)} with none; exit watches on ${ids.filter((id) => policy.watched(id)).length} of ${n})`,
   );
 
