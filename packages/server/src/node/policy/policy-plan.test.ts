@@ -15,8 +15,9 @@ function facts(over: Partial<PlanFacts> = {}): PlanFacts {
     lastSnapshotAt: T,
     lastActiveAt: T,
     thinAt: undefined,
-    lookedAt: Number.NEGATIVE_INFINITY,
+    lookedAt: T - 1,
     exitWatched: true,
+    seenAt: T - 60 * MIN,
     ...over,
   };
 }
@@ -42,8 +43,10 @@ test('something due at or before the last look (a failed pause, a timeout) waits
   assert.equal(nextLookAt(facts({ expiresAt: T, lookedAt })), lookedAt + MIN_RELOOK_MS);
 });
 
-test('never looked at and without recorded activity: at once (the look records it)', () => {
-  assert.equal(nextLookAt(facts({ idleMs: MIN, lastActiveAt: undefined })), Number.NEGATIVE_INFINITY);
+test('never looked at: soon after it was seen (its CPU baseline), at once if it has no recorded activity and an idle deadline', () => {
+  assert.equal(nextLookAt(facts({ lookedAt: Number.NEGATIVE_INFINITY, seenAt: T })), T + MIN_RELOOK_MS);
+  assert.equal(nextLookAt(facts({ lookedAt: Number.NEGATIVE_INFINITY, seenAt: T, state: 'paused', expiresAt: T + 9 * MIN })), T + 9 * MIN, 'paused: no CPU to follow');
+  assert.equal(nextLookAt(facts({ idleMs: MIN, lastActiveAt: undefined, lookedAt: Number.NEGATIVE_INFINITY })), Number.NEGATIVE_INFINITY);
 });
 
 test('without an exit watch, a liveness look every LIVENESS_LOOK_MS', () => {

@@ -29,14 +29,16 @@ export interface PlanFacts {
   lookedAt: number;
   /** The runtime announces its death: no look is needed to notice it. */
   exitWatched: boolean;
+  /** When the scheduler first planned it: a running sandbox never looked at is looked at MIN_RELOOK_MS after, for its CPU baseline. */
+  seenAt: number;
 }
 
 /**
  * When the policy should next look at a sandbox, or undefined if nothing can
  * become due without an event (a state change, a new snapshot, a new
  * lifetime): the earliest of its lifetime's end, its next rolling snapshot,
- * its idle deadline, its timeline's next thinning and (unwatched) a liveness
- * look. A rolling snapshot needs activity since the last one: when its time
+ * its idle deadline, its timeline's next thinning, (unwatched) a liveness
+ * look, and a first look soon after it is seen (its CPU baseline). A rolling snapshot needs activity since the last one: when its time
  * has passed without any (the last look found it idle), CPU use is looked at
  * again an interval later; an API call brings that forward (see
  * PolicyScheduler). Something due at or before the last look (an action that
@@ -56,6 +58,8 @@ export function nextLookAt(f: PlanFacts): number | undefined {
     }
     if (f.idleMs > 0) at.push(f.lastActiveAt === undefined ? f.lookedAt : f.lastActiveAt + f.idleMs);
     if (!f.exitWatched) at.push(f.lookedAt + LIVENESS_LOOK_MS);
+    // CPU activity is CPU used since the last look: without a first one, a sandbox busy with no API call would look idle at its deadline.
+    if (f.lookedAt === Number.NEGATIVE_INFINITY) at.push(f.seenAt + MIN_RELOOK_MS);
   }
   if (at.length === 0) return undefined;
   const next = Math.min(...at);

@@ -60,6 +60,7 @@ export class PolicyScheduler {
   readonly #timers: SandboxTimers;
   readonly #facts = new Map<string, PlanFacts>();
   readonly #looked = new Map<string, number>();
+  readonly #seen = new Map<string, number>();
   readonly #watches = new Map<string, { key: string; stop: (() => void) | undefined }>();
   readonly #dirty = new Set<string>();
   readonly #queue: string[] = [];
@@ -178,7 +179,9 @@ export class PolicyScheduler {
       thinAt: nextThinAt(timeline, now, entries),
       lookedAt: this.#looked.get(id) ?? Number.NEGATIVE_INFINITY,
       exitWatched: this.watched(id),
+      seenAt: this.#seen.get(id) ?? now,
     };
+    if (!this.#seen.has(id)) this.#seen.set(id, now);
     this.#facts.set(id, f);
     const at = nextLookAt(f);
     if (at === undefined) this.#timers.cancel(id);
@@ -192,6 +195,7 @@ export class PolicyScheduler {
     this.#unwatch(id);
     if (gone) {
       this.#looked.delete(id);
+      this.#seen.delete(id);
       this.#looker.forget(id);
     }
   }
