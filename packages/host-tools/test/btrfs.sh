@@ -5,20 +5,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=$here/build/forkd-dedupe
 work=${1:-/tmp/forkd-dedupe-test}
-mnt=$work/mnt
 [ -x "$bin" ] || make -s -C "$here"
-
-mkdir -p "$mnt"
-truncate -s 2G "$work/img"
-mkfs.btrfs -q -f "$work/img" >/dev/null
-mount -o loop "$work/img" "$mnt"
-cleanup() { cd /; umount "$mnt" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-cd "$mnt"
-
-MiB=1048576
-fail=0
-check() { if eval "$2"; then echo "  ok   $1"; else echo "  FAIL $1"; fail=1; fi; }
+. "$here/test/loop-btrfs.sh"
 settle() { sync; btrfs filesystem sync "$mnt" >/dev/null; }
 data_used() { settle; btrfs filesystem usage -b "$mnt" 2>/dev/null | sed -n 's/^Data,[^:]*: Size:[0-9]*, Used:\([0-9]*\).*/\1/p'; }
 excl() { settle; btrfs filesystem du -s --raw "$1" | awk 'NR==2{print $2}'; }

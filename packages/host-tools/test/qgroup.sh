@@ -5,21 +5,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=$here/build/forkd-qgroup
 work=${1:-/tmp/forkd-qgroup-test}
-mnt=$work/mnt
 [ -x "$bin" ] || make -s -C "$here"
 [ -e /sys/fs/btrfs/features/simple_quota ] || { echo "SKIP: no simple quotas in this kernel"; exit 0; }
-
-mkdir -p "$mnt"
-truncate -s 2G "$work/img"
-mkfs.btrfs -q -f "$work/img" >/dev/null
-mount -o loop "$work/img" "$mnt"
-cleanup() { cd /; umount "$mnt" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-cd "$mnt"
-
-MiB=1048576
-fail=0
-check() { if eval "$2"; then echo "  ok   $1"; else echo "  FAIL $1"; fail=1; fi; }
+. "$here/test/loop-btrfs.sh"
 fill() { dd if=/dev/urandom of="$1" bs=1M count="$2" conv=fsync status=none 2>/dev/null; }
 used() { btrfs filesystem sync "$mnt" >/dev/null; "$bin" show "$mnt" "$1" | cut -d' ' -f2; }
 

@@ -24,42 +24,13 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 #include "qgroup.h"
+#include "../btrfs-search.h"
 
 #define LEVEL1 ((uint64_t)1 << LEVEL_SHIFT)
 
-typedef int (*item_fn)(const struct btrfs_ioctl_search_header *h, void *ctx);
-
-/* Calls fn for each item of the quota tree from (objectid, type, min_offset) to (objectid, type, max_offset); fn returning non-zero stops. */
-static int search_quota_tree(int fd, uint64_t objectid, uint32_t type, uint64_t min_offset, uint64_t max_offset, item_fn fn, void *ctx) {
-  struct btrfs_ioctl_search_args a;
-  uint64_t from = min_offset;
-  for (;;) {
-    memset(&a, 0, sizeof(a));
-    a.key.tree_id = BTRFS_QUOTA_TREE_OBJECTID;
-    a.key.min_objectid = a.key.max_objectid = objectid;
-    a.key.min_type = a.key.max_type = type;
-    a.key.min_offset = from;
-    a.key.max_offset = max_offset;
-    a.key.max_transid = UINT64_MAX;
-    a.key.nr_items = 4096;
-    if (ioctl(fd, BTRFS_IOC_TREE_SEARCH, &a) < 0) return -1;
-    if (a.key.nr_items == 0) return 0;
-    size_t off = 0;
-    uint64_t last = 0;
-    for (uint32_t i = 0; i < a.key.nr_items; i++) {
-      struct btrfs_ioctl_search_header h;
-      if (off + sizeof(h) > sizeof(a.buf)) break;
-      memcpy(&h, a.buf + off, sizeof(h));
-      off += sizeof(h) + h.len;
-      last = h.offset;
-      if (h.objectid == objectid && h.type == type) {
-        int r = fn(&h, ctx);
-        if (r) return r;
-      }
-    }
-    if (last >= max_offset) return 0;
-    from = last + 1;
-  }
+/* Items of the quota tree keyed (objectid, type, min_offset..max_offset). */
+static int search_quota_tree(int fd, uint64_t objectid, uint32_t type, uint64_t min_offset, uint64_t max_offset, btrfs_item_fn fn, void *ctx) {
+  return btrfs_search_each(fd, BTRFS_QUOTA_TREE_OBJECTID, objectid, type, min_offset, max_offset, fn, ctx);
 }
 
 static int first_offset(const struct btrfs_ioctl_search_header *h, void *ctx) {

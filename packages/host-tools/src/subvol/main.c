@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "../btrfs-search.h"
 
 /* The most it deletes under one volume: far beyond any real use, a bound on a hostile one. */
 #define MAX_NESTED 100000
@@ -57,34 +58,13 @@ static int push(struct ids *ids, uint64_t id) {
   return 0;
 }
 
+static int push_child(const struct btrfs_ioctl_search_header *h, void *ctx) {
+  return push(ctx, h->offset) < 0 ? -1 : 0;
+}
+
 /* Appends the ids of the subvolumes directly in `parent` (its ROOT_REF items: key (parent, ROOT_REF, child)). */
 static int children(int fd, uint64_t parent, struct ids *out) {
-  struct btrfs_ioctl_search_args a;
-  uint64_t from = 0;
-  for (;;) {
-    memset(&a, 0, sizeof(a));
-    a.key.tree_id = BTRFS_ROOT_TREE_OBJECTID;
-    a.key.min_objectid = a.key.max_objectid = parent;
-    a.key.min_type = a.key.max_type = BTRFS_ROOT_REF_KEY;
-    a.key.min_offset = from;
-    a.key.max_offset = UINT64_MAX;
-    a.key.max_transid = UINT64_MAX;
-    a.key.nr_items = 4096;
-    if (ioctl(fd, BTRFS_IOC_TREE_SEARCH, &a) < 0) return -1;
-    if (a.key.nr_items == 0) return 0;
-    size_t off = 0;
-    uint64_t last = 0;
-    for (uint32_t i = 0; i < a.key.nr_items; i++) {
-      struct btrfs_ioctl_search_header h;
-      if (off + sizeof(h) > sizeof(a.buf)) break;
-      memcpy(&h, a.buf + off, sizeof(h));
-      off += sizeof(h) + h.len;
-      last = h.offset;
-      if (h.objectid == parent && h.type == BTRFS_ROOT_REF_KEY && push(out, h.offset) < 0) return -1;
-    }
-    if (last == UINT64_MAX) return 0;
-    from = last + 1;
-  }
+  return btrfs_search_each(fd, BTRFS_ROOT_TREE_OBJECTID, parent, BTRFS_ROOT_REF_KEY, 0, UINT64_MAX, push_child, out) < 0 ? -1 : 0;
 }
 
 static int delete_by_id(int pool, uint64_t id) {
