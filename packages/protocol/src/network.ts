@@ -56,6 +56,9 @@ export const NetworkRules = z.strictObject({
 export type NetworkRules = z.infer<typeof NetworkRules>;
 export type NetworkRulesInput = z.input<typeof NetworkRules>;
 
+/** A sandbox without recorded rules: loopback only (mode `none`, nothing allowed or denied). */
+export const LOOPBACK_ONLY: NetworkRules = Object.freeze({ mode: 'none', allowOut: [], denyOut: [] }) as NetworkRules;
+
 /** `PUT /v1/sandboxes/{id}/network`: replaces the rules (and mode); the next connection follows them. */
 export const SetNetworkRequest = NetworkRules;
 export type SetNetworkRequest = z.input<typeof SetNetworkRequest>;

@@ -1,3 +1,4 @@
+import { LOOPBACK_ONLY } from '@forkd/protocol';
 import type { NetworkRules, SetNetworkRequest } from '@forkd/sdk';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
@@ -55,8 +56,6 @@ export function parseNetworkArgs(argv: string[]): NetworkArgs {
   return { id: id!, change, json: !!values.json };
 }
 
-const NONE: NetworkRules = { mode: 'none', allowOut: [], denyOut: [] };
-
 export function formatRules(r: NetworkRules): string {
   const lines = [
     `mode ${r.mode}`,
@@ -76,11 +75,11 @@ export const networkCommand: CliCommand = {
   async run(argv) {
     const args = parseNetworkArgs(argv);
     const sb = await openSandbox(args.id);
-    let rules = sb.info.network ?? NONE;
+    let rules = sb.info.network ?? LOOPBACK_ONLY;
     if (args.change) {
       const { mode, ...rest } = args.change;
       const req: SetNetworkRequest = { mode: mode ?? rules.mode, ...rest };
-      rules = (await sb.setNetwork(req)).network ?? NONE;
+      rules = (await sb.setNetwork(req)).network ?? LOOPBACK_ONLY;
     }
     if (args.json) printJson(rules);
     else process.stdout.write(formatRules(rules));

@@ -1,4 +1,4 @@
-import { ForkdError, type NetworkRules, type SandboxInfo } from '@forkd/protocol';
+import { ForkdError, LOOPBACK_ONLY, type SandboxInfo } from '@forkd/protocol';
 import { crashPoint } from '../../shared/crash-point.js';
 import type { PauseOptions, ResumeOptions } from '../../node-contract/node-types.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
@@ -6,9 +6,6 @@ import { commitOf } from './admission.js';
 import type { HotPause } from './hot-pauses.js';
 import type { ManagerContext } from './manager-context.js';
 import { freshLifetime, toInfo } from './sandbox-info.js';
-
-/** A sandbox without recorded rules: loopback only. */
-const NO_NETWORK: NetworkRules = { mode: 'none', allowOut: [], denyOut: [] };
 
 /**
  * Pause: snapshot, then stop. The sandbox uses no CPU until resumed, and no
@@ -83,7 +80,7 @@ async function thawed(c: ManagerContext, r: SandboxRecord, frozen: HotPause): Pr
   const ticket = await c.admission.admit({ memory: commitOf(r.limits), ids: [r.id] });
   try {
     // Its rules as recorded now: a change while it was paused is applied, as a restore applies it.
-    if (JSON.stringify(r.network) !== JSON.stringify(frozen.network)) await c.instances.setNetwork(key, r.network ?? NO_NETWORK);
+    if (JSON.stringify(r.network) !== JSON.stringify(frozen.network)) await c.instances.setNetwork(key, r.network ?? LOOPBACK_ONLY);
     await c.runtime.thaw(key);
     await c.instances.waitAlive(key);
     await c.transition(r, 'running');

@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Duplex } from 'node:stream';
-import type { NetworkRules } from '@forkd/protocol';
+import { LOOPBACK_ONLY, type NetworkRules } from '@forkd/protocol';
 import type { Network } from './network.js';
 
 /**
@@ -32,7 +32,6 @@ function quiet(stream: Duplex): Duplex {
   return stream;
 }
 
-const NONE: NetworkRules = { mode: 'none', allowOut: [], denyOut: [] };
 const EGRESS: NetworkRules = { mode: 'egress', allowOut: [], denyOut: [] };
 
 /** Writes `data` and reads until as many bytes came back (or the stream ends). */
@@ -75,7 +74,7 @@ export function networkConformance(name: string, open: () => Promise<NetworkHarn
     test('prepare makes a namespace with loopback up, the same one when asked again; list names it; release removes it, idempotently', async () => {
       const a = id('prepare');
       const path = await h.network.prepare(a);
-      assert.equal(await h.network.prepare(a, NONE), path);
+      assert.equal(await h.network.prepare(a, LOOPBACK_ONLY), path);
       assert.ok((await h.network.list()).includes(a));
       const stop = await h.echo(a, path, 7001);
       try {
@@ -111,7 +110,7 @@ export function networkConformance(name: string, open: () => Promise<NetworkHarn
       await h.network.prepare(a);
       const p = await h.process();
       try {
-        const path = await h.network.adopt(a, p.pid, NONE);
+        const path = await h.network.adopt(a, p.pid, LOOPBACK_ONLY);
         assert.equal(await h.sameNamespace(a, path, p.pid), true);
         assert.ok((await h.network.list()).includes(a));
         const stop = await h.echo(a, path, 7003);
@@ -150,7 +149,7 @@ export function networkConformance(name: string, open: () => Promise<NetworkHarn
       await h.network.prepare(a, EGRESS);
       const { host } = await h.network.restoredVeth(a);
       assert.ok((await h.hostLinks()).includes(host));
-      await h.network.setRules(a, NONE);
+      await h.network.setRules(a, LOOPBACK_ONLY);
       assert.ok(!(await h.hostLinks()).includes(host));
       await h.network.setRules(a, EGRESS);
       assert.ok((await h.hostLinks()).includes(host));

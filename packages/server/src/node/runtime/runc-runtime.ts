@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { chmod, copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { ForkdError, type Limits, type NetworkRules } from '@forkd/protocol';
+import { ForkdError, LOOPBACK_ONLY, type Limits } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
 import { span } from '../../shared/profile.js';
 import { watchCgroupEmpty } from '../cgroups/cgroup-exit-watch.js';
@@ -59,9 +59,6 @@ export interface RuncOptions {
   /** How long a dump may keep the tree frozen before it is given up (default CHECKPOINT_DEADLINE_MS; see checkpoint). */
   checkpointDeadlineMs?: number;
 }
-
-/** A spec without a network: loopback only (a restore of egress images drops the veth CRIU made). */
-const NONE: NetworkRules = { mode: 'none', allowOut: [], denyOut: [] };
 
 /** sizeof(sockaddr_un.sun_path), with room for its NUL. */
 const UNIX_PATH_MAX = 108;
@@ -242,7 +239,7 @@ export class RuncRuntime implements Runtime {
     const ownNetns = spec.idmap !== undefined || (await carriesOwnNetns(o.imagesDir));
     // Owned by the range's root before they are bound into its reach with the root (RootMounts.mount).
     if (spec.idmap) await ownImages(o.imagesDir, spec.idmap.hostId);
-    const bundle = await this.#writeBundle(id, spec, ownNetns ? undefined : await this.#o.network.prepare(id, spec.network ?? NONE), spec.idmap ? o.imagesDir : undefined);
+    const bundle = await this.#writeBundle(id, spec, ownNetns ? undefined : await this.#o.network.prepare(id, spec.network ?? LOOPBACK_ONLY), spec.idmap ? o.imagesDir : undefined);
     // A veth in the images (dumped with egress) is made again with this instance's host end.
     const netEnv = ownNetns ? await restoreVethEnv(this.#o.network, id, o.imagesDir, bundle) : undefined;
     const imagesDir = spec.idmap ? this.#mounts.imagesInReach(id) : o.imagesDir;
@@ -284,13 +281,13 @@ export class RuncRuntime implements Runtime {
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
     await chmod(pidFile, 0o600); // runc wrote it under its 022 (see #runc)
     // CRIU made the namespace: the host holds it under the sandbox's key (port proxy, release), loopback up.
-    if (ownNetns) await this.#o.network.adopt(id, pid, spec.network ?? NONE);
+    if (ownNetns) await this.#o.network.adopt(id, pid, spec.network ?? LOOPBACK_ONLY);
     return { status: 'running', pid, idmap: spec.idmap };
   }
 
   async start(id: string, spec: RuntimeSpec): Promise<RuntimeState> {
     // In a user namespace runc makes the network namespace, adopted below (see Network.adopt).
-    const bundle = await this.#writeBundle(id, spec, spec.idmap ? undefined : await this.#o.network.prepare(id, spec.network ?? NONE));
+    const bundle = await this.#writeBundle(id, spec, spec.idmap ? undefined : await this.#o.network.prepare(id, spec.network ?? LOOPBACK_ONLY));
     const log = join(bundle, 'runc.log');
     const pidFile = join(bundle, 'init.pid');
     await writeFile(log, '');
@@ -301,7 +298,7 @@ export class RuncRuntime implements Runtime {
     }
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
     await chmod(pidFile, 0o600); // runc wrote it under its 022 (see #runc)
-    if (spec.idmap) await this.#o.network.adopt(id, pid, spec.network ?? NONE);
+    if (spec.idmap) await this.#o.network.adopt(id, pid, spec.network ?? LOOPBACK_ONLY);
     return { status: 'running', pid, idmap: spec.idmap };
   }
 
