@@ -2,8 +2,8 @@
  * Where snapshots go when they leave a node: a flat namespace of immutable
  * objects. Implementations: a directory (local disk or a shared mount) and
  * any S3-compatible service. Keys are `/`-separated printable ASCII
- * (`[A-Za-z0-9._/-]`, no `..` segment, ≤ 512 bytes); anything else is
- * INVALID_ARGUMENT. Objects are written whole or not at all (a reader never
+ * (`[A-Za-z0-9._/-]`, no empty, `.` or `..` segment, ≤ 512 bytes; the one
+ * check is blob-key.ts); anything else is INVALID_ARGUMENT. Objects are written whole or not at all (a reader never
  * sees half an object), and `put` of an existing key replaces it.
  * Errors are ForkdErrors (NOT_FOUND only where a method says so).
  */
