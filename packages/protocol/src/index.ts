@@ -13,3 +13,4 @@ export * from './secrets.js';
 export * from './policy.js';
 export * from './network-limits.js';
 export * from './network-policy.js';
+export * from './fleet.js';

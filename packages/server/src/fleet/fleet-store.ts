@@ -1,3 +1,7 @@
+import type { NodeCapacity, NodeState } from '@forkd/protocol';
+
+export type { NodeCapacity, NodeState } from '@forkd/protocol';
+
 /**
  * What a control plane keeps about its fleet, beside the ControlStore's
  * tenants and keys, in the same database (SQLite embedded, PostgreSQL when
@@ -40,19 +44,7 @@ export interface FleetStore {
   releaseLease(name: string, holder: string): Promise<void>;
 }
 
-export type NodeState = 'active' | 'draining' | 'lost';
-
 export type PlacedKind = 'sandbox' | 'snapshot' | 'template';
-
-export interface NodeCapacity {
-  memoryBytes: number;
-  memoryFreeBytes: number;
-  cpus: number;
-  poolFreeBytes: number;
-  running: number;
-  paused: number;
-  templates: string[];
-}
 
 export interface NodeRecord {
   id: string;

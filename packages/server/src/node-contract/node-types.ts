@@ -137,6 +137,12 @@ export interface NodeStats {
   warmPoolHeld: number;
   /** Paused sandboxes whose frozen processes are kept for the hot window (see hot-pauses.ts). */
   hotPaused?: number;
+  /** Memory admission: what running sandboxes' limits may add up to, and what they (and operations in flight) hold. */
+  memoryCapBytes?: number;
+  memoryCommittedBytes?: number;
+  cpus?: number;
+  running?: number;
+  paused?: number;
   /** Connections ended by the handler guard, per component, in the node's process (shared/connection-guard.ts). */
   handlerFaults?: Record<string, number>;
 }

@@ -12,11 +12,15 @@ export function nodeTokenPath(stateDir: string): string {
  * in the private state dir), the same on every later start so a control
  * plane configured with it keeps working across restarts.
  */
-export async function nodeToken(stateDir: string): Promise<string> {
-  const path = nodeTokenPath(stateDir);
+export function nodeToken(stateDir: string): Promise<string> {
+  return persistentToken(nodeTokenPath(stateDir), 'fnt_');
+}
+
+/** A secret kept in a root-only file: read when there, else made (256 random bits after `prefix`) and written once. */
+export async function persistentToken(path: string, prefix: string): Promise<string> {
   const existing = (await readFile(path, 'utf8').catch(() => '')).trim();
   if (existing) return existing;
-  const token = `fnt_${randomBytes(32).toString('base64url')}`;
+  const token = `${prefix}${randomBytes(32).toString('base64url')}`;
   try {
     // `wx`: two starts racing keep whichever token was written first.
     await writeFile(path, `${token}\n`, { mode: 0o600, flag: 'wx' });

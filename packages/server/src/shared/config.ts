@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import type { EffectiveTenantLimits } from '@forkd/protocol';
 import { fileURLToPath } from 'node:url';
 import { cidrListError } from './cidr.js';
+import { fleetConfig, type FleetConfig } from './fleet-config.js';
 
 /**
  * What `forkd serve` runs: `all`, the control plane and the node in one
@@ -18,6 +19,8 @@ export interface ForkdConfig {
   nodeUrl?: string | undefined;
   /** Role `control-plane`: the file holding the node's token (FORKD_NODE_TOKEN_FILE, default <state dir>/node.token). */
   nodeTokenFile: string;
+  /** Fleet membership and node deadlines (shared/fleet-config.ts). */
+  fleet: FleetConfig;
   /** Durable state: database, bundles, pool image, admin key. */
   stateDir: string;
   /** Toolchain (private CRIU root) and root-filesystem cache shared by every pool on this host. */
@@ -172,6 +175,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     role: role(env.FORKD_ROLE),
     nodeUrl: env.FORKD_NODE_URL || undefined,
     nodeTokenFile: env.FORKD_NODE_TOKEN_FILE || join(stateDir, 'node.token'),
+    fleet: fleetConfig(env, stateDir),
     stateDir,
     cacheDir: env.FORKD_CACHE_DIR || '/var/lib/forkd/cache',
     pool: existing

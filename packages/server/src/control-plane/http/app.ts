@@ -16,6 +16,7 @@ import { errorBody, logRequestError, newRequestId, REQUEST_ID_HEADER } from './p
 import { mountRoutes } from './routes/index.js';
 import { SecretService } from '../secrets/secret-service.js';
 import { mcpHandler, type McpEndpoint } from './mcp-endpoint.js';
+import type { Fleet } from '../../fleet/fleet.js';
 
 export type { AppEnv } from './app-env.js';
 
@@ -28,6 +29,8 @@ export interface AppDeps {
   proxyDomain?: string | undefined;
   /** Streamable-HTTP MCP at `/mcp`, authenticated and audited as the API (absent: no `/mcp`). */
   mcp?: McpEndpoint | undefined;
+  /** The fleet `svc` routes over, when nodes join this control plane (the nodes routes). */
+  fleet?: Fleet | undefined;
 }
 
 const SANDBOX_IN_PATH = new RegExp(`^/v1/sandboxes/(${SANDBOX_ID_SOURCE})`);
@@ -61,7 +64,7 @@ function sourceAddress(c: Context<AppEnv>): string {
  * The REST API (`/v1`): request ids, errors, the port proxy, authentication
  * and the audit record around the route table (routes/index.ts).
  */
-export function createApp({ svc, control, logger, proxyDomain, mcp }: AppDeps): Hono<AppEnv> {
+export function createApp({ svc, control, logger, proxyDomain, mcp, fleet }: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const metrics = new Metrics();
   // Keys only in headers here: `?api_key=` is for WebSocket upgrades (stream-socket.ts), whose browsers cannot set headers.
@@ -74,7 +77,7 @@ export function createApp({ svc, control, logger, proxyDomain, mcp }: AppDeps): 
   const secrets = new SecretService(control.store, control.cipher, svc, logger);
   // Nodes hold credentials in memory only: a restarted daemon (or node) gets every live grant again.
   void secrets.pushAll().catch((err: unknown) => logger.warn('grants not pushed at start', { error: String(err) }));
-  const deps = { svc, control, metrics, caller, secrets };
+  const deps = { svc, control, metrics, caller, secrets, fleet };
   // Refused calls are audited too, but a flood of them must not fill the log: 60 in a burst, then one a second (all sources together).
   const unauthenticatedAudit = new KeyedBuckets({ capacity: 60, perSecond: 1, maxKeys: 1 });
   let unauditedRefusals = 0;

@@ -84,6 +84,12 @@ export class AdmissionGate {
     };
   }
 
+  /** What the node's memory admission allows and what is held against it now (a fleet's placement reads it). */
+  async room(): Promise<{ memoryCapMb: number; committed: Committed; cpus: number; records: readonly SandboxSummary[] }> {
+    const records = await this.#records();
+    return { memoryCapMb: this.#memory.capMb, committed: this.#memory.committed(records), cpus: this.#memory.host.cpus, records };
+  }
+
   #serial<T>(fn: () => Promise<T>): Promise<T> {
     const next = this.#chain.then(fn, fn);
     this.#chain = next.catch(() => {});

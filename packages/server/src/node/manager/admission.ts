@@ -86,6 +86,11 @@ export class NodeAdmission {
     return this.#host;
   }
 
+  /** The memory the limits of running sandboxes may add up to (host × overcommit). */
+  get capMb(): number {
+    return this.#host.memoryMb * this.#policy.memory;
+  }
+
   committed(records: Iterable<AdmissionRecord>): Committed {
     const held = [...this.#held];
     const skip = new Set(held.flatMap((h) => [...h.ids]));

@@ -1,4 +1,3 @@
-import { handlerFaults } from '../../shared/connection-guard.js';
 import {
   CreateSandboxRequest,
   ForkdError,
@@ -19,6 +18,7 @@ import { sandboxTimeoutMs } from './sandbox-timeout.js';
 import type { SandboxMaxima } from './sandbox-maxima.js';
 import type { SandboxStreams } from './sandbox-streams.js';
 import { checkAtStartUp } from './start-up-check.js';
+import { nodeStats } from './node-stats.js';
 import { forkSandboxes } from './fork.js';
 import { createSandbox } from './create.js';
 import { pauseSandbox, resumeSandbox } from './pause-resume.js';
@@ -224,9 +224,7 @@ export class SandboxManager {
   }
 
   async stats(): Promise<NodeStats> {
-    const pool = await this.#d.storage.usage();
-    const totals = await this.#d.store.snapshotTotals();
-    return { snapshots: totals.count, snapshotBytes: totals.bytes, poolUsedBytes: pool.usedBytes, poolSizeBytes: pool.sizeBytes, warmPoolHeld: this.#ctx.pool.held().size, hotPaused: this.#ctx.hot.ids().size, handlerFaults: handlerFaults.snapshot() };
+    return nodeStats(this.#ctx, this.#d);
   }
 
   async usage(id: string): Promise<ResourceUsage> {

@@ -8,6 +8,7 @@ import { FILE_ROUTES } from './files.js';
 import { KEY_AND_AUDIT_ROUTES } from './keys-and-audit.js';
 import { POLICY_ROUTES } from './policies.js';
 import { NETWORK_POLICY_ROUTES } from './network-policy.js';
+import { NODE_ROUTES } from './nodes.js';
 import { PROCESS_ROUTES } from './processes.js';
 import type { Route, RouteDeps } from './route.js';
 import { SANDBOX_ROUTES } from './sandboxes.js';
@@ -18,7 +19,7 @@ import { TEMPLATE_ROUTES } from './templates.js';
 export type { Route, RouteDeps } from './route.js';
 
 /** The API, one table: the router (mountRoutes) and openapi.json (openapi.ts) both come from it. */
-export const ROUTES: readonly Route[] = [...ADMIN_ROUTES, ...TEMPLATE_ROUTES, ...SANDBOX_ROUTES, ...SNAPSHOT_ROUTES, ...PROCESS_ROUTES, ...FILE_ROUTES, ...POLICY_ROUTES, ...SECRET_ROUTES, ...KEY_AND_AUDIT_ROUTES, ...NETWORK_POLICY_ROUTES];
+export const ROUTES: readonly Route[] = [...ADMIN_ROUTES, ...TEMPLATE_ROUTES, ...SANDBOX_ROUTES, ...SNAPSHOT_ROUTES, ...PROCESS_ROUTES, ...FILE_ROUTES, ...POLICY_ROUTES, ...SECRET_ROUTES, ...KEY_AND_AUDIT_ROUTES, ...NETWORK_POLICY_ROUTES, ...NODE_ROUTES];
 
 /**
  * Mounts the table's routes: `public` ones (no key) or the others. Public

@@ -7,6 +7,7 @@ import type { ControlPlane } from '../../control-plane.js';
 import type { AppEnv } from '../app-env.js';
 import type { Metrics } from '../metrics.js';
 import type { SecretService } from '../../secrets/secret-service.js';
+import type { Fleet } from '../../../fleet/fleet.js';
 
 type Schema = z.ZodType;
 
@@ -17,6 +18,8 @@ export interface RouteDeps {
   metrics: Metrics;
   /** Secrets and grants (tenant-scoped by the caller's key). */
   secrets: SecretService;
+  /** The fleet, when this control plane serves nodes that joined it (absent: one node). */
+  fleet?: Fleet | undefined;
   /** Authenticates a route outside `/v1` (the auth middleware covers `/v1`). */
   caller(c: Context<AppEnv>): Promise<Principal>;
 }

@@ -1,0 +1,119 @@
+import { ForkdError, Limits, type CreateSandboxRequest, type SandboxInfo, type TemplateInfo } from '@forkd/protocol';
+import type { NodeService } from '../node-contract/node-service.js';
+import type { ClaimSandbox, NodeStats } from '../node-contract/node-types.js';
+import type { Logger } from '../shared/logger.js';
+import type { FleetStore, PlacedKind } from './fleet-store.js';
+import type { NodeDirectory } from './node-directory.js';
+import { chooseNode, type PlacementNeed } from './placement.js';
+import { sumStats } from './fleet-stats.js';
+
+const MB = 1024 * 1024;
+
+/**
+ * The node contract over a fleet: the control plane's routes, E2B and MCP
+ * take it as their one node, so a sandbox id is all a client needs. Calls on
+ * a sandbox or snapshot go to the node holding it (placement in the fleet
+ * store; an id the store does not know is looked for on every live node
+ * once, then remembered); creates and builds go where chooseNode says;
+ * lists and stats gather every live node's.
+ */
+export class FleetService {
+  readonly #store: FleetStore;
+  readonly #dir: NodeDirectory;
+  readonly #log: Logger | undefined;
+
+  constructor(store: FleetStore, dir: NodeDirectory, log?: Logger) {
+    this.#store = store;
+    this.#dir = dir;
+    this.#log = log;
+  }
+
+  /** The node holding a sandbox, snapshot or template, and its contract. NOT_FOUND when no live node has it. */
+  async locate(kind: PlacedKind, id: string): Promise<{ node: string; svc: NodeService }> {
+    const placed = await this.#store.placement(kind, id);
+    if (placed !== undefined) return { node: placed, svc: await this.#dir.client(placed) };
+    for (const n of await this.#dir.live()) {
+      const svc = await this.#dir.client(n.id);
+      if (await this.#holds(svc, kind, id)) {
+        await this.#store.place(kind, id, n.id);
+        return { node: n.id, svc };
+      }
+    }
+    throw new ForkdError('NOT_FOUND', `${kind} ${id} not found`);
+  }
+
+  async #holds(svc: NodeService, kind: PlacedKind, id: string): Promise<boolean> {
+    try {
+      if (kind === 'sandbox') await svc.get(id);
+      else if (kind === 'snapshot') await svc.getSnapshot(id);
+      else return (await svc.templates()).some((t) => t.name === id);
+      return true;
+    } catch (err) {
+      if (err instanceof ForkdError && (err.code === 'NOT_FOUND' || err.code === 'UNAVAILABLE')) return false;
+      throw err;
+    }
+  }
+
+  /** A node for new work; RESOURCE_EXHAUSTED when none can take it. */
+  async choose(need: PlacementNeed): Promise<{ node: string; svc: NodeService }> {
+    const n = chooseNode(await this.#dir.live(), need, this.#dir.placedSince());
+    if (!n) throw new ForkdError('RESOURCE_EXHAUSTED', 'no node of the fleet can take this sandbox now; try again when sandboxes are paused or deleted', { limit: 'FLEET_CAPACITY' });
+    this.#dir.notePlaced(n.id, need.memoryBytes);
+    return { node: n.id, svc: await this.#dir.client(n.id) };
+  }
+
+  /** Places each new sandbox before its owner is claimed: no sandbox is reachable by id without knowing its node. */
+  placing(node: string, claim: ClaimSandbox | undefined): ClaimSandbox {
+    return async (id) => {
+      await this.#store.place('sandbox', id, node);
+      await claim?.(id);
+    };
+  }
+
+  async create(req: CreateSandboxRequest, claim?: ClaimSandbox): Promise<SandboxInfo> {
+    const memoryMb = req.memoryMb ?? Limits.parse({}).memoryMb;
+    const { node, svc } = await this.choose({ memoryBytes: memoryMb * MB, template: req.template ?? 'base' });
+    return svc.create(req, this.placing(node, claim));
+  }
+
+  /** Every live node's sandboxes; a node that does not answer is left out (and logged), not the whole list failed. */
+  async list(): Promise<SandboxInfo[]> {
+    return (await this.#each((svc) => svc.list())).flat();
+  }
+
+  async templates(): Promise<TemplateInfo[]> {
+    const byName = new Map<string, TemplateInfo>();
+    for (const t of (await this.#each((svc) => svc.templates())).flat()) if (!byName.has(t.name)) byName.set(t.name, t);
+    return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async stats(): Promise<NodeStats> {
+    return sumStats(await this.#each((svc) => svc.stats()));
+  }
+
+  /** Runs `fn` on every live node at once; the answers of those that answered. */
+  async #each<T>(fn: (svc: NodeService, node: string) => Promise<T>): Promise<T[]> {
+    const nodes = await this.#dir.live();
+    const got = await Promise.allSettled(nodes.map(async (n) => fn(await this.#dir.client(n.id), n.id)));
+    const out: T[] = [];
+    got.forEach((g, i) => {
+      if (g.status === 'fulfilled') out.push(g.value);
+      else this.#log?.warn('node did not answer', { node: nodes[i]?.id, error: String(g.reason) });
+    });
+    return out;
+  }
+
+  /** Nodes holding a template (every live node is asked). */
+  async holdersOf(template: string): Promise<string[]> {
+    const has = await this.#each(async (svc, node) => ((await svc.templates()).some((t) => t.name === template) ? node : undefined));
+    return has.filter((n): n is string => n !== undefined);
+  }
+
+  get store(): FleetStore {
+    return this.#store;
+  }
+
+  get directory(): NodeDirectory {
+    return this.#dir;
+  }
+}

@@ -1,0 +1,53 @@
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { NODE_ID_PATTERN } from '@forkd/protocol';
+
+/** How nodes and a control plane find each other (see fleet/). */
+export interface FleetConfig {
+  /** Role node: the control plane to join (FORKD_CONTROL_PLANE_URL); absent: a node only a `--node` control plane drives. */
+  controlPlaneUrl?: string | undefined;
+  /** The join token: the control plane's own (made at first start), a node's copy of it (FORKD_JOIN_TOKEN_FILE, default <state dir>/join.token). */
+  joinTokenFile: string;
+  /** What the node calls itself in the fleet (FORKD_NODE_ID, default the host name). */
+  nodeId: string;
+  /** How the control plane reaches this node (FORKD_ADVERTISE_URL, default http://<FORKD_HOST>:<FORKD_PORT>). */
+  advertiseUrl?: string | undefined;
+  /** A heartbeat this often (FORKD_HEARTBEAT_S, default 5). */
+  heartbeatS: number;
+  /** A node silent this long takes no new work (FORKD_NODE_DEADLINE_S, default 15). */
+  deadlineS: number;
+  /** A node silent this long is lost: its sandboxes are marked lost (FORKD_NODE_LOST_S, default 120). */
+  lostS: number;
+}
+
+function seconds(v: string | undefined, def: number, name: string): number {
+  if (v === undefined || v === '') return def;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0 || n > 86_400) throw new Error(`${name} must be seconds (0 < s ≤ 86400), got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** The host name as a node id: lowercased, anything else than [a-z0-9.-] made `-`. */
+export function defaultNodeId(host = hostname()): string {
+  const id = host.toLowerCase().replace(/[^a-z0-9.-]/g, '-').replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, '').slice(0, 63);
+  return NODE_ID_PATTERN.test(id) ? id : 'node';
+}
+
+export function fleetConfig(env: NodeJS.ProcessEnv, stateDir: string): FleetConfig {
+  const nodeId = env.FORKD_NODE_ID || defaultNodeId();
+  if (!NODE_ID_PATTERN.test(nodeId)) throw new Error('FORKD_NODE_ID: lowercase letters, digits, . and -, at most 63');
+  const cp = env.FORKD_CONTROL_PLANE_URL || undefined;
+  if (cp !== undefined && !/^https?:\/\/[^\s]+$/.test(cp)) throw new Error('FORKD_CONTROL_PLANE_URL: an http:// or https:// URL');
+  const deadlineS = seconds(env.FORKD_NODE_DEADLINE_S, 15, 'FORKD_NODE_DEADLINE_S');
+  const lostS = seconds(env.FORKD_NODE_LOST_S, 120, 'FORKD_NODE_LOST_S');
+  if (lostS < deadlineS) throw new Error('FORKD_NODE_LOST_S must be at least FORKD_NODE_DEADLINE_S');
+  return {
+    controlPlaneUrl: cp,
+    joinTokenFile: env.FORKD_JOIN_TOKEN_FILE || join(stateDir, 'join.token'),
+    nodeId,
+    advertiseUrl: env.FORKD_ADVERTISE_URL || undefined,
+    heartbeatS: seconds(env.FORKD_HEARTBEAT_S, 5, 'FORKD_HEARTBEAT_S'),
+    deadlineS,
+    lostS,
+  };
+}
