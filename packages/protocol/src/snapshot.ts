@@ -41,3 +41,14 @@ export type ForkRequest = z.input<typeof ForkRequest>;
 export const RewindRequest = z.strictObject({
   snapshot: z.string().regex(SNAPSHOT_ID_PATTERN, 'invalid snapshot id'),
 });
+
+/**
+ * A snapshot import (the node contract's, control plane to node): the blob
+ * key of an exported snapshot's manifest; `asSandbox` records its sandbox
+ * too, paused on it, under the same id.
+ */
+export const ImportSnapshotRequest = z.strictObject({
+  manifest: z.string().min(1).max(512),
+  asSandbox: z.boolean().optional(),
+});
+export type ImportSnapshotRequest = z.input<typeof ImportSnapshotRequest>;

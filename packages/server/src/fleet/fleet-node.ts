@@ -11,7 +11,7 @@ const BY_SANDBOX = [
 ] as const satisfies readonly (keyof NodeService)[];
 
 /** Calls whose first argument is a snapshot id. */
-const BY_SNAPSHOT = ['getSnapshot', 'pinSnapshot'] as const satisfies readonly (keyof NodeService)[];
+const BY_SNAPSHOT = ['getSnapshot', 'pinSnapshot', 'exportSnapshot'] as const satisfies readonly (keyof NodeService)[];
 
 type Routed = (typeof BY_SANDBOX)[number] | (typeof BY_SNAPSHOT)[number];
 
@@ -60,6 +60,14 @@ export function fleetNode(fleet: FleetService): NodeService {
     async fork(source, count, claim, opts) {
       const { node, svc } = await fleet.locate(SNAPSHOT_ID_PATTERN.test(source) ? 'snapshot' : 'sandbox', source);
       return svc.fork(source, count, fleet.placing(node, claim), opts);
+    },
+    /** On a node with room (the caller moving a sandbox picks its node through that node's own contract); placed there. */
+    async importSnapshot(manifest, opts) {
+      const { node, svc } = await fleet.choose({ memoryBytes: 0 });
+      const snap = await svc.importSnapshot(manifest, opts);
+      await fleet.store.place('snapshot', snap.id, node);
+      if (opts?.asSandbox) await fleet.store.place('sandbox', snap.sandboxId, node);
+      return snap;
     },
     buildTemplate: (req, progress, claim) => buildOnFleet(fleet, req, progress, claim),
     async deleteTemplate(name) {

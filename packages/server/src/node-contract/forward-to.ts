@@ -40,6 +40,8 @@ export function forwardTo(svc: NodeService): NodeService {
     rewind: (id, snapId) => svc.rewind(id, snapId),
     fork: (source, count, claim, opts) => svc.fork(source, count, claim, opts),
     tree: (id) => svc.tree(id),
+    exportSnapshot: (snapId) => svc.exportSnapshot(snapId),
+    importSnapshot: (manifest, opts) => svc.importSnapshot(manifest, opts),
     templates: () => svc.templates(),
     buildTemplate: (req, progress, claim) => svc.buildTemplate(req, progress, claim),
     deleteTemplate: (name) => svc.deleteTemplate(name),

@@ -11,7 +11,7 @@ import type {
   SetNetworkRequest,
   NodeCredential,
 } from '@forkd/protocol';
-import type { ClaimSandbox, FileContent, ForkOptions, ForkTree, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SpawnOptions, WatchHandle, WriteFileOptions } from './node-types.js';
+import type { ClaimSandbox, FileContent, ForkOptions, ForkTree, ImportSnapshotOptions, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SnapshotExport, SpawnOptions, WatchHandle, WriteFileOptions } from './node-types.js';
 
 /**
  * Everything the control plane needs from a node: the one seam between them
@@ -73,6 +73,14 @@ export interface NodeService {
   /** A sandbox id forks it live (implicit snapshot); a snapshot id forks that snapshot. All or nothing. */
   fork(source: string, count: number, claim?: ClaimSandbox, opts?: ForkOptions): Promise<SandboxInfo[]>;
   tree(id: string): Promise<ForkTree>;
+  /**
+   * The snapshot into the node's blob store, incremental against what the
+   * store holds (docs/ARCHITECTURE.md, Snapshot transfer). Not tenant-scoped:
+   * the control plane's own (migration, fork elsewhere, a lost node's restore).
+   */
+  exportSnapshot(snapId: string): Promise<SnapshotExport>;
+  /** A snapshot exported by any node of the same blob store, by its manifest's key (see ImportSnapshotOptions). Not tenant-scoped. */
+  importSnapshot(manifest: string, opts?: ImportSnapshotOptions): Promise<SnapshotInfo>;
 
   templates(): Promise<TemplateInfo[]>;
   /** `claim` is called with the build sandbox's id, like a create's. */

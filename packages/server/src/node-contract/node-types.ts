@@ -123,6 +123,24 @@ export interface ForkOptions {
   env?: Record<string, string> | undefined;
 }
 
+/** A snapshot in the node's blob store (NodeService.exportSnapshot). */
+export interface SnapshotExport {
+  /** Blob key of its manifest: what an import on any node of the store takes. */
+  manifest: string;
+  /** Bytes this export uploaded (chunks the store held already are not counted). */
+  bytesUploaded: number;
+}
+
+/**
+ * An import. `asSandbox`: its sandbox is recorded too, under the same id,
+ * paused with this snapshot as the state a resume restores (a migration);
+ * otherwise only the snapshot is (a snapshot of a sandbox that lives
+ * elsewhere, for a fork).
+ */
+export interface ImportSnapshotOptions {
+  asSandbox?: boolean | undefined;
+}
+
 export interface ForkTree {
   sandbox: SandboxInfo;
   children: ForkTree[];

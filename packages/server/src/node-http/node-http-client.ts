@@ -11,11 +11,13 @@ import type {
   ResumeOptions,
   FileContent,
   ForkTree,
+  ImportSnapshotOptions,
   NodeStats,
   OutputHandlers,
   PortConnection,
   ProcessSelector,
   ProcessStream,
+  SnapshotExport,
   SpawnOptions,
   WatchHandle,
   WriteFileOptions,
@@ -282,6 +284,14 @@ export class NodeHttpClient implements NodeService {
 
   async deleteTemplate(name: string): Promise<void> {
     await this.#t.call('DELETE', `/templates/${e(name)}`);
+  }
+
+  async exportSnapshot(snapId: string): Promise<SnapshotExport> {
+    return this.#t.call('POST', `/snapshots/${e(snapId)}/export`);
+  }
+
+  async importSnapshot(manifest: string, opts: ImportSnapshotOptions = {}): Promise<SnapshotInfo> {
+    return this.#t.call('POST', '/snapshot-imports', { json: { manifest, ...(opts.asSandbox !== undefined ? { asSandbox: opts.asSandbox } : {}) } });
   }
 
   async stats(): Promise<NodeStats> {

@@ -105,6 +105,13 @@ const impl: Partial<NodeService> = {
     const done = new Promise<{ refused: boolean }>((r) => sock.once('close', () => r({ refused: false })));
     return { stream: sock, done, close: () => sock.destroy() };
   },
+  async exportSnapshot(snapId) {
+    return { manifest: `snapshots/${snapId}/manifest.json`, bytesUploaded: 7 };
+  },
+  async importSnapshot(manifest, opts) {
+    seen.ops.push(`import:${manifest}:${String(opts?.asSandbox)}`);
+    return { id: 'snap-aaaaaaaaaaaa', sandboxId: 'sbx-aaaaaaaaaaaa', createdAt: new Date(0).toISOString(), frozenMs: 1, sizeBytes: 2, pinned: false, reason: 'pause' };
+  },
   async buildTemplate(req, progress, claim) {
     await progress('step 1');
     await claim?.('sbx-dddddddddddd');
@@ -247,4 +254,13 @@ test('a template build streams progress and claims its build sandbox', async () 
   assert.equal(t.name, 'tpl');
   assert.deepEqual(lines, ['step 1', 'step 2']);
   assert.deepEqual(claimed, ['sbx-dddddddddddd']);
+});
+
+test('snapshot export and import cross the wire; an import without a manifest key is INVALID_ARGUMENT', async () => {
+  assert.deepEqual(await client.exportSnapshot('snap-aaaaaaaaaaaa'), { manifest: 'snapshots/snap-aaaaaaaaaaaa/manifest.json', bytesUploaded: 7 });
+  const s = await client.importSnapshot('snapshots/snap-aaaaaaaaaaaa/manifest.json', { asSandbox: true });
+  assert.equal(s.sandboxId, 'sbx-aaaaaaaaaaaa');
+  await client.importSnapshot('m.json');
+  assert.deepEqual(seen.ops.filter((o) => o.startsWith('import:')), ['import:snapshots/snap-aaaaaaaaaaaa/manifest.json:true', 'import:m.json:undefined']);
+  await assert.rejects(client.importSnapshot(''), { code: 'INVALID_ARGUMENT' });
 });

@@ -6,6 +6,7 @@ import {
   CreateSnapshotRequest,
   ForkdError,
   ForkRequest,
+  ImportSnapshotRequest,
   PauseRequest,
   ResumeRequest,
   ListQuery,
@@ -118,6 +119,11 @@ export function mountNodeRoutes(app: Hono, node: NodeService): void {
     return c.json({ sandboxes: await node.fork(c.req.param('source'), r.count, undefined, { metadata: r.metadata, env: r.env }) }, 201);
   });
   app.get('/sandboxes/:id/tree', async (c) => c.json(await node.tree(c.req.param('id'))));
+  app.post('/snapshots/:snap/export', async (c) => c.json(await node.exportSnapshot(c.req.param('snap'))));
+  app.post('/snapshot-imports', async (c) => {
+    const r = validate(ImportSnapshotRequest, await jsonOf(c));
+    return c.json(await node.importSnapshot(r.manifest, { asSandbox: r.asSandbox }), 201);
+  });
 
   app.get('/templates', async (c) => c.json({ templates: await node.templates() }));
   app.delete('/templates/:name', async (c) => {

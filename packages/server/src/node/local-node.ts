@@ -7,11 +7,13 @@ import type {
   ResumeOptions,
   FileContent,
   ForkTree,
+  ImportSnapshotOptions,
   NodeStats,
   OutputHandlers,
   PortConnection,
   ProcessSelector,
   ProcessStream,
+  SnapshotExport,
   SpawnOptions,
   WatchHandle,
   WriteFileOptions,
@@ -183,6 +185,14 @@ export class LocalNode implements NodeService {
 
   async deleteTemplate(name: string): Promise<void> {
     await this.#m.deleteTemplate(name);
+  }
+
+  async exportSnapshot(snapId: string): Promise<SnapshotExport> {
+    return this.#m.exportSnapshot(snapId);
+  }
+
+  async importSnapshot(manifest: string, opts?: ImportSnapshotOptions): Promise<SnapshotInfo> {
+    return this.#m.importSnapshot(manifest, opts);
   }
 
   async stats(): Promise<NodeStats> {

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import type { BlobStore } from '../blob/blob-store.js';
 import type { ForkdConfig } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import { SqliteStore } from '../store/sqlite-store.js';
@@ -59,6 +60,8 @@ export interface Node {
 export interface OpenNodeOptions {
   onEvent?: NodeEventSink;
   egressInterceptor?: EgressInterceptor;
+  /** Where snapshots are exported to and imported from (NodeService.exportSnapshot); none: those calls are refused. */
+  blobs?: BlobStore;
 }
 
 export async function openNode(config: ForkdConfig, logger: Logger, opts: OpenNodeOptions = {}): Promise<Node> {
@@ -122,6 +125,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
       quotas,
     },
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
+    ...(opts.blobs ? { blobs: opts.blobs } : {}),
   });
   await manager.recover();
   // Policy above the manager, through its public methods only.

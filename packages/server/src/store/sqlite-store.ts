@@ -48,6 +48,7 @@ const MIGRATIONS = [
    UPDATE templates SET id = name;
    ALTER TABLE sandboxes ADD COLUMN template_id TEXT;
    UPDATE sandboxes SET template_id = template;`,
+  `ALTER TABLE sandboxes ADD COLUMN base TEXT;`,
 ];
 
 interface TemplateRow {
@@ -109,6 +110,7 @@ interface SandboxRow {
   origin: string | null;
   idmap: number | null;
   network: string | null;
+  base: string | null;
 }
 
 function toRecord(r: SandboxRow): SandboxRecord {
@@ -131,6 +133,7 @@ function toRecord(r: SandboxRow): SandboxRecord {
     ...(r.origin ? { origin: JSON.parse(r.origin) } : {}),
     ...(r.idmap !== null ? { idmap: r.idmap } : {}),
     ...(r.network ? { network: JSON.parse(r.network) } : {}),
+    ...(r.base ? { base: r.base } : {}),
   };
 }
 
@@ -154,7 +157,7 @@ export class SqliteStore implements Store {
 
   async insertSandbox(rec: SandboxRecord): Promise<void> {
     this.#db
-      .prepare('INSERT INTO sandboxes (id, template, template_id, state, limits, env, metadata, created_at, error, forked_from, resume_from, policy, instance, lost, recovered, origin, idmap, network) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .prepare('INSERT INTO sandboxes (id, template, template_id, state, limits, env, metadata, created_at, error, forked_from, resume_from, policy, instance, lost, recovered, origin, idmap, network, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
       .run(
         rec.id,
         rec.template,
@@ -174,6 +177,7 @@ export class SqliteStore implements Store {
         json(rec.origin),
         rec.idmap ?? null,
         json(rec.network),
+        rec.base ?? null,
       );
   }
 

@@ -297,6 +297,7 @@ function fullSandbox(id: string): SandboxRecord {
     origin: { at: '2026-01-01T00:09:00.000Z', snapshot: 'snap-resume' },
     idmap: 231072,
     network: { mode: 'egress', allowOut: ['203.0.113.7'], denyOut: ['0.0.0.0/0'] },
+    base: 'template-parents/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0/base',
   });
 }
 

@@ -47,6 +47,14 @@ export interface SandboxRecord {
   idmap?: number | undefined;
   /** Its network mode and rules (absent: `none`); forks, restores and rewinds keep them. */
   network?: NetworkRules | undefined;
+  /**
+   * Storage key of the read-only volume its root descends from when that is
+   * not its template's: a sandbox imported from a blob store descends from
+   * the template received with it (`template-parents/…`, see
+   * node/transfer). Its snapshots are exported incrementally against it.
+   * Forks keep it.
+   */
+  base?: string | undefined;
 }
 
 export interface SandboxLoss {

@@ -8,6 +8,7 @@ import { loadConfig, type ForkdConfig } from '../shared/config.js';
 import { silentLogger, createLogger } from '../shared/logger.js';
 import { exec } from '../shared/exec.js';
 import { openNode, type Node } from '../node/node.js';
+import type { BlobStore } from '../blob/blob-store.js';
 import type { EgressInterceptor } from '../node/network/egress-interceptor.js';
 import type { NodeEventSink } from '../node/node-event.js';
 import { unmountPool } from '../node/storage/btrfs-pool.js';
@@ -88,7 +89,7 @@ export async function sweepStaleTestDirs(): Promise<void> {
 
 /** `config`: settings over the test defaults (the density bench's overcommit ratios); `poolSizeGb`: its loop pool's size (default 16). */
 export async function createTestNode(
-  opts: { verbose?: boolean; warmPool?: number; onEvent?: NodeEventSink; egressInterceptor?: EgressInterceptor; config?: Partial<ForkdConfig>; poolSizeGb?: number } = {},
+  opts: { verbose?: boolean; warmPool?: number; onEvent?: NodeEventSink; egressInterceptor?: EgressInterceptor; config?: Partial<ForkdConfig>; poolSizeGb?: number; blobs?: BlobStore } = {},
 ): Promise<TestNode> {
   await sweepStaleTestDirs();
   const dir = await mkdtemp(join(tmpdir(), 'forkd-test-'));
@@ -96,7 +97,7 @@ export async function createTestNode(
   const config = { ...base, warmPool: opts.warmPool ?? 0, ...opts.config, ...(opts.poolSizeGb ? { pool: { ...base.pool, sizeBytes: opts.poolSizeGb * 2 ** 30 } } : {}) };
   const rootfs = baseRootfsDir(config);
   if (!existsSync(join(rootfs, '.forkd-recipe'))) throw new Error(`no base root filesystem at ${rootfs}: run ./forkd setup first`);
-  const node = await openNode(config, opts.verbose ? createLogger('debug') : silentLogger, { ...(opts.onEvent ? { onEvent: opts.onEvent } : {}), ...(opts.egressInterceptor ? { egressInterceptor: opts.egressInterceptor } : {}) });
+  const node = await openNode(config, opts.verbose ? createLogger('debug') : silentLogger, { ...(opts.onEvent ? { onEvent: opts.onEvent } : {}), ...(opts.egressInterceptor ? { egressInterceptor: opts.egressInterceptor } : {}), ...(opts.blobs ? { blobs: opts.blobs } : {}) });
   await node.templates.importDir('base', rootfs);
   return {
     ...node,

@@ -133,6 +133,14 @@ export function fakeService(): NodeService & { created: unknown[]; calls: Array<
       if (i < 0) throw new ForkdError('NOT_FOUND', `template ${name} not found`);
       templates.splice(i, 1);
     },
+    exportSnapshot: async (snapId) => {
+      fake.calls.push(['exportSnapshot', snapId]);
+      return { manifest: `snapshots/${snapId}/manifest.json`, bytesUploaded: 0 };
+    },
+    importSnapshot: async (manifest) => {
+      fake.calls.push(['importSnapshot', manifest]);
+      throw new ForkdError('NOT_FOUND', `no manifest at ${manifest}`);
+    },
     stats: async () => ({ snapshots: 3, snapshotBytes: 4096, poolUsedBytes: 1 << 20, poolSizeBytes: 1 << 30, warmPoolHeld: 2, hotPaused: 1 }),
   };
   return fake;

@@ -9,6 +9,7 @@ import { TenantQuotas } from '../quota/tenant-quotas.js';
 import { AuthThrottle } from '../auth/auth-throttle.js';
 import { SqliteControlStore } from '../../store/sqlite-control-store.js';
 import { createApp } from './app.js';
+import { callerView } from './caller-view.js';
 import { fakeService, info, ndjson, testApp } from './app-test-kit.js';
 
 /* Tenancy and credentials through the API: owners before records, template names, keys, throttling, audit, proxy tokens. */
@@ -225,4 +226,15 @@ test('proxy tokens: shown once at creation, stored as SHA-256 only; the proxy ac
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test('snapshot export and import are the control plane\'s own: no caller reaches them, an admin key included', async () => {
+  const svc = fakeService();
+  const { control } = await testApp(svc);
+  for (const who of [{ keyId: 'k1', tenant: 'acme', admin: false }, { keyId: 'k2', tenant: 'default', admin: true }]) {
+    const view = callerView(svc, control, who);
+    await assert.rejects(view.exportSnapshot('snap-aaaaaaaaaaaa'), { code: 'PERMISSION_DENIED' });
+    await assert.rejects(view.importSnapshot('snapshots/snap-aaaaaaaaaaaa/manifest.json', { asSandbox: true }), { code: 'PERMISSION_DENIED' });
+  }
+  assert.deepEqual(svc.calls.filter(([op]) => op === 'exportSnapshot' || op === 'importSnapshot'), [], 'the node was never asked');
 });

@@ -260,6 +260,15 @@ export class TenantView implements NodeService {
     await this.#control.dropOwner('template', name);
   }
 
+  /** The control plane's own (migration, a lost node's restore), through the unscoped service: no tenant key reaches it, admin keys included. */
+  async exportSnapshot(): ReturnType<NodeService['exportSnapshot']> {
+    throw new ForkdError('PERMISSION_DENIED', 'snapshot export is not tenant-scoped');
+  }
+
+  async importSnapshot(): ReturnType<NodeService['importSnapshot']> {
+    throw new ForkdError('PERMISSION_DENIED', 'snapshot import is not tenant-scoped');
+  }
+
   /** Node-wide: only the admin-only metrics endpoint asks, through the unscoped service. */
   async stats(): ReturnType<NodeService['stats']> {
     throw new ForkdError('PERMISSION_DENIED', 'node statistics are not tenant-scoped');

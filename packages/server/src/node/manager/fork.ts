@@ -58,6 +58,8 @@ export async function forkSandboxes(c: ManagerContext, source: string, count: nu
           policy: freshLifetime(parent?.policy),
           // Its parent's network rules, as they are now.
           ...(parent?.network ? { network: parent.network } : {}),
+          // An imported parent's root descends from a received template: so does the fork's.
+          ...(parent?.base ? { base: parent.base } : {}),
         };
         await claim?.(rec.id);
         await c.store.insertSandbox(rec);

@@ -1,3 +1,4 @@
+import type { BlobStore } from '../../blob/blob-store.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Store } from '../../store/store.js';
 import type { SandboxSummary } from '../../store/observed-store.js';
@@ -46,4 +47,6 @@ export interface ManagerDeps {
   snapshotFiles?: SnapshotFiles;
   /** State, limits and id range of every sandbox, read by each create (default: a store listing; the node gives ObservedStore's, from memory). */
   summaries?: () => Promise<SandboxSummary[]>;
+  /** Where snapshots go when they leave the node (export/import, see node/transfer); none: those calls are FAILED_PRECONDITION. */
+  blobs?: BlobStore;
 }

@@ -60,9 +60,13 @@ export class SandboxInstances {
     return this.#d.storage.path(this.volumeOf(key));
   }
 
-  /** Host path of the template a sandbox was made from; undefined once that template was deleted (even if the name was reused). */
-  async templateRoot(r: Pick<SandboxRecord, 'template' | 'templateId'>): Promise<string | undefined> {
-    const volume = await this.#d.templates.volumeOf(r.template, r.templateId);
+  /**
+   * Host path of the template a sandbox was made from (for an imported one, the
+   * template received with it: SandboxRecord.base); undefined once that template
+   * was deleted (even if the name was reused).
+   */
+  async templateRoot(r: Pick<SandboxRecord, 'template' | 'templateId' | 'base'>): Promise<string | undefined> {
+    const volume = r.base ?? (await this.#d.templates.volumeOf(r.template, r.templateId));
     return volume === undefined ? undefined : this.#d.storage.path(volume);
   }
 

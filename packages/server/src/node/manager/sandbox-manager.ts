@@ -8,7 +8,7 @@ import {
   type WatchEvent,
   type SetNetworkRequest,
 } from '@forkd/protocol';
-import type { ClaimSandbox, ForkOptions, ForkTree, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SpawnOptions, WatchHandle } from '../../node-contract/node-types.js';
+import type { ClaimSandbox, ForkOptions, ForkTree, ImportSnapshotOptions, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SnapshotExport, SpawnOptions, WatchHandle } from '../../node-contract/node-types.js';
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
 import type { GuestClient } from '../guest/guest-client.js';
@@ -31,6 +31,9 @@ import { policySnapshot, setLifetime, timeOut } from './lifetime.js';
 import { setNetwork } from './network-rules.js';
 import { toInfo, toSnapshotInfo } from './sandbox-info.js';
 import { OwnerSlots } from '../network/owner-slots.js';
+import { TemplateTransfer } from '../transfer/template-transfer.js';
+import { exportSnapshot, type BlobTransfer } from './export-snapshot.js';
+import { importSnapshot } from './import-snapshot.js';
 
 /**
  * Port-proxy connections open at once, per sandbox and on the node: each is a
@@ -61,6 +64,7 @@ export class SandboxManager {
   readonly #activity = new Map<string, number>();
   readonly #activityListeners = new Set<(id: string) => void>();
   readonly #portSlots = new OwnerSlots({ total: MAX_PORT_CONNECTIONS, perOwner: MAX_PORT_CONNECTIONS_PER_SANDBOX });
+  readonly #transfer: BlobTransfer | undefined;
 
   constructor(deps: ManagerDeps) {
     this.#d = deps;
@@ -70,6 +74,7 @@ export class SandboxManager {
     this.#maxima = parts.maxima;
     this.#disk = parts.diskUse;
     this.#guestDeadline = parts.guestDeadlineMs;
+    this.#transfer = deps.blobs && { blobs: deps.blobs, templates: new TemplateTransfer(deps.storage, deps.blobs, deps.logger) };
   }
 
   get logger(): Logger {
@@ -257,8 +262,9 @@ export class SandboxManager {
     this.#d.logger.info('sandbox deleted', { sandbox: id });
   }
 
-  /** See start-up-check.ts. */
+  /** See start-up-check.ts; half-received templates go too. */
   async recover(): Promise<void> {
+    await this.#transfer?.templates.sweep();
     await checkAtStartUp({
       ...this.#ctx,
       pooled: () => this.#ctx.pool.held(),
@@ -326,6 +332,21 @@ export class SandboxManager {
   /** The fork tree below a sandbox: its snapshots and the sandboxes forked from them, recursively. */
   async tree(id: string): Promise<ForkTree> {
     return forkTree(this.#ctx, id);
+  }
+
+  /** A snapshot into the blob store (see export-snapshot.ts). */
+  exportSnapshot(snapId: string): Promise<SnapshotExport> {
+    return exportSnapshot(this.#ctx, this.#blobTransfer(), snapId);
+  }
+
+  /** A snapshot (with asSandbox: its sandbox, paused) from the blob store (see import-snapshot.ts). */
+  importSnapshot(manifest: string, opts: ImportSnapshotOptions = {}): Promise<SnapshotInfo> {
+    return importSnapshot(this.#ctx, this.#blobTransfer(), manifest, opts);
+  }
+
+  #blobTransfer(): BlobTransfer {
+    if (!this.#transfer) throw new ForkdError('FAILED_PRECONDITION', 'this node has no blob store (FORKD_BLOB_STORE)');
+    return this.#transfer;
   }
 
   /** Pinned snapshots are never thinned by the timeline policy (named ones start pinned). */

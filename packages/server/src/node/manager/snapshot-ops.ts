@@ -15,7 +15,7 @@ export function snapshotSandbox(c: ManagerContext, id: string, opts: { name?: st
 }
 
 /** The owner's lock, its place taken in the caller's turn (see SandboxLocks.exclusiveOf). */
-function underOwnerOf<T>(c: ManagerContext, snapId: string, fn: () => Promise<T>): Promise<T> {
+export function underOwnerOf<T>(c: ManagerContext, snapId: string, fn: () => Promise<T>): Promise<T> {
   return c.locks.exclusiveOf(
     c.snapshotRecord(snapId).then((s) => s.sandboxId),
     () => fn(),

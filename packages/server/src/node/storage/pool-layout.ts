@@ -20,4 +20,12 @@ export const poolLayout = {
   snapshots: 'snapshots',
   snapshot: (name: string): string => `snapshots/${name}`,
   snapshotRoot: (name: string): string => `snapshots/${name}/rootfs`,
+  /**
+   * Templates received from a blob store as the parent of imported snapshots
+   * (see node/transfer): `template-parents/<send uuid>/<name>`, a read-only
+   * volume whose received UUID is that uuid; `.tmp-*` directories are half-made.
+   */
+  templateParents: 'template-parents',
+  templateParentDir: (uuid: string): string => `template-parents/${uuid}`,
+  templateParent: (uuid: string, name: string): string => `template-parents/${uuid}/${name}`,
 } as const;
