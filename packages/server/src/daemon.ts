@@ -8,7 +8,7 @@ import { auditNodeEvents } from './control-plane/node-audit.js';
 import { privateDir, usePrivateUmask } from './shared/private-state.js';
 import type { NodeEventSink } from './node/node-event.js';
 import { listenNode, type RunningNodeServer } from './node-http/node-http-server.js';
-import { nodeToken, nodeTokenPath } from './node-http/node-token.js';
+import { nodeToken } from './node-http/node-token.js';
 import { NodeHttpClient } from './node-http/node-http-client.js';
 import { readFile } from 'node:fs/promises';
 import { ForkdError } from '@forkd/protocol';
@@ -125,7 +125,7 @@ export async function startNodeDaemon(config: ForkdConfig, logger: Logger, progr
   const node = await openSetUpNode(config, logger, progress, host.baseRootfs, (e) => logger.info('sandbox event', { ...e }));
   let server: RunningNodeServer;
   try {
-    server = await listenNode({ node: node.service, token: await nodeToken(config.stateDir), logger }, config.host, config.port);
+    server = await listenNode({ node: node.service, token: await nodeToken(config.nodeTokenFile), logger }, config.host, config.port);
   } catch (err) {
     await node.close();
     throw err;
@@ -134,7 +134,7 @@ export async function startNodeDaemon(config: ForkdConfig, logger: Logger, progr
   return {
     node,
     server,
-    tokenPath: nodeTokenPath(config.stateDir),
+    tokenPath: config.nodeTokenFile,
     async close() {
       await server.close();
       await node.close();

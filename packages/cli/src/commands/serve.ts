@@ -16,8 +16,8 @@ Options:
       --host H   address to listen on (default $FORKD_HOST or 127.0.0.1)
       --role R   all: the API and the node in one process (default $FORKD_ROLE or all);
                  node: only the node, serving the node contract under /node/v1 to a
-                 control plane elsewhere, authenticated by the token in
-                 <state dir>/node.token (made at first start, root only);
+                 control plane elsewhere, authenticated by the token in $FORKD_NODE_TOKEN_FILE
+                 (default <state dir>/node.token, made at first start, root only);
                  control-plane: only the API, over the node at --node
       --node URL the node of role control-plane (default $FORKD_NODE_URL); its token is
                  read from $FORKD_NODE_TOKEN_FILE (default <state dir>/node.token)

@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-/** Where `forkd serve --role node` keeps the secret its control plane presents. */
+/** Where `forkd serve --role node` keeps the secret its control plane presents, unless FORKD_NODE_TOKEN_FILE names another file. */
 export function nodeTokenPath(stateDir: string): string {
   return join(stateDir, 'node.token');
 }
@@ -10,10 +10,12 @@ export function nodeTokenPath(stateDir: string): string {
 /**
  * The node's token: made at first start (256 random bits, a root-only file
  * in the private state dir), the same on every later start so a control
- * plane configured with it keeps working across restarts.
+ * plane configured with it keeps working across restarts. A file that is
+ * already there is used as it is: nodes given one token (a Kubernetes
+ * Secret) answer a control plane that discovers them with that token.
  */
-export function nodeToken(stateDir: string): Promise<string> {
-  return persistentToken(nodeTokenPath(stateDir), 'fnt_');
+export function nodeToken(file: string): Promise<string> {
+  return persistentToken(file, 'fnt_');
 }
 
 /** A secret kept in a root-only file: read when there, else made (256 random bits after `prefix`) and written once. */

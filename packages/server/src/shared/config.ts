@@ -17,7 +17,7 @@ export interface ForkdConfig {
   role: ServeRole;
   /** Role `control-plane`: the node's URL (FORKD_NODE_URL, `--node`). */
   nodeUrl?: string | undefined;
-  /** Role `control-plane`: the file holding the node's token (FORKD_NODE_TOKEN_FILE, default <state dir>/node.token). */
+  /** The file holding the node's token (FORKD_NODE_TOKEN_FILE, default <state dir>/node.token): role `node` answers it (made there when missing), role `control-plane` presents it. */
   nodeTokenFile: string;
   /** Fleet membership and node deadlines (shared/fleet-config.ts). */
   fleet: FleetConfig;

@@ -23,6 +23,9 @@ function mintKey(format: 'forkd' | 'e2b'): string {
   return `${format === 'e2b' ? 'e2b_' : 'forkd_'}${randomBytes(20).toString('hex')}`;
 }
 
+/** What mintKey makes for an admin: the only shape of key ensureAdminKey adopts. */
+const ADMIN_KEY_SHAPE = /^forkd_[0-9a-f]{40}$/;
+
 export function keyInfo(k: KeyRecord): KeyInfo {
   return { id: k.id, tenant: k.tenant, prefix: k.prefix, ...(k.name ? { name: k.name } : {}), admin: k.admin, createdAt: k.createdAt, ...(k.revokedAt ? { revokedAt: k.revokedAt } : {}) };
 }
@@ -92,19 +95,38 @@ export class ApiKeys {
   /**
    * The machine's admin key, kept in a root-only file so the CLI on the same
    * host works without configuration. Made once; made again only if its file
-   * is gone or the key was revoked.
+   * is gone or the key was revoked. A well-formed key in the file that this
+   * database has never seen is adopted: the operator gave every replica the
+   * same one (a Kubernetes Secret), and each would otherwise mint its own.
    */
   async ensureAdminKey(file: string): Promise<string> {
     const existing = (await readFile(file, 'utf8').catch(() => '')).trim();
     if (existing) {
       const k = await this.#store.keyByHash(hashKey(existing));
       if (k && !k.revokedAt && k.admin) return existing;
+      if (!k && ADMIN_KEY_SHAPE.test(existing) && (await this.#adopt(existing))) return existing;
     }
     const { key } = await this.create({ format: 'forkd', name: 'admin (forkd setup)', admin: true }, undefined);
     await writeFile(`${file}.tmp`, `${key}\n`, { mode: 0o600 });
     await chmod(`${file}.tmp`, 0o600);
     await rename(`${file}.tmp`, file);
     return key;
+  }
+
+  /** Records `key` as an admin key; true also when another replica starting at once recorded it first. */
+  async #adopt(key: string): Promise<boolean> {
+    const rec: KeyRecord = {
+      id: `key-${randomBytes(6).toString('hex')}`,
+      tenant: DEFAULT_TENANT,
+      hash: hashKey(key),
+      prefix: key.slice(0, key.indexOf('_') + 5),
+      name: 'admin (state dir)',
+      admin: true,
+      createdAt: new Date().toISOString(),
+    };
+    await this.#store.insertKey(rec).catch(() => undefined);
+    const k = await this.#store.keyByHash(rec.hash);
+    return !!k && k.admin && !k.revokedAt;
   }
 }
 
