@@ -13,7 +13,7 @@ import { cgroupVersion } from '../node/cgroups/cgroups.js';
 export type Progress = (event: { step: string; detail?: string; done?: boolean; ms?: number }) => void;
 
 /** Host packages forkd drives (criu comes from a private root: see ensureCriu). */
-const PACKAGES = ['btrfs-progs', 'debootstrap', 'runc', 'patchelf', 'iproute2', 'nftables', 'gcc', 'libc6-dev', 'make', 'util-linux', 'procps', 'e2fsprogs', 'openssl'];
+export const PACKAGES = ['btrfs-progs', 'debootstrap', 'runc', 'patchelf', 'iproute2', 'nftables', 'gcc', 'libc6-dev', 'make', 'util-linux', 'procps', 'e2fsprogs', 'openssl'];
 
 /**
  * umask of the tools that build root filesystems sandboxes will run on
