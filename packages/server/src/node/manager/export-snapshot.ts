@@ -4,6 +4,7 @@ import { writeChunked } from '../../blob/chunked.js';
 import type { SnapshotExport } from '../../node-contract/node-types.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
 import { sendStream } from '../transfer/btrfs-stream.js';
+import { bothOrThrow } from '../transfer/both-or-throw.js';
 import { uploadImages } from '../transfer/image-transfer.js';
 import type { TemplateTransfer } from '../transfer/template-transfer.js';
 import { encodeManifest, transferKeys, type SnapshotManifest, type TemplateRef } from '../transfer/transfer-manifest.js';
@@ -37,8 +38,11 @@ export function exportSnapshot(c: ManagerContext, t: BlobTransfer, snapId: strin
     const t0 = performance.now();
     const base = await baseOf(c, r);
     const tpl = base ? await t.templates.export(base.key, base.name, base.id) : undefined;
-    const rootfs = await writeChunked(t.blobs, sendStream(c.storage.path(c.files.rootfsKey(snapId)), base ? c.storage.path(base.key) : undefined));
-    const images = await uploadImages(t.blobs, c.files.memoryDir(snapId));
+    // At once: one is mostly btrfs and the disk, the other hashing here; both wait on the store's writes.
+    const [rootfs, images] = await bothOrThrow(
+      writeChunked(t.blobs, sendStream(c.storage.path(c.files.rootfsKey(snapId)), base ? c.storage.path(base.key) : undefined), { concurrency: 8 }),
+      uploadImages(t.blobs, c.files.memoryDir(snapId)),
+    );
     const body = encodeManifest(manifestOf(s, r, tpl?.ref, rootfs.object, images.images));
     await t.blobs.put(key, body);
     const bytesUploaded = (tpl?.bytesUploaded ?? 0) + rootfs.bytesUploaded + images.bytesUploaded + body.length;

@@ -76,7 +76,7 @@ describe('snapshot export and import (real Btrfs send/receive, CRIU)', { skip: !
 
   /** A running sandbox on `n` with a file and a counter that jumped (a change only its memory holds). */
   async function sandboxWithState(n: TestNode): Promise<string> {
-    const id = (await n.manager.create({ memoryMb: 256, env: { KEPT: 'env' } })).id;
+    const id = (await n.manager.create({ memoryMb: 256, diskMb: 300, env: { KEPT: 'env' } })).id;
     await run(n.manager, id, 'echo kept > /root/file.txt');
     (await n.manager.spawn(id, { argv: JUMPING_COUNTER, tag: 'counter' })).process.detach();
     await waitFor(async () => (await count(n, id)) > 5, 10_000, 'counter to start');
@@ -97,6 +97,7 @@ describe('snapshot export and import (real Btrfs send/receive, CRIU)', { skip: !
     console.log(`first export (template included): ${mb(ex.bytesUploaded)} uploaded in ${Math.round(exportMs)} ms`);
     assert.equal((await blobs.keys('templates/')).filter((k) => /^templates\/base\/[0-9a-f-]{36}\/manifest\.json$/.test(k)).length, 1, 'the template went to the store once, whole');
     assert.deepEqual(await a.service.exportSnapshot(snapId), { manifest: ex.manifest, bytesUploaded: 0 }, 'an exported snapshot is not exported again');
+    await assert.rejects(a.service.importSnapshot(ex.manifest, { asSandbox: true }), code('ALREADY_EXISTS'), 'not over the sandbox it came from');
     await a.manager.delete(id);
 
     const info = await b.service.importSnapshot(ex.manifest, { asSandbox: true });
@@ -109,6 +110,7 @@ describe('snapshot export and import (real Btrfs send/receive, CRIU)', { skip: !
     assert.equal(resumed.state, 'running');
     assert.equal((await run(b.manager, id, ['cat', '/root/file.txt'])).stdout, 'kept\n');
     assert.equal((await run(b.manager, id, 'echo $KEPT')).stdout, 'env\n');
+    await waitFor(async () => (await b.manager.metrics(id)).diskQuotaBytes === 300 * MB, 10_000, 'its disk quota on B');
     const c0 = await count(b, id);
     assert.ok(c0 > JUMPED, `the counter's memory came back (${c0})`);
     await waitFor(async () => (await count(b, id)) > c0 + 5, 5000, 'the restored counter to go on');

@@ -23,7 +23,7 @@ export async function uploadImages(blobs: BlobStore, dir: string): Promise<{ ima
   let bytesUploaded = 0;
   for (const name of (await readdir(dir)).sort()) {
     if (name.startsWith('.') || !(await lstat(join(dir, name))).isFile()) continue;
-    const up = await writeChunked(blobs, createReadStream(join(dir, name)));
+    const up = await writeChunked(blobs, createReadStream(join(dir, name), { highWaterMark: 1 << 20 }), { concurrency: 8 });
     images.push({ name, object: up.object });
     bytesUploaded += up.bytesUploaded;
   }
