@@ -13,7 +13,10 @@ if [ "$unit_only" = 0 ]; then
   fi
   ./forkd setup
 else
-  [ -f node_modules/.package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error
+  # A lock file newer than the install (a dependency added since) installs again, as ./forkd does.
+  if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
   npx tsc -b && make -s -C packages/host-tools
 fi
 mapfile -t files < <(find packages/*/dist -name '*.test.js' | sort)
