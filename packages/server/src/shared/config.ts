@@ -3,6 +3,7 @@ import type { EffectiveTenantLimits } from '@forkd/protocol';
 import { fileURLToPath } from 'node:url';
 import { cidrListError } from './cidr.js';
 import { fleetConfig, type FleetConfig } from './fleet-config.js';
+import { parseBlobStoreConfig, type BlobStoreConfig } from '../blob/blob-store-config.js';
 
 /**
  * What `forkd serve` runs: `all`, the control plane and the node in one
@@ -107,6 +108,12 @@ export interface ForkdConfig {
   diskOvercommit: number;
   /** Btrfs quota mode (FORKD_QUOTA_MODE): `auto` (default) simple quotas where the kernel has them (≥ 6.7), else full qgroups; `full`: full qgroups. */
   quotaMode: 'auto' | 'full';
+  /**
+   * Where snapshots go when they leave the node (FORKD_BLOB_STORE, default
+   * `dir:<state dir>/blobs`; see blob/blob-store-config.ts). S3 credentials
+   * are not here: they are read from the environment when the store opens.
+   */
+  blobStore: BlobStoreConfig;
   /** The E2B-compatible control-plane API's port (FORKD_E2B_API_PORT, default 3000; 0 or `off`: not served). */
   e2bApiPort: number | null;
   /** The E2B-compatible envd gateway's port (FORKD_E2B_ENVD_PORT, default 49983; 0 or `off`: not served). */
@@ -219,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     poolMinFreePct: limit(env.FORKD_POOL_MIN_FREE_PCT, 'FORKD_POOL_MIN_FREE_PCT') ?? 5,
     diskOvercommit: env.FORKD_DISK_OVERCOMMIT === '0' ? 0 : (positive(env.FORKD_DISK_OVERCOMMIT, 'FORKD_DISK_OVERCOMMIT') ?? 8),
     quotaMode: quotaMode(env.FORKD_QUOTA_MODE),
+    blobStore: parseBlobStoreConfig(env.FORKD_BLOB_STORE || `dir:${join(stateDir, 'blobs')}`),
     e2bApiPort: optionalPort(env.FORKD_E2B_API_PORT, 3000, 'FORKD_E2B_API_PORT'),
     e2bEnvdPort: optionalPort(env.FORKD_E2B_ENVD_PORT, 49983, 'FORKD_E2B_ENVD_PORT'),
     ...overrides,
