@@ -11,6 +11,7 @@ import { BtrfsStorage } from './storage/btrfs-storage.js';
 import { btrfsQuotas, type DiskQuotas } from './storage/disk-quota.js';
 import { enableQuotas } from './storage/quota-mode.js';
 import { QuotaKeeper } from './storage/quota-keeper.js';
+import { LineageSweeper } from './storage/lineage-sweeper.js';
 import type { Storage } from './storage/storage.js';
 
 /** A storage driver, opened: its Storage and what it offers besides (disk quotas and their upkeep, if it has them). */
@@ -19,6 +20,8 @@ export interface OpenedStorage {
   quotas?: DiskQuotas | undefined;
   /** Started; the node stops it at close. */
   quotaKeeper?: QuotaKeeper | undefined;
+  /** Simple quotas' upkeep: the node stops it at close. */
+  lineageSweeper?: LineageSweeper | undefined;
 }
 
 type StorageDriver = (config: ForkdConfig, logger: Logger) => Promise<OpenedStorage>;
@@ -35,9 +38,12 @@ const STORAGES: Record<string, StorageDriver> = {
     await ensurePool(config.pool, (m) => logger.info(m));
     const q = await enableQuotas(config.pool.mountPoint, config.quotaMode);
     logger.info(`disk quotas on: Btrfs ${q.mode === 'simple' ? 'simple quotas' : 'full qgroups'}`, { mode: q.mode, newlyEnabled: q.enabled, migratedFromFull: q.migrated, rescanMs: Math.round(q.rescanMs) });
-    const storage = new BtrfsStorage(config.pool.mountPoint);
     const quotas = btrfsQuotas(config.pool.mountPoint, q.mode);
-    if (q.mode === 'simple') return { storage, quotas };
+    if (q.mode === 'simple') {
+      const lineageSweeper = new LineageSweeper(config.pool.mountPoint, logger);
+      return { storage: new BtrfsStorage(config.pool.mountPoint, { onRemove: () => lineageSweeper.removed() }), quotas, lineageSweeper };
+    }
+    const storage = new BtrfsStorage(config.pool.mountPoint);
     const quotaKeeper = new QuotaKeeper(config.pool.mountPoint, logger);
     quotaKeeper.start();
     return { storage, quotas, quotaKeeper };

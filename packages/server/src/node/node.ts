@@ -81,7 +81,7 @@ export async function openNode(config: ForkdConfig, logger: Logger, opts: OpenNo
 
 async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOptions, lock: NodeLock): Promise<Node> {
   await tightenPrivateState({ stateDir: config.stateDir, runDir: config.runDir, cacheDir: config.cacheDir, poolMountPoint: config.pool.mountPoint });
-  const { storage, quotas, quotaKeeper } = await openStorage(config, logger);
+  const { storage, quotas, quotaKeeper, lineageSweeper } = await openStorage(config, logger);
   await openStagingDir(config.stagingDir, (m) => logger.warn(m));
   const forwarding = await uplinkForwardingWarning();
   if (forwarding) logger.warn(forwarding);
@@ -153,6 +153,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
     async close() {
       scheduler?.stop();
       await quotaKeeper?.stop();
+      await lineageSweeper?.stop();
       await manager.close();
       await network.close();
       await store.close();

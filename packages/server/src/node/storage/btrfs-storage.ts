@@ -21,8 +21,12 @@ export const SUBVOL_TOOL = join(REPO_ROOT, 'packages/host-tools/build/forkd-subv
 export class BtrfsStorage implements Storage {
   readonly #root: string;
 
-  constructor(root: string) {
+  readonly #onRemove: (() => void) | undefined;
+
+  /** `onRemove`: told after each volume removed (simple quotas sweep the lineage groups left empty, see LineageSweeper). */
+  constructor(root: string, opts: { onRemove?: () => void } = {}) {
     this.#root = root;
+    this.#onRemove = opts.onRemove;
   }
 
   path(key: string): string {
@@ -114,6 +118,7 @@ export class BtrfsStorage implements Storage {
       if (/Not a Btrfs subvolume|not a subvolume/i.test(r.stderr)) await rm(p, { recursive: true, force: true });
       else throw new ForkdError('INTERNAL', `btrfs subvolume delete failed: ${r.stderr.trim()}`, { cmd: `btrfs subvolume delete ${p}`, exitCode: r.code, stderrTail: r.stderr.slice(-4000) });
     }
+    this.#onRemove?.();
   }
 
   /**
