@@ -5,7 +5,14 @@
  * snapshot and fork, whatever its range). Nothing walks the tree.
  * forkd-idmap --check: exits 0 when the kernel can make such a mount here.
  * With --bind FROM TO it also bind-mounts FROM on TO (a restore's images,
- * next to the root): one process instead of two at every restore. */
+ * next to the root): one process instead of two at every restore.
+ * With `-- PROG ARGS...` after them, the mounts are made in a new private
+ * mount namespace of this process, which then runs PROG: a container
+ * runtime (runc run/restore) then sees the sandbox's root while the host's
+ * mount table never holds it. Every tool that reads the whole table (runc,
+ * CRIU and systemd read /proc/self/mountinfo per operation) would otherwise
+ * pay for every sandbox on the host at each sandbox's start. The container
+ * keeps its own copy of the root's mount after PROG exits. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -107,21 +114,43 @@ static int number(const char *s, unsigned long *out)
     return 0;
 }
 
+/* A mount namespace of this process's own, whose mounts propagate nowhere
+ * (nor do the host's later ones into it). */
+static int private_namespace(void)
+{
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+        perror("forkd-idmap: private mount namespace");
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     unsigned long host, count;
     if (argc == 3 && strcmp(argv[1], "--check") == 0)
         return idmap(argv[2], NULL, 100000, 65536);
-    int bind = argc == 8 && strcmp(argv[5], "--bind") == 0;
-    if ((argc != 5 && !bind) || number(argv[3], &host) || number(argv[4], &count) || !count || host + count > UINT32_MAX) {
-        fprintf(stderr, "usage: forkd-idmap SRC DST HOSTID COUNT [--bind FROM TO] | forkd-idmap --check DIR\n");
+    /* The mount arguments end at "--" (then PROG follows) or at argv's end. */
+    int end = 1;
+    while (end < argc && strcmp(argv[end], "--") != 0)
+        end++;
+    int run = end < argc - 1;
+    int bind = end == 8 && strcmp(argv[5], "--bind") == 0;
+    if ((end != 5 && !bind) || (end < argc && !run) || number(argv[3], &host) || number(argv[4], &count) || !count || host + count > UINT32_MAX) {
+        fprintf(stderr, "usage: forkd-idmap SRC DST HOSTID COUNT [--bind FROM TO] [-- PROG ARGS...] | forkd-idmap --check DIR\n");
         return 2;
     }
+    if (run && private_namespace() < 0)
+        return 1;
     if (idmap(argv[1], argv[2], host, count) != 0)
         return 1;
     if (bind && mount(argv[6], argv[7], NULL, MS_BIND, NULL) < 0) {
         perror("forkd-idmap: bind");
         return 1;
     }
-    return 0;
+    if (!run)
+        return 0;
+    execvp(argv[end + 1], argv + end + 1);
+    perror("forkd-idmap: exec");
+    return 127;
 }

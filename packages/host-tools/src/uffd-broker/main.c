@@ -65,23 +65,33 @@ int main(int argc, char **argv) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   alarm(BROKER_DEADLINE_S);
   const char *path = argv[1];
+  const char *slash = strrchr(path, '/');
   char *end;
   errno = 0;
   unsigned long uid = strtoul(argv[2], &end, 10);
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  char tmp[sizeof(sa.sun_path)];
-  if (errno || *end || uid > 0xfffffffeUL || snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+  char dir[4096], tmp[sizeof(sa.sun_path)], name[sizeof(sa.sun_path)];
+  if (errno || *end || uid > 0xfffffffeUL || !slash || slash == path || (size_t)(slash - path) >= sizeof(dir) ||
+      snprintf(tmp, sizeof(tmp), "%s.tmp", slash + 1) >= (int)sizeof(tmp) || snprintf(name, sizeof(name), "%s", slash + 1) >= (int)sizeof(name)) {
     fprintf(stderr, "forkd-uffd-broker: bad arguments\n");
     return 2;
   }
-  strcpy(sa.sun_path, tmp);
+  memcpy(dir, path, (size_t)(slash - path));
+  dir[slash - path] = 0;
+  // Bound through a descriptor of its directory: the images directory's path may be longer than sun_path.
+  int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0 || snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dfd, tmp) >= (int)sizeof(sa.sun_path)) {
+    perror("forkd-uffd-broker: images directory");
+    return 1;
+  }
   int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  unlink(tmp);
+  unlinkat(dfd, tmp, 0);
   umask(077);
   // Listening before it has its name: a restore that sees the name can connect.
-  if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chown(tmp, (uid_t)uid, 0) != 0 || listen(lfd, 64) != 0 || rename(tmp, path) != 0) {
+  if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || fchownat(dfd, tmp, (uid_t)uid, 0, AT_SYMLINK_NOFOLLOW) != 0 || listen(lfd, 64) != 0 ||
+      renameat(dfd, tmp, dfd, name) != 0) {
     perror("forkd-uffd-broker");
-    unlink(tmp);
+    unlinkat(dfd, tmp, 0);
     return 1;
   }
   for (;;) {

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { api, execHttp } from '../testing/http-client.js';
 import { startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
 import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
+import { NetnsHolder } from '../node/network/netns-holder.js';
 import { waitFor } from '../testing/helpers.js';
 
 /** A WebSocket echo server in plain Python (the base template has no websocket library). */
@@ -115,5 +116,17 @@ describe('port proxy (real daemon)', { skip: !isRoot && 'needs root' }, () => {
     assert.equal((await get(daemon.url, `/sandboxes/${fork.id}/ports/8000/hello.txt`, { 'x-forkd-token': token })).status, 401);
     assert.equal((await get(daemon.url, `/sandboxes/${fork.id}/ports/8000/hello.txt`, { 'x-forkd-token': fork.proxyToken })).body, 'hello-from-sandbox\n');
     await api(daemon, 'DELETE', `/v1/sandboxes/${fork.id}`);
+  });
+
+  test('the network namespaces\' holder killed with the daemon: after the restart its processes\' namespace is held again, the proxy reaches it', async () => {
+    const holder = new NetnsHolder(join(cfg.config.runDir, 'netns'));
+    const pid = holder.pid;
+    assert.ok(pid > 0, 'a holder runs');
+    await stopDaemonProcess(daemon, 'SIGKILL');
+    process.kill(pid, 'SIGKILL');
+    daemon = await startDaemonProcess({ ...cfg.env, FORKD_PROXY_DOMAIN: 'sbx.test' });
+    assert.notEqual(holder.pid, pid);
+    assert.equal((await get(daemon.url, `/sandboxes/${id}/ports/8000/hello.txt`, { 'x-forkd-token': token })).body, 'hello-from-sandbox\n');
+    assert.match(daemon.log(), /network namespace held again/);
   });
 });

@@ -49,6 +49,10 @@ export class FakeNetwork implements Network {
     return this.path(id);
   }
 
+  async held(id: string): Promise<boolean> {
+    return this.namespaces.has(id);
+  }
+
   /** As NetnsNetwork: `egress` has the instance's veth, `none` loopback only. */
   async #apply(id: string, rules: NetworkRules): Promise<void> {
     if (rules.mode === 'none' && !this.#veths.has(id)) return;

@@ -47,5 +47,6 @@ export async function killAllSandboxProcesses(cgroupParent: string): Promise<voi
 export async function forgetRuntimeState(config: ForkdConfig): Promise<void> {
   const netns = new NetnsNetwork(join(config.runDir, 'netns'));
   for (const id of await netns.list()) await netns.release(id);
+  await netns.endHolder();
   await rm(join(config.runDir, 'runc'), { recursive: true, force: true });
 }

@@ -3,6 +3,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rename, rm, rmdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { NetnsNetwork } from '../node/network/netns-network.js';
+import { heldMounts } from '../node/network/netns-holder.js';
 import { join } from 'node:path';
 import { loadConfig, type ForkdConfig } from '../shared/config.js';
 import { silentLogger, createLogger } from '../shared/logger.js';
@@ -122,6 +123,7 @@ export async function disposeNodeDir(node: Node | undefined, dir: string, config
   const netns = new NetnsNetwork(join(config.runDir, 'netns'), config.net);
   for (const id of await netns.list()) await netns.release(id);
   await netns.dropTable();
+  await netns.endHolder();
   // Mounts a killed daemon left under the dir (the runtime's views of sandbox roots): rm must never walk through one.
   for (const m of await mountsUnder(config.runDir)) await exec('umount', ['--lazy', m], { allowFailure: true });
   await unmountPool(config.pool);
@@ -130,8 +132,8 @@ export async function disposeNodeDir(node: Node | undefined, dir: string, config
   await rm(dir, { recursive: true, force: true });
 }
 
-/** Mount points strictly below `dir`, deepest first. */
-async function mountsUnder(dir: string): Promise<string[]> {
+/** Mount points strictly below `dir` in the host's mount namespace, deepest first. */
+export async function mountsUnder(dir: string): Promise<string[]> {
   const info = await readFile('/proc/self/mountinfo', 'utf8');
   const targets = info.split('\n').map((l) => (l.split(' ')[4] ?? '').replace(/\\040/g, ' ')).filter((t) => t.startsWith(`${dir}/`));
   return [...new Set(targets)].sort((a, b) => b.length - a.length);
@@ -157,7 +159,7 @@ export async function hostFootprint(node: Node, cgroupParent: string): Promise<{
     .filter((l) => {
       const target = l.split(' ')[4] ?? '';
       return roots.some((r) => target.startsWith(r)) || / - nsfs /.test(l);
-    }).length;
+    }).length + (await heldMounts(join(node.config.runDir, 'netns'))).length;
   const sub = await exec('btrfs', ['subvolume', 'list', '-o', node.config.pool.mountPoint], { allowFailure: true });
   const subvolumes = sub.stdout.split('\n').filter((l) => l.includes('sandboxes/')).length;
   let cgroups = 0;
@@ -215,8 +217,9 @@ export async function orphans(node: Node): Promise<string[]> {
   extra('snapshot dir', dirs, snapIds);
   missing('snapshot dir', snapIds, dirs);
   for (const n of await readdir(node.config.stagingDir).catch(() => [] as string[])) found.push(`staging dir ${n}`);
-  // Network namespaces only: a sandbox in a user namespace also has its idmapped root mounted under roots/.
-  const netnsMounts = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => (l.split(' ')[4] ?? '').startsWith(`${node.config.runDir}/netns/`)).length;
+  // Held in the holder's mount namespace; the host's holds none of a sandbox's (neither namespace nor root).
+  const netnsMounts = (await heldMounts(join(node.config.runDir, 'netns'))).length;
   if (netnsMounts !== running.size + pooled.size) found.push(`${netnsMounts} namespace mounts for ${running.size + pooled.size} running instances`);
+  for (const m of await mountsUnder(node.config.runDir)) found.push(`host mount ${m}`);
   return found;
 }

@@ -1,4 +1,4 @@
-import { ForkdError, Limits, type NetworkRules } from '@forkd/protocol';
+import { ForkdError, Limits, LOOPBACK_ONLY, type NetworkRules } from '@forkd/protocol';
 import type { Network } from '../network/network.js';
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
@@ -193,6 +193,13 @@ export class SandboxInstances {
   /** A running instance's network, as `rules` say from the next connection on. */
   async setNetwork(key: string, rules: NetworkRules): Promise<void> {
     await this.#d.network.setRules(key, rules);
+  }
+
+  /** A running instance whose network namespace is no longer held (see Network.held) has it adopted again from its init (`pid`). */
+  async reholdNetwork(key: string, pid: number, rules: NetworkRules | undefined): Promise<boolean> {
+    if (await this.#d.network.held(key)) return false;
+    await this.#d.network.adopt(key, pid, rules ?? LOOPBACK_ONLY);
+    return true;
   }
 
   /** The agent answers (see GuestTransport.waitAgent); the root's exact quota is set from then on. */

@@ -1,6 +1,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createTestNode, hostFootprint, isRoot, type TestNode } from '../../testing/test-node.js';
+import { join } from 'node:path';
+import { createTestNode, hostFootprint, isRoot, mountsUnder, type TestNode } from '../../testing/test-node.js';
+import { heldMounts } from '../network/netns-holder.js';
 import { run } from '../../testing/helpers.js';
 
 describe('many sandboxes', { skip: !isRoot && 'needs root' }, () => {
@@ -19,6 +21,10 @@ describe('many sandboxes', { skip: !isRoot && 'needs root' }, () => {
     const during = await hostFootprint(node, node.config.cgroupParent);
     assert.equal(during.containers, before.containers + 50);
     assert.equal(during.guests, before.guests + 50);
+    // The host's mount table holds none of theirs (runc and CRIU read it whole per operation): roots are
+    // runc's own, network namespaces the holder's.
+    assert.deepEqual(await mountsUnder(node.config.runDir), []);
+    assert.equal((await heldMounts(join(node.config.runDir, 'netns'))).length, 50);
     const outs = await Promise.all(ids.map((id) => run(node.manager, id, ['hostname'])));
     assert.deepEqual(
       outs.map((o) => o.stdout.trim()),

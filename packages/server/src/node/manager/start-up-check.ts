@@ -85,6 +85,8 @@ async function checkOne(c: StartUpContext, r: SandboxRecord, lost: SandboxRecord
     if (ok) ok = await c.guests.at(key).info().then(() => true, () => false);
     // A root from before quotas, or left with its start headroom by a crash, gets its exact limit.
     if (ok) await c.space.apply(c.instances.rootfsOf(key), await c.instances.templateRoot(r), r.limits.diskMb).catch((err: unknown) => c.logger.warn('disk quota not applied', { sandbox: r.id, error: String(err) }));
+    // Its namespace's holder lost (killed): the sandbox's own processes still have it.
+    if (ok && st.pid > 0) await c.instances.reholdNetwork(key, st.pid, r.network).then((again) => again && c.logger.warn('network namespace held again', { sandbox: r.id }), (err: unknown) => c.logger.warn('network namespace not held again', { sandbox: r.id, error: String(err) }));
     // Its network as recorded, again: the kernel keeps it across a daemon restart, but forkd's table may have
     // been removed meanwhile (a host firewall reload), and a crash mid-change leaves the record ahead.
     if (ok && r.network) await c.instances.setNetwork(key, r.network).catch((err: unknown) => c.logger.warn('network rules not applied', { sandbox: r.id, error: String(err) }));

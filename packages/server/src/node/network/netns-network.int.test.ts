@@ -73,6 +73,7 @@ networkConformance(
       async close() {
         for (const id of await network.list()) await network.release(id);
         await network.dropTable();
+        await network.endHolder();
         await network.close();
         await rm(dir, { recursive: true, force: true });
       },

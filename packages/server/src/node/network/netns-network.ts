@@ -1,11 +1,12 @@
 import { mkdir, readdir, rm, statfs, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { exec, spawnStream } from '../../shared/exec.js';
 import { REPO_ROOT } from '../../shared/config.js';
 import type { NetworkRules } from '@forkd/protocol';
 import type { Network, PortConnection, VethEnds } from './network.js';
 import { Egress, SANDBOX_IF, type EgressOptions } from './egress.js';
 import { EgressServices, type EgressServicesOptions } from './egress-services.js';
+import { NetnsHolder } from './netns-holder.js';
 
 /** A node's egress settings (see ForkdConfig.net): table, names, addresses, and its resolver's and proxy's. */
 export type NetnsEgressOptions = Partial<Omit<EgressOptions, 'dir' | 'services'>> & Partial<Omit<EgressServicesOptions, 'table'>>;
@@ -17,16 +18,19 @@ const NSFS_MAGIC = 0x6e736673;
 
 /**
  * One persistent network namespace per sandbox, bind-mounted at
- * `<dir>/<id>`, with loopback up; an `egress` sandbox's also has the
- * sandbox end of a veth pair (see Egress).
+ * `<dir>/<id>` in the holder's mount namespace (see NetnsHolder; `path`
+ * reaches it from the host), with loopback up; an `egress` sandbox's also
+ * has the sandbox end of a veth pair (see Egress).
  */
 export class NetnsNetwork implements Network {
   readonly #dir: string;
   readonly #egress: Egress;
+  readonly #holder: NetnsHolder;
   readonly services: EgressServices;
 
   constructor(dir: string, egress: NetnsEgressOptions = {}) {
     this.#dir = dir;
+    this.#holder = new NetnsHolder(dir);
     const table = egress.table ?? 'forkd';
     this.services = new EgressServices({ table, ports: egress.ports ?? { dns: 0, http: 0, tls: 0 }, upstream: egress.upstream, interceptor: egress.interceptor, extraCaFile: egress.extraCaFile, operatorAllow: egress.operatorAllow, servicePorts: egress.servicePorts, ...(egress.onDecision ? { onDecision: egress.onDecision } : {}) });
     this.#egress = new Egress({ dir: join(dir, '.egress'), table, ifPrefix: egress.ifPrefix ?? 'fkv', hostNet: egress.hostNet ?? '10.254', services: this.services });
@@ -37,30 +41,38 @@ export class NetnsNetwork implements Network {
     return this.services.close();
   }
 
+  /** Where the sandbox's namespace is reached from the host (through the holder). */
   path(id: string): string {
-    return join(this.#dir, id);
+    return this.#holder.path(id);
   }
 
   async prepare(id: string, rules?: NetworkRules): Promise<string> {
-    const p = this.path(id);
+    await this.#holder.ensure();
     // After a host reboot the file is still there but no longer a namespace.
-    if (!(await isNamespace(p))) {
+    if (!(await isNamespace(this.path(id)))) {
       await mkdir(this.#dir, { recursive: true });
-      await writeFile(p, '');
-      await exec('unshare', [`--net=${p}`, 'ip', 'link', 'set', 'lo', 'up']);
+      await writeFile(join(this.#dir, id), '');
+      await this.#holder.run('unshare', [`--net=${join(resolve(this.#dir), id)}`, 'ip', 'link', 'set', 'lo', 'up']);
     }
+    const p = this.path(id);
     if (rules) await this.#egress.apply(id, p, rules);
     return p;
   }
 
   async adopt(id: string, pid: number, rules?: NetworkRules): Promise<string> {
-    const p = this.path(id);
-    if (await isNamespace(p)) await exec('umount', [p], { allowFailure: true });
+    await this.#holder.ensure();
+    const inHolder = join(resolve(this.#dir), id);
+    if (await isNamespace(this.path(id))) await this.#holder.run('umount', [inHolder], { allowFailure: true });
     await mkdir(this.#dir, { recursive: true });
-    await writeFile(p, '');
-    await exec(NETNS_ADOPT, [String(pid), p, '--lo-up']);
+    await writeFile(join(this.#dir, id), '');
+    await this.#holder.run(NETNS_ADOPT, [String(pid), inHolder, '--lo-up']);
+    const p = this.path(id);
     if (rules) await this.#egress.apply(id, p, rules);
     return p;
+  }
+
+  held(id: string): Promise<boolean> {
+    return isNamespace(this.path(id));
   }
 
   readonly sandboxLink = SANDBOX_IF;
@@ -80,9 +92,16 @@ export class NetnsNetwork implements Network {
 
   async release(id: string): Promise<void> {
     await this.#egress.release(id);
-    const p = this.path(id);
-    if (await isNamespace(p)) await exec('umount', [p], { allowFailure: true });
-    await rm(p, { force: true });
+    const host = join(this.#dir, id);
+    if (await isNamespace(this.path(id))) await this.#holder.run('umount', [resolve(host)], { allowFailure: true });
+    // One a daemon before the holder made in the host's namespace.
+    if (await isNamespace(host)) await exec('umount', [host], { allowFailure: true });
+    await rm(host, { force: true });
+  }
+
+  /** Ends the holder of the namespaces (a test node's end, a simulated reboot; a daemon keeps its own). */
+  endHolder(): Promise<void> {
+    return this.#holder.end();
   }
 
   /** One relay process per connection: it enters the namespace, connects, and pipes bytes. */

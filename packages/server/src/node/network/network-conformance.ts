@@ -76,6 +76,8 @@ export function networkConformance(name: string, open: () => Promise<NetworkHarn
       const path = await h.network.prepare(a);
       assert.equal(await h.network.prepare(a, LOOPBACK_ONLY), path);
       assert.ok((await h.network.list()).includes(a));
+      assert.equal(await h.network.held(a), true);
+      assert.equal(await h.network.held(id('never')), false);
       const stop = await h.echo(a, path, 7001);
       try {
         const c = h.network.connect(a, 7001);
@@ -87,6 +89,7 @@ export function networkConformance(name: string, open: () => Promise<NetworkHarn
       }
       await h.network.release(a);
       assert.ok(!(await h.network.list()).includes(a));
+      assert.equal(await h.network.held(a), false);
       await h.network.release(a);
       await h.network.release(id('never'));
     });

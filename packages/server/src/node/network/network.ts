@@ -49,6 +49,12 @@ export interface RuntimeNetwork {
  * rules for `egress`; loopback only for `none`).
  */
 export interface Network extends RuntimeNetwork {
+  /**
+   * Whether the sandbox's namespace is held (its path reaches it). False for
+   * a running sandbox only when whatever held it was lost (NetnsNetwork's
+   * holder killed): the node adopts it again from the sandbox's processes.
+   */
+  held(id: string): Promise<boolean>;
   /** Changes a running sandbox's mode and rules; the next connection follows them. */
   setRules(id: string, rules: NetworkRules): Promise<void>;
   /** A TCP connection to `port` on the sandbox's loopback (the port proxy). */

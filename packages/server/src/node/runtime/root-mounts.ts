@@ -6,9 +6,22 @@ import type { RuntimeSpec } from './runtime.js';
 import { rootDirectory } from './sandbox-root.js';
 
 /**
+ * Where and how runc sees a sandbox's root: `rootfs` is the path its config
+ * names; `runIn`, when not empty, is the command (forkd-idmap) that makes the
+ * idmapped view there in a private mount namespace of its own and then runs
+ * the program that follows it, so the host's mount table never holds a
+ * sandbox's root (see forkd-idmap for why that matters at scale).
+ */
+export interface RootView {
+  rootfs: string;
+  runIn: string[];
+}
+
+/**
  * The roots the container runtime gives runc: one directory per key under
- * `mountRoot` (a tmpfs), holding the idmapped view of a sandbox's root and,
- * for a restore, its images bound beside it. Made with forkd-idmap.
+ * `mountRoot` (a tmpfs), where the idmapped view of a sandbox's root (and,
+ * for a restore, its images bound beside it) is mounted in runc's own mount
+ * namespace (RootView.runIn), never in the host's. Made with forkd-idmap.
  */
 export class RootMounts {
   readonly #mountRoot: string;
@@ -27,9 +40,9 @@ export class RootMounts {
    * `images`, the same process also binds that directory next to the root
    * (see imagesInReach).
    */
-  async mount(id: string, spec: RuntimeSpec, images?: string): Promise<string> {
+  async view(id: string, spec: RuntimeSpec, images?: string): Promise<RootView> {
     const dir = rootDirectory(spec.root);
-    if (!spec.idmap) return dir;
+    if (!spec.idmap) return { rootfs: dir, runIn: [] };
     await this.unmount(id);
     // runc resolves the root from inside the user namespace: the path must be
     // traversable by the sandbox's root (host id hostId) and by nobody else.
@@ -43,8 +56,7 @@ export class RootMounts {
     await mkdir(target);
     const bind = images ? ['--bind', images, join(own, 'images')] : [];
     if (images) await mkdir(join(own, 'images'));
-    await exec(this.#idmapTool, [dir, target, String(spec.idmap.hostId), String(spec.idmap.size), ...bind]);
-    return target;
+    return { rootfs: target, runIn: [this.#idmapTool, dir, target, String(spec.idmap.hostId), String(spec.idmap.size), ...bind, '--'] };
   }
 
   /**
@@ -77,18 +89,27 @@ export class RootMounts {
     return this.#shared;
   }
 
-  /** Only ever unmounted and rmdir'ed, never removed recursively: through the mount that would delete the volume's files. */
+  /**
+   * Only ever unmounted and rmdir'ed, never removed recursively: through a
+   * mount that would delete the volume's files. The views are runc's own
+   * (RootView.runIn): a mount here is one a daemon before them made.
+   */
   async unmount(id: string): Promise<void> {
     const own = join(this.#mountRoot, id);
     if (!existsSync(own)) return;
-    if (existsSync(join(own, 'images'))) {
-      await exec('umount', ['--lazy', join(own, 'images')], { allowFailure: true });
-      await rmdir(join(own, 'images')).catch(() => {});
+    for (const sub of ['images', 'root']) {
+      const p = join(own, sub);
+      if (await isMountPoint(p, own)) await exec('umount', ['--lazy', p], { allowFailure: true });
+      await rmdir(p).catch(() => {});
     }
-    await exec('umount', ['--lazy', join(own, 'root')], { allowFailure: true });
-    await rmdir(join(own, 'root')).catch(() => {});
     await rmdir(own).catch(() => {});
   }
+}
+
+/** A mount point at `p` (a directory in `parent`): another filesystem, or the same one idmapped (a bind: another mount id). */
+async function isMountPoint(p: string, parent: string): Promise<boolean> {
+  const [a, b] = await Promise.all([stat(p).catch(() => undefined), stat(parent).catch(() => undefined)]);
+  return a !== undefined && b !== undefined && a.dev !== b.dev;
 }
 
 /**

@@ -15,7 +15,7 @@ import { killQuietly, listeningDaemon } from './runc-daemons.js';
 import { killContainer } from './runc-kill.js';
 import { carriesOwnNetns, IDMAP_FILE, ownImages, readIdmap, runcImages } from './runc-images.js';
 import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
-import { RootMounts } from './root-mounts.js';
+import { RootMounts, type RootView } from './root-mounts.js';
 import { GUEST_INIT, UnixSocketGuest } from './unix-socket-guest.js';
 import { readHostLimits, sandboxRlimits } from './rlimits.js';
 import type { CheckpointOptions, CheckpointStats, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
@@ -103,9 +103,10 @@ export class RuncRuntime implements Runtime {
 
   /** Where the broker listens for one restore, or undefined when that restore must be eager (see #uffdBroker). */
   #brokerSocket(id: string, imagesDir: string): string | undefined {
-    // In the images directory: the restoring tasks reach it through CRIU's descriptor of that directory.
-    const sock = join(imagesDir, `.uffd-${id}.sock`);
-    return this.#uffdBroker && Buffer.byteLength(sock) < UNIX_PATH_MAX ? sock : undefined;
+    // In the images directory: the restoring tasks reach it through CRIU's descriptor of that directory, the
+    // broker binds it through its own (`/proc/self/fd/<n>/<name>.tmp`): only the name's length is bounded.
+    const name = `.uffd-${id}.sock`;
+    return this.#uffdBroker && Buffer.byteLength(`/proc/self/fd/99999/${name}.tmp`) < UNIX_PATH_MAX ? join(imagesDir, name) : undefined;
   }
 
   /** Read once: the daemon's hard limits do not change while it runs. */
@@ -127,29 +128,31 @@ export class RuncRuntime implements Runtime {
   /**
    * Runs runc with forkd's state root and criu. With a log file, runc's errors
    * go there and no stdio of ours is passed: a detached container's init
-   * inherits runc's stdio.
+   * inherits runc's stdio. With a root view, runc runs in the mount namespace
+   * that view is made in (RootView.runIn).
    */
-  #runc(args: string[], logFile?: string, env?: NodeJS.ProcessEnv) {
+  #runc(args: string[], logFile?: string, env?: NodeJS.ProcessEnv, view?: RootView) {
     const base = ['--root', this.#o.stateRoot];
     if (logFile) base.push('--log', logFile, '--log-format', 'json');
+    const [file, ...pre] = view?.runIn.length ? [...view.runIn, this.#o.runc] : [this.#o.runc];
     // 022: the cgroup directories runc makes must be readable by the sandbox's root (a user namespace's is not
     // host root): tools size themselves from their limits there. runc's own state is in a private directory.
-    return exec(this.#o.runc, [...base, ...args], { allowFailure: true, env: env ? { ...this.#env, ...env } : this.#env, umask: 0o022, stdio: logFile ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'] });
+    return exec(file!, [...pre, ...base, ...args], { allowFailure: true, env: env ? { ...this.#env, ...env } : this.#env, umask: 0o022, stdio: logFile ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'] });
   }
 
-  async #writeBundle(id: string, spec: RuntimeSpec, netns: string | undefined, images?: string): Promise<string> {
+  async #writeBundle(id: string, spec: RuntimeSpec, netns: string | undefined, images?: string): Promise<{ bundle: string; view: RootView }> {
     const bundle = join(this.#o.bundleRoot, id);
     await mkdir(bundle, { recursive: true, mode: 0o700 });
     await mkdir(this.#o.stateRoot, { recursive: true });
     // Beside the roots, not in the private bundles: CRIU opens it from inside a sandbox's user namespace.
     const emptyDir = await this.#mounts.sharedDirs();
-    const rootfs = await this.#mounts.mount(id, spec, images);
-    const config = buildOciSpec({ ...spec, rootfs, init: GUEST_INIT }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir, rlimits: this.#rlimits });
+    const view = await this.#mounts.view(id, spec, images);
+    const config = buildOciSpec({ ...spec, rootfs: view.rootfs, init: GUEST_INIT }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir, rlimits: this.#rlimits });
     await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 });
     // The range goes with every checkpoint's images: a restore must recreate it (see checkpoint).
     if (spec.idmap) await writeFile(join(bundle, IDMAP_FILE), JSON.stringify(spec.idmap));
     else await rm(join(bundle, IDMAP_FILE), { force: true });
-    return bundle;
+    return { bundle, view };
   }
 
   async #must(args: string[], what: string): Promise<void> {
@@ -239,7 +242,7 @@ export class RuncRuntime implements Runtime {
     const ownNetns = spec.idmap !== undefined || (await carriesOwnNetns(o.imagesDir));
     // Owned by the range's root before they are bound into its reach with the root (RootMounts.mount).
     if (spec.idmap) await ownImages(o.imagesDir, spec.idmap.hostId);
-    const bundle = await this.#writeBundle(id, spec, ownNetns ? undefined : await this.#o.network.prepare(id, spec.network ?? LOOPBACK_ONLY), spec.idmap ? o.imagesDir : undefined);
+    const { bundle, view } = await this.#writeBundle(id, spec, ownNetns ? undefined : await this.#o.network.prepare(id, spec.network ?? LOOPBACK_ONLY), spec.idmap ? o.imagesDir : undefined);
     // A veth in the images (dumped with egress) is made again with this instance's host end.
     const netEnv = ownNetns ? await restoreVethEnv(this.#o.network, id, o.imagesDir, bundle) : undefined;
     const imagesDir = spec.idmap ? this.#mounts.imagesInReach(id) : o.imagesDir;
@@ -249,11 +252,12 @@ export class RuncRuntime implements Runtime {
     const args = ['restore', '--detach', '--image-path', imagesDir, '--work-path', workDir, '--tcp-established', '--file-locks', '--pid-file', pidFile, '--bundle', bundle, id];
     let lazyPid = 0;
     let brokerPid = 0;
-    const broker = spec.idmap && !this.#uffdInUserns ? this.#brokerSocket(id, imagesDir) : undefined;
+    // Both daemons run in the host's mount namespace, where the images are only at their own path.
+    const broker = spec.idmap && !this.#uffdInUserns ? this.#brokerSocket(id, o.imagesDir) : undefined;
     if (this.#o.lazyRestore && (!spec.idmap || this.#uffdInUserns || broker)) {
       const sock = join(workDir, 'lazy-pages.socket');
       await rm(sock, { force: true });
-      const lazy = listeningDaemon(sock, this.#o.criu, ['lazy-pages', '--images-dir', imagesDir, '--work-dir', workDir, '-o', 'lazy-pages.log']);
+      const lazy = listeningDaemon(sock, this.#o.criu, ['lazy-pages', '--images-dir', o.imagesDir, '--work-dir', workDir, '-o', 'lazy-pages.log']);
       lazyPid = lazy.pid;
       const brokered = broker ? listeningDaemon(broker, this.#o.uffdBroker, [broker, String(spec.idmap!.hostId)]) : undefined;
       brokerPid = brokered?.pid ?? 0;
@@ -267,7 +271,7 @@ export class RuncRuntime implements Runtime {
     }
     const viaBroker = brokerPid ? { FORKD_UFFD_SOCK: broker, FORKD_UFFD_UID: String(spec.idmap!.hostId) } : undefined;
     const env = viaBroker || netEnv ? { ...viaBroker, ...netEnv } : undefined;
-    const r = await this.#runc(args, undefined, env).finally(async () => {
+    const r = await this.#runc(args, undefined, env, view).finally(async () => {
       if (!brokerPid) return;
       killQuietly(brokerPid);
       await rm(broker!, { force: true });
@@ -287,11 +291,11 @@ export class RuncRuntime implements Runtime {
 
   async start(id: string, spec: RuntimeSpec): Promise<RuntimeState> {
     // In a user namespace runc makes the network namespace, adopted below (see Network.adopt).
-    const bundle = await this.#writeBundle(id, spec, spec.idmap ? undefined : await this.#o.network.prepare(id, spec.network ?? LOOPBACK_ONLY));
+    const { bundle, view } = await this.#writeBundle(id, spec, spec.idmap ? undefined : await this.#o.network.prepare(id, spec.network ?? LOOPBACK_ONLY));
     const log = join(bundle, 'runc.log');
     const pidFile = join(bundle, 'init.pid');
     await writeFile(log, '');
-    const r = await this.#runc(['run', '--detach', '--no-new-keyring', '--pid-file', pidFile, '--bundle', bundle, id], log);
+    const r = await this.#runc(['run', '--detach', '--no-new-keyring', '--pid-file', pidFile, '--bundle', bundle, id], log, undefined, view);
     if (r.code !== 0) {
       const tail = await readFile(log, 'utf8').catch(() => '');
       throw new ForkdError('INTERNAL', `runc run failed: ${lastRuncError(tail)}`, { cmd: `runc run ${id}`, exitCode: r.code, stderrTail: tail.slice(-4000) });
