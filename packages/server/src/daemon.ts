@@ -2,6 +2,7 @@ import type { ForkdConfig } from './shared/config.js';
 import type { Logger } from './shared/logger.js';
 import { listen, type RunningServer } from './control-plane/http/server.js';
 import { openNode, type Node } from './node/node.js';
+import { openBlobStore } from './blob/blob-store-config.js';
 import { openControlPlane, type ControlPlane } from './control-plane/control-plane.js';
 import { setupHost, type Progress } from './setup/setup.js';
 import { auditNodeEvents } from './control-plane/node-audit.js';
@@ -46,7 +47,10 @@ async function setupWithControl(config: ForkdConfig, logger: Logger, progress: P
 async function openSetUpNode(config: ForkdConfig, logger: Logger, progress: Progress, baseRootfs: string, onEvent: NodeEventSink): Promise<Node> {
   progress({ step: 'storage pool' });
   const t0 = Date.now();
-  const node = await openNode(config, logger, { onEvent });
+  // Where snapshots are exported to (FORKD_BLOB_STORE): a store that cannot open (no credentials) stops the start.
+  const blobs = await openBlobStore(config.blobStore);
+  logger.info('blob store', { store: blobs.describe() });
+  const node = await openNode(config, logger, { onEvent, blobs });
   progress({ step: 'storage pool', done: true, ms: Date.now() - t0 });
   if (!(await node.templates.has('base'))) {
     const t1 = Date.now();
