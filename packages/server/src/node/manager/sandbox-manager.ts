@@ -262,9 +262,9 @@ export class SandboxManager {
     this.#d.logger.info('sandbox deleted', { sandbox: id });
   }
 
-  /** See start-up-check.ts; half-received templates go too. */
+  /** See start-up-check.ts; received templates half-made or no longer used go too (see TemplateTransfer.sweep). */
   async recover(): Promise<void> {
-    await this.#transfer?.templates.sweep();
+    await this.#transfer?.templates.sweep(new Set((await this.#d.store.listSandboxes()).flatMap((r) => (r.base ? [r.base] : []))));
     await checkAtStartUp({
       ...this.#ctx,
       pooled: () => this.#ctx.pool.held(),

@@ -10,7 +10,9 @@ import { DirBlobStore } from '../../blob/dir-blob-store.js';
 import { exec } from '../../shared/exec.js';
 import { JUMP, JUMPED, JUMPING_COUNTER } from '../../testing/counter.js';
 import { run, waitFor } from '../../testing/helpers.js';
-import { createTestNode, isRoot, orphans, type TestNode } from '../../testing/test-node.js';
+import { silentLogger } from '../../shared/logger.js';
+import { createTestNode, disposeNodeDir, isRoot, orphans, type TestNode } from '../../testing/test-node.js';
+import { openNode } from '../node.js';
 import { poolLayout } from '../storage/pool-layout.js';
 
 /** The blob store of every test here: a directory store that can be told to fail its next puts (an export cut short). */
@@ -234,6 +236,31 @@ describe('snapshot export and import (real Btrfs send/receive, CRIU)', { skip: !
     await b.manager.resume(id);
     assert.equal((await run(b.manager, id, ['cat', '/root/file.txt'])).stdout, 'kept\n');
     await b.manager.delete(id);
+  });
+
+  /** B stopped and opened again on its pool (its start-up sweep runs). */
+  async function restartB(): Promise<void> {
+    const { dir, env, config } = b;
+    await b.close();
+    const n = await openNode(config, silentLogger, { blobs });
+    b = { ...n, dir, env, dispose: () => disposeNodeDir(n, dir, config) };
+  }
+
+  test('a received template stays while a sandbox descends from it and goes at the next start once none does', async () => {
+    const received = await b.storage.list(poolLayout.templateParents);
+    assert.equal(received.length, 1, 'B received A\'s base once, for every import');
+    const id = (await a.manager.create({ memoryMb: 256 })).id;
+    await a.manager.pause(id);
+    const ex = await a.service.exportSnapshot((await a.manager.recordOf(id))!.resumeFrom!);
+    await a.manager.delete(id);
+    await b.service.importSnapshot(ex.manifest, { asSandbox: true });
+    await restartB();
+    assert.deepEqual(await b.storage.list(poolLayout.templateParents), received, 'kept: the paused sandbox descends from it');
+    await b.manager.resume(id);
+    await b.manager.delete(id);
+    await restartB();
+    assert.deepEqual(await b.storage.list(poolLayout.templateParents), [], 'removed: nothing descends from it');
+    assert.deepEqual(await orphans(b), []);
   });
 });
 

@@ -90,10 +90,17 @@ export class TemplateTransfer {
     return poolLayout.templateParent(ref.uuid, ref.name);
   }
 
-  /** At start: half-received templates (a crash mid-receive) go. */
-  async sweep(): Promise<void> {
+  /**
+   * At start: half-received templates (a crash mid-receive) go, and so do
+   * received ones no sandbox descends from any more (`bases`: every
+   * SandboxRecord.base). Nothing needs those: snapshots share their extents
+   * but not their lifetime, and a later import receives them again.
+   */
+  async sweep(bases: ReadonlySet<string>): Promise<void> {
     for (const key of await this.#storage.list(poolLayout.templateParents)) {
-      if (poolLayout.isDraft(key)) await removeReceived(this.#storage.path(key)).catch(() => {});
+      if (!poolLayout.isDraft(key) && [...bases].some((b) => b.startsWith(`${key}/`))) continue;
+      await removeReceived(this.#storage.path(key)).catch((err: unknown) => this.#logger.warn('could not remove a received template', { key, error: String(err) }));
+      if (!poolLayout.isDraft(key)) this.#logger.info('received template removed: no sandbox descends from it', { key });
     }
   }
 }
