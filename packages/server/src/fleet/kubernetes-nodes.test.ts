@@ -51,7 +51,7 @@ test('parsePodList: ready pods of the DaemonSet are nodes named by their Kuberne
 test('kubernetesDiscoveryConfig: off by default, defaults for the manifests, bad values refused', () => {
   assert.equal(kubernetesDiscoveryConfig({}), undefined);
   assert.equal(kubernetesDiscoveryConfig({ FORKD_NODE_DISCOVERY: 'heartbeat' }), undefined);
-  assert.deepEqual(kubernetesDiscoveryConfig({ FORKD_NODE_DISCOVERY: 'kubernetes' }), { selector: 'app.kubernetes.io/name=forkd,app.kubernetes.io/component=node', port: 8787, scheme: 'http', daemonSet: 'forkd-node' });
+  assert.deepEqual(kubernetesDiscoveryConfig({ FORKD_NODE_DISCOVERY: 'kubernetes' }), { selector: 'app.kubernetes.io/name=forkd,app.kubernetes.io/component=node', port: 8787, scheme: 'http', daemonSet: 'forkd-node', serviceAccountDir: '/var/run/secrets/kubernetes.io/serviceaccount' });
   assert.throws(() => kubernetesDiscoveryConfig({ FORKD_NODE_DISCOVERY: 'dns' }), /FORKD_NODE_DISCOVERY/);
   assert.throws(() => kubernetesDiscoveryConfig({ FORKD_NODE_DISCOVERY: 'kubernetes', FORKD_KUBERNETES_NODE_SELECTOR: 'a in (b)' }), /SELECTOR/);
   assert.throws(() => kubernetesDiscoveryConfig({ FORKD_NODE_DISCOVERY: 'kubernetes', FORKD_KUBERNETES_NODE_PORT: '70000' }), /PORT/);

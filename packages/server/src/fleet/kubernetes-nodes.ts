@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { NODE_ID_PATTERN } from '@forkd/protocol';
 import type { Logger } from '../shared/logger.js';
-import type { KubernetesApi } from './kubernetes-api.js';
+import { SERVICE_ACCOUNT_DIR, type KubernetesApi } from './kubernetes-api.js';
 import type { NodeClient } from './node-directory.js';
 import { nodeCapacity } from './node-heartbeat.js';
 import type { NodeHeartbeat } from './registered-nodes.js';
@@ -76,6 +76,8 @@ const SELECTOR = /^(?:[a-z0-9A-Z./-]{1,253}=[a-z0-9A-Z._-]{0,63})(?:,[a-z0-9A-Z.
 export interface KubernetesDiscoveryConfig extends NodePods {
   /** The node pods' labels (FORKD_KUBERNETES_NODE_SELECTOR); daemonSet is FORKD_KUBERNETES_NODE_DAEMONSET (default forkd-node), port FORKD_KUBERNETES_NODE_PORT (8787), scheme FORKD_KUBERNETES_NODE_SCHEME (http; https when the nodes serve TLS). */
   selector: string;
+  /** Where the service account's token, CA and namespace are (FORKD_KUBERNETES_SERVICE_ACCOUNT_DIR: a token projected elsewhere). */
+  serviceAccountDir: string;
 }
 
 /** FORKD_NODE_DISCOVERY=kubernetes and its settings; undefined when discovery is by heartbeat (the default). */
@@ -91,7 +93,7 @@ export function kubernetesDiscoveryConfig(env: NodeJS.ProcessEnv): KubernetesDis
   if (scheme !== 'http' && scheme !== 'https') throw new Error('FORKD_KUBERNETES_NODE_SCHEME: http or https');
   const daemonSet = env.FORKD_KUBERNETES_NODE_DAEMONSET || 'forkd-node';
   if (!/^[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?$/.test(daemonSet)) throw new Error('FORKD_KUBERNETES_NODE_DAEMONSET: a Kubernetes object name');
-  return { selector, port, scheme, daemonSet };
+  return { selector, port, scheme, daemonSet, serviceAccountDir: env.FORKD_KUBERNETES_SERVICE_ACCOUNT_DIR || SERVICE_ACCOUNT_DIR };
 }
 
 export interface KubernetesDiscoveryOptions extends KubernetesDiscoveryConfig {

@@ -85,6 +85,17 @@ for (const overlay of OVERLAYS) {
     const policy = find<INetworkPolicy>(objs, 'NetworkPolicy', 'forkd-control-plane');
     assert.ok(matches(policy.spec!.podSelector.matchLabels, cp.spec!.template.metadata!.labels));
 
+    // Every file a container is told of (FORKD_*_FILE, FORKD_STATE_DIR) lies under one of its mounts.
+    for (const spec of [cp.spec!.template.spec!, pod]) {
+      for (const c of spec.containers) {
+        const mounts = (c.volumeMounts ?? []).map((m) => m.mountPath);
+        for (const e of c.env ?? []) {
+          if (!/_FILE$|^FORKD_STATE_DIR$/.test(e.name) || !e.value) continue;
+          assert.ok(mounts.some((m) => e.value!.startsWith(`${m}/`)), `${c.name}: ${e.name}=${e.value} is under a mount`);
+        }
+      }
+    }
+
     const secrets = await madeSecrets(...(overlay === 'bundled-postgres' ? ['--bundled-postgres'] : ['--database-url', 'postgres://forkd:pw@db.example/forkd']));
     assert.deepEqual(await kubernetesProblems(secrets), []);
     const pods = objs.flatMap((o) => (o.kind === 'Deployment' || o.kind === 'DaemonSet' || o.kind === 'StatefulSet' ? [(o as unknown as IDeployment).spec!.template.spec!] : []));
