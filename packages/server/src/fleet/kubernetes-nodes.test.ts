@@ -145,23 +145,26 @@ test('discovery: the node pods listed by the API server become fleet nodes with 
   }
 });
 
-test('discovery: a node pod that does not answer is logged once and the others are still recorded; garbage from the API server is not a crash', async () => {
+test('discovery: a node pod that refuses or hangs is logged once and the others are still recorded; garbage from the API server is not a crash', async () => {
   let answer: () => string = () => JSON.stringify(podList([nodePod('p1', 'node-a', '10.0.0.1'), nodePod('p2', 'node-b', '10.0.0.2')]));
   const api = await fakeApiServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(answer()));
   const store = new MemoryFleetStore();
   const nodes = new RegisteredNodes({ store, cipher: testCipher(), deadlineMs: 60_000 });
   const logger = recordingLogger();
-  const d = startKubernetesDiscovery({ api: kubernetesApi({ url: api.url, namespace: 'forkd', token: async () => 't' }), nodes, token: 'fnt_x', connect: (url) => fakeNode(GB, url.includes('10.0.0.2')), ...kubernetesDiscoveryConfig({ FORKD_NODE_DISCOVERY: 'kubernetes' })!, everyMs: 3_600_000, logger });
+  // node-b refuses, node-c never answers.
+  const connect = (url: string) => (url.includes('10.0.0.3') ? ({ stats: () => new Promise(() => {}), templates: async () => [], close() {} } as unknown as NodeClient) : fakeNode(GB, url.includes('10.0.0.2')));
+  const d = startKubernetesDiscovery({ api: kubernetesApi({ url: api.url, namespace: 'forkd', token: async () => 't' }), nodes, token: 'fnt_x', connect, ...kubernetesDiscoveryConfig({ FORKD_NODE_DISCOVERY: 'kubernetes' })!, everyMs: 3_600_000, pollTimeoutMs: 200, logger });
   try {
+    answer = () => JSON.stringify(podList([nodePod('p1', 'node-a', '10.0.0.1'), nodePod('p2', 'node-b', '10.0.0.2'), nodePod('p3', 'node-c', '10.0.0.3')]));
     await d.round();
     await d.round();
     assert.deepEqual((await store.listNodes()).map((n) => n.id), ['node-a']);
-    assert.deepEqual(logger.warned, ['node pod does not answer']);
+    assert.deepEqual(logger.warned, ['node pod does not answer', 'node pod does not answer']);
     for (const garbage of ['not json', '{"kind":"PodList","items":"x"}', '[]', JSON.stringify({ kind: 'PodList', items: [{ metadata: { name: 'p', ownerReferences: 5 } }] })]) {
       answer = () => garbage;
       await d.round();
     }
-    assert.deepEqual(logger.warned, ['node pod does not answer', 'cannot list the node pods']);
+    assert.deepEqual(logger.warned, ['node pod does not answer', 'node pod does not answer', 'cannot list the node pods']);
   } finally {
     d.stop();
     await api.close();

@@ -96,6 +96,15 @@ export function kubernetesDiscoveryConfig(env: NodeJS.ProcessEnv): KubernetesDis
   return { selector, port, scheme, daemonSet, serviceAccountDir: env.FORKD_KUBERNETES_SERVICE_ACCOUNT_DIR || SERVICE_ACCOUNT_DIR };
 }
 
+/** A node that does not answer within this is skipped this round: one hung node holds up no other's. */
+const POLL_TIMEOUT_MS = 10_000;
+
+function within<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 export interface KubernetesDiscoveryOptions extends KubernetesDiscoveryConfig {
   api: KubernetesApi;
   /** Where a found node is recorded, as if it had sent a heartbeat (RegisteredNodes). */
@@ -104,6 +113,8 @@ export interface KubernetesDiscoveryOptions extends KubernetesDiscoveryConfig {
   token: string;
   connect: (url: string, token: string) => NodeClient;
   everyMs: number;
+  /** How long one node's answer is waited for (default 10 s). */
+  pollTimeoutMs?: number;
   logger: Logger;
 }
 
@@ -125,7 +136,7 @@ export function startKubernetesDiscovery(o: KubernetesDiscoveryOptions): { stop(
     let client = clients.get(n.url);
     if (!client) clients.set(n.url, (client = o.connect(n.url, o.token)));
     try {
-      await o.nodes.heartbeat({ id: n.id, url: n.url, token: o.token, capacity: await nodeCapacity(client) });
+      await o.nodes.heartbeat({ id: n.id, url: n.url, token: o.token, capacity: await within(nodeCapacity(client), o.pollTimeoutMs ?? POLL_TIMEOUT_MS) });
       if (failing.delete(n.id)) o.logger.info('node answers again', { node: n.id, url: n.url });
     } catch (err) {
       if (!failing.has(n.id)) o.logger.warn('node pod does not answer', { node: n.id, pod: n.pod, url: n.url, error: String(err) });
