@@ -1,3 +1,4 @@
+import type { FleetStore } from '../fleet/fleet-store.js';
 import type { SecretRecords } from './secret-records.js';
 import type { AuditQuery, AuditRecord, PolicyDocument, PolicyScope, TenantLimits } from '@forkd/protocol';
 
@@ -13,8 +14,12 @@ export interface KeyRecord {
   revokedAt?: string | undefined;
 }
 
-/** What the control plane owns beside the nodes: who may call, what each tenant owns, what was done. */
-export interface ControlStore extends SecretRecords {
+/**
+ * What the control plane owns beside the nodes: who may call, what each
+ * tenant owns, what was done, and its fleet. SQLite embedded, PostgreSQL
+ * (FORKD_DATABASE_URL) when several control-plane replicas share it.
+ */
+export interface ControlStore extends SecretRecords, FleetStore {
   insertKey(rec: KeyRecord): Promise<void>;
   keyByHash(hash: string): Promise<KeyRecord | undefined>;
   listKeys(tenant?: string): Promise<KeyRecord[]>;

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { controlStoreConformance } from './control-store-conformance.js';
+import { fleetStoreConformance } from '../fleet/fleet-store-conformance.js';
 import { SqliteControlStore } from './sqlite-control-store.js';
 
 const dir = await mkdtemp(join(tmpdir(), 'forkd-control-store-'));
@@ -12,6 +13,7 @@ let n = 0;
 after(() => rm(dir, { recursive: true, force: true }));
 
 controlStoreConformance('SQLite', async () => new SqliteControlStore(join(dir, `control-${++n}.db`)));
+fleetStoreConformance('SQLite', async () => new SqliteControlStore(join(dir, `control-${++n}.db`)));
 
 /** control.db as the version before template keys left it (user_version 8): its schema, from that version's migrations. */
 const SCHEMA_V8 = `

@@ -5,6 +5,8 @@ import type { ControlStore, KeyRecord, NetworkScope, OwnedKind } from './control
 import { openSqlite } from './sqlite-open.js';
 import type { GrantRecord, SecretRecord } from './secret-records.js';
 import { SECRET_MIGRATION, SqliteSecretRecords } from './sqlite-secret-records.js';
+import type { ExportRecord, NodeRecord, NodeState, PlacedKind } from '../fleet/fleet-store.js';
+import { FLEET_MIGRATION, SqliteFleetRecords } from './sqlite-fleet-records.js';
 
 const MIGRATIONS = [
   `CREATE TABLE api_keys (
@@ -74,6 +76,8 @@ const MIGRATIONS = [
    );`,
   // Template settings move from the name to templateKey (see control-plane/template-scope.ts).
   templateSettingsByKey('policies', 'id', 'policy') + templateSettingsByKey('network_settings', 'name', 'setting'),
+  // Nodes, placement, exports and leases (fleet/fleet-store.ts).
+  FLEET_MIGRATION,
 ];
 
 /**
@@ -140,12 +144,29 @@ function toAudit(r: AuditRow): AuditRecord {
 export class SqliteControlStore implements ControlStore {
   readonly #db: Database.Database;
   readonly #secrets: SqliteSecretRecords;
+  readonly #fleet: SqliteFleetRecords;
 
   constructor(file: string) {
     this.#db = openSqlite(file, MIGRATIONS);
     this.#hashOldTokens();
     this.#secrets = new SqliteSecretRecords(this.#db);
+    this.#fleet = new SqliteFleetRecords(this.#db);
   }
+
+  upsertNode(rec: NodeRecord): Promise<void> { return this.#fleet.upsertNode(rec); }
+  node(id: string): Promise<NodeRecord | undefined> { return this.#fleet.node(id); }
+  listNodes(): Promise<NodeRecord[]> { return this.#fleet.listNodes(); }
+  setNodeState(id: string, state: NodeState): Promise<boolean> { return this.#fleet.setNodeState(id, state); }
+  removeNode(id: string): Promise<void> { return this.#fleet.removeNode(id); }
+  place(kind: PlacedKind, id: string, node: string): Promise<void> { return this.#fleet.place(kind, id, node); }
+  placement(kind: PlacedKind, id: string): Promise<string | undefined> { return this.#fleet.placement(kind, id); }
+  placedOn(kind: PlacedKind, node: string): Promise<string[]> { return this.#fleet.placedOn(kind, node); }
+  unplace(kind: PlacedKind, id: string): Promise<void> { return this.#fleet.unplace(kind, id); }
+  recordExport(rec: ExportRecord): Promise<void> { return this.#fleet.recordExport(rec); }
+  latestExport(sandboxId: string): Promise<ExportRecord | undefined> { return this.#fleet.latestExport(sandboxId); }
+  exportOf(snapshotId: string): Promise<ExportRecord | undefined> { return this.#fleet.exportOf(snapshotId); }
+  tryLease(name: string, holder: string, ttlMs: number): Promise<boolean> { return this.#fleet.tryLease(name, holder, ttlMs); }
+  releaseLease(name: string, holder: string): Promise<void> { return this.#fleet.releaseLease(name, holder); }
 
   putSecret(tenant: string, name: string, sealed: Buffer, at: string): Promise<void> {
     return this.#secrets.putSecret(tenant, name, sealed, at);
