@@ -4,7 +4,7 @@ import { listen, type RunningServer } from './control-plane/http/server.js';
 import { openNode, type Node } from './node/node.js';
 import { openBlobStore } from './blob/blob-store-config.js';
 import { openControlPlane, type ControlPlane } from './control-plane/control-plane.js';
-import { setupHost, type Progress } from './setup/setup.js';
+import { installSetupOnlyPackages, setupHost, type Progress } from './setup/setup.js';
 import { auditNodeEvents } from './control-plane/node-audit.js';
 import { privateDir, usePrivateUmask } from './shared/private-state.js';
 import type { NodeEventSink } from './node/node-event.js';
@@ -24,6 +24,8 @@ export interface ApiExtras {
 
 /** Host set-up plus the pool, the `base` template in it and the admin key. Idempotent; seconds when done. */
 export async function setup(config: ForkdConfig, logger: Logger, progress: Progress): Promise<Node> {
+  // Before the node: a running daemon stops set-up there (NODE_IN_USE), and these are still wanted. Not root: setupHost says so.
+  if (process.getuid?.() === 0) await installSetupOnlyPackages(progress);
   const { node, control } = await setupWithControl(config, logger, progress);
   await control.close();
   return node;

@@ -3,6 +3,9 @@ import type { ForkdConfig } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import type { ControlStore } from '../store/control-store.js';
 import { SqliteControlStore } from '../store/sqlite-control-store.js';
+import { PgControlStore } from '../store/pg-control-store.js';
+import { redactDatabaseUrl } from '../store/pg-open.js';
+import { newReplicaId } from './leased-job.js';
 import { ApiKeys } from './auth/api-keys.js';
 import { startAuditRetention } from './audit-retention.js';
 import { TenantQuotas } from './quota/tenant-quotas.js';
@@ -11,6 +14,8 @@ import { newPolicyRuntime, type PolicyRuntime } from './policy/policy-runtime.js
 
 export interface ControlPlane {
   store: ControlStore;
+  /** This process among the control-plane replicas sharing the store: the holder its leases name (absent: a hand-made control plane). */
+  replicaId?: string | undefined;
   keys: ApiKeys;
   /** Per-tenant limits and the capacity operations in flight reserved (one instance: reservations are shared by every request). */
   quotas: TenantQuotas;
@@ -31,20 +36,30 @@ export function secretKeyFile(config: ForkdConfig): string {
   return join(config.stateDir, 'secrets.key');
 }
 
-/** Keys, ownership and audit: the control plane's own database, next to the node's. */
+/** The control plane's store: PostgreSQL when FORKD_DATABASE_URL is set, else its own SQLite file next to the node's. */
+export async function openControlStore(config: ForkdConfig, logger?: Logger): Promise<ControlStore> {
+  if (!config.databaseUrl) return new SqliteControlStore(join(config.stateDir, 'control.db'));
+  const store = await PgControlStore.open(config.databaseUrl);
+  logger?.info('control store: PostgreSQL', { database: redactDatabaseUrl(config.databaseUrl) });
+  return store;
+}
+
+/** Keys, ownership and audit: the control plane's own database. */
 export async function openControlPlane(config: ForkdConfig, logger?: Logger): Promise<ControlPlane> {
-  const store = new SqliteControlStore(join(config.stateDir, 'control.db'));
+  const store = await openControlStore(config, logger);
+  const replicaId = newReplicaId();
   const keys = new ApiKeys(store);
   await keys.ensureAdminKey(adminKeyFile(config));
-  const stopRetention = startAuditRetention(store, config.auditRetentionDays, logger);
+  const stopRetention = startAuditRetention(store, config.auditRetentionDays, logger, { holder: replicaId });
   return {
     store,
+    replicaId,
     keys,
     quotas: new TenantQuotas(store, config.tenantLimits, config.defaultDiskMb),
     cipher: new SecretCipher(loadSecretKey(secretKeyFile(config))),
     policy: newPolicyRuntime({ webhook: config.approvalWebhook, logger }),
     close: async () => {
-      stopRetention();
+      await stopRetention();
       await store.close();
     },
   };

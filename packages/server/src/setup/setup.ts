@@ -16,6 +16,15 @@ export type Progress = (event: { step: string; detail?: string; done?: boolean; 
 export const PACKAGES = ['btrfs-progs', 'debootstrap', 'runc', 'patchelf', 'iproute2', 'nftables', 'gcc', 'libc6-dev', 'make', 'util-linux', 'procps', 'e2fsprogs', 'openssl'];
 
 /**
+ * Installed by `forkd setup` only, not at every start nor in the image
+ * (scripts/build-image.sh takes PACKAGES): the PostgreSQL control store's
+ * tests start a server of their own from these binaries
+ * (testing/postgres-server.ts); forkd itself only connects to one
+ * (FORKD_DATABASE_URL). Debian's package also makes a `main` cluster.
+ */
+const SETUP_ONLY_PACKAGES = ['postgresql'];
+
+/**
  * umask of the tools that build root filesystems sandboxes will run on
  * (debootstrap, chroot'ed apt and useradd): the daemon's own is 077
  * (shared/private-state.ts), which would leave every file they write by
@@ -37,6 +46,11 @@ const BASE_RECIPE_VERSION = 3;
 export async function dpkgInstalled(pkg: string): Promise<boolean> {
   const r = await exec('dpkg-query', ['-W', '-f=${Status}', pkg], { allowFailure: true });
   return r.code === 0 && r.stdout.includes('install ok installed');
+}
+
+/** `forkd setup`'s packages beyond what every start needs (SETUP_ONLY_PACKAGES). */
+export function installSetupOnlyPackages(progress: Progress): Promise<void> {
+  return step(progress, 'PostgreSQL (for the tests)', (d) => installPackages(SETUP_ONLY_PACKAGES, d));
 }
 
 async function step<T>(progress: Progress, name: string, fn: (detail: (d: string) => void) => Promise<T>): Promise<T> {

@@ -17,3 +17,13 @@ test("FORKD_EGRESS_OPERATOR_ALLOW: the operator's CIDRs past the host protection
   assert.deepEqual(loadConfig({ FORKD_EGRESS_OPERATOR_ALLOW: ' 169.254.169.254/32, 127.0.0.53,fd00::/8 ' }).net.operatorAllow, ['169.254.169.254/32', '127.0.0.53', 'fd00::/8']);
   for (const bad of ['localhost', '10.0.0.0/33', '10.0.0.0/8/1', '0177.0.0.1']) assert.throws(() => loadConfig({ FORKD_EGRESS_OPERATOR_ALLOW: bad }), /FORKD_EGRESS_OPERATOR_ALLOW/, bad);
 });
+
+test('FORKD_DATABASE_URL: PostgreSQL for the control plane when set; another scheme stops the start without echoing the URL', () => {
+  assert.equal(loadConfig({}).databaseUrl, undefined);
+  assert.equal(loadConfig({ FORKD_DATABASE_URL: '' }).databaseUrl, undefined);
+  assert.equal(loadConfig({ FORKD_DATABASE_URL: 'postgres://forkd:pw@db:5432/forkd' }).databaseUrl, 'postgres://forkd:pw@db:5432/forkd');
+  assert.equal(loadConfig({ FORKD_DATABASE_URL: 'postgresql://db/forkd' }).databaseUrl, 'postgresql://db/forkd');
+  for (const bad of ['mysql://u:s3cret@db/forkd', 's3cret', 'postgres://']) {
+    assert.throws(() => loadConfig({ FORKD_DATABASE_URL: bad }), (err: Error) => /FORKD_DATABASE_URL/.test(err.message) && !err.message.includes('s3cret'), bad);
+  }
+});

@@ -24,6 +24,12 @@ export interface ForkdConfig {
   fleet: FleetConfig;
   /** Durable state: database, bundles, pool image, admin key. */
   stateDir: string;
+  /**
+   * The control plane's store: PostgreSQL at this URL (FORKD_DATABASE_URL,
+   * postgres://user:password@host:port/db), shared by every control-plane
+   * replica; unset: SQLite in the state directory. A credential: never logged.
+   */
+  databaseUrl?: string | undefined;
   /** Toolchain (private CRIU root) and root-filesystem cache shared by every pool on this host. */
   cacheDir: string;
   pool: { mountPoint: string; image?: string | undefined; sizeBytes: number };
@@ -152,6 +158,13 @@ function limit(v: string | undefined, name: string): number | null {
   return n;
 }
 
+/** The URL is not echoed back: it may hold a password. */
+function databaseUrl(v: string | undefined): string | undefined {
+  if (v === undefined || v === '') return undefined;
+  if (!/^postgres(ql)?:\/\/./.test(v)) throw new Error('FORKD_DATABASE_URL must be a postgres:// or postgresql:// URL (unset: SQLite in the state directory)');
+  return v;
+}
+
 function role(v: string | undefined): ServeRole {
   if (v === undefined || v === '') return 'all';
   if (!(SERVE_ROLES as readonly string[]).includes(v)) throw new Error(`FORKD_ROLE must be one of ${SERVE_ROLES.join(', ')}, got ${JSON.stringify(v)}`);
@@ -209,6 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     proxyDomain: env.FORKD_PROXY_DOMAIN || undefined,
     auditRetentionDays: nonNegative(env.FORKD_AUDIT_RETENTION_DAYS, 30, 'FORKD_AUDIT_RETENTION_DAYS'),
     approvalWebhook: env.FORKD_APPROVAL_WEBHOOK || undefined,
+    databaseUrl: databaseUrl(env.FORKD_DATABASE_URL),
     tenantLimits: {
       runningSandboxes: limit(env.FORKD_TENANT_MAX_SANDBOXES, 'FORKD_TENANT_MAX_SANDBOXES'),
       memoryMb: limit(env.FORKD_TENANT_MAX_MEMORY_MB, 'FORKD_TENANT_MAX_MEMORY_MB'),

@@ -3,6 +3,7 @@ import type Database from 'better-sqlite3';
 import type { AuditQuery, AuditRecord, PolicyDocument, PolicyScope, TenantLimits } from '@forkd/protocol';
 import type { ControlStore, KeyRecord, NetworkScope, OwnedKind } from './control-store.js';
 import { openSqlite } from './sqlite-open.js';
+import { toAudit, toKey, type AuditRow, type KeyRow } from './control-rows.js';
 import type { GrantRecord, SecretRecord } from './secret-records.js';
 import { SECRET_MIGRATION, SqliteSecretRecords } from './sqlite-secret-records.js';
 import type { ExportRecord, NodeRecord, NodeState, PlacedKind } from '../fleet/fleet-store.js';
@@ -93,51 +94,6 @@ function templateSettingsByKey(table: string, col: string, value: string): strin
      WHERE p.scope = 'template' AND instr(p.${col}, '/') = 0
        AND k.tenant = COALESCE((SELECT o.tenant FROM owners o WHERE o.kind = 'template' AND o.id = p.${col}), k.tenant);
    DELETE FROM ${table} WHERE scope = 'template' AND instr(${col}, '/') = 0;`;
-}
-
-interface KeyRow {
-  id: string;
-  tenant: string;
-  hash: string;
-  prefix: string;
-  name: string | null;
-  admin: number;
-  created_at: string;
-  revoked_at: string | null;
-}
-
-function toKey(r: KeyRow): KeyRecord {
-  return { id: r.id, tenant: r.tenant, hash: r.hash, prefix: r.prefix, ...(r.name ? { name: r.name } : {}), admin: r.admin === 1, createdAt: r.created_at, ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}) };
-}
-
-interface AuditRow {
-  id: number;
-  at: string;
-  key_id: string | null;
-  tenant: string | null;
-  sandbox_id: string | null;
-  operation: string;
-  target: string | null;
-  code: string;
-  status: number;
-  duration_ms: number;
-  request_id: string | null;
-}
-
-function toAudit(r: AuditRow): AuditRecord {
-  return {
-    id: r.id,
-    at: r.at,
-    ...(r.key_id ? { keyId: r.key_id } : {}),
-    ...(r.tenant ? { tenant: r.tenant } : {}),
-    ...(r.sandbox_id ? { sandboxId: r.sandbox_id } : {}),
-    operation: r.operation,
-    ...(r.target ? { target: r.target } : {}),
-    code: r.code,
-    status: r.status,
-    durationMs: r.duration_ms,
-    ...(r.request_id ? { requestId: r.request_id } : {}),
-  };
 }
 
 /** The default ControlStore: its own SQLite file next to the node's (PostgreSQL when the control plane scales out). */
