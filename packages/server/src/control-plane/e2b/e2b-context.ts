@@ -38,5 +38,5 @@ export interface E2bContext {
 
 export function e2bContext(svc: NodeService, control: ControlPlane, logger: Logger, tokens: AccessTokens): E2bContext {
   const streams = new OpenStreams();
-  return { svc, control, logger, tokens, streams, lifetimes: new Lifetimes(svc, logger, (id) => streams.abortAll(id)) };
+  return { svc, control, logger, tokens, streams, lifetimes: new Lifetimes(svc, logger, (id) => streams.abortAll(id), control.replicaId ? { leases: control.store, holder: control.replicaId } : undefined) };
 }

@@ -1,6 +1,16 @@
 import type { SandboxInfo } from '@forkd/protocol';
 import type { NodeService } from '../../node-contract/index.js';
 import type { Logger } from '../../shared/logger.js';
+import type { FleetStore } from '../../fleet/fleet-store.js';
+
+/** Control-plane replicas sharing a store: a sandbox's timeout is acted on by the one that takes its lease. */
+export interface LifetimeLeases {
+  leases: Pick<FleetStore, 'tryLease' | 'releaseLease'>;
+  holder: string;
+}
+
+/** Longer than a pause takes; released as soon as it is done. */
+const LIFETIME_LEASE_MS = 5 * 60 * 1000;
 
 /**
  * E2B expects a sandbox to be killed (or paused) within a second of its
@@ -14,12 +24,18 @@ export class Lifetimes {
   readonly #logger: Logger;
   readonly #gone: (id: string) => void;
   readonly #timers = new Map<string, NodeJS.Timeout>();
+  readonly #once: LifetimeLeases | undefined;
 
-  /** `gone` is told when a sandbox stopped answering (killed or paused), to cut its open streams. */
-  constructor(svc: NodeService, logger: Logger, gone: (id: string) => void) {
+  /**
+   * `gone` is told when a sandbox stopped answering (killed or paused), to
+   * cut its open streams. `once`: the replicas' leases (absent: this process
+   * is the only one acting).
+   */
+  constructor(svc: NodeService, logger: Logger, gone: (id: string) => void, once?: LifetimeLeases) {
     this.#svc = svc;
     this.#logger = logger;
     this.#gone = gone;
+    this.#once = once;
   }
 
   /** (Re)arms the timer of a sandbox from its current `expiresAt`; none when it has no lifetime or is not running. */
@@ -46,6 +62,17 @@ export class Lifetimes {
 
   async #fire(id: string): Promise<void> {
     this.#timers.delete(id);
+    // Taken before the sandbox is read: a replica whose timer fires while another acts finds it paused afterwards, or skips.
+    const lease = `e2b-lifetime:${id}`;
+    if (this.#once && !(await this.#once.leases.tryLease(lease, this.#once.holder, LIFETIME_LEASE_MS).catch(() => false))) return;
+    try {
+      await this.#act(id);
+    } finally {
+      await this.#once?.leases.releaseLease(lease, this.#once.holder).catch(() => undefined);
+    }
+  }
+
+  async #act(id: string): Promise<void> {
     let s: SandboxInfo;
     try {
       s = await this.#svc.get(id);
