@@ -48,6 +48,7 @@ test('PgControlStore: an unreachable server, a wrong database or a non-PostgreSQ
     ['postgres://forkd:s3cret-pw@127.0.0.1:1/forkd', /ECONNREFUSED|connect/],
     [withPassword(server.url('no_such_db')), /no_such_db.*does not exist|does not exist/],
     ['mysql://forkd:s3cret-pw@127.0.0.1/forkd', /postgres:\/\//],
+    ['postgres://forkd:s3cret-pw@[::1/forkd', /./],
   ];
   for (const [url, reason] of cases) {
     await assert.rejects(PgControlStore.open(url), (err: unknown) => {

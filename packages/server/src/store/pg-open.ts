@@ -32,8 +32,10 @@ export function isPostgresUrl(url: string): boolean {
  */
 export async function openPostgres(url: string, migrations: readonly string[]): Promise<Sql> {
   if (!isPostgresUrl(url)) throw new ForkdError('INVALID_ARGUMENT', 'FORKD_DATABASE_URL must be a postgres:// or postgresql:// URL');
-  const sql = postgres(url, { max: 10, connect_timeout: 10, onnotice: () => {}, connection: { application_name: 'forkd' } });
+  let sql: Sql | undefined;
   try {
+    // Inside the try: a URL the driver cannot parse throws here, with the URL in the error.
+    sql = postgres(url, { max: 10, connect_timeout: 10, onnotice: () => {}, connection: { application_name: 'forkd' } });
     await sql.begin(async (tx) => {
       await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
       await tx`CREATE TABLE IF NOT EXISTS forkd_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`;
@@ -44,7 +46,7 @@ export async function openPostgres(url: string, migrations: readonly string[]): 
       }
     });
   } catch (err) {
-    await sql.end({ timeout: 1 }).catch(() => undefined);
+    await sql?.end({ timeout: 1 }).catch(() => undefined);
     throw new ForkdError('UNAVAILABLE', `cannot open the control database at ${redactDatabaseUrl(url)}: ${describe(err)}`);
   }
   return sql;
