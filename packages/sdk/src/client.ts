@@ -3,6 +3,7 @@ import { Sandboxes } from './sandboxes.js';
 import { Snapshots } from './snapshots.js';
 import { Templates } from './templates.js';
 import { Keys } from './keys.js';
+import { Nodes } from './nodes.js';
 import { Audit } from './audit.js';
 import { Tenants } from './tenants.js';
 import { Secrets } from './secrets.js';
@@ -37,6 +38,7 @@ export class ForkdClient {
   readonly tenants: Tenants;
   readonly secrets: Secrets;
   readonly approvals: Approvals;
+  readonly nodes: Nodes;
   readonly #http: HttpTransport;
 
   constructor(opts: ForkdClientOptions = {}) {
@@ -50,6 +52,7 @@ export class ForkdClient {
     this.tenants = new Tenants(this.#http);
     this.secrets = new Secrets(this.#http);
     this.approvals = new Approvals(this.#http);
+    this.nodes = new Nodes(this.#http);
   }
 
   health(): Promise<{ ok: boolean }> {

@@ -10,11 +10,13 @@ import { privateDir, usePrivateUmask } from './shared/private-state.js';
 import type { NodeEventSink } from './node/node-event.js';
 import { listenNode, type RunningNodeServer } from './node-http/node-http-server.js';
 import { nodeToken } from './node-http/node-token.js';
-import { NodeHttpClient } from './node-http/node-http-client.js';
+import { fleetOf, oneNode, type NodeBackend } from './control-plane/node-backend.js';
 import { readFile } from 'node:fs/promises';
 import { ForkdError } from '@forkd/protocol';
 import { startE2bServers, type E2bServers } from './control-plane/e2b/e2b-servers.js';
 import type { McpEndpoint } from './control-plane/http/mcp-endpoint.js';
+import { startHeartbeats } from './fleet/node-heartbeat.js';
+import type { NodeService } from './node-contract/node-service.js';
 
 /** What the API serves beyond forkd's own routes, handed in by whoever starts it (the CLI). */
 export interface ApiExtras {
@@ -129,23 +131,40 @@ export async function startNodeDaemon(config: ForkdConfig, logger: Logger, progr
   await privateDir(config.stateDir);
   // No control plane here to file them in its audit log: the node's own log keeps them.
   const node = await openSetUpNode(config, logger, progress, host.baseRootfs, (e) => logger.info('sandbox event', { ...e }));
-  let server: RunningNodeServer;
+  const token = await nodeToken(config.nodeTokenFile);
+  let listening: RunningNodeServer | undefined;
+  let membership: { stop(): void } | undefined;
   try {
-    server = await listenNode({ node: node.service, token: await nodeToken(config.nodeTokenFile), logger }, config.host, config.port);
+    listening = await listenNode({ node: node.service, token, logger }, config.host, config.port);
+    membership = await joinFleet(config, node.service, listening.url, token, logger);
   } catch (err) {
+    await listening?.close();
     await node.close();
     throw err;
   }
+  const server = listening;
   await startNodeLoops(node);
   return {
     node,
     server,
     tokenPath: config.nodeTokenFile,
     async close() {
+      membership?.stop();
       await server.close();
       await node.close();
     },
   };
+}
+
+/** With FORKD_CONTROL_PLANE_URL: heartbeats to it (the join token from FORKD_JOIN_TOKEN_FILE); otherwise nothing. */
+async function joinFleet(config: ForkdConfig, svc: NodeService, ownUrl: string, token: string, logger: Logger): Promise<{ stop(): void } | undefined> {
+  const { controlPlaneUrl, joinTokenFile, nodeId, advertiseUrl, heartbeatS } = config.fleet;
+  if (!controlPlaneUrl) return undefined;
+  const joinToken = (await readFile(joinTokenFile, 'utf8').catch(() => '')).trim();
+  if (!joinToken) throw new ForkdError('FAILED_PRECONDITION', `no join token in ${joinTokenFile} (copy the control plane's <state dir>/join.token there, or set FORKD_JOIN_TOKEN_FILE)`);
+  const url = advertiseUrl ?? ownUrl;
+  logger.info('joining the fleet', { controlPlane: controlPlaneUrl, node: nodeId, url });
+  return startHeartbeats(svc, { controlPlane: controlPlaneUrl, joinToken, id: nodeId, url, token, everyMs: heartbeatS * 1000, logger });
 }
 
 export interface ControlPlaneDaemon {
@@ -153,52 +172,47 @@ export interface ControlPlaneDaemon {
   server: RunningServer;
   /** The E2B-compatible API and envd gateway over the same node (either may be off). */
   e2b: E2bServers;
-  /** The node it serves, over HTTP. */
+  /** What it serves: the node's URL, or the fleet. */
   nodeUrl: string;
   close(): Promise<void>;
 }
 
 /**
- * `forkd serve --role control-plane --node URL`: only the API (keys,
+ * `forkd serve --role control-plane [--node URL]`: only the API (keys,
  * tenants, audit, limits) over a node elsewhere, reached through the node
- * contract over HTTP with the node's token. No set-up of this host: the node
+ * contract over HTTP with the node's token, or without `--node` over the
+ * fleet of nodes that joined it (control-plane/node-backend.ts). No set-up of this host: the node
  * owns the sandboxes, their loops (warm pool, policy) and their events
  * (logged by the node).
  */
 export async function startControlPlaneDaemon(config: ForkdConfig, logger: Logger, extras: ApiExtras = {}): Promise<ControlPlaneDaemon> {
-  const { nodeUrl: url, nodeTokenFile: tokenFile } = config;
-  if (!url) throw new ForkdError('INVALID_ARGUMENT', 'role control-plane needs the node\'s URL (FORKD_NODE_URL or --node)');
-  const token = (await readFile(tokenFile, 'utf8').catch(() => '')).trim();
-  if (!token) throw new ForkdError('FAILED_PRECONDITION', `no node token in ${tokenFile} (copy the node's <state dir>/node.token there, or set FORKD_NODE_TOKEN_FILE)`);
   usePrivateUmask();
   await privateDir(config.stateDir);
   const control = await openControlPlane(config, logger);
-  const node = new NodeHttpClient({ url, token });
+  let backend: NodeBackend | undefined;
   let server: RunningServer | undefined;
   let e2b: E2bServers;
   try {
-    // Fail at start, not at a tenant's first call: a wrong token would otherwise reach callers as their own 401.
-    await node.templates().catch((err: unknown) => {
-      throw new ForkdError('FAILED_PRECONDITION', `the node at ${url} does not answer this control plane: ${(err as Error).message}`, undefined, { cause: err });
-    });
-    server = await listen({ svc: node, control, logger, proxyDomain: config.proxyDomain, mcp: extras.mcp }, config.host, config.port);
-    e2b = await startE2bServers({ svc: node, control, logger, stateDir: config.stateDir, host: config.host, apiPort: config.e2bApiPort, envdPort: config.e2bEnvdPort });
+    backend = config.nodeUrl ? await oneNode(config, config.nodeUrl) : await fleetOf(config, control, logger);
+    const { svc, fleet } = backend;
+    server = await listen({ svc, control, logger, proxyDomain: config.proxyDomain, mcp: extras.mcp, fleet }, config.host, config.port);
+    e2b = await startE2bServers({ svc, control, logger, stateDir: config.stateDir, host: config.host, apiPort: config.e2bApiPort, envdPort: config.e2bEnvdPort });
   } catch (err) {
     await server?.close();
-    node.close();
+    backend?.close();
     await control.close();
     throw err;
   }
-  const api = server;
+  const [api, nodes] = [server, backend];
   return {
     control,
     server: api,
     e2b,
-    nodeUrl: url,
+    nodeUrl: nodes.describe,
     async close() {
       await e2b.close();
       await api.close();
-      node.close();
+      nodes.close();
       await control.close();
     },
   };

@@ -4,6 +4,7 @@ import { UsageError } from '../usage-error.js';
 import { parseAuditArgs } from './audit.js';
 import { parseCpArgs } from './cp.js';
 import { parseKeysArgs } from './keys.js';
+import { nodesTable, parseNodesArgs } from './nodes.js';
 import { parseLsArgs, stateCell } from './ls.js';
 import { parseCreateArgs } from './create.js';
 import { parseKillArgs, parseSignal } from './kill.js';
@@ -89,6 +90,17 @@ test('keys and audit', () => {
   assert.throws(() => parseKeysArgs([]), UsageError);
   assert.deepEqual(parseAuditArgs(['--sandbox', 'sbx-abcdefghijkl', '--limit', '5', '--json']), { filter: { sandbox: 'sbx-abcdefghijkl', limit: 5 }, json: true });
   assert.throws(() => parseAuditArgs(['--limit', 'x']), UsageError);
+});
+
+test('nodes', () => {
+  assert.deepEqual(parseNodesArgs(['ls', '--json']), { sub: 'ls', json: true });
+  assert.deepEqual(parseNodesArgs(['drain', 'node-a', 'node-b']), { sub: 'drain', ids: ['node-a', 'node-b'] });
+  assert.deepEqual(parseNodesArgs(['rm', 'node-a']), { sub: 'rm', ids: ['node-a'] });
+  assert.throws(() => parseNodesArgs(['drain']), UsageError);
+  assert.throws(() => parseNodesArgs(['ls', 'extra']), UsageError);
+  assert.throws(() => parseNodesArgs(['move']), UsageError);
+  const out = nodesTable([{ id: 'node-a', url: 'http://10.0.0.5:8081', state: 'draining', registeredAt: '2026-01-01T00:00:00.000Z', lastSeenAt: '2026-01-01T00:00:00.000Z', sandboxes: 3, capacity: { memoryBytes: 8 * 1024 ** 3, memoryFreeBytes: 2 * 1024 ** 3, cpus: 4, poolFreeBytes: 1024 ** 3, running: 2, paused: 1, templates: ['base'] } }], Date.parse('2026-01-01T00:00:05.000Z'));
+  assert.match(out, /node-a\s+draining\s+2\.0 GB\s+1\.0 GB\s+3\s+2/);
 });
 
 test('ls filters', () => {

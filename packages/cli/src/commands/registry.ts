@@ -3,6 +3,7 @@ import { approvalsCommand, approveCommand, denyCommand } from './approvals.js';
 import { attachCommand } from './attach.js';
 import { auditCommand } from './audit.js';
 import { keysCommand } from './keys.js';
+import { nodesCommand } from './nodes.js';
 import { tenantsCommand } from './tenants.js';
 import { logsCommand } from './logs.js';
 import { cpCommand } from './cp.js';
@@ -64,6 +65,7 @@ export const COMMANDS: readonly CliCommand[] = [
   templatesCommand,
   keysCommand,
   tenantsCommand,
+  nodesCommand,
   auditCommand,
   mcpCommand,
 ];

@@ -18,9 +18,11 @@ Options:
                  node: only the node, serving the node contract under /node/v1 to a
                  control plane elsewhere, authenticated by the token in $FORKD_NODE_TOKEN_FILE
                  (default <state dir>/node.token, made at first start, root only);
-                 control-plane: only the API, over the node at --node
-      --node URL the node of role control-plane (default $FORKD_NODE_URL); its token is
-                 read from $FORKD_NODE_TOKEN_FILE (default <state dir>/node.token)
+                 control-plane: only the API, over the node at --node, or without
+                 --node over a fleet: nodes started with FORKD_CONTROL_PLANE_URL join it
+                 with the token in its <state dir>/join.token (see \`forkd nodes\`)
+      --node URL the one node of role control-plane (default $FORKD_NODE_URL); its token
+                 is read from $FORKD_NODE_TOKEN_FILE (default <state dir>/node.token)
 `;
 
 export function parseServeArgs(argv: string[]): Partial<ForkdConfig> {
@@ -66,7 +68,7 @@ export const serveCommand: CliCommand = {
     }
     if ('tokenPath' in daemon) process.stderr.write(`forkd node serving on ${daemon.server.url}, token in ${daemon.tokenPath} (Ctrl-C to stop)\n`);
     else {
-      if ('nodeUrl' in daemon) process.stderr.write(`forkd control plane serving on ${daemon.server.url} over the node at ${daemon.nodeUrl} (Ctrl-C to stop)\n`);
+      if ('nodeUrl' in daemon) process.stderr.write(`forkd control plane serving on ${daemon.server.url} over ${daemon.nodeUrl} (Ctrl-C to stop)\n`);
       else process.stderr.write(`forkd serving on ${daemon.server.url} (Ctrl-C to stop)\n`);
       process.stderr.write(`MCP (streamable HTTP): ${daemon.server.url}/mcp\n`);
       const { apiUrl, envdUrl } = daemon.e2b;

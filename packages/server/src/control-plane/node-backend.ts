@@ -1,0 +1,54 @@
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { ForkdError } from '@forkd/protocol';
+import type { NodeService } from '../node-contract/node-service.js';
+import { NodeHttpClient } from '../node-http/node-http-client.js';
+import type { ForkdConfig } from '../shared/config.js';
+import type { Logger } from '../shared/logger.js';
+import { openFleet, type Fleet } from '../fleet/fleet.js';
+import { joinToken } from '../fleet/join-token.js';
+import { startLostNodeWatch } from '../fleet/lost-nodes.js';
+import type { ControlPlane } from './control-plane.js';
+
+/** What a `--role control-plane` serves its API from: one node at a URL, or a fleet of nodes that joined it. */
+export interface NodeBackend {
+  svc: NodeService;
+  fleet?: Fleet | undefined;
+  /** For the start-up line: the node's URL, or `fleet`. */
+  describe: string;
+  close(): void;
+}
+
+/** `--node URL`: one node, its token from FORKD_NODE_TOKEN_FILE; it must answer now (a wrong token would otherwise reach callers as their own 401). */
+export async function oneNode(config: ForkdConfig, url: string): Promise<NodeBackend> {
+  const token = (await readFile(config.nodeTokenFile, 'utf8').catch(() => '')).trim();
+  if (!token) throw new ForkdError('FAILED_PRECONDITION', `no node token in ${config.nodeTokenFile} (copy the node's <state dir>/node.token there, or set FORKD_NODE_TOKEN_FILE)`);
+  const node = new NodeHttpClient({ url, token });
+  await node.templates().catch((err: unknown) => {
+    node.close();
+    throw new ForkdError('FAILED_PRECONDITION', `the node at ${url} does not answer this control plane: ${(err as Error).message}`, undefined, { cause: err });
+  });
+  return { svc: node, describe: `the node at ${url}`, close: () => node.close() };
+}
+
+/**
+ * No `--node`: a fleet. Nodes join with the join token (made at first start
+ * in the state dir; every replica needs the same file), records live in the
+ * control store (PostgreSQL when several replicas share the fleet), and one
+ * replica at a time marks silent nodes lost.
+ */
+export async function fleetOf(config: ForkdConfig, control: ControlPlane, logger: Logger): Promise<NodeBackend> {
+  const fleet = openFleet({ store: control.store, cipher: control.cipher, joinToken: await joinToken(config.stateDir), deadlineMs: config.fleet.deadlineS * 1000, logger });
+  const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  const stopWatch = startLostNodeWatch({ store: control.store, holder, lostMs: config.fleet.lostS * 1000, everyMs: Math.min(5000, config.fleet.deadlineS * 1000), logger });
+  return {
+    svc: fleet.node,
+    fleet,
+    describe: 'the fleet (nodes join with <state dir>/join.token)',
+    close() {
+      stopWatch();
+      fleet.close();
+    },
+  };
+}
