@@ -158,13 +158,13 @@ export async function startNodeDaemon(config: ForkdConfig, logger: Logger, progr
 
 /** With FORKD_CONTROL_PLANE_URL: heartbeats to it (the join token from FORKD_JOIN_TOKEN_FILE); otherwise nothing. */
 async function joinFleet(config: ForkdConfig, svc: NodeService, ownUrl: string, token: string, logger: Logger): Promise<{ stop(): void } | undefined> {
-  const { controlPlaneUrl, joinTokenFile, nodeId, advertiseUrl, heartbeatS } = config.fleet;
-  if (!controlPlaneUrl) return undefined;
+  const { controlPlaneUrls, joinTokenFile, nodeId, advertiseUrl, heartbeatS } = config.fleet;
+  if (controlPlaneUrls.length === 0) return undefined;
   const joinToken = (await readFile(joinTokenFile, 'utf8').catch(() => '')).trim();
   if (!joinToken) throw new ForkdError('FAILED_PRECONDITION', `no join token in ${joinTokenFile} (copy the control plane's <state dir>/join.token there, or set FORKD_JOIN_TOKEN_FILE)`);
   const url = advertiseUrl ?? ownUrl;
-  logger.info('joining the fleet', { controlPlane: controlPlaneUrl, node: nodeId, url });
-  return startHeartbeats(svc, { controlPlane: controlPlaneUrl, joinToken, id: nodeId, url, token, everyMs: heartbeatS * 1000, logger });
+  logger.info('joining the fleet', { controlPlanes: controlPlaneUrls, node: nodeId, url });
+  return startHeartbeats(svc, { controlPlanes: controlPlaneUrls, joinToken, id: nodeId, url, token, everyMs: heartbeatS * 1000, logger });
 }
 
 export interface ControlPlaneDaemon {

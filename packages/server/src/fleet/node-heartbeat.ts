@@ -4,8 +4,8 @@ import type { NodeService } from '../node-contract/node-service.js';
 import type { Logger } from '../shared/logger.js';
 
 export interface HeartbeatOptions {
-  /** The control plane's API, e.g. `https://forkd.example:8080`. */
-  controlPlane: string;
+  /** The control plane's API, e.g. `https://forkd.example:8080`: each replica's, tried in turn until one answers. */
+  controlPlanes: string[];
   joinToken: string;
   /** What the node calls itself, how the control plane reaches it, and its token for that. */
   id: string;
@@ -30,10 +30,10 @@ export async function nodeCapacity(node: NodeService): Promise<NodeCapacity> {
   };
 }
 
-/** One heartbeat; throws the control plane's error (a wrong join token is UNAUTHENTICATED). */
-export async function sendHeartbeat(o: Omit<HeartbeatOptions, 'everyMs' | 'logger'>, capacity: NodeCapacity): Promise<void> {
+/** One heartbeat to one control plane; throws its error (a wrong join token is UNAUTHENTICATED). */
+export async function sendHeartbeat(controlPlane: string, o: Pick<HeartbeatOptions, 'id' | 'url' | 'token' | 'joinToken'>, capacity: NodeCapacity): Promise<void> {
   const body: NodeHeartbeatRequest = { id: o.id, url: o.url, token: o.token, capacity };
-  const res = await fetch(new URL('/v1/fleet/heartbeat', o.controlPlane), {
+  const res = await fetch(new URL('/v1/fleet/heartbeat', controlPlane), {
     method: 'POST',
     headers: { authorization: `Bearer ${o.joinToken}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
@@ -49,18 +49,29 @@ export async function sendHeartbeat(o: Omit<HeartbeatOptions, 'everyMs' | 'logge
  */
 export function startHeartbeats(node: NodeService, o: HeartbeatOptions): { stop(): void; beat(): Promise<void> } {
   let failing = false;
+  // The replica that answered last goes first: one that is down costs a timeout only until another answers.
+  let first = 0;
   const beat = async () => {
-    try {
-      await sendHeartbeat(o, await nodeCapacity(node));
-      if (failing) o.logger.info('control plane reached again', { controlPlane: o.controlPlane });
-      failing = false;
-    } catch (err) {
-      if (!failing) o.logger.warn('heartbeat to the control plane failed', { controlPlane: o.controlPlane, error: String(err) });
-      failing = true;
+    const capacity = await nodeCapacity(node).catch(() => undefined);
+    if (!capacity) return;
+    let last: unknown;
+    for (let i = 0; i < o.controlPlanes.length; i++) {
+      const k = (first + i) % o.controlPlanes.length;
+      try {
+        await sendHeartbeat(o.controlPlanes[k]!, o, capacity);
+        first = k;
+        if (failing) o.logger.info('control plane reached again', { controlPlane: o.controlPlanes[k] });
+        failing = false;
+        return;
+      } catch (err) {
+        last = err;
+      }
     }
+    if (!failing) o.logger.warn('heartbeat to the control plane failed', { controlPlanes: o.controlPlanes, error: String(last) });
+    failing = true;
   };
-  const first = beat();
+  const initial = beat();
   const timer = setInterval(() => void beat(), o.everyMs);
   timer.unref();
-  return { stop: () => clearInterval(timer), beat: () => first.then(beat) };
+  return { stop: () => clearInterval(timer), beat: () => initial.then(beat) };
 }

@@ -4,8 +4,8 @@ import { NODE_ID_PATTERN } from '@forkd/protocol';
 
 /** How nodes and a control plane find each other (see fleet/). */
 export interface FleetConfig {
-  /** Role node: the control plane to join (FORKD_CONTROL_PLANE_URL); absent: a node only a `--node` control plane drives. */
-  controlPlaneUrl?: string | undefined;
+  /** Role node: the control plane(s) to join (FORKD_CONTROL_PLANE_URL, comma-separated replicas); empty: a node only a `--node` control plane drives. */
+  controlPlaneUrls: string[];
   /** The join token: the control plane's own (made at first start), a node's copy of it (FORKD_JOIN_TOKEN_FILE, default <state dir>/join.token). */
   joinTokenFile: string;
   /** What the node calls itself in the fleet (FORKD_NODE_ID, default the host name). */
@@ -36,13 +36,13 @@ export function defaultNodeId(host = hostname()): string {
 export function fleetConfig(env: NodeJS.ProcessEnv, stateDir: string): FleetConfig {
   const nodeId = env.FORKD_NODE_ID || defaultNodeId();
   if (!NODE_ID_PATTERN.test(nodeId)) throw new Error('FORKD_NODE_ID: lowercase letters, digits, . and -, at most 63');
-  const cp = env.FORKD_CONTROL_PLANE_URL || undefined;
-  if (cp !== undefined && !/^https?:\/\/[^\s]+$/.test(cp)) throw new Error('FORKD_CONTROL_PLANE_URL: an http:// or https:// URL');
+  const cps = (env.FORKD_CONTROL_PLANE_URL ?? '').split(',').map((u) => u.trim()).filter(Boolean);
+  if (cps.some((u) => !/^https?:\/\/[^\s,]+$/.test(u))) throw new Error('FORKD_CONTROL_PLANE_URL: http:// or https:// URLs, comma-separated');
   const deadlineS = seconds(env.FORKD_NODE_DEADLINE_S, 15, 'FORKD_NODE_DEADLINE_S');
   const lostS = seconds(env.FORKD_NODE_LOST_S, 120, 'FORKD_NODE_LOST_S');
   if (lostS < deadlineS) throw new Error('FORKD_NODE_LOST_S must be at least FORKD_NODE_DEADLINE_S');
   return {
-    controlPlaneUrl: cp,
+    controlPlaneUrls: cps,
     joinTokenFile: env.FORKD_JOIN_TOKEN_FILE || join(stateDir, 'join.token'),
     nodeId,
     advertiseUrl: env.FORKD_ADVERTISE_URL || undefined,

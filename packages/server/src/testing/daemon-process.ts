@@ -87,6 +87,12 @@ export async function startNodeProcess(env: NodeJS.ProcessEnv): Promise<NodeProc
   return { ...d, token: readFileSync(join(stateDir(env), 'node.token'), 'utf8').trim() };
 }
 
+/** Starts a real `forkd serve --role control-plane` (with FORKD_NODE_URL: over that node; without: over a fleet). */
+export async function startControlPlaneProcess(env: NodeJS.ProcessEnv): Promise<DaemonProcess> {
+  const d = await startServe(env, ['--role', 'control-plane']);
+  return { ...d, apiKey: readFileSync(join(stateDir(env), 'admin.key'), 'utf8').trim() };
+}
+
 export async function stopDaemonProcess(d: { child: ChildProcess } | undefined, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
   if (!d || d.child.exitCode !== null || d.child.signalCode !== null) return;
   const exited = new Promise((r) => d.child.once('exit', r));
