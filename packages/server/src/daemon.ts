@@ -16,6 +16,7 @@ import { ForkdError } from '@forkd/protocol';
 import { startE2bServers, type E2bServers } from './control-plane/e2b/e2b-servers.js';
 import type { McpEndpoint } from './control-plane/http/mcp-endpoint.js';
 import { startHeartbeats } from './fleet/node-heartbeat.js';
+import type { TlsFiles } from './shared/http-server.js';
 import type { NodeService } from './node-contract/node-service.js';
 
 /** What the API serves beyond forkd's own routes, handed in by whoever starts it (the CLI). */
@@ -86,7 +87,7 @@ export interface Daemon {
  */
 export async function startDaemon(config: ForkdConfig, logger: Logger, progress: Progress, extras: ApiExtras = {}): Promise<Daemon> {
   const { node, control } = await setupWithControl(config, logger, progress);
-  const server = await listen({ svc: node.service, control, logger, proxyDomain: config.proxyDomain, mcp: extras.mcp }, config.host, config.port);
+  const server = await listen({ svc: node.service, control, logger, proxyDomain: config.proxyDomain, mcp: extras.mcp }, config.host, config.port, await tlsFiles(config));
   let e2b: E2bServers;
   try {
     e2b = await startE2bServers({ svc: node.service, control, logger, stateDir: config.stateDir, host: config.host, apiPort: config.e2bApiPort, envdPort: config.e2bEnvdPort });
@@ -135,7 +136,7 @@ export async function startNodeDaemon(config: ForkdConfig, logger: Logger, progr
   let listening: RunningNodeServer | undefined;
   let membership: { stop(): void } | undefined;
   try {
-    listening = await listenNode({ node: node.service, token, logger }, config.host, config.port);
+    listening = await listenNode({ node: node.service, token, logger }, config.host, config.port, await tlsFiles(config));
     membership = await joinFleet(config, node.service, listening.url, token, logger);
   } catch (err) {
     await listening?.close();
@@ -154,6 +155,16 @@ export async function startNodeDaemon(config: ForkdConfig, logger: Logger, progr
       await node.close();
     },
   };
+}
+
+/** FORKD_TLS_CERT_FILE and FORKD_TLS_KEY_FILE, read now: a missing or unreadable file fails the start, not the first handshake. */
+async function tlsFiles(config: ForkdConfig): Promise<TlsFiles | undefined> {
+  const t = config.fleet.tls;
+  if (!t) return undefined;
+  const read = (f: string) => readFile(f).catch((err: unknown) => {
+    throw new ForkdError('FAILED_PRECONDITION', `cannot read ${f} (FORKD_TLS_CERT_FILE / FORKD_TLS_KEY_FILE): ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  });
+  return { cert: await read(t.certFile), key: await read(t.keyFile) };
 }
 
 /** With FORKD_CONTROL_PLANE_URL: heartbeats to it (the join token from FORKD_JOIN_TOKEN_FILE); otherwise nothing. */
@@ -195,7 +206,7 @@ export async function startControlPlaneDaemon(config: ForkdConfig, logger: Logge
   try {
     backend = config.nodeUrl ? await oneNode(config, config.nodeUrl) : await fleetOf(config, control, logger);
     const { svc, fleet } = backend;
-    server = await listen({ svc, control, logger, proxyDomain: config.proxyDomain, mcp: extras.mcp, fleet }, config.host, config.port);
+    server = await listen({ svc, control, logger, proxyDomain: config.proxyDomain, mcp: extras.mcp, fleet }, config.host, config.port, await tlsFiles(config));
     e2b = await startE2bServers({ svc, control, logger, stateDir: config.stateDir, host: config.host, apiPort: config.e2bApiPort, envdPort: config.e2bEnvdPort });
   } catch (err) {
     await server?.close();

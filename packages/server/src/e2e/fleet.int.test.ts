@@ -8,6 +8,7 @@ import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
 import { startControlPlaneProcess, startNodeProcess, stopDaemonProcess, type DaemonProcess, type NodeProcess } from '../testing/daemon-process.js';
 import { startPostgres, type PostgresServer } from '../testing/postgres-server.js';
 import { waitFor } from '../testing/helpers.js';
+import { fetchTrusting, makeTestCertificate } from '../testing/tls-test-ca.js';
 
 const NODE_IDS = ['node-a', 'node-b', 'node-c'] as const;
 
@@ -23,21 +24,28 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
   const cps: DaemonProcess[] = [];
   const nodes = new Map<string, { proc: NodeProcess; dir: string; config: ReturnType<typeof testConfig>['config'] }>();
   let clients: ForkdClient[];
+  let fetchTls: typeof fetch;
+  let tlsEnv: Record<string, string>;
 
   before(async () => {
     pg = await startPostgres();
     const database = await pg.createDatabase();
     cpDir = await mkdtemp(join(tmpdir(), 'forkd-fleet-cp-'));
-    const cpEnv = { ...process.env, FORKD_STATE_DIR: cpDir, FORKD_DATABASE_URL: database, FORKD_E2B_API_PORT: 'off', FORKD_E2B_ENVD_PORT: 'off', FORKD_NODE_DEADLINE_S: '3', FORKD_NODE_LOST_S: '8' };
+    // Every link over TLS (a node on a workstation joins a remote control plane so): API, heartbeats, the node contract.
+    const tls = await makeTestCertificate(cpDir);
+    fetchTls = fetchTrusting(tls.cert);
+    tlsEnv = { FORKD_TLS_CERT_FILE: tls.certFile, FORKD_TLS_KEY_FILE: tls.keyFile, NODE_EXTRA_CA_CERTS: tls.certFile };
+    const cpEnv = { ...process.env, ...tlsEnv, FORKD_STATE_DIR: cpDir, FORKD_DATABASE_URL: database, FORKD_E2B_API_PORT: 'off', FORKD_E2B_ENVD_PORT: 'off', FORKD_NODE_DEADLINE_S: '3', FORKD_NODE_LOST_S: '8' };
     // One after the other: the first makes the admin key, the join token and the secrets key the second reads.
     cps.push(await startControlPlaneProcess(cpEnv));
     cps.push(await startControlPlaneProcess(cpEnv));
-    clients = cps.map((cp) => new ForkdClient({ url: cp.url, apiKey: cp.apiKey }));
+    assert.ok(cps.every((cp) => cp.url.startsWith('https://')));
+    clients = cps.map((cp) => new ForkdClient({ url: cp.url, apiKey: cp.apiKey, fetch: fetchTls }));
     await Promise.all(
       NODE_IDS.map(async (id) => {
         const dir = await mkdtemp(join(tmpdir(), `forkd-fleet-${id}-`));
         const { env, config } = testConfig(dir);
-        const proc = await startNodeProcess({ ...env, FORKD_NODE_ID: id, FORKD_CONTROL_PLANE_URL: cps.map((c) => c.url).join(','), FORKD_JOIN_TOKEN_FILE: join(cpDir, 'join.token'), FORKD_HEARTBEAT_S: '1' });
+        const proc = await startNodeProcess({ ...env, ...tlsEnv, FORKD_NODE_ID: id, FORKD_CONTROL_PLANE_URL: cps.map((c) => c.url).join(','), FORKD_JOIN_TOKEN_FILE: join(cpDir, 'join.token'), FORKD_HEARTBEAT_S: '1' });
         nodes.set(id, { proc, dir, config });
       }),
     );
@@ -70,7 +78,7 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
     for (let i = 0; i < 3; i++) made.push(await clients[i % 2]!.sandboxes.create({ memoryMb: 256, metadata: { n: String(i) } }));
     const placed = new Set<string>();
     for (const { proc } of nodes.values()) {
-      const res = await fetch(`${proc.url}/node/v1/sandboxes`, { headers: { authorization: `Bearer ${proc.token}` } });
+      const res = await fetchTls(`${proc.url}/node/v1/sandboxes`, { headers: { authorization: `Bearer ${proc.token}` } });
       const ids = ((await res.json()) as { sandboxes: { id: string }[] }).sandboxes.map((s) => s.id);
       if (made.some((s) => ids.includes(s.id))) placed.add(proc.url);
     }
@@ -93,7 +101,8 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
     const onA = (await clients[0]!.nodes.list()).find((n) => n.id === 'node-a')!;
     assert.equal(onA.state, 'draining');
     assert.equal(onA.sandboxes, 0);
-    await assert.rejects(clients[0]!.nodes.remove('node-b').then(() => clients[0]!.nodes.remove('node-c')), (e: unknown) => e instanceof ForkdError && e.code === 'FAILED_PRECONDITION');
+    const holder = (await clients[0]!.nodes.list()).find((n) => n.sandboxes > 0)!;
+    await assert.rejects(clients[0]!.nodes.remove(holder.id), (e: unknown) => e instanceof ForkdError && e.code === 'FAILED_PRECONDITION');
     for (const s of made) await s.delete();
   });
 

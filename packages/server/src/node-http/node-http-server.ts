@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { ForkdError, toForkdError } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
 import type { Logger } from '../shared/logger.js';
-import { serveHttp, type RunningServer } from '../shared/http-server.js';
+import { serveHttp, type RunningServer, type TlsFiles } from '../shared/http-server.js';
 import { mountNodeRoutes } from './node-routes.js';
 import { mountStreamRoutes } from './node-stream-routes.js';
 import { PortResults, portUpgrade } from './node-port-upgrade.js';
@@ -99,9 +99,9 @@ export function createNodeApp({ node, token, logger }: NodeHttpDeps, results: Po
   return app;
 }
 
-/** Serves the node contract over HTTP/1.1 (port connections as upgrades). */
-export async function listenNode(deps: NodeHttpDeps, host: string, port: number): Promise<RunningServer> {
+/** Serves the node contract over HTTP/1.1 or HTTPS (port connections as upgrades). */
+export async function listenNode(deps: NodeHttpDeps, host: string, port: number, tls?: TlsFiles): Promise<RunningServer> {
   const results = new PortResults();
   const app = createNodeApp(deps, results);
-  return serveHttp({ fetch: app.fetch, host, port, upgrade: portUpgrade(deps.node, deps.token, results, deps.logger), logger: deps.logger, role: 'node' });
+  return serveHttp({ fetch: app.fetch, host, port, upgrade: portUpgrade(deps.node, deps.token, results, deps.logger), logger: deps.logger, role: 'node', tls });
 }

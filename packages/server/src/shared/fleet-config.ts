@@ -18,6 +18,8 @@ export interface FleetConfig {
   deadlineS: number;
   /** A node silent this long is lost: its sandboxes are marked lost (FORKD_NODE_LOST_S, default 120). */
   lostS: number;
+  /** HTTPS for the API and the node contract: certificate chain and key, PEM (FORKD_TLS_CERT_FILE, FORKD_TLS_KEY_FILE; both or neither). Clients trust a private CA by NODE_EXTRA_CA_CERTS. */
+  tls?: { certFile: string; keyFile: string } | undefined;
 }
 
 function seconds(v: string | undefined, def: number, name: string): number {
@@ -41,7 +43,10 @@ export function fleetConfig(env: NodeJS.ProcessEnv, stateDir: string): FleetConf
   const deadlineS = seconds(env.FORKD_NODE_DEADLINE_S, 15, 'FORKD_NODE_DEADLINE_S');
   const lostS = seconds(env.FORKD_NODE_LOST_S, 120, 'FORKD_NODE_LOST_S');
   if (lostS < deadlineS) throw new Error('FORKD_NODE_LOST_S must be at least FORKD_NODE_DEADLINE_S');
+  const [certFile, keyFile] = [env.FORKD_TLS_CERT_FILE || undefined, env.FORKD_TLS_KEY_FILE || undefined];
+  if (!certFile !== !keyFile) throw new Error('FORKD_TLS_CERT_FILE and FORKD_TLS_KEY_FILE go together');
   return {
+    tls: certFile && keyFile ? { certFile, keyFile } : undefined,
     controlPlaneUrls: cps,
     joinTokenFile: env.FORKD_JOIN_TOKEN_FILE || join(stateDir, 'join.token'),
     nodeId,

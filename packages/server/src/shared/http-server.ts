@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createAdaptorServer } from '@hono/node-server';
@@ -23,6 +24,23 @@ export interface HttpServerOptions {
   role?: string;
   /** That line's message instead of `listening` (which test fixtures wait for from forkd's own API). */
   message?: string;
+  /** Serve HTTPS with this certificate chain and key (PEM); absent: plain HTTP. */
+  tls?: TlsFiles | undefined;
+}
+
+/** A server's certificate chain and private key, PEM, as read at start. */
+export interface TlsFiles {
+  cert: Buffer;
+  key: Buffer;
+}
+
+function makeServer(o: HttpServerOptions): Server {
+  if (o.tls) {
+    const opts = { cert: o.tls.cert, key: o.tls.key };
+    if (o.listener) return createTlsServer(opts, o.listener) as unknown as Server;
+    return createAdaptorServer({ fetch: o.fetch as never, createServer: createTlsServer, serverOptions: opts }) as unknown as Server;
+  }
+  return o.listener ? createServer(o.listener) : (createAdaptorServer({ fetch: o.fetch as never }) as Server);
 }
 
 /**
@@ -33,7 +51,7 @@ export interface HttpServerOptions {
  * them too, so nothing outlives it.
  */
 export async function serveHttp(o: HttpServerOptions): Promise<RunningServer> {
-  const server = o.listener ? createServer(o.listener) : (createAdaptorServer({ fetch: o.fetch as never }) as Server);
+  const server = makeServer(o);
   const upgraded = new Set<Duplex>();
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     upgraded.add(socket);
@@ -52,7 +70,7 @@ export async function serveHttp(o: HttpServerOptions): Promise<RunningServer> {
     server.listen(o.port, o.host, () => resolve());
   });
   const addr = server.address() as AddressInfo;
-  const url = `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${addr.port}`;
+  const url = `${o.tls ? 'https' : 'http'}://${o.host.includes(':') ? `[${o.host}]` : o.host}:${addr.port}`;
   o.logger.info(o.message ?? 'listening', { url, ...(o.role ? { role: o.role } : {}) });
   return {
     url,

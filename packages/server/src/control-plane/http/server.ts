@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { serveHttp, type RunningServer } from '../../shared/http-server.js';
+import { serveHttp, type RunningServer, type TlsFiles } from '../../shared/http-server.js';
 import { createApp, type AppDeps } from './app.js';
 import { attachStreamSocket } from './stream-socket.js';
 import { proxyTarget, proxyUpgrade } from './port-proxy.js';
@@ -8,8 +8,8 @@ import { destroyQuietly, guardListener, recordFault } from '../../shared/connect
 
 export type { RunningServer } from '../../shared/http-server.js';
 
-/** Serves the API over HTTP/1.1 with WebSocket upgrades for interactive streams (and the port proxy's). */
-export async function listen(deps: AppDeps, host: string, port: number): Promise<RunningServer> {
+/** Serves the API over HTTP/1.1 (HTTPS with `tls`) with WebSocket upgrades for interactive streams (and the port proxy's). */
+export async function listen(deps: AppDeps, host: string, port: number, tls?: TlsFiles): Promise<RunningServer> {
   const { logger } = deps;
   const app = createApp(deps);
   const streams = attachStreamSocket(deps);
@@ -33,5 +33,5 @@ export async function listen(deps: AppDeps, host: string, port: number): Promise
       return false;
     }
   };
-  return serveHttp({ fetch: app.fetch, host, port, upgrade, logger });
+  return serveHttp({ fetch: app.fetch, host, port, upgrade, logger, tls });
 }
