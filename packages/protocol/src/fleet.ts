@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SandboxInfo } from './sandbox.js';
 
 /** A node's id: what `forkd nodes` shows and a placement names (hostname-like). */
 export const NODE_ID_PATTERN = /^[a-z0-9](?:[a-z0-9.-]{0,61}[a-z0-9])?$/;
@@ -47,3 +48,26 @@ export const NodeInfo = z.object({
   sandboxes: z.number(),
 });
 export type NodeInfo = z.infer<typeof NodeInfo>;
+
+/** `POST /v1/sandboxes/{id}/migrate` (admin keys): to `node`, or where placement says. */
+export const MigrateSandboxRequest = z.strictObject({ node: NodeId.optional() });
+export type MigrateSandboxRequest = z.infer<typeof MigrateSandboxRequest>;
+
+/** A finished move: same id, now on `to`. */
+export const MigrationInfo = z.object({
+  sandbox: SandboxInfo,
+  from: z.string(),
+  to: z.string(),
+  /** What the export added to the blob store (chunks it held already are not counted). */
+  bytesUploaded: z.number(),
+  ms: z.number(),
+});
+export type MigrationInfo = z.infer<typeof MigrationInfo>;
+
+/** `POST /v1/nodes/{node}/drain`: the node, and what moved off it (or did not, with the error's code and message). */
+export const DrainResult = z.object({
+  node: NodeInfo,
+  moved: z.array(MigrationInfo),
+  failed: z.array(z.object({ sandbox: z.string(), code: z.string(), message: z.string() })),
+});
+export type DrainResult = z.infer<typeof DrainResult>;

@@ -99,6 +99,9 @@ test('nodes', () => {
   assert.throws(() => parseNodesArgs(['drain']), UsageError);
   assert.throws(() => parseNodesArgs(['ls', 'extra']), UsageError);
   assert.throws(() => parseNodesArgs(['move']), UsageError);
+  assert.deepEqual(parseNodesArgs(['migrate', 'sbx-abcdefghijkl', '--to', 'node-b']), { sub: 'migrate', sandbox: 'sbx-abcdefghijkl', to: 'node-b' });
+  assert.deepEqual(parseNodesArgs(['migrate', 'sbx-abcdefghijkl']), { sub: 'migrate', sandbox: 'sbx-abcdefghijkl' });
+  assert.throws(() => parseNodesArgs(['migrate']), UsageError);
   const out = nodesTable([{ id: 'node-a', url: 'http://10.0.0.5:8081', state: 'draining', registeredAt: '2026-01-01T00:00:00.000Z', lastSeenAt: '2026-01-01T00:00:00.000Z', sandboxes: 3, capacity: { memoryBytes: 8 * 1024 ** 3, memoryFreeBytes: 2 * 1024 ** 3, cpus: 4, poolFreeBytes: 1024 ** 3, running: 2, paused: 1, templates: ['base'] } }], Date.parse('2026-01-01T00:00:05.000Z'));
   assert.match(out, /node-a\s+draining\s+2\.0 GB\s+1\.0 GB\s+3\s+2/);
 });

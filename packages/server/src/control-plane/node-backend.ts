@@ -10,6 +10,9 @@ import { openFleet, type Fleet } from '../fleet/fleet.js';
 import { joinToken } from '../fleet/join-token.js';
 import { startLostNodeWatch } from '../fleet/lost-nodes.js';
 import type { ControlPlane } from './control-plane.js';
+import { auditNodeEvents } from './node-audit.js';
+import { restoreLostSandboxes } from '../fleet/restore-lost.js';
+import { startExportLoop } from '../fleet/export-loop.js';
 
 /** What a `--role control-plane` serves its API from: one node at a URL, or a fleet of nodes that joined it. */
 export interface NodeBackend {
@@ -41,12 +44,16 @@ export async function oneNode(config: ForkdConfig, url: string): Promise<NodeBac
 export async function fleetOf(config: ForkdConfig, control: ControlPlane, logger: Logger): Promise<NodeBackend> {
   const fleet = openFleet({ store: control.store, cipher: control.cipher, joinToken: await joinToken(config.stateDir), deadlineMs: config.fleet.deadlineS * 1000, logger });
   const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  const stopWatch = startLostNodeWatch({ store: control.store, holder, lostMs: config.fleet.lostS * 1000, everyMs: Math.min(5000, config.fleet.deadlineS * 1000), logger });
+  const onLost = restoreLostSandboxes(fleet.service, auditNodeEvents(control, logger), logger);
+  const stopWatch = startLostNodeWatch({ store: control.store, holder, lostMs: config.fleet.lostS * 1000, everyMs: Math.min(5000, config.fleet.deadlineS * 1000), logger, onLost });
+  const everyMs = config.fleet.exportIntervalS * 1000;
+  const stopExports = everyMs > 0 ? startExportLoop({ fleet: fleet.service, holder, everyMs, logger }) : () => {};
   return {
     svc: fleet.node,
     fleet,
     describe: 'the fleet (nodes join with <state dir>/join.token)',
     close() {
+      stopExports();
       stopWatch();
       fleet.close();
     },

@@ -18,6 +18,8 @@ export interface FleetConfig {
   deadlineS: number;
   /** A node silent this long is lost: its sandboxes are marked lost (FORKD_NODE_LOST_S, default 120). */
   lostS: number;
+  /** The control plane exports every running sandbox's newest snapshot this often, so a lost node's sandboxes can be restored elsewhere (FORKD_EXPORT_INTERVAL_S; 0, the default: never; needs a blob store every node shares, FORKD_BLOB_STORE). */
+  exportIntervalS: number;
   /** HTTPS for the API and the node contract: certificate chain and key, PEM (FORKD_TLS_CERT_FILE, FORKD_TLS_KEY_FILE; both or neither). Clients trust a private CA by NODE_EXTRA_CA_CERTS. */
   tls?: { certFile: string; keyFile: string } | undefined;
 }
@@ -52,6 +54,7 @@ export function fleetConfig(env: NodeJS.ProcessEnv, stateDir: string): FleetConf
     nodeId,
     advertiseUrl: env.FORKD_ADVERTISE_URL || undefined,
     heartbeatS: seconds(env.FORKD_HEARTBEAT_S, 5, 'FORKD_HEARTBEAT_S'),
+    exportIntervalS: env.FORKD_EXPORT_INTERVAL_S === '0' ? 0 : seconds(env.FORKD_EXPORT_INTERVAL_S, 0, 'FORKD_EXPORT_INTERVAL_S'),
     deadlineS,
     lostS,
   };

@@ -77,7 +77,7 @@ export function createApp({ svc, control, logger, proxyDomain, mcp, fleet }: App
   const secrets = new SecretService(control.store, control.cipher, svc, logger);
   // Nodes hold credentials in memory only: a restarted daemon (or node) gets every live grant again.
   void secrets.pushAll().catch((err: unknown) => logger.warn('grants not pushed at start', { error: String(err) }));
-  const deps = { svc, control, metrics, caller, secrets, fleet };
+  const deps = { svc, control, metrics, caller, secrets, fleet, logger };
   // Refused calls are audited too, but a flood of them must not fill the log: 60 in a burst, then one a second (all sources together).
   const unauthenticatedAudit = new KeyedBuckets({ capacity: 60, perSecond: 1, maxKeys: 1 });
   let unauditedRefusals = 0;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { ForkdError, NodeHeartbeatRequest, NodeId, NodeInfo } from '@forkd/protocol';
+import { DrainResult, ForkdError, MigrateSandboxRequest, MigrationInfo, NodeHeartbeatRequest, NodeId, NodeInfo, toForkdError } from '@forkd/protocol';
+import { migrateSandbox } from '../../../fleet/migrate.js';
 import { presentsToken } from '../../../node-http/node-token.js';
 import type { Fleet } from '../../../fleet/fleet.js';
 import type { NodeRecord } from '../../../fleet/fleet-store.js';
@@ -66,14 +67,37 @@ export const NODE_ROUTES = [
   route({
     method: 'post',
     path: '/v1/nodes/:node/drain',
-    summary: 'Drain a node: it takes no new sandboxes (admin keys only)',
-    response: ok(NodeInfo),
+    summary: 'Drain a node: it takes no new sandboxes, and every sandbox on it moves to another node (admin keys only)',
+    response: ok(DrainResult),
     handler: async (c, deps) => {
       admin(c);
       const fleet = fleetOf(deps);
       const n = await nodeOr404(fleet, param(c, 'node'));
       await fleet.service.store.setNodeState(n.id, 'draining');
-      return c.json(await info(fleet, { ...n, state: 'draining' }));
+      const moved: MigrationInfo[] = [];
+      const failed: DrainResult['failed'] = [];
+      for (const id of await fleet.service.store.placedOn('sandbox', n.id)) {
+        try {
+          moved.push(await migrateSandbox(fleet.service, id, { logger: deps.logger }));
+        } catch (err) {
+          const e = toForkdError(err);
+          failed.push({ sandbox: id, code: e.code, message: e.message });
+        }
+      }
+      return c.json({ node: await info(fleet, { ...n, state: 'draining' }), moved, failed });
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/sandboxes/:id/migrate',
+    summary: 'Move a sandbox to another node under the same id: processes, memory and files (admin keys only)',
+    body: MigrateSandboxRequest,
+    response: ok(MigrationInfo),
+    handler: async (c, deps, input) => {
+      admin(c);
+      const fleet = fleetOf(deps);
+      const req = await input.body();
+      return c.json(await migrateSandbox(fleet.service, param(c, 'id'), { to: req.node, logger: deps.logger }));
     },
   }),
   route({

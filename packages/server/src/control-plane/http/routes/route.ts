@@ -8,6 +8,7 @@ import type { AppEnv } from '../app-env.js';
 import type { Metrics } from '../metrics.js';
 import type { SecretService } from '../../secrets/secret-service.js';
 import type { Fleet } from '../../../fleet/fleet.js';
+import type { Logger } from '../../../shared/logger.js';
 
 type Schema = z.ZodType;
 
@@ -18,6 +19,7 @@ export interface RouteDeps {
   metrics: Metrics;
   /** Secrets and grants (tenant-scoped by the caller's key). */
   secrets: SecretService;
+  logger?: Logger | undefined;
   /** The fleet, when this control plane serves nodes that joined it (absent: one node). */
   fleet?: Fleet | undefined;
   /** Authenticates a route outside `/v1` (the auth middleware covers `/v1`). */

@@ -1,0 +1,67 @@
+import { ForkdError, type SandboxInfo } from '@forkd/protocol';
+import type { NodeService } from '../node-contract/node-service.js';
+import type { Logger } from '../shared/logger.js';
+import type { FleetService } from './fleet-service.js';
+
+const MB = 1024 * 1024;
+
+export interface Migration {
+  sandbox: SandboxInfo;
+  from: string;
+  to: string;
+  /** Bytes the export put into the blob store (what the store held already is not counted). */
+  bytesUploaded: number;
+  ms: number;
+}
+
+/** The newest snapshot of a sandbox: after a pause, the one its resume restores. */
+async function newestSnapshot(svc: NodeService, id: string) {
+  const tl = await svc.timeline(id);
+  const newest = [...tl].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0))[0];
+  if (!newest) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} has no snapshot to move`);
+  return newest;
+}
+
+/**
+ * Moves a sandbox to another node under the same id: pause (memory kept) →
+ * export of that snapshot to the blob store → import on the target as the
+ * paused sandbox → resume there (when it was running) → delete on the
+ * source. Until the target has it running, the source's copy is the
+ * sandbox: a failure after the export removes the target's copy, places the
+ * sandbox back and resumes it where it was.
+ */
+export async function migrateSandbox(fleet: FleetService, id: string, opts: { to?: string | undefined; logger?: Logger | undefined } = {}): Promise<Migration> {
+  const t0 = performance.now();
+  const { node: from, svc: a } = await fleet.locate('sandbox', id);
+  const before = await a.get(id);
+  if (before.state !== 'running' && before.state !== 'paused') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${before.state}: only running or paused sandboxes move`);
+  if (opts.to === from) throw new ForkdError('INVALID_ARGUMENT', `sandbox ${id} is on ${from} already`);
+  const target = opts.to
+    ? { node: opts.to, svc: await fleet.directory.client(opts.to) }
+    : await fleet.choose({ memoryBytes: before.limits.memoryMb * MB, template: before.template, avoid: new Set([from]) });
+  const wasRunning = before.state === 'running';
+  if (wasRunning) await a.pause(id);
+  const snap = await newestSnapshot(a, id);
+  let exported;
+  try {
+    exported = await a.exportSnapshot(snap.id);
+  } catch (err) {
+    if (wasRunning) await a.resume(id).catch(() => {});
+    throw err;
+  }
+  await fleet.store.recordExport({ snapshotId: snap.id, sandboxId: id, manifest: exported.manifest, node: from, exportedAt: new Date().toISOString() });
+  const b = target.svc;
+  try {
+    await b.importSnapshot(exported.manifest, { asSandbox: true });
+    await fleet.store.place('sandbox', id, target.node);
+    const after = wasRunning ? await b.resume(id) : await b.get(id);
+    await a.delete(id).catch((err: unknown) => opts.logger?.warn('the source copy of a moved sandbox was not deleted', { sandbox: id, node: from, error: String(err) }));
+    opts.logger?.info('sandbox moved', { sandbox: id, from, to: target.node, bytesUploaded: exported.bytesUploaded });
+    return { sandbox: after, from, to: target.node, bytesUploaded: exported.bytesUploaded, ms: Math.round(performance.now() - t0) };
+  } catch (err) {
+    await b.delete(id).catch(() => {});
+    await fleet.store.place('sandbox', id, from);
+    if (wasRunning) await a.resume(id).catch(() => {});
+    throw err;
+  }
+}
