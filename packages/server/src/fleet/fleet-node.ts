@@ -1,4 +1,4 @@
-import { ForkdError, SNAPSHOT_ID_PATTERN, type BuildTemplateRequest } from '@forkd/protocol';
+import { ForkdError, Limits, SNAPSHOT_ID_PATTERN, type BuildTemplateRequest } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
 import type { FleetService } from './fleet-service.js';
 
@@ -59,7 +59,10 @@ export function fleetNode(fleet: FleetService): NodeService {
     },
     async fork(source, count, claim, opts) {
       const { node, svc } = await fleet.locate(SNAPSHOT_ID_PATTERN.test(source) ? 'snapshot' : 'sandbox', source);
-      return svc.fork(source, count, fleet.placing(node, claim), opts);
+      if (await fleet.canTake(node, count * (await forkMemoryBytes(svc, source)))) return svc.fork(source, count, fleet.placing(node, claim), opts);
+      // Its node takes no new sandboxes (draining, out of pool space): the snapshot travels to one that does.
+      const snapId = SNAPSHOT_ID_PATTERN.test(source) ? source : (await svc.snapshot(source, {})).id;
+      return fleet.forkElsewhere(node, snapId, count, claim, opts);
     },
     /** On a node with room (the caller moving a sandbox picks its node through that node's own contract); placed there. */
     async importSnapshot(manifest, opts) {
@@ -77,6 +80,13 @@ export function fleetNode(fleet: FleetService): NodeService {
       await fleet.store.unplace('template', name);
     },
   };
+}
+
+/** What one fork of `source` holds: its sandbox's memory limit (the default when that sandbox is gone). */
+async function forkMemoryBytes(svc: NodeService, source: string): Promise<number> {
+  const id = SNAPSHOT_ID_PATTERN.test(source) ? (await svc.getSnapshot(source)).sandboxId : source;
+  const mb = await svc.get(id).then((s) => s.limits.memoryMb, () => Limits.parse({}).memoryMb);
+  return mb * 1024 * 1024;
 }
 
 /** A build runs where its base template is (the most free one of those), and the template is placed there. */

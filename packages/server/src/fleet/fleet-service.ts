@@ -1,10 +1,10 @@
 import { ForkdError, Limits, type CreateSandboxRequest, type SandboxInfo, type TemplateInfo } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
-import type { ClaimSandbox, NodeStats } from '../node-contract/node-types.js';
+import type { ClaimSandbox, ForkOptions, NodeStats } from '../node-contract/node-types.js';
 import type { Logger } from '../shared/logger.js';
 import type { FleetStore, PlacedKind } from './fleet-store.js';
 import type { NodeDirectory } from './node-directory.js';
-import { chooseNode, type PlacementNeed } from './placement.js';
+import { chooseNode, hasRoom, type PlacementNeed } from './placement.js';
 import { sumStats } from './fleet-stats.js';
 
 const MB = 1024 * 1024;
@@ -60,6 +60,26 @@ export class FleetService {
     if (!n) throw new ForkdError('RESOURCE_EXHAUSTED', 'no node of the fleet can take this sandbox now; try again when sandboxes are paused or deleted', { limit: 'FLEET_CAPACITY' });
     this.#dir.notePlaced(n.id, need.memoryBytes);
     return { node: n.id, svc: await this.#dir.client(n.id) };
+  }
+
+  /** Whether a node takes `memoryBytes` more now (by its last heartbeat and what was placed since): active, live, room. */
+  async canTake(nodeId: string, memoryBytes: number): Promise<boolean> {
+    const n = (await this.#dir.live()).find((x) => x.id === nodeId);
+    return !!n && hasRoom(n, { memoryBytes }, this.#dir.placedSince().get(nodeId) ?? 0);
+  }
+
+  /**
+   * A fork made on another node than its snapshot's: the snapshot is
+   * exported (incremental against the blob store), imported on the node
+   * placement picks (its sandbox stays where it is: only the snapshot is
+   * recorded there), and forked there.
+   */
+  async forkElsewhere(from: string, snapId: string, count: number, claim: ClaimSandbox | undefined, opts: ForkOptions | undefined): Promise<SandboxInfo[]> {
+    const a = await this.#dir.client(from);
+    const exp = await a.exportSnapshot(snapId);
+    const target = await this.choose({ memoryBytes: 0, avoid: new Set([from]) });
+    const snap = await target.svc.importSnapshot(exp.manifest);
+    return target.svc.fork(snap.id, count, this.placing(target.node, claim), opts);
   }
 
   /** Places each new sandbox before its owner is claimed: no sandbox is reachable by id without knowing its node. */

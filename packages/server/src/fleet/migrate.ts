@@ -1,4 +1,4 @@
-import { ForkdError, type SandboxInfo } from '@forkd/protocol';
+import { ForkdError, type SandboxInfo, type SnapshotInfo } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
 import type { Logger } from '../shared/logger.js';
 import type { FleetService } from './fleet-service.js';
@@ -14,12 +14,27 @@ export interface Migration {
   ms: number;
 }
 
-/** The newest snapshot of a sandbox: after a pause, the one its resume restores. */
-async function newestSnapshot(svc: NodeService, id: string) {
-  const tl = await svc.timeline(id);
-  const newest = [...tl].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0))[0];
-  if (!newest) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} has no snapshot to move`);
-  return newest;
+/** A sandbox's snapshots, newest first: after a pause, the first is the one its resume restores. */
+async function snapshotsNewestFirst(svc: NodeService, id: string) {
+  const tl = [...(await svc.timeline(id))].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+  if (!tl[0]) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} has no snapshot to move`);
+  return tl as [SnapshotInfo, ...SnapshotInfo[]];
+}
+
+/** The rest of the timeline follows the sandbox (each export is incremental: mostly chunks the store holds); one that fails is logged, not fatal. */
+async function moveTimeline(fleet: FleetService, a: NodeService, b: NodeService, to: string, older: SnapshotInfo[], logger: Logger | undefined): Promise<number> {
+  let bytes = 0;
+  for (const snap of older) {
+    try {
+      const exp = await a.exportSnapshot(snap.id);
+      bytes += exp.bytesUploaded;
+      await b.importSnapshot(exp.manifest);
+      await fleet.store.place('snapshot', snap.id, to);
+    } catch (err) {
+      logger?.warn('a timeline snapshot did not follow its sandbox', { snapshot: snap.id, to, error: String(err) });
+    }
+  }
+  return bytes;
 }
 
 /**
@@ -28,7 +43,9 @@ async function newestSnapshot(svc: NodeService, id: string) {
  * paused sandbox → resume there (when it was running) → delete on the
  * source. Until the target has it running, the source's copy is the
  * sandbox: a failure after the export removes the target's copy, places the
- * sandbox back and resumes it where it was.
+ * sandbox back and resumes it where it was. The older snapshots of its
+ * timeline follow once it runs on the target (the source's copies go with
+ * the source's sandbox).
  */
 export async function migrateSandbox(fleet: FleetService, id: string, opts: { to?: string | undefined; logger?: Logger | undefined } = {}): Promise<Migration> {
   const t0 = performance.now();
@@ -41,7 +58,7 @@ export async function migrateSandbox(fleet: FleetService, id: string, opts: { to
     : await fleet.choose({ memoryBytes: before.limits.memoryMb * MB, template: before.template, avoid: new Set([from]) });
   const wasRunning = before.state === 'running';
   if (wasRunning) await a.pause(id);
-  const snap = await newestSnapshot(a, id);
+  const [snap, ...older] = await snapshotsNewestFirst(a, id);
   let exported;
   try {
     exported = await a.exportSnapshot(snap.id);
@@ -54,10 +71,13 @@ export async function migrateSandbox(fleet: FleetService, id: string, opts: { to
   try {
     await b.importSnapshot(exported.manifest, { asSandbox: true });
     await fleet.store.place('sandbox', id, target.node);
+    await fleet.store.place('snapshot', snap.id, target.node);
     const after = wasRunning ? await b.resume(id) : await b.get(id);
+    const timelineBytes = await moveTimeline(fleet, a, b, target.node, older, opts.logger);
     await a.delete(id).catch((err: unknown) => opts.logger?.warn('the source copy of a moved sandbox was not deleted', { sandbox: id, node: from, error: String(err) }));
-    opts.logger?.info('sandbox moved', { sandbox: id, from, to: target.node, bytesUploaded: exported.bytesUploaded });
-    return { sandbox: after, from, to: target.node, bytesUploaded: exported.bytesUploaded, ms: Math.round(performance.now() - t0) };
+    const bytesUploaded = exported.bytesUploaded + timelineBytes;
+    opts.logger?.info('sandbox moved', { sandbox: id, from, to: target.node, bytesUploaded, snapshots: older.length + 1 });
+    return { sandbox: after, from, to: target.node, bytesUploaded, ms: Math.round(performance.now() - t0) };
   } catch (err) {
     await b.delete(id).catch(() => {});
     await fleet.store.place('sandbox', id, from);
