@@ -18,6 +18,7 @@ import { timeProfileRows } from './time-profile.js';
 import { leverRows } from './levers.js';
 import { LiveRows } from './live-rows.js';
 import { densityRows } from './density.js';
+import { transferRows } from './transfer.js';
 
 /**
  * `npm run bench`: speed and memory of the sandbox core on this machine, then
@@ -267,7 +268,7 @@ async function main(): Promise<void> {
     return;
   }
   const date = new Date().toISOString();
-  const rows = [...(await coreBench()), ...(await leverRows(quick)), ...(await density()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await cleanupBacklogRows(quick)), ...(await e2bSdkRows(quick)), ...(await egressProxyRows(quick))];
+  const rows = [...(await coreBench()), ...(await leverRows(quick)), ...(await density()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await cleanupBacklogRows(quick)), ...(await e2bSdkRows(quick)), ...(await egressProxyRows(quick)), ...(await transferRows(quick))];
   const lines = ['| measurement | unit | n | p50 | p95 | min | max | target |', '|---|---|---|---|---|---|---|---|'];
   for (const r of rows) lines.push(`| ${r.name} | ${r.unit} | ${r.summary.n} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${fmt(r.summary.min)} | ${fmt(r.summary.max)} | ${r.target ?? ''} |`);
   console.log(lines.join('\n'));

@@ -14,6 +14,7 @@ export type { NodeService } from './node-contract/node-service.js';
 export { NodeHttpClient } from './node-http/node-http-client.js';
 export { listenNode } from './node-http/node-http-server.js';
 export { nodeTokenPath } from './node-http/node-token.js';
+export { DirBlobStore } from './blob/dir-blob-store.js';
 export { createApp } from './control-plane/http/app.js';
 export { listen } from './control-plane/http/server.js';
 export { installLastResortHandlers, CorruptStateError } from './shared/last-resort.js';
