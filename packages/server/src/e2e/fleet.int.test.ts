@@ -5,7 +5,7 @@ import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { ForkdClient, ForkdError, type Sandbox } from '@forkd/sdk';
 import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
-import { startControlPlaneProcess, startNodeProcess, stopDaemonProcess, type DaemonProcess, type NodeProcess } from '../testing/daemon-process.js';
+import { randomPort, startControlPlaneProcess, startNodeProcess, stopDaemonProcess, type DaemonProcess, type NodeProcess } from '../testing/daemon-process.js';
 import { startPostgres, type PostgresServer } from '../testing/postgres-server.js';
 import { waitFor } from '../testing/helpers.js';
 import { fetchTrusting, makeTestCertificate } from '../testing/tls-test-ca.js';
@@ -27,6 +27,7 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
   const nodes = new Map<string, { proc: NodeProcess; dir: string; config: ReturnType<typeof testConfig>['config'] }>();
   let clients: ForkdClient[];
   let fetchTls: typeof fetch;
+  let e2bPorts: number[] = [];
   let tlsEnv: Record<string, string>;
 
   before(async () => {
@@ -40,7 +41,9 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
     const cpEnv = { ...process.env, ...tlsEnv, FORKD_STATE_DIR: cpDir, FORKD_DATABASE_URL: database, FORKD_E2B_API_PORT: 'off', FORKD_E2B_ENVD_PORT: 'off', FORKD_NODE_DEADLINE_S: '3', FORKD_NODE_LOST_S: '8', FORKD_EXPORT_INTERVAL_S: '2' };
     // One after the other: the first makes the admin key, the join token and the secrets key the second reads.
     cps.push(await startControlPlaneProcess(cpEnv));
-    cps.push(await startControlPlaneProcess(cpEnv));
+    // The second replica also serves the E2B API and envd gateway (plain HTTP on loopback), over the same fleet.
+    e2bPorts = [randomPort(), randomPort()];
+    cps.push(await startControlPlaneProcess({ ...cpEnv, FORKD_E2B_API_PORT: String(e2bPorts[0]), FORKD_E2B_ENVD_PORT: String(e2bPorts[1]) }));
     assert.ok(cps.every((cp) => cp.url.startsWith('https://')));
     clients = cps.map((cp) => new ForkdClient({ url: cp.url, apiKey: cp.apiKey, fetch: fetchTls }));
     await Promise.all(
@@ -105,6 +108,22 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
     for (const s of made) assert.ok(listed.includes(s.id));
     assert.deepEqual((await clients[0]!.nodes.list()).map((n) => n.sandboxes).sort(), [0, 1, 2]);
     for (const s of made) await s.delete();
+  });
+
+  test("the official E2B SDK works against the fleet unchanged", async () => {
+    const { key } = await clients[1]!.keys.create({ format: 'e2b', tenant: 'e2b-fleet' });
+    const { Sandbox: E2b } = await import('e2b');
+    const opts = { apiKey: key, apiUrl: `http://127.0.0.1:${e2bPorts[0]}`, sandboxUrl: `http://127.0.0.1:${e2bPorts[1]}`, timeoutMs: 120_000 };
+    const sbx = await E2b.create('base', opts);
+    try {
+      const r = await sbx.commands.run('echo hello from $(hostname)');
+      assert.equal(r.stdout, `hello from ${sbx.sandboxId}\n`);
+      await sbx.files.write('/tmp/e2b.txt', 'written through envd');
+      assert.equal(await sbx.files.read('/tmp/e2b.txt'), 'written through envd');
+      assert.ok((await clients[1]!.nodes.list()).some((n) => n.sandboxes > 0));
+    } finally {
+      await sbx.kill();
+    }
   });
 
   let moving: Sandbox;
