@@ -8,6 +8,8 @@ import { SqliteControlStore } from '../../store/sqlite-control-store.js';
 import { createApp } from './app.js';
 import { testCipher } from '../../testing/test-cipher.js';
 import type { ClaimSandbox, NodeService } from '../../node-contract/index.js';
+import type { Fleet } from '../../fleet/fleet.js';
+import type { ControlPlane } from '../control-plane.js';
 
 /* The API's unit tests' fixtures (app.test.ts, tenancy.test.ts): a fake node and an app over it. */
 
@@ -147,17 +149,18 @@ export function fakeService(): NodeService & { created: unknown[]; calls: Array<
 }
 
 /** An app over the fake service with a fresh control plane; `call` uses the admin key of tenant `default`. */
-export async function testApp(svc: NodeService = fakeService(), throttle = new AuthThrottle({ burst: 10_000 })) {
+export async function testApp(svc: NodeService = fakeService(), throttle = new AuthThrottle({ burst: 10_000 }), opts: { fleet?: (control: ControlPlane) => Fleet } = {}) {
   const store = new SqliteControlStore(':memory:');
   const control = { store, keys: new ApiKeys(store, throttle), quotas: new TenantQuotas(store), cipher: testCipher(), close: () => store.close() };
-  const app = createApp({ svc, control, logger: silentLogger });
+  const fleet = opts.fleet?.(control);
+  const app = createApp({ svc: fleet?.node ?? svc, control, logger: silentLogger, fleet });
   const admin = (await control.keys.create({ format: 'forkd', admin: true }, undefined)).key;
   const call = async (method: string, path: string, body?: string, key: string | null = admin) => {
     const headers: Record<string, string> = { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) };
     const r = await app.request(path, { method, body: body ?? null, headers });
     return { status: r.status, json: (await r.json().catch(() => null)) as any };
   };
-  return { app, control, admin, call };
+  return { app, control, admin, call, fleet };
 }
 
 /** Reads an NDJSON answer (template builds) whole. */
