@@ -1,0 +1,208 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { ForkdClient, ForkdError, type Sandbox } from '@forkd/sdk';
+import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
+import { randomPort, startControlPlaneProcess, startNodeProcess, stopDaemonProcess, type DaemonProcess, type NodeProcess } from '../testing/daemon-process.js';
+import { startPostgres, type PostgresServer } from '../testing/postgres-server.js';
+import { waitFor } from '../testing/helpers.js';
+import { fetchTrusting, makeTestCertificate } from '../testing/tls-test-ca.js';
+
+const NODE_IDS = ['node-a', 'node-b', 'node-c'] as const;
+/** A process whose state is in memory and on disk: a count written every 200 ms. */
+const COUNTER = ['bash', '-c', 'i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.2; done'];
+
+/**
+ * A fleet on this machine: two control-plane replicas on one real
+ * PostgreSQL, three node processes with their own pools that join them by
+ * heartbeat. Sandboxes spread, either replica serves every one, a replica's
+ * death changes nothing for clients, a node's death marks it lost.
+ */
+describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot && 'needs root' }, () => {
+  let pg: PostgresServer;
+  let cpDir: string;
+  const cps: DaemonProcess[] = [];
+  const nodes = new Map<string, { proc: NodeProcess; dir: string; config: ReturnType<typeof testConfig>['config'] }>();
+  let clients: ForkdClient[];
+  let fetchTls: typeof fetch;
+  let e2bPorts: number[] = [];
+  let tlsEnv: Record<string, string>;
+
+  before(async () => {
+    pg = await startPostgres();
+    const database = await pg.createDatabase();
+    cpDir = await mkdtemp(join(tmpdir(), 'forkd-fleet-cp-'));
+    // Every link over TLS (a node on a workstation joins a remote control plane so): API, heartbeats, the node contract.
+    const tls = await makeTestCertificate(cpDir);
+    fetchTls = fetchTrusting(tls.cert);
+    tlsEnv = { FORKD_TLS_CERT_FILE: tls.certFile, FORKD_TLS_KEY_FILE: tls.keyFile, NODE_EXTRA_CA_CERTS: tls.certFile };
+    const cpEnv = { ...process.env, ...tlsEnv, FORKD_STATE_DIR: cpDir, FORKD_DATABASE_URL: database, FORKD_E2B_API_PORT: 'off', FORKD_E2B_ENVD_PORT: 'off', FORKD_NODE_DEADLINE_S: '3', FORKD_NODE_LOST_S: '8', FORKD_EXPORT_INTERVAL_S: '2' };
+    // One after the other: the first makes the admin key, the join token and the secrets key the second reads.
+    cps.push(await startControlPlaneProcess(cpEnv));
+    // The second replica also serves the E2B API and envd gateway (plain HTTP on loopback), over the same fleet.
+    e2bPorts = [randomPort(), randomPort()];
+    cps.push(await startControlPlaneProcess({ ...cpEnv, FORKD_E2B_API_PORT: String(e2bPorts[0]), FORKD_E2B_ENVD_PORT: String(e2bPorts[1]) }));
+    assert.ok(cps.every((cp) => cp.url.startsWith('https://')));
+    clients = cps.map((cp) => new ForkdClient({ url: cp.url, apiKey: cp.apiKey, fetch: fetchTls }));
+    await Promise.all(
+      NODE_IDS.map(async (id) => {
+        const dir = await mkdtemp(join(tmpdir(), `forkd-fleet-${id}-`));
+        const { env, config } = testConfig(dir);
+        // node-a is small: room for one 256 MB sandbox, so a fork of one there must land elsewhere.
+        const small = id === 'node-a' ? { FORKD_MEMORY_OVERCOMMIT: String(400 / (totalmem() / 2 ** 20)) } : {};
+        const proc = await startNodeProcess({
+          ...env,
+          ...tlsEnv,
+          ...small,
+          FORKD_NODE_ID: id,
+          FORKD_CONTROL_PLANE_URL: cps.map((c) => c.url).join(','),
+          FORKD_JOIN_TOKEN_FILE: join(cpDir, 'join.token'),
+          FORKD_HEARTBEAT_S: '1',
+          FORKD_BLOB_STORE: `dir:${join(cpDir, 'blobs')}`,
+        });
+        nodes.set(id, { proc, dir, config });
+      }),
+    );
+    await waitFor(async () => (await clients[1]!.nodes.list()).filter((n) => n.state === 'active').length === 3, 30_000, 'three nodes joined');
+  });
+
+  after(async () => {
+    for (const cp of cps) await stopDaemonProcess(cp);
+    for (const { proc, dir, config } of nodes.values()) {
+      await stopDaemonProcess(proc, 'SIGTERM');
+      await disposeNodeDir(undefined, dir, config);
+    }
+    await pg?.stop();
+    if (cpDir) await rm(cpDir, { recursive: true, force: true });
+  });
+
+  test('nodes joined with their capacity; the fleet is the same seen from either replica', async () => {
+    const [a, b] = await Promise.all(clients.map((c) => c.nodes.list()));
+    assert.deepEqual(a!.map((n) => n.id), [...NODE_IDS]);
+    assert.deepEqual(b!.map((n) => n.id), [...NODE_IDS]);
+    for (const n of a!) {
+      assert.ok(n.capacity.memoryFreeBytes > 0 && n.capacity.poolFreeBytes > 0, `${n.id} reports room`);
+      assert.deepEqual(n.capacity.templates, ['base']);
+      assert.ok(!('sealedToken' in n) && !('token' in n), 'no node token in the API');
+    }
+  });
+
+  test('sandboxes spread over the nodes; each is reached by id through either replica', async () => {
+    const made = [];
+    for (let i = 0; i < 3; i++) made.push(await clients[i % 2]!.sandboxes.create({ memoryMb: 256, metadata: { n: String(i) } }));
+    const placed = new Set<string>();
+    for (const { proc } of nodes.values()) {
+      const res = await fetchTls(`${proc.url}/node/v1/sandboxes`, { headers: { authorization: `Bearer ${proc.token}` } });
+      const ids = ((await res.json()) as { sandboxes: { id: string }[] }).sandboxes.map((s) => s.id);
+      if (made.some((s) => ids.includes(s.id))) placed.add(proc.url);
+    }
+    assert.equal(placed.size, 2, 'spread over the two big nodes (node-a has room for one, and less than they do)');
+    for (const s of made) {
+      const other = await clients[1]!.sandboxes.get(s.id);
+      await s.exec(['bash', '-c', `echo ${s.id} > /root/who`]);
+      const r = await other.exec(['cat', '/root/who']);
+      assert.equal(r.stdout.trim(), s.id);
+    }
+    const listed = (await clients[0]!.sandboxes.list()).map((s) => s.id);
+    for (const s of made) assert.ok(listed.includes(s.id));
+    assert.deepEqual((await clients[0]!.nodes.list()).map((n) => n.sandboxes).sort(), [0, 1, 2]);
+    for (const s of made) await s.delete();
+  });
+
+  test("the official E2B SDK works against the fleet unchanged", async () => {
+    const { key } = await clients[1]!.keys.create({ format: 'e2b', tenant: 'e2b-fleet' });
+    const { Sandbox: E2b } = await import('e2b');
+    const opts = { apiKey: key, apiUrl: `http://127.0.0.1:${e2bPorts[0]}`, sandboxUrl: `http://127.0.0.1:${e2bPorts[1]}`, timeoutMs: 120_000 };
+    const sbx = await E2b.create('base', opts);
+    try {
+      const r = await sbx.commands.run('echo hello $((6*7))');
+      assert.equal(r.stdout, 'hello 42\n');
+      await sbx.files.write('/tmp/e2b.txt', 'written through envd');
+      assert.equal(await sbx.files.read('/tmp/e2b.txt'), 'written through envd');
+      assert.ok((await clients[1]!.nodes.list()).some((n) => n.sandboxes > 0));
+    } finally {
+      await sbx.kill();
+    }
+  });
+
+  let moving: Sandbox;
+
+  test('a sandbox moves to another node under its id: its processes go on counting, its files and timeline follow', async () => {
+    moving = await clients[0]!.sandboxes.create({ memoryMb: 256 });
+    await moving.exec(['bash', '-c', 'echo kept > /root/file']);
+    await moving.spawnBackground(COUNTER);
+    await waitFor(async () => Number((await moving.exec(['cat', '/tmp/count'])).stdout) > 2, 10_000, 'counting');
+    const early = await moving.snapshot({ name: 'early' });
+    const m = await clients[1]!.nodes.migrate(moving.id, 'node-a');
+    assert.equal(m.to, 'node-a');
+    assert.equal(m.sandbox.state, 'running');
+    const before = Number((await moving.exec(['cat', '/tmp/count'])).stdout);
+    await waitFor(async () => Number((await moving.exec(['cat', '/tmp/count'])).stdout) > before + 2, 10_000, 'still counting after the move');
+    assert.equal((await moving.exec(['cat', '/root/file'])).stdout, 'kept\n');
+    assert.equal((await clients[0]!.nodes.list()).find((n) => n.id === 'node-a')?.sandboxes, 1);
+    assert.ok((await moving.timeline()).some((t) => t.id === early.id), 'the older snapshot followed');
+    await assert.rejects(clients[1]!.nodes.migrate(moving.id, 'node-a'), (e: unknown) => e instanceof ForkdError && e.code === 'INVALID_ARGUMENT');
+  });
+
+  test("a snapshot on a full node forks onto another node", async () => {
+    const snap = await moving.snapshot({ name: 'to-fork' });
+    const at = Number((await moving.exec(['cat', '/tmp/count'])).stdout);
+    const [fork] = await clients[0]!.snapshots.fork(snap.id);
+    assert.ok(fork);
+    const nodes = await clients[0]!.nodes.list();
+    assert.equal(nodes.find((n) => n.id === 'node-a')?.sandboxes, 1, 'node-a had no room for it');
+    assert.equal((await fork.exec(['cat', '/root/file'])).stdout, 'kept\n');
+    await waitFor(async () => Number((await fork.exec(['cat', '/tmp/count'])).stdout) > at, 10_000, 'the fork counts on from the snapshot');
+    await fork.delete();
+  });
+
+  test('draining a node moves its sandboxes off; it takes no new ones; a node holding sandboxes cannot be removed', async () => {
+    const r = await clients[0]!.nodes.drain('node-a');
+    assert.deepEqual(r.failed, []);
+    assert.deepEqual(r.moved.map((m) => m.sandbox.id), [moving.id]);
+    const before = Number((await moving.exec(['cat', '/tmp/count'])).stdout);
+    await waitFor(async () => Number((await moving.exec(['cat', '/tmp/count'])).stdout) > before, 10_000, 'counting after the drain');
+    const made = [];
+    for (let i = 0; i < 2; i++) made.push(await clients[0]!.sandboxes.create({ memoryMb: 128 }));
+    const a = (await clients[0]!.nodes.list()).find((n) => n.id === 'node-a')!;
+    assert.equal(a.state, 'draining');
+    assert.equal(a.sandboxes, 0);
+    const holder = (await clients[0]!.nodes.list()).find((n) => n.sandboxes > 0)!;
+    await assert.rejects(clients[0]!.nodes.remove(holder.id), (e: unknown) => e instanceof ForkdError && e.code === 'FAILED_PRECONDITION');
+    for (const s of made) await s.delete();
+  });
+
+  test('one control plane killed: the other serves everything', async () => {
+    const s = await clients[0]!.sandboxes.create({ memoryMb: 256 });
+    await stopDaemonProcess(cps[0]);
+    const again = await clients[1]!.sandboxes.get(s.id);
+    assert.equal((await again.exec(['echo', 'still here'])).stdout, 'still here\n');
+    await waitFor(async () => (await clients[1]!.nodes.list()).every((n) => Date.now() - Date.parse(n.lastSeenAt) < 3000), 20_000, 'nodes heartbeat to the surviving replica');
+    await again.delete();
+  });
+
+  test('a node killed is marked lost; its sandboxes come back on a survivor from their last export, with the time lost in their log', async () => {
+    const s = await clients[1]!.sandboxes.get(moving.id);
+    await s.exec(['bash', '-c', 'echo exported > /root/state']);
+    await s.snapshot({ name: 'before-the-loss' });
+    // Two export passes (every 2 s): the snapshot is in the blob store.
+    await new Promise((r) => setTimeout(r, 5000));
+    // The node holding it now (the drain moved it off node-a).
+    const where = (await clients[1]!.nodes.list()).find((n) => n.sandboxes > 0 && n.id !== 'node-a')!.id;
+    await stopDaemonProcess(nodes.get(where)!.proc);
+    await waitFor(async () => (await clients[1]!.nodes.list()).find((n) => n.id === where)?.state === 'lost', 30_000, `${where} marked lost`);
+    const back = await waitFor(async () => {
+      try {
+        const r = await (await clients[1]!.sandboxes.get(moving.id)).exec(['cat', '/root/state']);
+        return r.stdout;
+      } catch {
+        return undefined;
+      }
+    }, 60_000, 'restored on a survivor');
+    assert.equal(back, 'exported\n');
+    const log = await clients[1]!.audit.list({ sandbox: moving.id });
+    assert.ok(log.some((r) => r.operation === 'recover' && r.code === 'OK' && /lost/.test(r.target ?? '')), JSON.stringify(log.slice(-3)));
+  });
+});
