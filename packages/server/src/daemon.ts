@@ -210,7 +210,7 @@ export async function startControlPlaneDaemon(config: ForkdConfig, logger: Logge
     e2b = await startE2bServers({ svc, control, logger, stateDir: config.stateDir, host: config.host, apiPort: config.e2bApiPort, envdPort: config.e2bEnvdPort });
   } catch (err) {
     await server?.close();
-    backend?.close();
+    await backend?.close();
     await control.close();
     throw err;
   }
@@ -223,7 +223,7 @@ export async function startControlPlaneDaemon(config: ForkdConfig, logger: Logge
     async close() {
       await e2b.close();
       await api.close();
-      nodes.close();
+      await nodes.close();
       await control.close();
     },
   };

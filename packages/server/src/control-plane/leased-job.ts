@@ -40,9 +40,12 @@ export function startLeasedJob(o: LeasedJobOptions): () => Promise<void> {
       o.logger?.warn('leased job failed', { job: o.name, error: String(err) });
     }
   };
+  let busy = false;
   const next = () => {
-    // One tick at a time: a slow run is not overlapped by the next.
-    running = running.then(tick);
+    // One tick at a time: a run slower than everyMs is neither overlapped nor queued behind (ticks would pile up).
+    if (busy) return;
+    busy = true;
+    running = running.then(tick).finally(() => (busy = false));
   };
   // The first tick starts now (synchronously up to the lease's query), not at the next turn.
   running = tick();

@@ -1,6 +1,4 @@
-import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { hostname } from 'node:os';
 import { ForkdError } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
 import { NodeHttpClient } from '../node-http/node-http-client.js';
@@ -8,11 +6,12 @@ import type { ForkdConfig } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import { openFleet, type Fleet } from '../fleet/fleet.js';
 import { joinToken } from '../fleet/join-token.js';
-import { startLostNodeWatch } from '../fleet/lost-nodes.js';
+import { markLostNodes } from '../fleet/lost-nodes.js';
+import { newReplicaId, startLeasedJob } from './leased-job.js';
 import type { ControlPlane } from './control-plane.js';
 import { auditNodeEvents } from './node-audit.js';
 import { restoreLostSandboxes } from '../fleet/restore-lost.js';
-import { startExportLoop } from '../fleet/export-loop.js';
+import { exportPass } from '../fleet/export-loop.js';
 
 /** What a `--role control-plane` serves its API from: one node at a URL, or a fleet of nodes that joined it. */
 export interface NodeBackend {
@@ -20,7 +19,7 @@ export interface NodeBackend {
   fleet?: Fleet | undefined;
   /** For the start-up line: the node's URL, or `fleet`. */
   describe: string;
-  close(): void;
+  close(): void | Promise<void>;
 }
 
 /** `--node URL`: one node, its token from FORKD_NODE_TOKEN_FILE; it must answer now (a wrong token would otherwise reach callers as their own 401). */
@@ -43,18 +42,20 @@ export async function oneNode(config: ForkdConfig, url: string): Promise<NodeBac
  */
 export async function fleetOf(config: ForkdConfig, control: ControlPlane, logger: Logger): Promise<NodeBackend> {
   const fleet = openFleet({ store: control.store, cipher: control.cipher, joinToken: await joinToken(config.stateDir), deadlineMs: config.fleet.deadlineS * 1000, logger });
-  const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  const holder = newReplicaId();
   const onLost = restoreLostSandboxes(fleet.service, auditNodeEvents(control, logger), logger);
-  const stopWatch = startLostNodeWatch({ store: control.store, holder, lostMs: config.fleet.lostS * 1000, everyMs: Math.min(5000, config.fleet.deadlineS * 1000), logger, onLost });
-  const everyMs = config.fleet.exportIntervalS * 1000;
-  const stopExports = everyMs > 0 ? startExportLoop({ fleet: fleet.service, holder, everyMs, logger }) : () => {};
+  const lostEvery = Math.min(5000, config.fleet.deadlineS * 1000);
+  const jobs = [
+    startLeasedJob({ leases: control.store, name: 'fleet:lost-nodes', holder, everyMs: lostEvery, ttlMs: lostEvery * 3, logger, run: async () => void (await markLostNodes({ store: control.store, lostMs: config.fleet.lostS * 1000, logger, onLost })) }),
+  ];
+  const exportEvery = config.fleet.exportIntervalS * 1000;
+  if (exportEvery > 0) jobs.push(startLeasedJob({ leases: control.store, name: 'fleet:exports', holder, everyMs: exportEvery, ttlMs: exportEvery * 3, logger, run: async () => void (await exportPass({ fleet: fleet.service, logger })) }));
   return {
     svc: fleet.node,
     fleet,
     describe: 'the fleet (nodes join with <state dir>/join.token)',
-    close() {
-      stopExports();
-      stopWatch();
+    async close() {
+      await Promise.all(jobs.map((stop) => stop()));
       fleet.close();
     },
   };

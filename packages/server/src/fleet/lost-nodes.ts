@@ -3,26 +3,20 @@ import type { FleetStore, NodeRecord } from './fleet-store.js';
 
 export interface LostNodeWatchOptions {
   store: FleetStore;
-  /** This control-plane replica's name in leases. */
-  holder: string;
   /** A node silent this long is lost. */
   lostMs: number;
-  everyMs: number;
   logger?: Logger | undefined;
   /** Called once per node newly marked lost, with the sandboxes placed on it (restoring them elsewhere is the caller's policy). */
   onLost?: ((node: NodeRecord, sandboxes: string[]) => Promise<void>) | undefined;
   now?: () => number;
 }
 
-const LEASE = 'fleet:lost-nodes';
-
 /**
- * One pass: the nodes silent past the deadline are marked lost, by one
- * replica only (the lease), so `onLost` runs once per loss. Returns the
- * nodes it marked (none when another replica holds the lease).
+ * One pass: the nodes silent past the deadline are marked lost (one
+ * replica runs it: a leased job, see node-backend.ts), so `onLost` runs
+ * once per loss. Returns the nodes it marked.
  */
 export async function markLostNodes(o: LostNodeWatchOptions): Promise<string[]> {
-  if (!(await o.store.tryLease(LEASE, o.holder, o.everyMs * 3))) return [];
   const now = (o.now ?? Date.now)();
   const marked: string[] = [];
   for (const n of await o.store.listNodes()) {
@@ -34,18 +28,4 @@ export async function markLostNodes(o: LostNodeWatchOptions): Promise<string[]> 
     await o.onLost?.({ ...n, state: 'lost' }, sandboxes).catch((err: unknown) => o.logger?.error('restoring a lost node\'s sandboxes failed', { node: n.id, error: String(err) }));
   }
   return marked;
-}
-
-/** markLostNodes every `everyMs` until stopped. */
-export function startLostNodeWatch(o: LostNodeWatchOptions): () => void {
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    void markLostNodes(o)
-      .catch((err: unknown) => o.logger?.warn('lost-node pass failed', { error: String(err) }))
-      .finally(() => (running = false));
-  }, o.everyMs);
-  timer.unref();
-  return () => clearInterval(timer);
 }
