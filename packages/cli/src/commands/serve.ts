@@ -20,7 +20,8 @@ Options:
                  (default <state dir>/node.token, made at first start, root only);
                  control-plane: only the API, over the node at --node, or without
                  --node over a fleet: nodes started with FORKD_CONTROL_PLANE_URL join it
-                 with the token in its <state dir>/join.token (see \`forkd nodes\`)
+                 with the token in its <state dir>/join.token (see \`forkd nodes\`), or,
+                 with FORKD_NODE_DISCOVERY=kubernetes, are found as pods (docs/kubernetes.md)
       --node URL the one node of role control-plane (default $FORKD_NODE_URL); its token
                  is read from $FORKD_NODE_TOKEN_FILE (default <state dir>/node.token)
 `;

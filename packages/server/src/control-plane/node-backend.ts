@@ -12,6 +12,8 @@ import type { ControlPlane } from './control-plane.js';
 import { auditNodeEvents } from './node-audit.js';
 import { restoreLostSandboxes } from '../fleet/restore-lost.js';
 import { exportPass } from '../fleet/export-loop.js';
+import { inClusterApi } from '../fleet/kubernetes-api.js';
+import { startKubernetesDiscovery } from '../fleet/kubernetes-nodes.js';
 
 /** What a `--role control-plane` serves its API from: one node at a URL, or a fleet of nodes that joined it. */
 export interface NodeBackend {
@@ -44,6 +46,10 @@ export async function fleetOf(config: ForkdConfig, control: ControlPlane, logger
   const fleet = openFleet({ store: control.store, cipher: control.cipher, joinToken: await joinToken(config.stateDir), deadlineMs: config.fleet.deadlineS * 1000, logger });
   const holder = newReplicaId();
   const onLost = restoreLostSandboxes(fleet.service, auditNodeEvents(control, logger), logger);
+  const stopDiscovery = await discoverKubernetesNodes(config, fleet, logger).catch((err: unknown) => {
+    fleet.close();
+    throw err;
+  });
   const lostEvery = Math.min(5000, config.fleet.deadlineS * 1000);
   const jobs = [
     startLeasedJob({ leases: control.store, name: 'fleet:lost-nodes', holder, everyMs: lostEvery, ttlMs: lostEvery * 3, logger, run: async () => void (await markLostNodes({ store: control.store, lostMs: config.fleet.lostS * 1000, logger, onLost })) }),
@@ -53,10 +59,28 @@ export async function fleetOf(config: ForkdConfig, control: ControlPlane, logger
   return {
     svc: fleet.node,
     fleet,
-    describe: 'the fleet (nodes join with <state dir>/join.token)',
+    describe: config.fleet.kubernetes ? 'the fleet (node pods found through the Kubernetes API)' : 'the fleet (nodes join with <state dir>/join.token)',
     async close() {
+      stopDiscovery();
       await Promise.all(jobs.map((stop) => stop()));
       fleet.close();
     },
   };
+}
+
+/**
+ * FORKD_NODE_DISCOVERY=kubernetes: the node DaemonSet's ready pods are
+ * polled into the fleet as if they sent heartbeats (fleet/kubernetes-nodes.ts),
+ * with the token every node shares (FORKD_NODE_TOKEN_FILE). Otherwise nothing:
+ * nodes join by heartbeat.
+ */
+async function discoverKubernetesNodes(config: ForkdConfig, fleet: Fleet, logger: Logger): Promise<() => void> {
+  const k = config.fleet.kubernetes;
+  if (!k) return () => {};
+  const token = (await readFile(config.nodeTokenFile, 'utf8').catch(() => '')).trim();
+  if (!token) throw new ForkdError('FAILED_PRECONDITION', `FORKD_NODE_DISCOVERY=kubernetes: no node token in ${config.nodeTokenFile} (the token every node pod answers; FORKD_NODE_TOKEN_FILE)`);
+  const api = await inClusterApi(process.env, k.serviceAccountDir);
+  logger.info('finding nodes through the Kubernetes API', { namespace: api.namespace, selector: k.selector, daemonSet: k.daemonSet });
+  const d = startKubernetesDiscovery({ ...k, api, nodes: fleet.nodes, token, connect: (url, t) => new NodeHttpClient({ url, token: t }), everyMs: config.fleet.heartbeatS * 1000, logger });
+  return () => d.stop();
 }

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { NODE_ID_PATTERN } from '@forkd/protocol';
+import { kubernetesDiscoveryConfig, type KubernetesDiscoveryConfig } from '../fleet/kubernetes-nodes.js';
 
 /** How nodes and a control plane find each other (see fleet/). */
 export interface FleetConfig {
@@ -22,6 +23,8 @@ export interface FleetConfig {
   exportIntervalS: number;
   /** HTTPS for the API and the node contract: certificate chain and key, PEM (FORKD_TLS_CERT_FILE, FORKD_TLS_KEY_FILE; both or neither). Clients trust a private CA by NODE_EXTRA_CA_CERTS. */
   tls?: { certFile: string; keyFile: string } | undefined;
+  /** Role control-plane: nodes are found as the node DaemonSet's pods through the Kubernetes API (FORKD_NODE_DISCOVERY=kubernetes, see fleet/kubernetes-nodes.ts), not by their heartbeats. */
+  kubernetes?: KubernetesDiscoveryConfig | undefined;
 }
 
 function seconds(v: string | undefined, def: number, name: string): number {
@@ -49,6 +52,7 @@ export function fleetConfig(env: NodeJS.ProcessEnv, stateDir: string): FleetConf
   if (!certFile !== !keyFile) throw new Error('FORKD_TLS_CERT_FILE and FORKD_TLS_KEY_FILE go together');
   return {
     tls: certFile && keyFile ? { certFile, keyFile } : undefined,
+    kubernetes: kubernetesDiscoveryConfig(env),
     controlPlaneUrls: cps,
     joinTokenFile: env.FORKD_JOIN_TOKEN_FILE || join(stateDir, 'join.token'),
     nodeId,

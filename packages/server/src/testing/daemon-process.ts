@@ -42,7 +42,7 @@ export interface DaemonProcess {
 export interface NodeProcess {
   child: ChildProcess;
   url: string;
-  /** The node token `forkd serve --role node` made in its state dir. */
+  /** The node token it answers: FORKD_NODE_TOKEN_FILE's, by default the one it made in its state dir. */
   token: string;
   log(): string;
 }
@@ -84,7 +84,7 @@ export async function startDaemonProcess(env: NodeJS.ProcessEnv): Promise<Daemon
 export async function startNodeProcess(env: NodeJS.ProcessEnv): Promise<NodeProcess> {
   await sweepStaleTestDirs();
   const d = await startServe(env, ['--role', 'node']);
-  return { ...d, token: readFileSync(join(stateDir(env), 'node.token'), 'utf8').trim() };
+  return { ...d, token: readFileSync(env.FORKD_NODE_TOKEN_FILE || join(stateDir(env), 'node.token'), 'utf8').trim() };
 }
 
 /** Starts a real `forkd serve --role control-plane` (with FORKD_NODE_URL: over that node; without: over a fleet). */
