@@ -15,7 +15,7 @@
  *   forkd-criu-version record CRIU REPLY ask CRIU (the wrapper, with no reply
  *                                        recorded yet) the real probe over a
  *                                        socketpair; write its reply to REPLY
- *                                        (through REPLY.tmp, renamed).
+ *                                        (through REPLY.<pid>.tmp, renamed).
  *
  * Setup records the reply whenever it installs CRIU, so it is always that
  * CRIU's own answer. Any doubt (no reply file, a short read, another request)
@@ -82,8 +82,9 @@ static int record(const char *criu, const char *out) {
     return 2;
   }
   char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp", out) >= (int)sizeof tmp) return 2;
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  /* Its own name per process: daemons starting together each record, and a shared .tmp could be renamed half-written. */
+  if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", out, (long)getpid()) >= (int)sizeof tmp) return 2;
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return perror(tmp), 2;
   int ok = write(fd, reply, (size_t)len) == len && fsync(fd) == 0;
   ok = close(fd) == 0 && ok;

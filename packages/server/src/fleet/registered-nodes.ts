@@ -80,6 +80,11 @@ export class RegisteredNodes implements NodeDirectory {
     return client;
   }
 
+  /** A node silent this long takes no new work. */
+  get deadlineMs(): number {
+    return this.#o.deadlineMs;
+  }
+
   placedSince(): ReadonlyMap<string, number> {
     return this.#placed;
   }

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { copyFile, rename } from 'node:fs/promises';
+import { copyFile, rename, rm } from 'node:fs/promises';
+import { ownTmp } from './start-tmp.js';
 import { join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import type { ForkdConfig } from '../shared/config.js';
@@ -50,13 +51,16 @@ export async function ensureRunc(config: ForkdConfig, root: string, detail: (d: 
     await exec('chroot', [root, 'apt-get', 'clean']);
   }
   const out = runcPath(config);
-  const tmp = `${out}.tmp`;
+  const tmp = ownTmp(out);
   await copyFile(bin, tmp);
   const lib = `${root}/lib/x86_64-linux-gnu:${root}/usr/lib/x86_64-linux-gnu`;
   await exec('patchelf', ['--set-interpreter', join(root, 'lib64/ld-linux-x86-64.so.2'), '--set-rpath', lib, tmp]);
   const version = parseRuncVersion((await exec(tmp, ['--version'], { allowFailure: true })).stdout);
   const refusal = runcRefusal(version);
-  if (refusal) throw new ForkdError('FAILED_PRECONDITION', `refusing runc: ${refusal}`);
+  if (refusal) {
+    await rm(tmp, { force: true });
+    throw new ForkdError('FAILED_PRECONDITION', `refusing runc: ${refusal}`);
+  }
   await rename(tmp, out);
   return `runc ${version!.slice(0, 3).join('.')}${version![3]}`;
 }

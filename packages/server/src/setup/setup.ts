@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ensureRunc } from './private-runc.js';
+import { ownTmp } from './start-tmp.js';
 import { ForkdError } from '@forkd/protocol';
 import type { ForkdConfig } from '../shared/config.js';
 import { REPO_ROOT } from '../shared/config.js';
@@ -112,9 +113,10 @@ async function installCriuAction(config: ForkdConfig): Promise<void> {
     ['libforkd-uffd.so', uffdPreloadPath(config)],
   ] as const) {
     await mkdir(dirname(to), { recursive: true });
-    await copyFile(join(REPO_ROOT, 'packages/host-tools/build', from), `${to}.tmp`);
-    await chmod(`${to}.tmp`, 0o755);
-    await rename(`${to}.tmp`, to);
+    const tmp = ownTmp(to);
+    await copyFile(join(REPO_ROOT, 'packages/host-tools/build', from), tmp);
+    await chmod(tmp, 0o755);
+    await rename(tmp, to);
   }
 }
 
@@ -204,8 +206,9 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
   const probe = `if [ "$1" = swrk ] && [ -z "$FORKD_CRIU_ASK_VERSION" ]; then ${criuVersionToolPath(config)} answer "$2" ${wrapper}-version.reply; r=$?; [ $r = 0 ] && exit 0; [ $r = 1 ] || exit 1; fi\n`;
   const body = `#!/bin/sh\n${probe}HOME=${home} exec ${root}/lib64/ld-linux-x86-64.so.2 ${preload} --library-path ${lib} ${root}/usr/sbin/criu "$@"\n`;
   if ((await readFile(wrapper, 'utf8').catch(() => '')) !== body) {
-    await writeFile(`${wrapper}.tmp`, body, { mode: 0o755 });
-    await rename(`${wrapper}.tmp`, wrapper);
+    const tmp = ownTmp(wrapper);
+    await writeFile(tmp, body, { mode: 0o755 });
+    await rename(tmp, wrapper);
   }
   await recordCriuVersion(config, wrapper);
   const got = await criuVersion(wrapper);

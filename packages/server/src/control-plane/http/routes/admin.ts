@@ -3,6 +3,8 @@ import { ForkdError, PutTenantLimitsRequest, TenantLimitsInfo, TenantName } from
 import { tenantHoldings } from '../../quota/quota-gate.js';
 import { validate } from '../validate.js';
 import { ok, param, route, type RouteDeps } from './route.js';
+import type { Fleet } from '../../../fleet/fleet.js';
+import { renderFleetMetrics } from '../../../fleet/fleet-metrics.js';
 
 /** A tenant's limits, overrides and what it uses (the usage counts operations in flight too). */
 async function limitsInfo({ svc, control }: RouteDeps, tenant: string): Promise<TenantLimitsInfo> {
@@ -15,6 +17,13 @@ async function limitsInfo({ svc, control }: RouteDeps, tenant: string): Promise<
 }
 
 const tenantParam = (raw: string) => validate(TenantName, raw);
+
+/** Each node's gauges, when the API serves a fleet. */
+async function fleetMetrics(fleet: Fleet): Promise<string> {
+  const nodes = await fleet.nodes.all();
+  const placed = new Map(await Promise.all(nodes.map(async (n) => [n.id, (await fleet.service.store.placedOn('sandbox', n.id)).length] as const)));
+  return renderFleetMetrics(nodes, placed, Date.now(), fleet.nodes.deadlineMs);
+}
 
 /**
  * The operator's side: liveness, Prometheus metrics, and tenants' limits.
@@ -37,10 +46,11 @@ export const ADMIN_ROUTES = [
     path: '/metrics',
     summary: 'Prometheus metrics (admin keys only)',
     undocumented: true,
-    handler: async (c, { svc, metrics, caller }) => {
+    handler: async (c, { svc, metrics, caller, fleet }) => {
       const who = await caller(c);
       if (!who.admin) throw new ForkdError('PERMISSION_DENIED', 'metrics need an admin key');
-      return c.text(metrics.render(await svc.list(), await svc.stats()), 200, { 'content-type': 'text/plain; version=0.0.4' });
+      const text = metrics.render(await svc.list(), await svc.stats()) + (fleet ? await fleetMetrics(fleet) : '');
+      return c.text(text, 200, { 'content-type': 'text/plain; version=0.0.4' });
     },
   }),
   route({

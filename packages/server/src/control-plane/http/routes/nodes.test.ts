@@ -66,3 +66,17 @@ test('nodes: admin keys only; drain marks it, rm forgets an empty node, unknown 
   assert.equal((await call('POST', '/v1/nodes/node-z/drain')).json.error.code, 'NOT_FOUND');
   assert.equal((await call('POST', '/v1/nodes/NOT_AN_ID/drain')).json.error.code, 'INVALID_ARGUMENT');
 });
+
+test('nodes: /metrics has each node\'s gauges (up, heartbeat age, room, placed sandboxes)', async () => {
+  const { heartbeat, app, admin, control } = await fleetApp();
+  await heartbeat(beat('node-a'));
+  await heartbeat(beat('node-b'));
+  await control.store.setNodeState('node-b', 'draining');
+  await control.store.place('sandbox', 'sbx-aaaaaaaaaaaa', 'node-a');
+  const text = await (await app.request('/metrics', { headers: { authorization: `Bearer ${admin}` } })).text();
+  assert.match(text, /^forkd_node_up\{node="node-a",state="active"\} 1$/m);
+  assert.match(text, /^forkd_node_up\{node="node-b",state="draining"\} 0$/m);
+  assert.match(text, /^forkd_node_memory_free_bytes\{node="node-a",state="active"\} 4294967296$/m);
+  assert.match(text, /^forkd_node_placed_sandboxes\{node="node-a",state="active"\} 1$/m);
+  assert.match(text, /^forkd_node_heartbeat_age_seconds\{node="node-a",state="active"\} \d/m);
+});
