@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ForkdError } from '@forkd/protocol';
+import { ForkdError, NodeHeartbeatRequest } from '@forkd/protocol';
 import { LocalNode } from '../node/local-node.js';
 import { testManager, type TestManager } from '../node/manager/manager-test-kit.js';
 import { MemoryFleetStore } from '../testing/memory-fleet-store.js';
@@ -47,6 +47,17 @@ describe('fleet: the node contract routed over nodes in this process (fakes unde
   after(async () => {
     fleet.close();
     for (const k of kits) await k.close();
+  });
+
+  test('a fractional overcommit still reports whole bytes (a heartbeat takes integers)', async () => {
+    const kit = await testManager({ admission: { host: { memoryMb: 1000, cpus: 2 }, overcommit: { memory: 0.0166, cpus: 0 } } });
+    try {
+      const cap = await nodeCapacity(new LocalNode(kit.manager, kit.templates, { forget: async () => {}, set: async () => {}, rewound: async () => {} } as never));
+      assert.ok(Number.isInteger(cap.memoryBytes) && Number.isInteger(cap.memoryFreeBytes), JSON.stringify(cap));
+      assert.equal(NodeHeartbeatRequest.safeParse({ id: 'node-x', url: 'http://x.test', token: 'fnt_0123456789abcdef', capacity: cap }).success, true);
+    } finally {
+      await kit.close();
+    }
   });
 
   test('a node reports what its admission has left; the fleet sees both nodes live', async () => {

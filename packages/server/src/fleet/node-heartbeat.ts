@@ -18,10 +18,10 @@ export interface HeartbeatOptions {
 /** What a node reports of itself: memory admission's room, pool space, counts and templates. */
 export async function nodeCapacity(node: NodeService): Promise<NodeCapacity> {
   const [s, templates] = await Promise.all([node.stats(), node.templates()]);
-  const cap = s.memoryCapBytes ?? 0;
+  const cap = Math.floor(s.memoryCapBytes ?? 0);
   return {
     memoryBytes: cap,
-    memoryFreeBytes: Math.max(0, cap - (s.memoryCommittedBytes ?? 0)),
+    memoryFreeBytes: Math.max(0, cap - Math.ceil(s.memoryCommittedBytes ?? 0)),
     cpus: s.cpus ?? 0,
     poolFreeBytes: Math.max(0, s.poolSizeBytes - s.poolUsedBytes),
     running: s.running ?? 0,

@@ -18,7 +18,8 @@ export async function nodeStats(ctx: ManagerContext, d: Pick<ManagerDeps, 'stora
     poolSizeBytes: pool.sizeBytes,
     warmPoolHeld: ctx.pool.held().size,
     hotPaused: ctx.hot.ids().size,
-    memoryCapBytes: room.memoryCapMb * MiB,
+    // Whole bytes: an overcommit like 1.5 makes a fractional cap, and a fleet's heartbeat takes integers.
+    memoryCapBytes: Math.floor(room.memoryCapMb * MiB),
     memoryCommittedBytes: room.committed.memoryMb * MiB,
     cpus: room.cpus,
     running: count('running'),
