@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { ForkdClient, ForkdError, type Sandbox } from '@forkd/sdk';
@@ -69,6 +69,13 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
   });
 
   after(async () => {
+    // FORKD_TEST_LOG_DIR: every process's log kept there (a failure here spans five processes).
+    const keep = process.env.FORKD_TEST_LOG_DIR;
+    if (keep) {
+      await mkdir(keep, { recursive: true });
+      for (const [i, cp] of cps.entries()) await writeFile(join(keep, `cp-${i}.log`), cp.log());
+      for (const [id, n] of nodes) await writeFile(join(keep, `${id}.log`), n.proc.log());
+    }
     for (const cp of cps) await stopDaemonProcess(cp);
     for (const { proc, dir, config } of nodes.values()) {
       await stopDaemonProcess(proc, 'SIGTERM');

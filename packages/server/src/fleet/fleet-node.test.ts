@@ -68,6 +68,13 @@ describe('fleet: the node contract routed over nodes in this process (fakes unde
     assert.deepEqual((await fleet.nodes.live()).map((n) => n.id), ['node-a', 'node-b']);
   });
 
+  test('a heartbeat does not replace the client of a node (calls in flight on it would be cut)', async () => {
+    const before = await fleet.nodes.client('node-a');
+    await beat('node-a');
+    await beat('node-a');
+    assert.equal(await fleet.nodes.client('node-a'), before);
+  });
+
   test('creates go to the node with the most room and are placed; calls by id reach that node', async () => {
     await beat('node-a', 8 * GB);
     await beat('node-b', 2 * GB);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { SecretCipher } from '../control-plane/secrets/secret-cipher.js';
 import { NodeHttpClient } from '../node-http/node-http-client.js';
 import type { NodeService } from '../node-contract/node-service.js';
@@ -45,7 +46,7 @@ export class RegisteredNodes implements NodeDirectory {
     const rec: NodeRecord = {
       id: hb.id,
       url: hb.url,
-      sealedToken: this.#o.cipher.seal(hb.token, tokenAad(hb.id)).toString('base64'),
+      sealedToken: old && this.#opened(old) === hb.token ? old.sealedToken : this.#o.cipher.seal(hb.token, tokenAad(hb.id)).toString('base64'),
       state: old?.state ?? 'active',
       capacity: hb.capacity,
       registeredAt: old?.registeredAt ?? at,
@@ -70,11 +71,14 @@ export class RegisteredNodes implements NodeDirectory {
     if (!n) throw nodeUnavailable(nodeId, 'is not in the fleet');
     if (n.state === 'lost') throw nodeUnavailable(nodeId, 'is lost');
     if (!isLive({ ...n, state: 'active' }, Date.now(), this.#o.deadlineMs)) throw nodeUnavailable(nodeId, 'has not been heard from');
-    const key = `${n.url}\n${n.sealedToken}`;
+    // Keyed by what the client is made of, not by the sealed bytes (a seal is new each time): a client is
+    // replaced only when the node's address or token really changed, never under calls in flight.
+    const token = this.#opened(n);
+    if (token === undefined) throw nodeUnavailable(nodeId, 'has a token this control plane cannot open (is secrets.key the same on every replica?)');
+    const key = `${n.url}\n${createHash('sha256').update(token).digest('hex')}`;
     const held = this.#clients.get(nodeId);
     if (held?.key === key) return held.client;
     held?.client.close();
-    const token = this.#o.cipher.open(Buffer.from(n.sealedToken, 'base64'), tokenAad(nodeId));
     const client = (this.#o.connect ?? ((url, t) => new NodeHttpClient({ url, token: t })))(n.url, token);
     this.#clients.set(nodeId, { key, client });
     return client;
@@ -83,6 +87,14 @@ export class RegisteredNodes implements NodeDirectory {
   /** A node silent this long takes no new work. */
   get deadlineMs(): number {
     return this.#o.deadlineMs;
+  }
+
+  #opened(n: NodeRecord): string | undefined {
+    try {
+      return this.#o.cipher.open(Buffer.from(n.sealedToken, 'base64'), tokenAad(n.id));
+    } catch {
+      return undefined;
+    }
   }
 
   placedSince(): ReadonlyMap<string, number> {
