@@ -17,6 +17,7 @@ import { egressProxyRows } from './egress-proxy.js';
 import { timeProfileRows } from './time-profile.js';
 import { leverRows } from './levers.js';
 import { LiveRows } from './live-rows.js';
+import { rowLine } from './row-line.js';
 import { densityRows } from './density.js';
 import { transferRows } from './transfer.js';
 
@@ -37,7 +38,6 @@ interface Row {
 }
 
 const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : '-');
-const rowLine = (r: Row) => `${r.name}: p50 ${fmt(r.summary.p50)} ${r.unit}, p95 ${fmt(r.summary.p95)} (n ${r.summary.n})${r.target ? `; target ${r.target}` : ''}`;
 
 async function coreBench(): Promise<Row[]> {
   const node = await createTestNode({ warmPool: 2 });
@@ -265,6 +265,10 @@ async function main(): Promise<void> {
   if (process.argv.includes('--report')) return reportOnly();
   if (process.argv.includes('--density-only')) {
     await density();
+    return;
+  }
+  if (process.argv.includes('--transfer-only')) {
+    await transferRows(quick);
     return;
   }
   const date = new Date().toISOString();

@@ -5,6 +5,8 @@ import { DirBlobStore } from '@forkd/server';
 import { createTestNode, run, type TestNode } from '@forkd/server/testing';
 import { startMemoryHog } from './memory-hog.js';
 import { summarize, type Summary } from './stats.js';
+import { LiveRows } from './live-rows.js';
+import { rowLine } from './row-line.js';
 
 export interface TransferRow {
   name: string;
@@ -60,12 +62,14 @@ export async function transferRows(quick: boolean): Promise<TransferRow[]> {
       await b.manager.delete(s.id);
     }
     const MB = 2 ** 20;
-    return [
+    const rows = new LiveRows<TransferRow>(rowLine);
+    rows.push(
       { name: 'migration of a paused 100 MB sandbox between two nodes (export + import + resume + first exec)', unit: 'ms', target: 'p50 ≤ 2000', summary: summarize(migrate) },
       { name: 'fork of a snapshot onto another node (export + import + fork + first exec)', unit: 'ms', summary: summarize(fork) },
       { name: 'bytes a first export of a 100 MB sandbox adds to the blob store (the template included once)', unit: 'MB', summary: summarize(first.map((x) => x / MB)) },
       { name: 'bytes a further export of the idle sandbox adds', unit: 'MB', target: '< 5', summary: summarize(further.map((x) => x / MB)) },
-    ];
+    );
+    return rows;
   } finally {
     await a?.dispose();
     await b?.dispose();
