@@ -5,11 +5,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ForkdClient } from '@forkd/sdk';
-import { exec, REPO_ROOT } from '@forkd/server';
+import { exec, installPackages, REPO_ROOT } from '@forkd/server';
 import { disposeNodeDir, isRoot, randomPort, startDaemonProcess, stopDaemonProcess, testConfig, waitFor, type DaemonProcess } from '@forkd/server/testing';
 
 const TAG = 'localhost/forkd:test';
-const podman = isRoot && (await exec('podman', ['--version'], { allowFailure: true }).then((r) => r.code === 0, () => false));
 
 /**
  * The image (deploy/Containerfile) as the node DaemonSet runs it: built from
@@ -19,7 +18,7 @@ const podman = isRoot && (await exec('podman', ['--version'], { allowFailure: tr
  * drives it over the node contract. Pause and resume go through the image's
  * CRIU, with a process alive across them.
  */
-describe('the forkd image as a node (podman)', { skip: !podman && 'needs root and podman' }, () => {
+describe('the forkd image as a node (podman)', { skip: !isRoot && 'needs root' }, () => {
   let dir = '';
   let cfg: ReturnType<typeof testConfig>;
   const name = `forkd-image-test-${randomBytes(3).toString('hex')}`;
@@ -27,6 +26,8 @@ describe('the forkd image as a node (podman)', { skip: !podman && 'needs root an
   let nodeUrl = '';
 
   before(async () => {
+    // Debian's podman, as the benchmark installs it.
+    await installPackages(['podman', 'debootstrap'], () => {});
     await exec('bash', [join(REPO_ROOT, 'scripts/build-image.sh'), TAG], { timeoutMs: 1_800_000 });
     dir = await mkdtemp(join(tmpdir(), 'forkd-image-'));
     cfg = testConfig(dir);
@@ -58,7 +59,7 @@ describe('the forkd image as a node (podman)', { skip: !podman && 'needs root an
 
   after(async () => {
     await stopDaemonProcess(api, 'SIGTERM');
-    if (podman) {
+    if (isRoot) {
       const logs = await exec('podman', ['logs', name], { allowFailure: true });
       if (process.env.FORKD_TEST_VERBOSE) process.stderr.write(logs.stdout + logs.stderr);
       await exec('podman', ['rm', '-f', '-t', '30', name], { allowFailure: true, timeoutMs: 120_000 });
