@@ -323,6 +323,27 @@ export function nodeConformance(name: string, open: () => Promise<OpenedNode>, o
       await assert.rejects(node.setCredentials('sbx-000000000000', [cred]), code('NOT_FOUND'));
     });
 
+    test('exportSnapshot and importSnapshot: a paused sandbox leaves through the blob store and comes back under its id', async () => {
+      const moved = (await node.create({ template: 'base', memoryMb: 256, env: { KEPT: 'env' } })).id;
+      made.push(moved);
+      await run(node, moved, 'echo moved > /root/moved.txt');
+      await node.pause(moved);
+      const snap = (await node.timeline(moved)).at(-1)!;
+      const ex = await node.exportSnapshot(snap.id);
+      assert.equal(ex.manifest, `snapshots/${snap.id}/manifest.json`);
+      assert.ok(ex.bytesUploaded > 0);
+      await assert.rejects(node.importSnapshot(ex.manifest, { asSandbox: true }), code('ALREADY_EXISTS'));
+      await node.delete(moved);
+      const back = SnapshotInfo.parse(await node.importSnapshot(ex.manifest, { asSandbox: true }));
+      assert.deepEqual([back.id, back.sandboxId], [snap.id, moved]);
+      assert.equal((await node.get(moved)).state, 'paused');
+      assert.equal((await node.resume(moved)).state, 'running');
+      assert.equal((await run(node, moved, 'cat /root/moved.txt; echo $KEPT')).stdout, 'moved\nenv\n');
+      await assert.rejects(node.importSnapshot('snapshots/snap-000000000000/manifest.json'), code('NOT_FOUND'));
+      await assert.rejects(node.exportSnapshot('snap-000000000000'), code('NOT_FOUND'));
+      await node.delete(moved);
+    });
+
     test('node-wide stats', async () => {
       const st = await node.stats();
       assert.ok(st.poolSizeBytes > 0 && st.poolUsedBytes > 0 && st.snapshots >= 1);

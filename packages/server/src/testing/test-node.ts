@@ -10,6 +10,7 @@ import { silentLogger, createLogger } from '../shared/logger.js';
 import { exec } from '../shared/exec.js';
 import { openNode, type Node } from '../node/node.js';
 import type { BlobStore } from '../blob/blob-store.js';
+import { openBlobStore } from '../blob/blob-store-config.js';
 import type { EgressInterceptor } from '../node/network/egress-interceptor.js';
 import type { NodeEventSink } from '../node/node-event.js';
 import { unmountPool } from '../node/storage/btrfs-pool.js';
@@ -98,7 +99,7 @@ export async function createTestNode(
   const config = { ...base, warmPool: opts.warmPool ?? 0, ...opts.config, ...(opts.poolSizeGb ? { pool: { ...base.pool, sizeBytes: opts.poolSizeGb * 2 ** 30 } } : {}) };
   const rootfs = baseRootfsDir(config);
   if (!existsSync(join(rootfs, '.forkd-recipe'))) throw new Error(`no base root filesystem at ${rootfs}: run ./forkd setup first`);
-  const node = await openNode(config, opts.verbose ? createLogger('debug') : silentLogger, { ...(opts.onEvent ? { onEvent: opts.onEvent } : {}), ...(opts.egressInterceptor ? { egressInterceptor: opts.egressInterceptor } : {}), ...(opts.blobs ? { blobs: opts.blobs } : {}) });
+  const node = await openNode(config, opts.verbose ? createLogger('debug') : silentLogger, { ...(opts.onEvent ? { onEvent: opts.onEvent } : {}), ...(opts.egressInterceptor ? { egressInterceptor: opts.egressInterceptor } : {}), blobs: opts.blobs ?? (await openBlobStore(config.blobStore)) });
   await node.templates.importDir('base', rootfs);
   return {
     ...node,

@@ -25,11 +25,9 @@ import { toSnapshotInfo } from './sandbox-info.js';
  * checksums as it is read; anything that fails leaves no volume, directory
  * or record behind. Under the sandbox's lock.
  */
-export function importSnapshot(c: ManagerContext, t: BlobTransfer, manifestKey: string, opts: ImportSnapshotOptions = {}): Promise<SnapshotInfo> {
-  return (async () => {
-    const m = manifestOrThrow(SnapshotManifest, manifestKey, await t.blobs.get(manifestKey));
-    return c.locks.exclusive(m.sandbox.id, () => importLocked(c, t, m, !!opts.asSandbox));
-  })();
+export async function importSnapshot(c: ManagerContext, t: BlobTransfer, manifestKey: string, opts: ImportSnapshotOptions = {}): Promise<SnapshotInfo> {
+  const m = manifestOrThrow(SnapshotManifest, manifestKey, await t.blobs.get(manifestKey));
+  return c.locks.exclusive(m.sandbox.id, () => importLocked(c, t, m, !!opts.asSandbox));
 }
 
 async function importLocked(c: ManagerContext, t: BlobTransfer, m: SnapshotManifest, asSandbox: boolean): Promise<SnapshotInfo> {
