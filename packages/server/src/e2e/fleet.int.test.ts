@@ -134,6 +134,28 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
     }
   });
 
+  test('the official MCP client works against the fleet unchanged (streamable HTTP over TLS)', async () => {
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    const transport = new StreamableHTTPClientTransport(new URL(`${cps[1]!.url}/mcp`), { fetch: fetchTls, requestInit: { headers: { authorization: `Bearer ${cps[1]!.apiKey}` } } });
+    const client = new Client({ name: 'forkd-fleet-test', version: '0' });
+    await client.connect(transport);
+    try {
+      const call = async (name: string, args: Record<string, unknown>) => {
+        const r = (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: Record<string, unknown>; content: unknown };
+        assert.ok(!r.isError, `${name}: ${JSON.stringify(r.content)}`);
+        return r.structuredContent!;
+      };
+      const made = (await call('sandbox_create', {})) as { id: string };
+      const out = (await call('sandbox_exec', { sandbox_id: made.id, command: 'echo mcp $((2*21))' })) as { stdout: string };
+      assert.equal(out.stdout, 'mcp 42\n');
+      assert.ok((await clients[1]!.nodes.list()).some((n) => n.sandboxes > 0));
+      await call('sandbox_kill', { sandbox_id: made.id });
+    } finally {
+      await client.close();
+    }
+  });
+
   let moving: Sandbox;
 
   test('a sandbox moves to another node under its id: its processes go on counting, its files and timeline follow', async () => {
