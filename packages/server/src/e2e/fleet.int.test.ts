@@ -9,6 +9,7 @@ import { randomPort, startControlPlaneProcess, startNodeProcess, stopDaemonProce
 import { startPostgres, type PostgresServer } from '../testing/postgres-server.js';
 import { waitFor } from '../testing/helpers.js';
 import { fetchTrusting, makeTestCertificate } from '../testing/tls-test-ca.js';
+import { startFleetNetwork, type FleetNetwork } from '../testing/fleet-network.js';
 
 const NODE_IDS = ['node-a', 'node-b', 'node-c'] as const;
 /** A process whose state is in memory and on disk: a count written every 200 ms. */
@@ -16,8 +17,9 @@ const COUNTER = ['bash', '-c', 'i=0; while :; do i=$((i+1)); echo $i > /tmp/coun
 
 /**
  * A fleet on this machine: two control-plane replicas on one real
- * PostgreSQL, three node processes with their own pools that join them by
- * heartbeat. Sandboxes spread, either replica serves every one, a replica's
+ * PostgreSQL, three node processes, each with its own pool and in its own
+ * network namespace (testing/fleet-network.ts), that join them by
+ * heartbeat over TLS. Sandboxes spread, either replica serves every one, a replica's
  * death changes nothing for clients, a node's death marks it lost.
  */
 describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot && 'needs root' }, () => {
@@ -29,25 +31,29 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
   let fetchTls: typeof fetch;
   let e2bPorts: number[] = [];
   let tlsEnv: Record<string, string>;
+  let net: FleetNetwork | undefined;
 
   before(async () => {
     pg = await startPostgres();
     const database = await pg.createDatabase();
     cpDir = await mkdtemp(join(tmpdir(), 'forkd-fleet-cp-'));
+    // Each node in a network namespace of its own, on a bridge where the control planes listen.
+    net = await startFleetNetwork(NODE_IDS.length);
     // Every link over TLS (a node on a workstation joins a remote control plane so): API, heartbeats, the node contract.
-    const tls = await makeTestCertificate(cpDir);
+    const tls = await makeTestCertificate(cpDir, [net.hostIp, ...net.nodes.map((n) => n.ip)]);
     fetchTls = fetchTrusting(tls.cert);
     tlsEnv = { FORKD_TLS_CERT_FILE: tls.certFile, FORKD_TLS_KEY_FILE: tls.keyFile, NODE_EXTRA_CA_CERTS: tls.certFile };
-    const cpEnv = { ...process.env, ...tlsEnv, FORKD_STATE_DIR: cpDir, FORKD_DATABASE_URL: database, FORKD_E2B_API_PORT: 'off', FORKD_E2B_ENVD_PORT: 'off', FORKD_NODE_DEADLINE_S: '3', FORKD_NODE_LOST_S: '8', FORKD_EXPORT_INTERVAL_S: '2' };
+    const cpEnv = { ...process.env, ...tlsEnv, FORKD_HOST: net.hostIp, FORKD_STATE_DIR: cpDir, FORKD_DATABASE_URL: database, FORKD_E2B_API_PORT: 'off', FORKD_E2B_ENVD_PORT: 'off', FORKD_NODE_DEADLINE_S: '3', FORKD_NODE_LOST_S: '8', FORKD_EXPORT_INTERVAL_S: '2' };
     // One after the other: the first makes the admin key, the join token and the secrets key the second reads.
     cps.push(await startControlPlaneProcess(cpEnv));
-    // The second replica also serves the E2B API and envd gateway (plain HTTP on loopback), over the same fleet.
+    // The second replica also serves the E2B API and envd gateway (plain HTTP on the bridge), over the same fleet.
     e2bPorts = [randomPort(), randomPort()];
     cps.push(await startControlPlaneProcess({ ...cpEnv, FORKD_E2B_API_PORT: String(e2bPorts[0]), FORKD_E2B_ENVD_PORT: String(e2bPorts[1]) }));
     assert.ok(cps.every((cp) => cp.url.startsWith('https://')));
     clients = cps.map((cp) => new ForkdClient({ url: cp.url, apiKey: cp.apiKey, fetch: fetchTls }));
     await Promise.all(
-      NODE_IDS.map(async (id) => {
+      NODE_IDS.map(async (id, i) => {
+        const ns = net!.nodes[i]!;
         const dir = await mkdtemp(join(tmpdir(), `forkd-fleet-${id}-`));
         const { env, config } = testConfig(dir);
         // node-a is small: room for one 256 MB sandbox, so a fork of one there must land elsewhere.
@@ -57,11 +63,12 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
           ...tlsEnv,
           ...small,
           FORKD_NODE_ID: id,
+          FORKD_HOST: ns.ip,
           FORKD_CONTROL_PLANE_URL: cps.map((c) => c.url).join(','),
           FORKD_JOIN_TOKEN_FILE: join(cpDir, 'join.token'),
           FORKD_HEARTBEAT_S: '1',
           FORKD_BLOB_STORE: `dir:${join(cpDir, 'blobs')}`,
-        });
+        }, ns.wrap);
         nodes.set(id, { proc, dir, config });
       }),
     );
@@ -82,6 +89,7 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
       await disposeNodeDir(undefined, dir, config);
     }
     await pg?.stop();
+    await net?.close();
     if (cpDir) await rm(cpDir, { recursive: true, force: true });
   });
 
@@ -121,7 +129,7 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
   test("the official E2B SDK works against the fleet unchanged", async () => {
     const { key } = await clients[1]!.keys.create({ format: 'e2b', tenant: 'e2b-fleet' });
     const { Sandbox: E2b } = await import('e2b');
-    const opts = { apiKey: key, apiUrl: `http://127.0.0.1:${e2bPorts[0]}`, sandboxUrl: `http://127.0.0.1:${e2bPorts[1]}`, timeoutMs: 120_000 };
+    const opts = { apiKey: key, apiUrl: `http://${net!.hostIp}:${e2bPorts[0]}`, sandboxUrl: `http://${net!.hostIp}:${e2bPorts[1]}`, timeoutMs: 120_000 };
     const sbx = await E2b.create('base', opts);
     try {
       const r = await sbx.commands.run('echo hello $((6*7))');

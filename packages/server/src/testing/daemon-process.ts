@@ -53,8 +53,9 @@ export function randomPort(): number {
 }
 
 /** Runs `forkd serve ARGS` on a random port; resolves with its URL and log once it listens. */
-function startServe(env: NodeJS.ProcessEnv, args: string[]): Promise<{ child: ChildProcess; url: string; log(): string }> {
-  const child = spawn(process.execPath, [...NODE_FLAGS, CLI, 'serve', ...args], {
+function startServe(env: NodeJS.ProcessEnv, args: string[], wrap: string[] = []): Promise<{ child: ChildProcess; url: string; log(): string }> {
+  const argv = [...wrap, process.execPath, ...NODE_FLAGS, CLI, 'serve', ...args];
+  const child = spawn(argv[0]!, argv.slice(1), {
     env: { ...env, FORKD_PORT: String(randomPort()) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -80,10 +81,10 @@ export async function startDaemonProcess(env: NodeJS.ProcessEnv): Promise<Daemon
   return { ...d, apiKey: readFileSync(join(stateDir(env), 'admin.key'), 'utf8').trim() };
 }
 
-/** Starts a real `forkd serve --role node` (the node contract over HTTP) on a random port. */
-export async function startNodeProcess(env: NodeJS.ProcessEnv): Promise<NodeProcess> {
+/** Starts a real `forkd serve --role node` (the node contract over HTTP) on a random port; `wrap` runs it inside something (a network namespace: `nsenter --net=…`). */
+export async function startNodeProcess(env: NodeJS.ProcessEnv, wrap: string[] = []): Promise<NodeProcess> {
   await sweepStaleTestDirs();
-  const d = await startServe(env, ['--role', 'node']);
+  const d = await startServe(env, ['--role', 'node'], wrap);
   return { ...d, token: readFileSync(env.FORKD_NODE_TOKEN_FILE || join(stateDir(env), 'node.token'), 'utf8').trim() };
 }
 

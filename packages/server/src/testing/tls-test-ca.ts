@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { exec } from '../shared/exec.js';
 
-/** A self-signed certificate for 127.0.0.1 (its own CA), made in `dir`; for TLS between test processes. */
-export async function makeTestCertificate(dir: string): Promise<{ certFile: string; keyFile: string; cert: Buffer }> {
+/** A self-signed certificate for 127.0.0.1 and `ips` (its own CA), made in `dir`; for TLS between test processes. */
+export async function makeTestCertificate(dir: string, ips: string[] = []): Promise<{ certFile: string; keyFile: string; cert: Buffer }> {
   const certFile = join(dir, 'tls-cert.pem');
   const keyFile = join(dir, 'tls-key.pem');
-  await exec('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1']);
+  await exec('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', `subjectAltName=${['127.0.0.1', ...ips].map((ip) => `IP:${ip}`).join(',')}`]);
   return { certFile, keyFile, cert: await readFile(certFile) };
 }
 

@@ -23,12 +23,17 @@ export interface McpEndpoint {
   handle(req: Request, body: unknown, caller: McpCaller): Promise<Response>;
 }
 
-/** `http://host:port` of the local end of the request's connection: the daemon itself, as the client reached it. */
+/**
+ * `http(s)://host:port` of the local end of the request's connection: the
+ * daemon itself, as the client reached it (HTTPS when it serves TLS: its
+ * certificate must then name the address it listens on, FORKD_HOST).
+ */
 function localApiUrl(c: Context<AppEnv>): string {
   const socket = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket;
   if (!socket?.localAddress || !socket.localPort) throw new ForkdError('NOT_IMPLEMENTED', 'the MCP endpoint runs only in the Node server');
   const addr = socket.localAddress.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
-  return `http://${addr.includes(':') ? `[${addr}]` : addr}:${socket.localPort}`;
+  const scheme = (socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
+  return `${scheme}://${addr.includes(':') ? `[${addr}]` : addr}:${socket.localPort}`;
 }
 
 /** The `/mcp` handler, behind the API's authentication and audit middleware (app.ts). */
