@@ -8,6 +8,7 @@ import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
 import { randomPort, startControlPlaneProcess, startNodeProcess, stopDaemonProcess, type DaemonProcess, type NodeProcess } from '../testing/daemon-process.js';
 import { startPostgres, type PostgresServer } from '../testing/postgres-server.js';
 import { waitFor } from '../testing/helpers.js';
+import { DirBlobStore } from '../blob/dir-blob-store.js';
 import { fetchTrusting, makeTestCertificate } from '../testing/tls-test-ca.js';
 import { startFleetNetwork, type FleetNetwork } from '../testing/fleet-network.js';
 
@@ -223,9 +224,11 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
   test('a node killed is marked lost; its sandboxes come back on a survivor from their last export, with the time lost in their log', async () => {
     const s = await clients[1]!.sandboxes.get(moving.id);
     await s.exec(['bash', '-c', 'echo exported > /root/state']);
-    await s.snapshot({ name: 'before-the-loss' });
-    // Two export passes (every 2 s): the snapshot is in the blob store.
-    await new Promise((r) => setTimeout(r, 5000));
+    const last = await s.snapshot({ name: 'before-the-loss' });
+    // The control planes export every 2 s (incremental); wait for this snapshot's manifest in the shared store.
+    const blobs = await DirBlobStore.open(join(cpDir, 'blobs'));
+    await waitFor(() => blobs.has(`snapshots/${last.id}/manifest.json`), 60_000, 'the snapshot exported');
+    await new Promise((r) => setTimeout(r, 1000));
     // The node holding it now (the drain moved it off node-a).
     const where = (await clients[1]!.nodes.list()).find((n) => n.sandboxes > 0 && n.id !== 'node-a')!.id;
     await stopDaemonProcess(nodes.get(where)!.proc);
