@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { copyFile, rename, rm } from 'node:fs/promises';
-import { ownTmp } from './start-tmp.js';
+import { ownTmp } from '../shared/own-tmp.js';
 import { join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import type { ForkdConfig } from '../shared/config.js';

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ensureRunc } from './private-runc.js';
-import { ownTmp } from './start-tmp.js';
+import { ownTmp } from '../shared/own-tmp.js';
 import { ForkdError } from '@forkd/protocol';
 import type { ForkdConfig } from '../shared/config.js';
 import { REPO_ROOT } from '../shared/config.js';
