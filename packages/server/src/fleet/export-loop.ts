@@ -1,5 +1,6 @@
 import type { Logger } from '../shared/logger.js';
 import type { FleetService } from './fleet-service.js';
+import { newestFirst } from './newest-first.js';
 
 export interface ExportPassOptions {
   fleet: FleetService;
@@ -21,7 +22,7 @@ export async function exportPass(o: ExportPassOptions): Promise<number> {
     const svc = await fleet.directory.client(node.id);
     for (const s of (await svc.list()).filter((x) => x.state === 'running')) {
       try {
-        const newest = (await svc.timeline(s.id)).sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1))[0];
+        const newest = newestFirst(await svc.timeline(s.id))[0];
         if (!newest || (await fleet.store.exportOf(newest.id))) continue;
         const exp = await svc.exportSnapshot(newest.id);
         await fleet.store.recordExport({ snapshotId: newest.id, sandboxId: s.id, manifest: exp.manifest, node: node.id, exportedAt: newest.createdAt });

@@ -1,8 +1,5 @@
+import { label } from '../control-plane/http/metrics.js';
 import type { NodeRecord } from './fleet-store.js';
-
-function label(v: string): string {
-  return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-}
 
 /**
  * Per-node gauges for `/metrics` (Prometheus text): whether each node is

@@ -2,6 +2,7 @@ import { ForkdError, type SandboxInfo, type SnapshotInfo } from '@forkd/protocol
 import type { NodeService } from '../node-contract/node-service.js';
 import type { Logger } from '../shared/logger.js';
 import type { FleetService } from './fleet-service.js';
+import { newestFirst } from './newest-first.js';
 
 const MB = 1024 * 1024;
 
@@ -16,7 +17,7 @@ export interface Migration {
 
 /** A sandbox's snapshots, newest first: after a pause, the first is the one its resume restores. */
 async function snapshotsNewestFirst(svc: NodeService, id: string) {
-  const tl = [...(await svc.timeline(id))].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+  const tl = newestFirst(await svc.timeline(id));
   if (!tl[0]) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} has no snapshot to move`);
   return tl as [SnapshotInfo, ...SnapshotInfo[]];
 }

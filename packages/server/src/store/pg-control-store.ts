@@ -1,12 +1,11 @@
 import type { AuditQuery, AuditRecord, PolicyDocument, PolicyScope, TenantLimits } from '@forkd/protocol';
-import type { ExportRecord, NodeRecord, NodeState, PlacedKind } from '../fleet/fleet-store.js';
 import type { ControlStore, KeyRecord, NetworkScope, OwnedKind } from './control-store.js';
 import { toAudit, toKey, type AuditRow, type KeyRow } from './control-rows.js';
 import { openPostgres, type Sql } from './pg-open.js';
 import { PG_MIGRATIONS } from './pg-migrations.js';
 import { PgFleetRecords } from './pg-fleet-records.js';
+import { DelegatedRecords } from './delegated-records.js';
 import { PgSecretRecords } from './pg-secret-records.js';
-import type { GrantRecord, SecretRecord } from './secret-records.js';
 
 /**
  * The ControlStore on PostgreSQL (FORKD_DATABASE_URL): what lets several
@@ -14,44 +13,18 @@ import type { GrantRecord, SecretRecord } from './secret-records.js';
  * holds across replicas: claims and leases are single statements, and work
  * that must happen once takes a lease (FleetStore.tryLease).
  */
-export class PgControlStore implements ControlStore {
+export class PgControlStore extends DelegatedRecords implements ControlStore {
   readonly #sql: Sql;
-  readonly #secrets: PgSecretRecords;
-  readonly #fleet: PgFleetRecords;
 
   private constructor(sql: Sql) {
+    super(new PgSecretRecords(sql), new PgFleetRecords(sql));
     this.#sql = sql;
-    this.#secrets = new PgSecretRecords(sql);
-    this.#fleet = new PgFleetRecords(sql);
   }
 
   /** Connects and migrates; a wrong or unreachable URL is a ForkdError without the password. */
   static async open(url: string): Promise<PgControlStore> {
     return new PgControlStore(await openPostgres(url, PG_MIGRATIONS));
   }
-
-  putSecret(tenant: string, name: string, sealed: Buffer, at: string): Promise<void> { return this.#secrets.putSecret(tenant, name, sealed, at); }
-  secret(tenant: string, name: string): Promise<SecretRecord | undefined> { return this.#secrets.secret(tenant, name); }
-  listSecrets(tenant: string): Promise<Omit<SecretRecord, 'sealed'>[]> { return this.#secrets.listSecrets(tenant); }
-  deleteSecret(tenant: string, name: string): Promise<boolean> { return this.#secrets.deleteSecret(tenant, name); }
-  insertGrant(g: GrantRecord): Promise<void> { return this.#secrets.insertGrant(g); }
-  grants(sandboxId?: string): Promise<GrantRecord[]> { return this.#secrets.grants(sandboxId); }
-  deleteGrant(id: string): Promise<boolean> { return this.#secrets.deleteGrant(id); }
-
-  upsertNode(rec: NodeRecord): Promise<void> { return this.#fleet.upsertNode(rec); }
-  node(id: string): Promise<NodeRecord | undefined> { return this.#fleet.node(id); }
-  listNodes(): Promise<NodeRecord[]> { return this.#fleet.listNodes(); }
-  setNodeState(id: string, state: NodeState): Promise<boolean> { return this.#fleet.setNodeState(id, state); }
-  removeNode(id: string): Promise<void> { return this.#fleet.removeNode(id); }
-  place(kind: PlacedKind, id: string, node: string): Promise<void> { return this.#fleet.place(kind, id, node); }
-  placement(kind: PlacedKind, id: string): Promise<string | undefined> { return this.#fleet.placement(kind, id); }
-  placedOn(kind: PlacedKind, node: string): Promise<string[]> { return this.#fleet.placedOn(kind, node); }
-  unplace(kind: PlacedKind, id: string): Promise<void> { return this.#fleet.unplace(kind, id); }
-  recordExport(rec: ExportRecord): Promise<void> { return this.#fleet.recordExport(rec); }
-  latestExport(sandboxId: string): Promise<ExportRecord | undefined> { return this.#fleet.latestExport(sandboxId); }
-  exportOf(snapshotId: string): Promise<ExportRecord | undefined> { return this.#fleet.exportOf(snapshotId); }
-  tryLease(name: string, holder: string, ttlMs: number): Promise<boolean> { return this.#fleet.tryLease(name, holder, ttlMs); }
-  releaseLease(name: string, holder: string): Promise<void> { return this.#fleet.releaseLease(name, holder); }
 
   async insertKey(k: KeyRecord): Promise<void> {
     await this.#sql`INSERT INTO api_keys (id, tenant, hash, prefix, name, admin, created_at, revoked_at)

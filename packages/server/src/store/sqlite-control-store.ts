@@ -4,10 +4,9 @@ import type { AuditQuery, AuditRecord, PolicyDocument, PolicyScope, TenantLimits
 import type { ControlStore, KeyRecord, NetworkScope, OwnedKind } from './control-store.js';
 import { openSqlite } from './sqlite-open.js';
 import { toAudit, toKey, type AuditRow, type KeyRow } from './control-rows.js';
-import type { GrantRecord, SecretRecord } from './secret-records.js';
 import { SECRET_MIGRATION, SqliteSecretRecords } from './sqlite-secret-records.js';
-import type { ExportRecord, NodeRecord, NodeState, PlacedKind } from '../fleet/fleet-store.js';
 import { FLEET_MIGRATION, SqliteFleetRecords } from './sqlite-fleet-records.js';
+import { DelegatedRecords } from './delegated-records.js';
 
 const MIGRATIONS = [
   `CREATE TABLE api_keys (
@@ -97,59 +96,14 @@ function templateSettingsByKey(table: string, col: string, value: string): strin
 }
 
 /** The default ControlStore: its own SQLite file next to the node's (PostgreSQL when the control plane scales out). */
-export class SqliteControlStore implements ControlStore {
+export class SqliteControlStore extends DelegatedRecords implements ControlStore {
   readonly #db: Database.Database;
-  readonly #secrets: SqliteSecretRecords;
-  readonly #fleet: SqliteFleetRecords;
 
   constructor(file: string) {
-    this.#db = openSqlite(file, MIGRATIONS);
+    const db = openSqlite(file, MIGRATIONS);
+    super(new SqliteSecretRecords(db), new SqliteFleetRecords(db));
+    this.#db = db;
     this.#hashOldTokens();
-    this.#secrets = new SqliteSecretRecords(this.#db);
-    this.#fleet = new SqliteFleetRecords(this.#db);
-  }
-
-  upsertNode(rec: NodeRecord): Promise<void> { return this.#fleet.upsertNode(rec); }
-  node(id: string): Promise<NodeRecord | undefined> { return this.#fleet.node(id); }
-  listNodes(): Promise<NodeRecord[]> { return this.#fleet.listNodes(); }
-  setNodeState(id: string, state: NodeState): Promise<boolean> { return this.#fleet.setNodeState(id, state); }
-  removeNode(id: string): Promise<void> { return this.#fleet.removeNode(id); }
-  place(kind: PlacedKind, id: string, node: string): Promise<void> { return this.#fleet.place(kind, id, node); }
-  placement(kind: PlacedKind, id: string): Promise<string | undefined> { return this.#fleet.placement(kind, id); }
-  placedOn(kind: PlacedKind, node: string): Promise<string[]> { return this.#fleet.placedOn(kind, node); }
-  unplace(kind: PlacedKind, id: string): Promise<void> { return this.#fleet.unplace(kind, id); }
-  recordExport(rec: ExportRecord): Promise<void> { return this.#fleet.recordExport(rec); }
-  latestExport(sandboxId: string): Promise<ExportRecord | undefined> { return this.#fleet.latestExport(sandboxId); }
-  exportOf(snapshotId: string): Promise<ExportRecord | undefined> { return this.#fleet.exportOf(snapshotId); }
-  tryLease(name: string, holder: string, ttlMs: number): Promise<boolean> { return this.#fleet.tryLease(name, holder, ttlMs); }
-  releaseLease(name: string, holder: string): Promise<void> { return this.#fleet.releaseLease(name, holder); }
-
-  putSecret(tenant: string, name: string, sealed: Buffer, at: string): Promise<void> {
-    return this.#secrets.putSecret(tenant, name, sealed, at);
-  }
-
-  secret(tenant: string, name: string): Promise<SecretRecord | undefined> {
-    return this.#secrets.secret(tenant, name);
-  }
-
-  listSecrets(tenant: string): Promise<Omit<SecretRecord, 'sealed'>[]> {
-    return this.#secrets.listSecrets(tenant);
-  }
-
-  deleteSecret(tenant: string, name: string): Promise<boolean> {
-    return this.#secrets.deleteSecret(tenant, name);
-  }
-
-  insertGrant(g: GrantRecord): Promise<void> {
-    return this.#secrets.insertGrant(g);
-  }
-
-  grants(sandboxId?: string): Promise<GrantRecord[]> {
-    return this.#secrets.grants(sandboxId);
-  }
-
-  deleteGrant(id: string): Promise<boolean> {
-    return this.#secrets.deleteGrant(id);
   }
 
   /**

@@ -11,7 +11,8 @@ interface Histogram {
   count: number;
 }
 
-function label(v: string): string {
+/** A Prometheus label value, escaped. */
+export function label(v: string): string {
   return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 }
 
