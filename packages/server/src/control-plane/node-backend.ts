@@ -28,7 +28,7 @@ export interface NodeBackend {
 export async function oneNode(config: ForkdConfig, url: string): Promise<NodeBackend> {
   const token = (await readFile(config.nodeTokenFile, 'utf8').catch(() => '')).trim();
   if (!token) throw new ForkdError('FAILED_PRECONDITION', `no node token in ${config.nodeTokenFile} (copy the node's <state dir>/node.token there, or set FORKD_NODE_TOKEN_FILE)`);
-  const node = new NodeHttpClient({ url, token });
+  const node = new NodeHttpClient({ url, token, timeouts: config.fleet.nodeCallTimeouts });
   await node.templates().catch((err: unknown) => {
     node.close();
     throw new ForkdError('FAILED_PRECONDITION', `the node at ${url} does not answer this control plane: ${(err as Error).message}`, undefined, { cause: err });
@@ -43,7 +43,7 @@ export async function oneNode(config: ForkdConfig, url: string): Promise<NodeBac
  * replica at a time marks silent nodes lost.
  */
 export async function fleetOf(config: ForkdConfig, control: ControlPlane, logger: Logger): Promise<NodeBackend> {
-  const fleet = openFleet({ store: control.store, cipher: control.cipher, joinToken: await joinToken(config.stateDir), deadlineMs: config.fleet.deadlineS * 1000, logger });
+  const fleet = openFleet({ store: control.store, cipher: control.cipher, joinToken: await joinToken(config.stateDir), deadlineMs: config.fleet.deadlineS * 1000, callTimeouts: config.fleet.nodeCallTimeouts, logger });
   const holder = newReplicaId();
   const onLost = restoreLostSandboxes(fleet.service, auditNodeEvents(control, logger), logger);
   const stopDiscovery = await discoverKubernetesNodes(config, fleet, logger).catch((err: unknown) => {
@@ -81,6 +81,6 @@ async function discoverKubernetesNodes(config: ForkdConfig, fleet: Fleet, logger
   if (!token) throw new ForkdError('FAILED_PRECONDITION', `FORKD_NODE_DISCOVERY=kubernetes: no node token in ${config.nodeTokenFile} (the token every node pod answers; FORKD_NODE_TOKEN_FILE)`);
   const api = await inClusterApi(process.env, k.serviceAccountDir);
   logger.info('finding nodes through the Kubernetes API', { namespace: api.namespace, selector: k.selector, daemonSet: k.daemonSet });
-  const d = startKubernetesDiscovery({ ...k, api, nodes: fleet.nodes, token, connect: (url, t) => new NodeHttpClient({ url, token: t }), everyMs: config.fleet.heartbeatS * 1000, logger });
+  const d = startKubernetesDiscovery({ ...k, api, nodes: fleet.nodes, token, connect: (url, t) => new NodeHttpClient({ url, token: t, timeouts: config.fleet.nodeCallTimeouts }), everyMs: config.fleet.heartbeatS * 1000, logger });
   return () => d.stop();
 }

@@ -49,7 +49,8 @@ export class FleetService {
       else return (await svc.templates()).some((t) => t.name === id);
       return true;
     } catch (err) {
-      if (err instanceof ForkdError && (err.code === 'NOT_FOUND' || err.code === 'UNAVAILABLE')) return false;
+      // A node that is gone or does not answer in time does not hold it as far as this call can tell.
+      if (err instanceof ForkdError && (err.code === 'NOT_FOUND' || err.code === 'UNAVAILABLE' || err.code === 'TIMEOUT')) return false;
       throw err;
     }
   }

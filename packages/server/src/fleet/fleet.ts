@@ -1,6 +1,7 @@
 import type { NodeService } from '../node-contract/node-service.js';
 import type { SecretCipher } from '../control-plane/secrets/secret-cipher.js';
 import type { Logger } from '../shared/logger.js';
+import type { NodeCallTimeouts } from '../node-http/call-deadline.js';
 import type { FleetStore } from './fleet-store.js';
 import { FleetService } from './fleet-service.js';
 import { fleetNode } from './fleet-node.js';
@@ -25,10 +26,12 @@ export interface FleetOptions {
   deadlineMs: number;
   logger?: Logger | undefined;
   connect?: RegisteredNodesOptions['connect'];
+  /** How long calls to a node wait for it (FORKD_NODE_CALL_TIMEOUT_S). */
+  callTimeouts?: NodeCallTimeouts | undefined;
 }
 
 export function openFleet(o: FleetOptions): Fleet {
-  const nodes = new RegisteredNodes({ store: o.store, cipher: o.cipher, deadlineMs: o.deadlineMs, connect: o.connect });
+  const nodes = new RegisteredNodes({ store: o.store, cipher: o.cipher, deadlineMs: o.deadlineMs, connect: o.connect, callTimeouts: o.callTimeouts });
   const service = new FleetService(o.store, nodes, o.logger);
   return { nodes, service, node: fleetNode(service), joinToken: o.joinToken, close: () => nodes.close() };
 }

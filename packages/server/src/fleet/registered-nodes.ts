@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { SecretCipher } from '../control-plane/secrets/secret-cipher.js';
 import { NodeHttpClient } from '../node-http/node-http-client.js';
+import type { NodeCallTimeouts } from '../node-http/call-deadline.js';
 import type { NodeService } from '../node-contract/node-service.js';
 import type { FleetStore, NodeCapacity, NodeRecord } from './fleet-store.js';
 import { isLive, nodeUnavailable, type NodeClient, type NodeDirectory } from './node-directory.js';
@@ -21,6 +22,8 @@ export interface RegisteredNodesOptions {
   deadlineMs: number;
   /** How a client for a node is made (tests: a node in this process). */
   connect?: (url: string, token: string) => NodeClient;
+  /** How long the default client's calls wait for the node (FORKD_NODE_CALL_TIMEOUT_S). */
+  callTimeouts?: NodeCallTimeouts | undefined;
 }
 
 /** The additional data bound into a sealed node token: it opens only as that node's. */
@@ -79,7 +82,7 @@ export class RegisteredNodes implements NodeDirectory {
     const held = this.#clients.get(nodeId);
     if (held?.key === key) return held.client;
     held?.client.close();
-    const client = (this.#o.connect ?? ((url, t) => new NodeHttpClient({ url, token: t })))(n.url, token);
+    const client = (this.#o.connect ?? ((url, t) => new NodeHttpClient({ url, token: t, timeouts: this.#o.callTimeouts })))(n.url, token);
     this.#clients.set(nodeId, { key, client });
     return client;
   }

@@ -22,7 +22,7 @@ import type {
   WatchHandle,
   WriteFileOptions,
 } from '../node-contract/node-types.js';
-import { ndjsonLines, NodeTransport, ok, type NodeEndpoint } from './node-transport.js';
+import { ndjsonLines, NodeTransport, type NodeEndpoint } from './node-transport.js';
 import { openProcessStream } from './remote-process.js';
 import { PORT_CONNECTION_HEADER, PORT_UPGRADE, selectorSegment, toSpawnRequest, type BuildLine, type WatchLine } from './node-wire.js';
 
@@ -65,7 +65,7 @@ export class NodeHttpClient implements NodeService {
   }
 
   async create(req: CreateSandboxRequest, claim?: ClaimSandbox): Promise<SandboxInfo> {
-    const s = await this.#t.call<SandboxInfo>('POST', '/sandboxes', { json: req });
+    const s = await this.#t.call<SandboxInfo>('POST', '/sandboxes', { json: req, kind: 'lifecycle' });
     await this.#claimed([s.id], claim);
     return s;
   }
@@ -79,19 +79,19 @@ export class NodeHttpClient implements NodeService {
   }
 
   async delete(id: string): Promise<void> {
-    await this.#t.call('DELETE', sbx(id));
+    await this.#t.call('DELETE', sbx(id), { kind: 'lifecycle' });
   }
 
   async setTimeout(id: string, seconds: number): Promise<SandboxInfo> {
-    return this.#t.call('POST', `${sbx(id)}/timeout`, { json: { timeoutSeconds: seconds } });
+    return this.#t.call('POST', `${sbx(id)}/timeout`, { json: { timeoutSeconds: seconds }, kind: 'lifecycle' });
   }
 
   async setNetwork(id: string, rules: SetNetworkRequest): Promise<SandboxInfo> {
-    return this.#t.call('PUT', `${sbx(id)}/network`, { json: rules });
+    return this.#t.call('PUT', `${sbx(id)}/network`, { json: rules, kind: 'lifecycle' });
   }
 
   async setCredentials(id: string, credentials: NodeCredential[]): Promise<void> {
-    await this.#t.call('PUT', `${sbx(id)}/credentials`, { json: { credentials } });
+    await this.#t.call('PUT', `${sbx(id)}/credentials`, { json: { credentials }, kind: 'lifecycle' });
   }
 
   async metrics(id: string): Promise<SandboxMetrics> {
@@ -111,16 +111,15 @@ export class NodeHttpClient implements NodeService {
   }
 
   async signal(id: string, sel: ProcessSelector, signal: number): Promise<void> {
-    await this.#t.call('POST', `${sbx(id)}/processes/${e(selectorSegment(sel))}/signal`, { json: { signal } });
+    await this.#t.call('POST', `${sbx(id)}/processes/${e(selectorSegment(sel))}/signal`, { json: { signal }, kind: 'lifecycle' });
   }
 
   async writeStdin(id: string, sel: ProcessSelector, data: Buffer | undefined, eof: boolean): Promise<void> {
-    await this.#t.call('POST', `${sbx(id)}/processes/${e(selectorSegment(sel))}/stdin`, { json: { ...(data ? { data: data.toString('base64') } : {}), eof } });
+    await this.#t.call('POST', `${sbx(id)}/processes/${e(selectorSegment(sel))}/stdin`, { json: { ...(data ? { data: data.toString('base64') } : {}), eof }, kind: 'lifecycle' });
   }
 
   async readFile(id: string, path: string): Promise<FileContent> {
-    const res = await this.#t.request('GET', `${sbx(id)}/files`, { query: { path } });
-    if (!ok(res)) throw await this.#t.failure(res);
+    const res = await this.#t.opened('GET', `${sbx(id)}/files`, { query: { path } });
     return { size: Number(res.headers['content-length'] ?? 0), chunks: res as AsyncIterable<Buffer> };
   }
 
@@ -128,7 +127,7 @@ export class NodeHttpClient implements NodeService {
     // Metadata travels as the public API's `metadata` query (a JSON object), validated by the same schema.
     const metadata = opts.metadata ? JSON.stringify(opts.metadata) : undefined;
     const query = { path, mode: opts.mode, append: opts.append ? 'true' : undefined, user: opts.user, metadata, metadataScope: opts.metadata ? opts.metadataScope : undefined };
-    return (await this.#t.call<{ size: number }>('PUT', `${sbx(id)}/files`, { query, body: data })).size;
+    return (await this.#t.call<{ size: number }>('PUT', `${sbx(id)}/files`, { query, body: data, kind: 'lifecycle' })).size;
   }
 
   async listDir(id: string, path: string, depth?: number): Promise<FileEntry[]> {
@@ -140,23 +139,20 @@ export class NodeHttpClient implements NodeService {
   }
 
   async mkdir(id: string, path: string, user?: string): Promise<void> {
-    await this.#t.call('POST', `${sbx(id)}/files/mkdir`, { json: { path, ...(user !== undefined ? { user } : {}) } });
+    await this.#t.call('POST', `${sbx(id)}/files/mkdir`, { json: { path, ...(user !== undefined ? { user } : {}) }, kind: 'lifecycle' });
   }
 
   async move(id: string, from: string, to: string): Promise<void> {
-    await this.#t.call('POST', `${sbx(id)}/files/move`, { json: { from, to } });
+    await this.#t.call('POST', `${sbx(id)}/files/move`, { json: { from, to }, kind: 'lifecycle' });
   }
 
   async remove(id: string, path: string, recursive?: boolean): Promise<void> {
-    await this.#t.call('DELETE', `${sbx(id)}/files`, { query: { path, recursive: recursive ? 'true' : undefined } });
+    await this.#t.call('DELETE', `${sbx(id)}/files`, { query: { path, recursive: recursive ? 'true' : undefined }, kind: 'lifecycle' });
   }
 
   async watch(id: string, path: string, recursive: boolean, onEvent: (e: WatchEvent) => void | Promise<void>): Promise<WatchHandle> {
     const abort = new AbortController();
-    const res = await this.#t.request('POST', `${sbx(id)}/watch`, { json: { path, recursive }, signal: abort.signal });
-    if (!ok(res)) throw await this.#t.failure(res);
-    const lines = ndjsonLines<WatchLine>(res);
-    const first = await lines.next().catch((err: unknown) => Promise.reject(this.#t.unavailable(err)));
+    const { res, lines, first } = await this.#t.openLines<WatchLine>('POST', `${sbx(id)}/watch`, { json: { path, recursive }, signal: abort.signal });
     if (first.done) throw new ForkdError('UNAVAILABLE', `node ${this.#t.url} ended the watch before it started`);
     const head = first.value;
     if (head.type === 'error') throw fromErrorBody(head, 500);
@@ -181,7 +177,13 @@ export class NodeHttpClient implements NodeService {
     const t = this.#t;
     const mod = t.module();
     return new Promise<PortConnection>((resolve, reject) => {
-      const req = mod.request({ ...t.options('GET', `${sbx(id)}/ports/${port}`, undefined, { connection: 'Upgrade', upgrade: PORT_UPGRADE }), agent: false });
+      const path = `${sbx(id)}/ports/${port}`;
+      const req = mod.request({ ...t.options('GET', path, undefined, { connection: 'Upgrade', upgrade: PORT_UPGRADE }), agent: false });
+      // The upgrade (or the node's refusal) within the deadline; the connection then lasts as long as its ends want.
+      const deadline = t.deadline('lifecycle', 'GET', path);
+      deadline.hold(req);
+      deadline.arm();
+      req.on('upgrade', () => deadline.clear());
       req.on('upgrade', guardListener('node-http', (err) => {
         req.destroy();
         reject(t.unavailable(err as Error));
@@ -196,14 +198,21 @@ export class NodeHttpClient implements NodeService {
         });
         resolve({ stream: socket, done, close: () => socket.destroy() });
       }));
-      req.on('response', (res) => void t.failure(res).then(reject, reject));
-      req.on('error', (err) => reject(t.unavailable(err)));
+      req.on('response', (res) => {
+        res.on('error', () => {});
+        deadline.hold(res);
+        void t.failure(res).then(reject, reject).finally(() => deadline.clear());
+      });
+      req.on('error', (err) => {
+        deadline.clear();
+        reject(t.unavailable(err));
+      });
       req.end();
     });
   }
 
   async snapshot(id: string, opts: { name?: string | undefined }): Promise<SnapshotInfo> {
-    return this.#t.call('POST', `${sbx(id)}/snapshots`, { json: opts.name !== undefined ? { name: opts.name } : {} });
+    return this.#t.call('POST', `${sbx(id)}/snapshots`, { json: opts.name !== undefined ? { name: opts.name } : {}, kind: 'lifecycle' });
   }
 
   async timeline(id: string): Promise<SnapshotInfo[]> {
@@ -215,28 +224,28 @@ export class NodeHttpClient implements NodeService {
   }
 
   async deleteSnapshot(snapId: string): Promise<void> {
-    await this.#t.call('DELETE', `/snapshots/${e(snapId)}`);
+    await this.#t.call('DELETE', `/snapshots/${e(snapId)}`, { kind: 'lifecycle' });
   }
 
   async pinSnapshot(snapId: string, pinned: boolean): Promise<SnapshotInfo> {
-    return this.#t.call('POST', `/snapshots/${e(snapId)}/pin`, { json: { pinned } });
+    return this.#t.call('POST', `/snapshots/${e(snapId)}/pin`, { json: { pinned }, kind: 'lifecycle' });
   }
 
   async pause(id: string, opts: PauseOptions = {}): Promise<SandboxInfo> {
-    return this.#t.call('POST', `${sbx(id)}/pause`, { json: opts.memory === false ? { memory: false } : {} });
+    return this.#t.call('POST', `${sbx(id)}/pause`, { json: opts.memory === false ? { memory: false } : {}, kind: 'lifecycle' });
   }
 
   async resume(id: string, opts: ResumeOptions = {}): Promise<SandboxInfo> {
-    return this.#t.call('POST', `${sbx(id)}/resume`, { json: opts.memory === false ? { memory: false } : {} });
+    return this.#t.call('POST', `${sbx(id)}/resume`, { json: opts.memory === false ? { memory: false } : {}, kind: 'lifecycle' });
   }
 
   async rewind(id: string, snapId: string): Promise<SandboxInfo> {
-    return this.#t.call('POST', `${sbx(id)}/rewind`, { json: { snapshot: snapId } });
+    return this.#t.call('POST', `${sbx(id)}/rewind`, { json: { snapshot: snapId }, kind: 'lifecycle' });
   }
 
   async fork(source: string, count: number, claim?: ClaimSandbox, opts: ForkOptions = {}): Promise<SandboxInfo[]> {
     const json = { count, ...(opts.metadata ? { metadata: opts.metadata } : {}), ...(opts.env ? { env: opts.env } : {}) };
-    const { sandboxes } = await this.#t.call<{ sandboxes: SandboxInfo[] }>('POST', `/fork/${e(source)}`, { json });
+    const { sandboxes } = await this.#t.call<{ sandboxes: SandboxInfo[] }>('POST', `/fork/${e(source)}`, { json, kind: 'lifecycle' });
     await this.#claimed(
       sandboxes.map((s) => s.id),
       claim,
@@ -254,8 +263,12 @@ export class NodeHttpClient implements NodeService {
 
   async buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo> {
     const abort = new AbortController();
-    const res = await this.#t.request('POST', '/templates', { json: req, signal: abort.signal });
-    if (!ok(res)) throw await this.#t.failure(res);
+    // The whole build within the transfer deadline (its progress lines do not extend it).
+    const deadline = this.#t.deadline('transfer', 'POST', '/templates');
+    const res = await this.#t.opened('POST', '/templates', { json: req, signal: abort.signal, deadline }).catch((err: unknown) => {
+      deadline.clear();
+      throw err;
+    });
     // The caller's own failures (progress, claim) are rethrown as they are; the connection's are UNAVAILABLE.
     let own: { err: unknown } | undefined;
     const mine = async (f: () => void | Promise<void>) => {
@@ -277,21 +290,22 @@ export class NodeHttpClient implements NodeService {
       if (own) throw own.err;
       throw this.#t.unavailable(err);
     } finally {
+      deadline.clear();
       abort.abort();
     }
     throw new ForkdError('UNAVAILABLE', `node ${this.#t.url} ended the build of ${req.name} without its result`);
   }
 
   async deleteTemplate(name: string): Promise<void> {
-    await this.#t.call('DELETE', `/templates/${e(name)}`);
+    await this.#t.call('DELETE', `/templates/${e(name)}`, { kind: 'lifecycle' });
   }
 
   async exportSnapshot(snapId: string): Promise<SnapshotExport> {
-    return this.#t.call('POST', `/snapshots/${e(snapId)}/export`);
+    return this.#t.call('POST', `/snapshots/${e(snapId)}/export`, { kind: 'transfer' });
   }
 
   async importSnapshot(manifest: string, opts: ImportSnapshotOptions = {}): Promise<SnapshotInfo> {
-    return this.#t.call('POST', '/snapshot-imports', { json: { manifest, ...(opts.asSandbox !== undefined ? { asSandbox: opts.asSandbox } : {}) } });
+    return this.#t.call('POST', '/snapshot-imports', { json: { manifest, ...(opts.asSandbox !== undefined ? { asSandbox: opts.asSandbox } : {}) }, kind: 'transfer' });
   }
 
   async stats(): Promise<NodeStats> {

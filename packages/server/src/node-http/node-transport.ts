@@ -4,12 +4,18 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ForkdError, fromErrorBody } from '@forkd/protocol';
 import { NODE_PREFIX } from './node-wire.js';
+import { CallDeadline, DEFAULT_NODE_CALL_TIMEOUTS, timeoutOf, type CallKind, type NodeCallTimeouts } from './call-deadline.js';
+
+/** The most a unary answer (a list of 10,000 sandboxes is ~10 MiB) or one NDJSON line may hold: a node answering more is not buffered. */
+const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 export interface NodeEndpoint {
   /** The node's base URL, e.g. `http://10.0.0.5:8081` (what `forkd serve --role node` logs). */
   url: string;
   /** The node's token (its `<stateDir>/node.token`). */
   token: string;
+  /** How long each kind of call waits for the node (default DEFAULT_NODE_CALL_TIMEOUTS). */
+  timeouts?: NodeCallTimeouts | undefined;
 }
 
 export interface RequestOptions {
@@ -18,23 +24,35 @@ export interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
   signal?: AbortSignal;
   headers?: Record<string, string>;
+  /** Which deadline the call has (default `read`); see call-deadline.ts. */
+  kind?: CallKind;
+  /**
+   * The caller's own deadline, when it must outlast the head (a stream's
+   * first line, a unary answer's body): it holds the request and the
+   * response, and the caller clears it. Without one, the request's own
+   * deadline ends when the head arrives.
+   */
+  deadline?: CallDeadline;
 }
 
 /**
  * Requests to one node: node:http rather than fetch, for streams that stay
  * quiet for hours (fetch's body timeout would cut them), request bodies
  * streamed as they come, and port upgrades. Failures to reach the node are
- * UNAVAILABLE; the node's own error answers become the ForkdError it sent.
+ * UNAVAILABLE, a node that does not answer within its call's deadline is
+ * TIMEOUT; the node's own error answers become the ForkdError it sent.
  */
 export class NodeTransport {
   readonly #base: URL;
   readonly #token: string;
   readonly #agent: http.Agent;
   readonly #mod: typeof http | typeof https;
+  readonly #timeouts: NodeCallTimeouts;
 
-  constructor({ url, token }: NodeEndpoint) {
+  constructor({ url, token, timeouts }: NodeEndpoint) {
     this.#base = new URL(url);
     this.#token = token;
+    this.#timeouts = timeouts ?? DEFAULT_NODE_CALL_TIMEOUTS;
     this.#mod = this.#base.protocol === 'https:' ? https : http;
     this.#agent = new this.#mod.Agent({ keepAlive: true });
   }
@@ -63,7 +81,17 @@ export class NodeTransport {
     return this.#mod;
   }
 
-  /** Resolves with the response once its head arrived (any status). */
+  /** A deadline of `kind` for a call to `path` (not armed yet). */
+  deadline(kind: CallKind, method: string, path: string): CallDeadline {
+    return new CallDeadline(timeoutOf(this.#timeouts, kind), `node ${this.#base.origin} (${method} ${path})`);
+  }
+
+  /**
+   * Resolves with the response once its head arrived (any status), within
+   * the call's deadline: counted from the request, or, for a body streamed
+   * from the caller, from its last byte (until then the socket may not stay
+   * idle that long: a node that stops reading is cut too).
+   */
   request(method: string, path: string, o: RequestOptions = {}): Promise<IncomingMessage> {
     const headers: Record<string, string> = { ...o.headers };
     let payload: Uint8Array | AsyncIterable<Uint8Array> | undefined = o.body;
@@ -72,9 +100,27 @@ export class NodeTransport {
       headers['content-type'] = 'application/json';
     } else if (payload !== undefined) headers['content-type'] = 'application/octet-stream';
     if (payload instanceof Uint8Array) headers['content-length'] = String(payload.byteLength);
+    const streamed = payload !== undefined && !(payload instanceof Uint8Array);
+    const own = o.deadline === undefined;
+    const d = o.deadline ?? this.deadline(o.kind ?? 'read', method, path);
     return new Promise((resolve, reject) => {
-      const req = this.#mod.request({ ...this.options(method, path, o.query, headers), ...(o.signal ? { signal: o.signal } : {}) }, resolve);
-      req.on('error', (err) => reject(this.unavailable(err)));
+      const opts = { ...this.options(method, path, o.query, headers), ...(o.signal ? { signal: o.signal } : {}), ...(streamed ? { timeout: d.ms } : {}) };
+      const req = this.#mod.request(opts, (res) => {
+        // Destroyed with TIMEOUT while whoever reads it listens; never an unhandled 'error'.
+        res.on('error', () => {});
+        if (own) d.clear();
+        else d.hold(res);
+        resolve(res);
+      });
+      d.hold(req);
+      if (streamed) {
+        req.on('timeout', () => req.destroy(d.error));
+        req.on('finish', () => d.arm());
+      } else d.arm();
+      req.on('error', (err) => {
+        if (own) d.clear();
+        reject(this.unavailable(err));
+      });
       if (payload === undefined) req.end();
       else if (payload instanceof Uint8Array) req.end(payload);
       // The node may answer (an error) before it read everything: the rest is not sent.
@@ -82,17 +128,59 @@ export class NodeTransport {
     });
   }
 
-  /** A unary call: the JSON answer (undefined for 204), or the node's error thrown. */
+  /**
+   * A 2xx response, or the node's error (read whole) thrown, within the
+   * call's deadline; a deadline of the caller's is left running (it reads
+   * on), one of the call's own is cleared.
+   */
+  async opened(method: string, path: string, o: RequestOptions = {}): Promise<IncomingMessage> {
+    const d = o.deadline ?? this.deadline(o.kind ?? 'read', method, path);
+    try {
+      const res = await this.request(method, path, { ...o, deadline: d });
+      if (!ok(res)) throw await this.failure(res);
+      return res;
+    } finally {
+      if (!o.deadline) d.clear();
+    }
+  }
+
+  /** A unary call: the JSON answer (undefined for 204), or the node's error thrown; the whole of it within the call's deadline. */
   async call<T>(method: string, path: string, o: RequestOptions = {}): Promise<T> {
-    const res = await this.request(method, path, o);
-    if (!ok(res)) throw await this.failure(res);
-    const text = await readText(res);
-    return (text ? JSON.parse(text) : undefined) as T;
+    const d = o.deadline ?? this.deadline(o.kind ?? 'read', method, path);
+    try {
+      const res = await this.opened(method, path, { ...o, deadline: d });
+      const text = await readText(res).catch((err: unknown) => Promise.reject(this.unavailable(err)));
+      return (text ? this.#parse(text) : undefined) as T;
+    } finally {
+      d.clear();
+    }
+  }
+
+  /** Opens an NDJSON stream: its head and first line within the call's deadline; the lines after come at the stream's pace. */
+  async openLines<T>(method: string, path: string, o: RequestOptions = {}): Promise<{ res: IncomingMessage; lines: AsyncGenerator<T>; first: IteratorResult<T> }> {
+    const d = this.deadline(o.kind ?? 'read', method, path);
+    try {
+      const res = await this.opened(method, path, { ...o, deadline: d });
+      const lines = ndjsonLines<T>(res);
+      const first = await lines.next().catch((err: unknown) => Promise.reject(this.unavailable(err)));
+      return { res, lines, first };
+    } finally {
+      d.clear();
+    }
+  }
+
+  #parse(text: string): unknown {
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new ForkdError('UNAVAILABLE', `node ${this.#base.origin} answered something that is not JSON`);
+    }
   }
 
   /** The ForkdError an error answer carries. */
   async failure(res: IncomingMessage): Promise<ForkdError> {
-    const text = await readText(res).catch(() => '');
+    // A deadline that passed while the error was read is the call's error; anything else, an unreadable answer.
+    const text = await readText(res).catch((err: unknown) => (err instanceof ForkdError && err.code === 'TIMEOUT' ? Promise.reject(err) : ''));
     let body: unknown;
     try {
       body = JSON.parse(text);
@@ -118,9 +206,19 @@ export function ok(res: IncomingMessage): boolean {
   return s >= 200 && s < 300;
 }
 
+function tooLarge(res: IncomingMessage): ForkdError {
+  res.destroy();
+  return new ForkdError('UNAVAILABLE', `a node answered more than ${MAX_ANSWER_BYTES} bytes at once`, { limitBytes: MAX_ANSWER_BYTES });
+}
+
 async function readText(res: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const c of res) chunks.push(c as Buffer);
+  let size = 0;
+  for await (const c of res) {
+    size += (c as Buffer).length;
+    if (size > MAX_ANSWER_BYTES) throw tooLarge(res);
+    chunks.push(c as Buffer);
+  }
   return Buffer.concat(chunks).toString('utf8');
 }
 
@@ -137,6 +235,7 @@ export async function* ndjsonLines<T>(res: IncomingMessage): AsyncGenerator<T> {
       rest = rest.slice(nl + 1);
       if (line.trim()) yield JSON.parse(line) as T;
     }
+    if (rest.length > MAX_ANSWER_BYTES) throw tooLarge(res);
   }
   if (rest.trim()) yield JSON.parse(rest) as T;
 }

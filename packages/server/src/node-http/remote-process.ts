@@ -1,6 +1,6 @@
 import { ForkdError, fromErrorBody } from '@forkd/protocol';
 import type { ExecExit, OutputHandlers, ProcessHandle, ProcessStream } from '../node-contract/node-types.js';
-import { ndjsonLines, ok, type NodeTransport } from './node-transport.js';
+import type { NodeTransport } from './node-transport.js';
 import type { ProcessLine } from './node-wire.js';
 
 type Started = Extract<ProcessLine, { type: 'started' }>;
@@ -30,7 +30,7 @@ class RemoteProcessHandle implements ProcessHandle {
   }
 
   #send(op: string, o: { json?: unknown; body?: Uint8Array }): Promise<void> {
-    const p = this.#queue.then(() => this.#t.call<void>('POST', `${this.#path}/${op}`, o));
+    const p = this.#queue.then(() => this.#t.call<void>('POST', `${this.#path}/${op}`, { ...o, kind: 'lifecycle' }));
     this.#queue = p.catch(() => {});
     return p;
   }
@@ -62,15 +62,8 @@ class RemoteProcessHandle implements ProcessHandle {
 /** POSTs a spawn or attach and resolves once the node answered `started`; output then goes to `handlers`, awaited line by line. */
 export async function openProcessStream(t: NodeTransport, sandbox: string, path: string, json: unknown, handlers: OutputHandlers = {}): Promise<ProcessStream> {
   const abort = new AbortController();
-  const res = await t.request('POST', path, { json, signal: abort.signal });
-  if (!ok(res)) throw await t.failure(res);
-  const lines = ndjsonLines<ProcessLine>(res);
-  let first: IteratorResult<ProcessLine>;
-  try {
-    first = await lines.next();
-  } catch (err) {
-    throw t.unavailable(err);
-  }
+  // Started within the lifecycle deadline (a spawn may wait for a resume); the output then comes at the process's pace.
+  const { res, lines, first } = await t.openLines<ProcessLine>('POST', path, { json, signal: abort.signal, kind: 'lifecycle' });
   if (first.done) throw new ForkdError('UNAVAILABLE', `node ${t.url} ended the stream before the process started`);
   if (first.value.type === 'error') throw fromErrorBody(first.value, 500);
   if (first.value.type !== 'started') throw new ForkdError('INTERNAL', `node ${t.url} sent ${first.value.type} before started`);

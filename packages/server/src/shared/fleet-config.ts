@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { NODE_ID_PATTERN } from '@forkd/protocol';
 import { kubernetesDiscoveryConfig, type KubernetesDiscoveryConfig } from '../fleet/kubernetes-nodes.js';
+import { DEFAULT_NODE_CALL_TIMEOUTS, type NodeCallTimeouts } from '../node-http/call-deadline.js';
 
 /** How nodes and a control plane find each other (see fleet/). */
 export interface FleetConfig {
@@ -23,6 +24,13 @@ export interface FleetConfig {
   exportIntervalS: number;
   /** HTTPS for the API and the node contract: certificate chain and key, PEM (FORKD_TLS_CERT_FILE, FORKD_TLS_KEY_FILE; both or neither). Clients trust a private CA by NODE_EXTRA_CA_CERTS. */
   tls?: { certFile: string; keyFile: string } | undefined;
+  /**
+   * Role control-plane: how long it waits for a node's answer, by kind of
+   * call (FORKD_NODE_CALL_TIMEOUT_S, `READ,LIFECYCLE,TRANSFER` seconds,
+   * default `30,300,3600`; fewer numbers leave the rest at their default).
+   * Past it the call fails with TIMEOUT.
+   */
+  nodeCallTimeouts: NodeCallTimeouts;
   /** Role control-plane: nodes are found as the node DaemonSet's pods through the Kubernetes API (FORKD_NODE_DISCOVERY=kubernetes, see fleet/kubernetes-nodes.ts), not by their heartbeats. */
   kubernetes?: KubernetesDiscoveryConfig | undefined;
 }
@@ -32,6 +40,19 @@ function seconds(v: string | undefined, def: number, name: string): number {
   const n = Number(v);
   if (!Number.isFinite(n) || n <= 0 || n > 86_400) throw new Error(`${name} must be seconds (0 < s ≤ 86400), got ${JSON.stringify(v)}`);
   return n;
+}
+
+function nodeCallTimeouts(v: string | undefined): NodeCallTimeouts {
+  const name = 'FORKD_NODE_CALL_TIMEOUT_S';
+  const parts = (v ?? '').split(',').map((x) => x.trim());
+  if (parts.length > 3) throw new Error(`${name}: READ,LIFECYCLE,TRANSFER seconds, got ${JSON.stringify(v)}`);
+  const d = DEFAULT_NODE_CALL_TIMEOUTS;
+  const [read, lifecycle, transfer] = [parts[0], parts[1], parts[2]];
+  return {
+    readMs: seconds(read, d.readMs / 1000, name) * 1000,
+    lifecycleMs: seconds(lifecycle, d.lifecycleMs / 1000, name) * 1000,
+    transferMs: seconds(transfer, d.transferMs / 1000, name) * 1000,
+  };
 }
 
 /** The host name as a node id: lowercased, anything else than [a-z0-9.-] made `-`. */
@@ -61,5 +82,6 @@ export function fleetConfig(env: NodeJS.ProcessEnv, stateDir: string): FleetConf
     exportIntervalS: env.FORKD_EXPORT_INTERVAL_S === '0' ? 0 : seconds(env.FORKD_EXPORT_INTERVAL_S, 0, 'FORKD_EXPORT_INTERVAL_S'),
     deadlineS,
     lostS,
+    nodeCallTimeouts: nodeCallTimeouts(env.FORKD_NODE_CALL_TIMEOUT_S),
   };
 }

@@ -1,10 +1,10 @@
 import type { Context } from 'hono';
 import { ForkdError } from '@forkd/protocol';
 
-const MAX_JSON_BODY = 24 * 1024 * 1024;
+export const MAX_JSON_BODY = 24 * 1024 * 1024;
 
-function tooLarge(): ForkdError {
-  return new ForkdError('INVALID_ARGUMENT', `request body larger than ${MAX_JSON_BODY} bytes`, { limitBytes: MAX_JSON_BODY });
+function tooLarge(max: number): ForkdError {
+  return new ForkdError('INVALID_ARGUMENT', `request body larger than ${max} bytes`, { limitBytes: max });
 }
 
 /**
@@ -13,9 +13,9 @@ function tooLarge(): ForkdError {
  * and INVALID_ARGUMENT (never a 500) when it is not JSON. What the client
  * still sends after the answer is discarded by the Node adapter, bounded.
  */
-export async function jsonBody(c: Context): Promise<unknown> {
+export async function jsonBody(c: Context, max = MAX_JSON_BODY): Promise<unknown> {
   const len = Number(c.req.header('content-length') ?? '0');
-  if (len > MAX_JSON_BODY) throw tooLarge();
+  if (len > max) throw tooLarge(max);
   const body = c.req.raw.body;
   if (!body) return {};
   const chunks: Uint8Array[] = [];
@@ -26,9 +26,9 @@ export async function jsonBody(c: Context): Promise<unknown> {
       const { done, value } = await reader.read();
       if (done) break;
       size += value.byteLength;
-      if (size > MAX_JSON_BODY) {
+      if (size > max) {
         void reader.cancel().catch(() => {});
-        throw tooLarge();
+        throw tooLarge(max);
       }
       chunks.push(value);
     }

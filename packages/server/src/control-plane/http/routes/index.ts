@@ -30,7 +30,7 @@ export function mountRoutes(app: Hono<AppEnv>, deps: RouteDeps, which: 'public' 
     if (!!r.public !== (which === 'public')) continue;
     app.on(r.method.toUpperCase(), r.path, async (c) => {
       const res = await r.handler(c, deps, {
-        body: async () => (r.body ? validate(r.body, await jsonBody(c)) : undefined) as never,
+        body: async () => (r.body ? validate(r.body, await jsonBody(c, r.maxBodyBytes)) : undefined) as never,
         query: () => (r.query ? validate(r.query, c.req.query()) : undefined) as never,
       });
       if (res) return res;

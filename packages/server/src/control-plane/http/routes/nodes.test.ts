@@ -80,3 +80,45 @@ test('nodes: /metrics has each node\'s gauges (up, heartbeat age, room, placed s
   assert.match(text, /^forkd_node_placed_sandboxes\{node="node-a",state="active"\} 1$/m);
   assert.match(text, /^forkd_node_heartbeat_age_seconds\{node="node-a",state="active"\} \d/m);
 });
+
+test("nodes: a hostile node's heartbeats (garbage capacity, deep or huge bodies) are refused and the control plane serves on", async () => {
+  const { heartbeat, call, app } = await fleetApp();
+  for (const bad of [
+    { memoryBytes: 1e308 },
+    { memoryBytes: 2 ** 60 },
+    { memoryFreeBytes: 1.5 },
+    { poolFreeBytes: null },
+    { cpus: 1e9 },
+    { cpus: 'NaN' },
+    { running: -1 },
+    { paused: [1] },
+    { templates: 'base' },
+    { templates: [{}] },
+    { templates: ['x'.repeat(65)] },
+    { extra: { deep: [[[[]]]] } },
+  ]) {
+    const r = await heartbeat(beat('node-a', { capacity: { ...capacity, ...bad } }));
+    assert.equal(r.json?.error?.code, 'INVALID_ARGUMENT', JSON.stringify(bad));
+  }
+  const deep = 200_000;
+  assert.equal((await heartbeat('['.repeat(deep) + ']'.repeat(deep))).json.error.code, 'INVALID_ARGUMENT', 'a body nested 200,000 deep');
+  assert.equal((await heartbeat(`{"capacity":${'{"a":'.repeat(deep)}1${'}'.repeat(deep)}}`)).json.error.code, 'INVALID_ARGUMENT');
+  // Heartbeats are small: past 1 MiB it is refused before it is parsed (the general limit is 24 MiB).
+  const t0 = performance.now();
+  for (let i = 0; i < 20; i++) {
+    const r = await heartbeat(beat('node-a', { pad: 'x'.repeat(2 * 1024 * 1024) }));
+    assert.equal(r.json.error.code, 'INVALID_ARGUMENT');
+    assert.equal(r.json.error.details.limitBytes, 1024 * 1024);
+  }
+  assert.ok(performance.now() - t0 < 10_000, 'refusing 20 oversized heartbeats is cheap');
+  assert.equal((await heartbeat('x'.repeat(30 * 1024 * 1024), null)).json.error.code, 'UNAUTHENTICATED', 'without the join token the body is not read');
+  // The largest heartbeat the schema allows still fits.
+  const most = { ...capacity, memoryBytes: 2 ** 53 - 1, memoryFreeBytes: 2 ** 53 - 1, cpus: 100_000, templates: Array.from({ length: 10_000 }, (_, i) => `t${i}`.padEnd(64, 'x')) };
+  assert.equal((await heartbeat(beat('node-b', { capacity: most }))).status, 200);
+  assert.equal((await heartbeat(beat('node-a'))).status, 200);
+  assert.equal((await app.request('/v1/health')).status, 200);
+  const listed = (await call('GET', '/v1/nodes')).json.nodes as Array<{ id: string; capacity: typeof capacity }>;
+  assert.deepEqual(listed.map((n) => n.id), ['node-a', 'node-b']);
+  assert.deepEqual(listed[0]!.capacity, capacity);
+  assert.equal(listed[1]!.capacity.templates.length, 10_000);
+});

@@ -39,6 +39,8 @@ export const NODE_ROUTES = [
     path: '/v1/fleet/heartbeat',
     summary: "A node joins the fleet or reports its capacity (authorization: Bearer <the control plane's join.token>)",
     body: NodeHeartbeatRequest,
+    // 10,000 template names of 64 characters are ~700 KB: every node posts this every few seconds, so a larger one is refused unread.
+    maxBodyBytes: 1024 * 1024,
     response: ok(z.object({ state: z.string() })),
     public: true,
     handler: async (c, deps, input) => {

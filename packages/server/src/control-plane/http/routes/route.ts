@@ -51,6 +51,8 @@ export interface RouteSpec<B extends Schema | undefined, Q extends z.ZodObject |
   summary: string;
   /** JSON request body. */
   body?: B;
+  /** The largest body it reads (default MAX_JSON_BODY, 24 MiB): a route whose bodies are small says so. */
+  maxBodyBytes?: number;
   /** Raw bytes in (file upload). */
   rawBody?: boolean;
   query?: Q;
