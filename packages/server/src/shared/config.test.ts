@@ -27,3 +27,11 @@ test('FORKD_DATABASE_URL: PostgreSQL for the control plane when set; another sch
     assert.throws(() => loadConfig({ FORKD_DATABASE_URL: bad }), (err: Error) => /FORKD_DATABASE_URL/.test(err.message) && !err.message.includes('s3cret'), bad);
   }
 });
+
+test('FORKD_NODE_CALL_TIMEOUT_S: READ,LIFECYCLE,TRANSFER seconds; fewer keep the defaults; anything else stops the start', () => {
+  assert.deepEqual(loadConfig({}).fleet.nodeCallTimeouts, { readMs: 30_000, lifecycleMs: 300_000, transferMs: 3_600_000 });
+  assert.deepEqual(loadConfig({ FORKD_NODE_CALL_TIMEOUT_S: '5' }).fleet.nodeCallTimeouts, { readMs: 5000, lifecycleMs: 300_000, transferMs: 3_600_000 });
+  assert.deepEqual(loadConfig({ FORKD_NODE_CALL_TIMEOUT_S: '0.5, 60 ,7200' }).fleet.nodeCallTimeouts, { readMs: 500, lifecycleMs: 60_000, transferMs: 7_200_000 });
+  assert.deepEqual(loadConfig({ FORKD_NODE_CALL_TIMEOUT_S: ',,10' }).fleet.nodeCallTimeouts, { readMs: 30_000, lifecycleMs: 300_000, transferMs: 10_000 });
+  for (const bad of ['0', '-1', 'soon', '1,2,3,4', '30,1e9']) assert.throws(() => loadConfig({ FORKD_NODE_CALL_TIMEOUT_S: bad }), /FORKD_NODE_CALL_TIMEOUT_S/, bad);
+});
