@@ -185,10 +185,12 @@ export function controlStoreConformance(name: string, open: () => Promise<Contro
     });
   });
 
-  test(`ControlStore conformance: ${name}: close settles, and a fresh store is empty`, async () => {
+  test(`ControlStore conformance: ${name}: close settles, and a fresh store is empty; ping answers while it is open, not after`, async () => {
     const s = await open();
+    await s.ping();
     assert.deepEqual(await s.listKeys(), []);
     assert.deepEqual(await s.queryAudit({ limit: 10 }), []);
     await s.close();
+    await assert.rejects(s.ping());
   });
 }

@@ -58,6 +58,8 @@ export interface ControlStore extends SecretRecords, FleetStore {
   /** Deletes audit records older than `before` (ISO time); returns how many. */
   pruneAudit(before: string): Promise<number>;
   queryAudit(q: AuditQuery & { tenant?: string | undefined }): Promise<AuditRecord[]>;
+  /** A trivial read: resolves when the database answers (the control plane's health check bounds how long it may take). */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }
 

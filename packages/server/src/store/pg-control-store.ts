@@ -146,6 +146,10 @@ export class PgControlStore extends DelegatedRecords implements ControlStore {
     return (await this.#sql.unsafe<AuditRow[]>(text, args)).map(toAudit);
   }
 
+  async ping(): Promise<void> {
+    await this.#sql`SELECT 1 FROM forkd_schema LIMIT 1`;
+  }
+
   async close(): Promise<void> {
     await this.#sql.end({ timeout: 5 });
   }

@@ -238,6 +238,10 @@ export class SqliteControlStore extends DelegatedRecords implements ControlStore
     return (this.#db.prepare(sql).all(...args, q.limit) as AuditRow[]).map(toAudit);
   }
 
+  async ping(): Promise<void> {
+    this.#db.prepare('SELECT 1 FROM api_keys LIMIT 1').get();
+  }
+
   async close(): Promise<void> {
     this.#db.close();
   }

@@ -61,7 +61,8 @@ for (const overlay of OVERLAYS) {
     assert.ok((cp.spec!.replicas ?? 1) >= 2);
     const api = cp.spec!.template.spec!.containers[0]!;
     assert.equal(api.readinessProbe?.httpGet?.path, '/v1/health');
-    assert.equal(api.livenessProbe?.httpGet?.path, '/v1/health');
+    // Liveness does not depend on the database (a PostgreSQL outage must not restart every replica).
+    assert.equal(api.livenessProbe?.tcpSocket?.port, 'api');
     assert.ok(api.resources?.requests && api.resources.limits);
     assert.ok(matches(cp.spec!.selector.matchLabels, cp.spec!.template.metadata!.labels));
     const node = find<IDaemonSet>(objs, 'DaemonSet', 'forkd-node');

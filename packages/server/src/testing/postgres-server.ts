@@ -12,6 +12,10 @@ export interface PostgresServer {
   url(database: string): string;
   /** A new empty database; returns its URL. */
   createDatabase(): Promise<string>;
+  /** Stops the server (`fast`: its data written out, which durability off would lose in a crash) until `start`. */
+  halt(): Promise<void>;
+  /** Starts a halted server again on the same port and data. */
+  start(): Promise<void>;
   /** Stops the server and deletes its directory. */
   stop(): Promise<void>;
 }
@@ -62,8 +66,9 @@ export async function startPostgres(): Promise<PostgresServer> {
     const port = await freePort();
     const conf = [`listen_addresses = '127.0.0.1'`, `port = ${port}`, `unix_socket_directories = '${dir}'`, 'fsync = off', 'synchronous_commit = off', 'full_page_writes = off', 'max_connections = 200'];
     await appendFile(join(data, 'postgresql.conf'), `\n${conf.join('\n')}\n`);
-    await user.run([join(bin, 'pg_ctl'), '-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start']);
-    return handle(bin, dir, port, user.run);
+    const server = handle(bin, dir, port, user.run);
+    await server.start();
+    return server;
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
     throw err;
@@ -72,9 +77,16 @@ export async function startPostgres(): Promise<PostgresServer> {
 
 function handle(bin: string, dir: string, port: number, run: (argv: string[]) => Promise<unknown>): PostgresServer {
   const url = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
+  const pgCtl = (...args: string[]) => run([join(bin, 'pg_ctl'), '-D', join(dir, 'data'), ...args]);
   let n = 0;
   return {
     url,
+    async halt() {
+      await pgCtl('-m', 'fast', '-w', 'stop');
+    },
+    async start() {
+      await pgCtl('-l', join(dir, 'server.log'), '-w', '-t', '60', 'start');
+    },
     async createDatabase() {
       const name = `forkd_test_${++n}`;
       const admin = postgres(url('postgres'), { max: 1, onnotice: () => {} });
@@ -86,7 +98,7 @@ function handle(bin: string, dir: string, port: number, run: (argv: string[]) =>
       return url(name);
     },
     async stop() {
-      await run([join(bin, 'pg_ctl'), '-D', join(dir, 'data'), '-m', 'immediate', '-w', 'stop']).catch(() => undefined);
+      await pgCtl('-m', 'immediate', '-w', 'stop').catch(() => undefined);
       await rm(dir, { recursive: true, force: true });
     },
   };

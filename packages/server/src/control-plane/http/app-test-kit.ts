@@ -5,6 +5,7 @@ import { ApiKeys } from '../auth/api-keys.js';
 import { TenantQuotas } from '../quota/tenant-quotas.js';
 import { AuthThrottle } from '../auth/auth-throttle.js';
 import { SqliteControlStore } from '../../store/sqlite-control-store.js';
+import type { ControlStore } from '../../store/control-store.js';
 import { createApp } from './app.js';
 import { testCipher } from '../../testing/test-cipher.js';
 import type { ClaimSandbox, NodeService } from '../../node-contract/index.js';
@@ -149,8 +150,8 @@ export function fakeService(): NodeService & { created: unknown[]; calls: Array<
 }
 
 /** An app over the fake service with a fresh control plane; `call` uses the admin key of tenant `default`. */
-export async function testApp(svc: NodeService = fakeService(), throttle = new AuthThrottle({ burst: 10_000 }), opts: { fleet?: (control: ControlPlane) => Fleet } = {}) {
-  const store = new SqliteControlStore(':memory:');
+export async function testApp(svc: NodeService = fakeService(), throttle = new AuthThrottle({ burst: 10_000 }), opts: { fleet?: (control: ControlPlane) => Fleet; store?: ControlStore } = {}) {
+  const store = opts.store ?? new SqliteControlStore(':memory:');
   const control = { store, keys: new ApiKeys(store, throttle), quotas: new TenantQuotas(store), cipher: testCipher(), close: () => store.close() };
   const fleet = opts.fleet?.(control);
   const app = createApp({ svc: fleet?.node ?? svc, control, logger: silentLogger, fleet });

@@ -5,6 +5,7 @@ import { validate } from '../validate.js';
 import { ok, param, route, type RouteDeps } from './route.js';
 import type { Fleet } from '../../../fleet/fleet.js';
 import { renderFleetMetrics } from '../../../fleet/fleet-metrics.js';
+import { checkStore } from '../../store-health.js';
 
 /** A tenant's limits, overrides and what it uses (the usage counts operations in flight too). */
 async function limitsInfo({ svc, control }: RouteDeps, tenant: string): Promise<TenantLimitsInfo> {
@@ -35,10 +36,13 @@ export const ADMIN_ROUTES = [
   route({
     method: 'get',
     path: '/v1/health',
-    summary: 'Liveness',
+    summary: "Health: the API answers and its database answers a trivial query within 2 s (503 UNAVAILABLE otherwise)",
     response: ok(z.object({ ok: z.boolean() })),
     public: true,
-    handler: (c) => c.json({ ok: true }),
+    handler: async (c, { control }) => {
+      await checkStore(control.store);
+      return c.json({ ok: true });
+    },
   }),
   // Prometheus scrapes with an admin key (`authorization: Bearer`): the numbers span every tenant.
   route({
