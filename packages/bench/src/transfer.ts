@@ -7,6 +7,7 @@ import { startMemoryHog } from './memory-hog.js';
 import { summarize, type Summary } from './stats.js';
 import { LiveRows } from './live-rows.js';
 import { rowLine } from './row-line.js';
+import { newestFirst } from '@forkd/server';
 
 export interface TransferRow {
   name: string;
@@ -18,9 +19,13 @@ export interface TransferRow {
 /**
  * Snapshots leaving a node (issue 25): two nodes with their own pools (so
  * their templates differ, as two machines' would) share one directory blob
- * store. Migration of a paused 100 MB sandbox (export on A, import on B as
- * the sandbox, resume there), a fork of A's snapshot made on B, and the
- * bytes a further export of an idle sandbox adds to the store.
+ * store. Migration of a paused 100 MB sandbox to a node that holds none of
+ * it (export on A, import on B as the sandbox, resume there); the move back
+ * of the running sandbox as the fleet makes it (its newest snapshot copied
+ * ahead while it runs, then pause → export → import → resume, both ends
+ * comparing with and copying from that snapshot): its downtime and the
+ * whole; a fork of A's snapshot made on B; and the bytes a further export
+ * of an idle sandbox adds to the store.
  */
 export async function transferRows(quick: boolean): Promise<TransferRow[]> {
   const dir = await mkdtemp(join(tmpdir(), 'forkd-bench-blobs-'));
@@ -32,6 +37,8 @@ export async function transferRows(quick: boolean): Promise<TransferRow[]> {
     b = await createTestNode({ blobs });
     const runs = quick ? 1 : 5;
     const migrate: number[] = [];
+    const downtime: number[] = [];
+    const move: number[] = [];
     const fork: number[] = [];
     const further: number[] = [];
     const first: number[] = [];
@@ -40,31 +47,34 @@ export async function transferRows(quick: boolean): Promise<TransferRow[]> {
       await startMemoryHog(a.manager, s.id, 100);
       const snap0 = await a.manager.snapshot(s.id);
       first.push((await a.service.exportSnapshot(snap0.id)).bytesUploaded);
+      // As the fleet's export loop keeps it: the sandbox's newest snapshot is in the store.
       const snap1 = await a.manager.snapshot(s.id);
       further.push((await a.service.exportSnapshot(snap1.id)).bytesUploaded);
-      // Cross-node fork: the snapshot travels, then forks there.
-      const t1 = performance.now();
-      const imported = await b.service.importSnapshot((await a.service.exportSnapshot(snap1.id)).manifest);
-      const [f] = await b.service.fork(imported.id, 1);
-      await run(b.manager, f!.id, ['true']);
-      fork.push(performance.now() - t1);
-      await b.manager.delete(f!.id);
-      // Migration of the paused sandbox.
+      fork.push(await crossNodeFork(a, b, snap1.id));
+      // Migration of the paused sandbox to a node that holds none of it.
       await a.manager.pause(s.id);
-      const paused = (await a.service.timeline(s.id)).sort((x, y) => (x.createdAt < y.createdAt ? 1 : -1))[0]!;
       const t0 = performance.now();
-      const exp = await a.service.exportSnapshot(paused.id);
-      await b.service.importSnapshot(exp.manifest, { asSandbox: true });
-      await b.service.resume(s.id);
-      await run(b.manager, s.id, ['true']);
+      await moveOver(a, b, s.id);
       migrate.push(performance.now() - t0);
       await a.manager.delete(s.id);
+      // And back while it runs, as `forkd nodes migrate` does: its newest snapshot copied ahead, then pause → move.
+      const t1 = performance.now();
+      const [newest] = newestFirst(await b.service.timeline(s.id));
+      await a.service.importSnapshot((await b.service.exportSnapshot(newest!.id)).manifest);
+      const t2 = performance.now();
+      await b.manager.pause(s.id);
+      await moveOver(b, a, s.id);
+      downtime.push(performance.now() - t2);
+      move.push(performance.now() - t1);
       await b.manager.delete(s.id);
+      await a.manager.delete(s.id);
     }
     const MB = 2 ** 20;
     const rows = new LiveRows<TransferRow>(rowLine);
     rows.push(
-      { name: 'migration of a paused 100 MB sandbox between two nodes (export + import + resume + first exec)', unit: 'ms', target: 'p50 ≤ 2000', summary: summarize(migrate) },
+      { name: 'migration of a paused 100 MB sandbox to a node holding none of it (export + import + resume + first exec)', unit: 'ms', target: 'p50 ≤ 2000', summary: summarize(migrate) },
+      { name: 'move of a running 100 MB sandbox: its downtime (pause → export → import → running on the target; newest snapshot copied ahead)', unit: 'ms', summary: summarize(downtime) },
+      { name: 'move of a running 100 MB sandbox: the whole move (copy ahead + downtime)', unit: 'ms', summary: summarize(move) },
       { name: 'fork of a snapshot onto another node (export + import + fork + first exec)', unit: 'ms', summary: summarize(fork) },
       { name: 'bytes a first export of a 100 MB sandbox adds to the blob store (the template included once)', unit: 'MB', summary: summarize(first.map((x) => x / MB)) },
       { name: 'bytes a further export of the idle sandbox adds', unit: 'MB', target: '< 5', summary: summarize(further.map((x) => x / MB)) },
@@ -75,4 +85,25 @@ export async function transferRows(quick: boolean): Promise<TransferRow[]> {
     await b?.dispose();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** The paused sandbox's newest snapshot exported on `from`, imported on `to` as the sandbox, resumed there, and a first exec. */
+async function moveOver(from: TestNode, to: TestNode, id: string): Promise<void> {
+  const [paused] = newestFirst(await from.service.timeline(id));
+  const exp = await from.service.exportSnapshot(paused!.id);
+  await to.service.importSnapshot(exp.manifest, { asSandbox: true });
+  await to.service.resume(id);
+  await run(to.manager, id, ['true']);
+}
+
+/** A snapshot of `a` forked on `b` (export + import + fork + first exec), in ms; b keeps nothing of it. */
+async function crossNodeFork(a: TestNode, b: TestNode, snapId: string): Promise<number> {
+  const t0 = performance.now();
+  const imported = await b.service.importSnapshot((await a.service.exportSnapshot(snapId)).manifest);
+  const [f] = await b.service.fork(imported.id, 1);
+  await run(b.manager, f!.id, ['true']);
+  const ms = performance.now() - t0;
+  await b.manager.delete(f!.id);
+  await b.service.deleteSnapshot(imported.id);
+  return ms;
 }

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-/* Called with each item; a non-zero return stops the walk and is returned by it. */
-typedef int (*btrfs_item_fn)(const struct btrfs_ioctl_search_header *h, void *ctx);
+/* Called with each item and its h->len bytes of data; a non-zero return stops the walk and is returned by it. */
+typedef int (*btrfs_item_fn)(const struct btrfs_ioctl_search_header *h, const void *item, void *ctx);
 
 /* 0 at the end, fn's non-zero return, or -1 (errno) when the ioctl fails. */
 static inline int btrfs_search_each(int fd, uint64_t tree, uint64_t objectid, uint32_t type, uint64_t min_offset, uint64_t max_offset, btrfs_item_fn fn, void *ctx) {
@@ -36,10 +36,12 @@ static inline int btrfs_search_each(int fd, uint64_t tree, uint64_t objectid, ui
       struct btrfs_ioctl_search_header h;
       if (off + sizeof(h) > sizeof(a.buf)) break;
       memcpy(&h, a.buf + off, sizeof(h));
+      const char *item = a.buf + off + sizeof(h);
       off += sizeof(h) + h.len;
+      if (off > sizeof(a.buf)) break;
       last = h.offset;
       if (h.objectid == objectid && h.type == type) {
-        int r = fn(&h, ctx);
+        int r = fn(&h, item, ctx);
         if (r) return r;
       }
     }

@@ -15,6 +15,7 @@ export { NodeHttpClient } from './node-http/node-http-client.js';
 export { listenNode } from './node-http/node-http-server.js';
 export { nodeTokenPath } from './node-http/node-token.js';
 export { DirBlobStore } from './blob/dir-blob-store.js';
+export { newestFirst } from './fleet/newest-first.js';
 export { createApp } from './control-plane/http/app.js';
 export { listen } from './control-plane/http/server.js';
 export { installLastResortHandlers, CorruptStateError } from './shared/last-resort.js';

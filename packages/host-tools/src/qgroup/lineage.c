@@ -33,7 +33,8 @@ static int search_quota_tree(int fd, uint64_t objectid, uint32_t type, uint64_t 
   return btrfs_search_each(fd, BTRFS_QUOTA_TREE_OBJECTID, objectid, type, min_offset, max_offset, fn, ctx);
 }
 
-static int first_offset(const struct btrfs_ioctl_search_header *h, void *ctx) {
+static int first_offset(const struct btrfs_ioctl_search_header *h, const void *item, void *ctx) {
+  (void)item;
   *(uint64_t *)ctx = h->offset;
   return 1;
 }
@@ -100,7 +101,8 @@ struct groups {
   size_t n, cap;
 };
 
-static int collect(const struct btrfs_ioctl_search_header *h, void *ctx) {
+static int collect(const struct btrfs_ioctl_search_header *h, const void *item, void *ctx) {
+  (void)item;
   struct groups *g = ctx;
   if (g->n == g->cap) {
     size_t cap = g->cap ? 2 * g->cap : 64;

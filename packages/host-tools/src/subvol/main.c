@@ -58,7 +58,8 @@ static int push(struct ids *ids, uint64_t id) {
   return 0;
 }
 
-static int push_child(const struct btrfs_ioctl_search_header *h, void *ctx) {
+static int push_child(const struct btrfs_ioctl_search_header *h, const void *item, void *ctx) {
+  (void)item;
   return push(ctx, h->offset) < 0 ? -1 : 0;
 }
 

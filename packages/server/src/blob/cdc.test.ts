@@ -60,3 +60,13 @@ test('CDC: bytes inserted near the start of a 64 MiB stream change only the chun
     assert.ok(fresh <= 2, `${fresh} of ${after.length} chunks changed after inserting ${ins} bytes at ${at}`);
   }
 });
+
+test('CDC: chunks are copies: the caller may reuse the buffer it pushed (a Buffer too, whose slice is a view)', () => {
+  const c = new Chunker({ min: 64, avg: 256, max: 1024 });
+  const buf = Buffer.from(pseudoRandom(8192, 4));
+  const chunks = c.push(buf);
+  const before = chunks.map((x) => Buffer.from(x));
+  buf.fill(0);
+  assert.ok(chunks.length > 2);
+  assert.deepEqual(chunks.map((x) => Buffer.from(x)), before);
+});

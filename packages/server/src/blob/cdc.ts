@@ -71,6 +71,13 @@ export class Chunker {
     let at = 0;
     while (at < data.length) {
       const cut = this.scan(data, at);
+      if (cut >= 0 && this.len === 0) {
+        // The whole chunk is in `data`: one copy, not two through buf (a copy: Buffer's slice would be a view).
+        out.push(new Uint8Array(data.subarray(at, cut)));
+        this.hash = 0;
+        at = cut;
+        continue;
+      }
       const end = cut < 0 ? data.length : cut;
       this.buf.set(data.subarray(at, end), this.len);
       this.len += end - at;

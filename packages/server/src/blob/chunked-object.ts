@@ -6,8 +6,9 @@ export const MAX_CHUNK_BYTES = 64 << 20;
 const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'a sha256: 64 lowercase hex digits');
 
 /**
- * A byte stream stored as content-addressed chunks: its size and sha256, and
- * its chunks in order. Read back from a store it is untrusted input: parse it
+ * A byte stream stored as content-addressed chunks: its size, its chunks in
+ * order, and `sha256`, the digest of that chunk list (chunked.ts,
+ * objectDigest). Read back from a store it is untrusted input: parse it
  * with this schema before use (the chunk sizes must add up to `size`).
  */
 export const ChunkedObjectSchema = z

@@ -4,8 +4,10 @@ import type { BlobStore } from './blob-store.js';
 import { assertBlobPrefix } from './blob-key.js';
 import { Chunker, DEFAULT_CDC, type CdcParams } from './cdc.js';
 import type { ChunkedObject } from './chunked-object.js';
+import { chunkKey, ChunkWriter, digestHex, type ChunkRef } from './chunk-writer.js';
 
 export type { ChunkedObject } from './chunked-object.js';
+export { chunkKey } from './chunk-writer.js';
 export { ChunkedObjectSchema } from './chunked-object.js';
 
 export interface ChunkedWrite {
@@ -27,9 +29,15 @@ export interface WriteChunkedOptions extends ChunkedOptions {
   cdc?: CdcParams;
 }
 
-/** Where a chunk with this sha256 lives. */
-export function chunkKey(sha256: string, prefix = ''): string {
-  return `${prefix}chunks/${sha256}`;
+/**
+ * The object's identity: the sha256 of its chunk list. Each chunk is checked
+ * against its own sha256, so hashing all the bytes a second time as one
+ * stream would add nothing but a pass over them.
+ */
+export function objectDigest(chunks: ChunkedObject['chunks']): string {
+  const h = createHash('sha256');
+  for (const c of chunks) h.update(`${c.sha256} ${c.size}\n`);
+  return h.digest('hex');
 }
 
 /**
@@ -40,93 +48,77 @@ export function chunkKey(sha256: string, prefix = ''): string {
  * refers to the returned object (a manifest) only then.
  */
 export async function writeChunked(store: BlobStore, source: AsyncIterable<Uint8Array>, opts: WriteChunkedOptions = {}): Promise<ChunkedWrite> {
-  const prefix = opts.prefix ?? '';
-  assertBlobPrefix(prefix);
-  const limit = Math.max(1, opts.concurrency ?? 4);
+  const w = writerFor(store, opts);
   const chunker = new Chunker(opts.cdc ?? DEFAULT_CDC);
-  const whole = createHash('sha256');
-  const chunks: ChunkedObject['chunks'] = [];
-  const seen = new Set<string>();
-  const inFlight = new Set<Promise<void>>();
-  let failure: { err: unknown } | undefined;
-  let size = 0;
-  let bytesUploaded = 0;
-  let chunksUploaded = 0;
-
-  const store1 = async (sha256: string, data: Uint8Array): Promise<void> => {
-    const key = chunkKey(sha256, prefix);
-    if (await store.has(key)) return;
-    await store.put(key, data);
-    bytesUploaded += data.length;
-    chunksUploaded++;
-  };
-  const add = async (data: Uint8Array): Promise<void> => {
-    const sha256 = createHash('sha256').update(data).digest('hex');
-    chunks.push({ sha256, size: data.length });
-    size += data.length;
-    if (seen.has(sha256)) return;
-    seen.add(sha256);
-    while (inFlight.size >= limit) await Promise.race(inFlight);
-    if (failure) throw failure.err;
-    const p: Promise<void> = store1(sha256, data).then(
-      () => void inFlight.delete(p),
-      (err: unknown) => {
-        inFlight.delete(p);
-        failure ??= { err };
-      },
-    );
-    inFlight.add(p);
-  };
-
   try {
-    for await (const piece of source) {
-      whole.update(piece);
-      for (const c of chunker.push(piece)) await add(c);
-    }
+    for await (const piece of source) for (const c of chunker.push(piece)) await w.add(c);
     const last = chunker.end();
-    if (last) await add(last);
+    if (last) await w.add(last);
   } finally {
     // Never leave a put running past the call, failed or not.
-    await Promise.all(inFlight);
+    await w.finish().catch(() => {});
   }
-  if (failure) throw failure.err;
-  return { object: { size, sha256: whole.digest('hex'), chunks }, bytesUploaded, chunksUploaded };
+  return written(w);
 }
+
+/** A writer for one object under opts' prefix and concurrency. */
+export function writerFor(store: BlobStore, opts: WriteChunkedOptions): ChunkWriter {
+  const prefix = opts.prefix ?? '';
+  assertBlobPrefix(prefix);
+  return new ChunkWriter(store, prefix, Math.max(1, opts.concurrency ?? 4));
+}
+
+/** What a writer wrote, once every chunk is stored. */
+export async function written(w: ChunkWriter): Promise<ChunkedWrite> {
+  await w.finish();
+  return { object: { size: w.size, sha256: objectDigest(w.chunks), chunks: w.chunks }, bytesUploaded: w.bytesUploaded, chunksUploaded: w.chunksUploaded };
+}
+
+/** Chunks fetched and checked ahead of the consumer: hides the store's latency and uses a second core for the hashing. */
+const READ_AHEAD = 4;
 
 /**
  * The bytes of a chunked object, chunk by chunk, each checked against its
- * sha256 and size and the whole against the object's. A missing or damaged
- * chunk is an INTERNAL error (details.reason `chunk-missing` or `corrupt`):
- * the store lost data; what was yielded before it must be discarded.
- * Fetches one chunk ahead, so memory stays at about two chunks.
+ * sha256 and size, the chunk list against the object's sha256. A missing or
+ * damaged chunk is an INTERNAL error (details.reason `chunk-missing` or
+ * `corrupt`): the store lost data; what was yielded before it must be
+ * discarded. Memory stays at about READ_AHEAD + 1 chunks.
  */
 export async function* readChunked(store: BlobStore, obj: ChunkedObject, opts: ChunkedOptions = {}): AsyncIterable<Uint8Array> {
+  assertChunkList(obj);
+  yield* readChunks(store, obj.chunks, opts);
+}
+
+/** Throws readChunked's `corrupt` error unless the object's sha256 is its chunk list's. */
+export function assertChunkList(obj: ChunkedObject): void {
+  if (objectDigest(obj.chunks) !== obj.sha256) throw dataLoss('corrupt', `chunked object ${obj.sha256} does not match its chunk list`, obj.sha256);
+}
+
+/** Some chunks' bytes, in the order given, each checked as readChunked checks them. */
+export async function* readChunks(store: BlobStore, chunks: readonly ChunkRef[], opts: ChunkedOptions = {}): AsyncIterable<Uint8Array> {
   const prefix = opts.prefix ?? '';
   assertBlobPrefix(prefix);
-  const whole = createHash('sha256');
-  let size = 0;
-  const fetch = (i: number) => {
-    const c = obj.chunks[i];
+  const fetch = (i: number): Promise<Uint8Array> | undefined => {
+    const c = chunks[i];
     if (!c) return undefined;
-    const p = store.get(chunkKey(c.sha256, prefix));
+    const p = checkedChunk(store, c, chunkKey(c.sha256, prefix));
     p.catch(() => {}); // awaited below; not an unhandled rejection while the consumer is slow
     return p;
   };
-  let next = fetch(0);
-  for (let i = 0; i < obj.chunks.length; i++) {
-    const c = obj.chunks[i]!;
-    const data = await next!;
-    next = fetch(i + 1);
-    const key = chunkKey(c.sha256, prefix);
-    if (!data) throw dataLoss('chunk-missing', `chunk ${key} is missing from ${store.describe()}`, key);
-    if (data.length !== c.size || createHash('sha256').update(data).digest('hex') !== c.sha256) {
-      throw dataLoss('corrupt', `chunk ${key} in ${store.describe()} does not match its checksum`, key);
-    }
-    whole.update(data);
-    size += data.length;
+  const ahead: (Promise<Uint8Array> | undefined)[] = [];
+  for (let i = 0; i < READ_AHEAD; i++) ahead.push(fetch(i));
+  for (let i = 0; i < chunks.length; i++) {
+    const data = await ahead.shift()!;
+    ahead.push(fetch(i + READ_AHEAD));
     yield data;
   }
-  if (size !== obj.size || whole.digest('hex') !== obj.sha256) throw dataLoss('corrupt', `chunked object ${obj.sha256} does not match its checksum`, obj.sha256);
+}
+
+async function checkedChunk(store: BlobStore, c: ChunkRef, key: string): Promise<Uint8Array> {
+  const data = await store.get(key);
+  if (!data) throw dataLoss('chunk-missing', `chunk ${key} is missing from ${store.describe()}`, key);
+  if (data.length !== c.size || (await digestHex(data)) !== c.sha256) throw dataLoss('corrupt', `chunk ${key} in ${store.describe()} does not match its checksum`, key);
+  return data;
 }
 
 function dataLoss(reason: 'chunk-missing' | 'corrupt', message: string, key: string): ForkdError {

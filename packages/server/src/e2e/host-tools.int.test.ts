@@ -12,6 +12,7 @@ const TESTS = join(REPO_ROOT, 'packages/host-tools/test');
 /**
  * The host tools' own tests on the real thing (see their README): forkd-dedupe
  * on a Btrfs loop filesystem (matching, moved pages, repack, refusals),
+ * forkd-shared-ranges on one (reflinks, rewritten pages, compressed extents),
  * forkd-criu-version on both ends of a real socketpair,
  * forkd-qgroup's lineage groups under simple quotas, and
  * forkd-criu-action playing CRIU's pre-dump and post-dump on a real freezer.
@@ -21,6 +22,17 @@ describe('host tools: their own real-filesystem tests', { skip: !isRoot && 'need
     const work = await mkdtemp(join(tmpdir(), 'forkd-dedupe-test-'));
     try {
       const r = await exec('bash', [join(TESTS, 'btrfs.sh'), join(work, 'w')], { allowFailure: true, timeoutMs: 300_000 });
+      assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+      assert.match(r.stdout, /ALL OK/);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  });
+
+  test('forkd-shared-ranges finds equal bytes from extent items, never a shared extent entered elsewhere (test/shared-ranges.sh)', async () => {
+    const work = await mkdtemp(join(tmpdir(), 'forkd-shared-ranges-test-'));
+    try {
+      const r = await exec('bash', [join(TESTS, 'shared-ranges.sh'), join(work, 'w')], { allowFailure: true, timeoutMs: 120_000 });
       assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
       assert.match(r.stdout, /ALL OK/);
     } finally {

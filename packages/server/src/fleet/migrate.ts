@@ -39,14 +39,35 @@ async function moveTimeline(fleet: FleetService, a: NodeService, b: NodeService,
 }
 
 /**
- * Moves a sandbox to another node under the same id: pause (memory kept) →
- * export of that snapshot to the blob store → import on the target as the
- * paused sandbox → resume there (when it was running) → delete on the
- * source. Until the target has it running, the source's copy is the
- * sandbox: a failure after the export removes the target's copy, places the
- * sandbox back and resumes it where it was. The older snapshots of its
- * timeline follow once it runs on the target (the source's copies go with
- * the source's sandbox).
+ * Before the pause: the newest snapshot the sandbox has goes to the target
+ * while it still runs, so the paused snapshot's export and import after the
+ * pause mostly compare with it and copy from it there (images-reference.ts)
+ * instead of hashing and fetching every page. Undefined when there is none
+ * or the copy failed (the move goes on without it).
+ */
+async function preCopy(a: NodeService, b: NodeService, id: string, logger: Logger | undefined): Promise<{ snap: SnapshotInfo; bytesUploaded: number } | undefined> {
+  const [newest] = newestFirst(await a.timeline(id));
+  if (!newest) return undefined;
+  try {
+    const exp = await a.exportSnapshot(newest.id);
+    await b.importSnapshot(exp.manifest);
+    return { snap: newest, bytesUploaded: exp.bytesUploaded };
+  } catch (err) {
+    logger?.warn('a snapshot was not copied ahead of a move', { sandbox: id, snapshot: newest.id, error: String(err) });
+    return undefined;
+  }
+}
+
+/**
+ * Moves a sandbox to another node under the same id: its newest snapshot
+ * copied ahead while it runs (preCopy) → pause (memory kept) → export of
+ * that snapshot to the blob store → import on the target as the paused
+ * sandbox → resume there (when it was running) → delete on the source.
+ * Until the target has it running, the source's copy is the sandbox: a
+ * failure after the export removes the target's copies, places the sandbox
+ * back and resumes it where it was. The older snapshots of its timeline
+ * follow once it runs on the target (the source's copies go with the
+ * source's sandbox).
  */
 export async function migrateSandbox(fleet: FleetService, id: string, opts: { to?: string | undefined; logger?: Logger | undefined } = {}): Promise<Migration> {
   const t0 = performance.now();
@@ -57,31 +78,40 @@ export async function migrateSandbox(fleet: FleetService, id: string, opts: { to
   const target = opts.to
     ? { node: opts.to, svc: await fleet.directory.client(opts.to) }
     : await fleet.choose({ memoryBytes: before.limits.memoryMb * MB, template: before.template, avoid: new Set([from]) });
+  const b = target.svc;
   const wasRunning = before.state === 'running';
+  const copied = wasRunning ? await preCopy(a, b, id, opts.logger) : undefined;
+  const ahead = copied?.snap;
+  const dropAhead = async () => {
+    if (ahead) await b.deleteSnapshot(ahead.id).catch(() => {});
+  };
   if (wasRunning) await a.pause(id);
-  const [snap, ...older] = await snapshotsNewestFirst(a, id);
-  let exported;
+  let snap, older, exported;
   try {
+    [snap, ...older] = await snapshotsNewestFirst(a, id);
     exported = await a.exportSnapshot(snap.id);
   } catch (err) {
+    await dropAhead();
     if (wasRunning) await a.resume(id).catch(() => {});
     throw err;
   }
   await fleet.store.recordExport({ snapshotId: snap.id, sandboxId: id, manifest: exported.manifest, node: from, exportedAt: new Date().toISOString() });
-  const b = target.svc;
   try {
     await b.importSnapshot(exported.manifest, { asSandbox: true });
     await fleet.store.place('sandbox', id, target.node);
     await fleet.store.place('snapshot', snap.id, target.node);
+    if (ahead) await fleet.store.place('snapshot', ahead.id, target.node);
     const after = wasRunning ? await b.resume(id) : await b.get(id);
-    const timelineBytes = await moveTimeline(fleet, a, b, target.node, older, opts.logger);
+    const timelineBytes = await moveTimeline(fleet, a, b, target.node, older.filter((o) => o.id !== ahead?.id), opts.logger);
     await a.delete(id).catch((err: unknown) => opts.logger?.warn('the source copy of a moved sandbox was not deleted', { sandbox: id, node: from, error: String(err) }));
-    const bytesUploaded = exported.bytesUploaded + timelineBytes;
+    const bytesUploaded = (copied?.bytesUploaded ?? 0) + exported.bytesUploaded + timelineBytes;
     opts.logger?.info('sandbox moved', { sandbox: id, from, to: target.node, bytesUploaded, snapshots: older.length + 1 });
     return { sandbox: after, from, to: target.node, bytesUploaded, ms: Math.round(performance.now() - t0) };
   } catch (err) {
     await b.delete(id).catch(() => {});
+    await dropAhead();
     await fleet.store.place('sandbox', id, from);
+    if (ahead) await fleet.store.place('snapshot', ahead.id, from).catch(() => {});
     if (wasRunning) await a.resume(id).catch(() => {});
     throw err;
   }

@@ -3,9 +3,11 @@ import type { BlobStore } from '../../blob/blob-store.js';
 import { writeChunked } from '../../blob/chunked.js';
 import type { SnapshotExport } from '../../node-contract/node-types.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
+import { span } from '../../shared/profile.js';
 import { sendStream } from '../transfer/btrfs-stream.js';
 import { bothOrThrow } from '../transfer/both-or-throw.js';
 import { uploadImages } from '../transfer/image-transfer.js';
+import { imagesReference } from './images-reference.js';
 import type { TemplateTransfer } from '../transfer/template-transfer.js';
 import { encodeManifest, transferKeys, type SnapshotManifest, type TemplateRef } from '../transfer/transfer-manifest.js';
 import type { ManagerContext } from './manager-context.js';
@@ -40,8 +42,8 @@ export function exportSnapshot(c: ManagerContext, t: BlobTransfer, snapId: strin
     const tpl = base ? await t.templates.export(base.key, base.name, base.id) : undefined;
     // At once: one is mostly btrfs and the disk, the other hashing here; both wait on the store's writes.
     const [rootfs, images] = await bothOrThrow(
-      writeChunked(t.blobs, sendStream(c.storage.path(c.files.rootfsKey(snapId)), base ? c.storage.path(base.key) : undefined), { concurrency: 8 }),
-      uploadImages(t.blobs, c.files.memoryDir(snapId)),
+      span('export: root stream', () => writeChunked(t.blobs, sendStream(c.storage.path(c.files.rootfsKey(snapId)), base ? c.storage.path(base.key) : undefined), { concurrency: 8 })),
+      span('export: memory images', async () => uploadImages(t.blobs, c.files.memoryDir(snapId), await imagesReference(c, t.blobs, s), c.logger)),
     );
     const body = encodeManifest(manifestOf(s, r, tpl?.ref, rootfs.object, images.images));
     await t.blobs.put(key, body);

@@ -9,8 +9,10 @@ import { receiveStream } from '../transfer/btrfs-stream.js';
 import { downloadImages } from '../transfer/image-transfer.js';
 import { removeReceived } from '../transfer/received-dir.js';
 import { subvolumeIdentity } from '../transfer/subvolume-identity.js';
+import { span } from '../../shared/profile.js';
 import { manifestBytes, manifestOrThrow, SnapshotManifest } from '../transfer/transfer-manifest.js';
 import type { BlobTransfer } from './export-snapshot.js';
+import { imagesReference } from './images-reference.js';
 import type { ManagerContext } from './manager-context.js';
 import { toSnapshotInfo } from './sandbox-info.js';
 
@@ -66,12 +68,13 @@ async function importLocked(c: ManagerContext, t: BlobTransfer, m: SnapshotManif
 async function receiveDraft(c: ManagerContext, t: BlobTransfer, m: SnapshotManifest, draft: SnapshotDraft): Promise<number> {
   const root = c.storage.path(draft.rootfsKey);
   const dir = dirname(root);
-  await receiveStream(dir, readChunked(t.blobs, m.rootfs));
+  await span('import: root stream', () => receiveStream(dir, readChunked(t.blobs, m.rootfs)));
   // The stream names its volume: only the sender's `rootfs`, read-only and received, is one.
   const entries = await readdir(dir);
   const ident = entries.length === 1 && entries[0] === 'rootfs' ? await subvolumeIdentity(root) : undefined;
   if (!ident?.readOnly || !ident.receivedUuid) throw new ForkdError('INVALID_ARGUMENT', `the root stream of snapshot ${m.snapshot.id} did not make its read-only volume rootfs`);
-  const bytes = await downloadImages(t.blobs, m.images, draft.imagesDir);
+  const ref = await imagesReference(c, t.blobs, { id: m.snapshot.id, sandboxId: m.sandbox.id, createdAt: m.snapshot.createdAt });
+  const bytes = await span('import: memory images', () => downloadImages(t.blobs, m.images, draft.imagesDir, ref));
   if (!(await c.runtime.images.complete(draft.imagesDir))) throw new ForkdError('INVALID_ARGUMENT', `the images of snapshot ${m.snapshot.id} are not a whole checkpoint`);
   return bytes;
 }

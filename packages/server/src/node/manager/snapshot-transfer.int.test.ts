@@ -8,6 +8,7 @@ import type { BlobStore } from '../../blob/blob-store.js';
 import { chunkKey } from '../../blob/chunked.js';
 import { DirBlobStore } from '../../blob/dir-blob-store.js';
 import { exec } from '../../shared/exec.js';
+import { setSpanSink } from '../../shared/profile.js';
 import { JUMP, JUMPED, JUMPING_COUNTER } from '../../testing/counter.js';
 import { run, waitFor } from '../../testing/helpers.js';
 import { silentLogger } from '../../shared/logger.js';
@@ -26,8 +27,15 @@ class FlakyBlobs implements BlobStore {
     await this.inner.put(key, data);
     this.stored.add(key);
   }
+  private gets = new Map<string, number>();
   get(key: string): Promise<Uint8Array | undefined> {
+    const prefix = key.slice(0, key.indexOf('/') + 1);
+    this.gets.set(prefix, (this.gets.get(prefix) ?? 0) + 1);
     return this.inner.get(key);
+  }
+  /** Gets so far of keys whose first segment is `prefix` (e.g. 'chunks/'). */
+  countGets(prefix: string): number {
+    return this.gets.get(prefix) ?? 0;
   }
   has(key: string): Promise<boolean> {
     return this.inner.has(key);
@@ -150,6 +158,39 @@ describe('snapshot export and import (real Btrfs send/receive, CRIU)', { skip: !
     await b.manager.resume(id);
     assert.ok((await (await b.manager.guest(id)).listProcesses()).some((p) => p.tag === 'idle' && p.running));
     await b.manager.delete(id);
+  });
+
+  test('a move after a copy ahead: the export compares with the exported snapshot (extents, not bytes) and the import fetches only what changed; memory intact', async () => {
+    const id = await sandboxWithState(a);
+    const HOG = "import os,time\nb=bytearray(os.urandom(40*1024*1024))\nopen('/tmp/ready','w').write('1')\nwhile True: time.sleep(1)";
+    (await a.manager.spawn(id, { argv: ['python3', '-c', HOG], tag: 'hog' })).process.detach();
+    await waitFor(async () => (await run(a.manager, id, ['test', '-e', '/tmp/ready'])).exitCode === 0, 30_000, 'hog ready');
+    const ahead = await a.manager.snapshot(id);
+    await b.service.importSnapshot((await a.service.exportSnapshot(ahead.id)).manifest);
+    await a.manager.pause(id);
+    const spans: string[] = [];
+    const prev = setSpanSink((sp) => spans.push(sp.name));
+    let ex;
+    try {
+      ex = await a.service.exportSnapshot((await a.manager.recordOf(id))!.resumeFrom!);
+    } finally {
+      setSpanSink(prev);
+    }
+    assert.ok(spans.includes('exec forkd-shared-ranges'), 'the pages image was compared through its extents');
+    assert.ok(ex.bytesUploaded < 5 * MB, `the paused snapshot added ${mb(ex.bytesUploaded)}`);
+    await a.manager.delete(id);
+    const chunkGets = blobs.countGets('chunks/');
+    await b.service.importSnapshot(ex.manifest, { asSandbox: true });
+    const fetched = blobs.countGets('chunks/') - chunkGets;
+    assert.ok(fetched < 30, `the import fetched ${fetched} chunks (a whole 40 MB image is over 100)`);
+    await b.manager.resume(id);
+    const c0 = await count(b, id);
+    assert.ok(c0 > JUMPED, `the counter's memory came back (${c0})`);
+    await waitFor(async () => (await count(b, id)) > c0 + 3, 5000, 'the restored counter to go on');
+    assert.ok((await (await b.manager.guest(id)).listProcesses()).some((p) => p.tag === 'hog' && p.running));
+    await b.manager.delete(id);
+    await b.manager.settled();
+    assert.deepEqual(await orphans(b), []);
   });
 
   test('an idle ~100 MB sandbox: export + import + resume time', async () => {
