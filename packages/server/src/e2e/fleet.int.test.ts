@@ -15,6 +15,25 @@ import { startFleetNetwork, type FleetNetwork } from '../testing/fleet-network.j
 const NODE_IDS = ['node-a', 'node-b', 'node-c'] as const;
 /** A process whose state is in memory and on disk: a count written every 200 ms. */
 const COUNTER = ['bash', '-c', 'i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.2; done'];
+/** A TCP server on the sandbox's loopback counting the lines of its one connection (/tmp/tcp-lines) and how many it accepted (/tmp/tcp-accepts). */
+const TCP_SERVER = ['python3', '-c', [
+  'import socket',
+  's = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", 7070)); s.listen()',
+  'accepts = 0',
+  'while True:',
+  '  c, _ = s.accept(); accepts += 1; open("/tmp/tcp-accepts", "w").write(str(accepts)); n = 0',
+  '  for line in c.makefile():',
+  '    n += 1; open("/tmp/tcp-lines", "w").write(str(n))',
+].join('\n')];
+/** Its client: one connection, a line every 0.2 s; a broken connection is written down, never redialled. */
+const TCP_CLIENT = ['python3', '-c', [
+  'import socket, time',
+  'c = socket.create_connection(("127.0.0.1", 7070))',
+  'try:',
+  '  while True: c.sendall(b"tick\\n"); time.sleep(0.2)',
+  'except OSError as e:',
+  '  open("/tmp/tcp-broken", "w").write(str(e))',
+].join('\n')];
 
 /**
  * A fleet on this machine: two control-plane replicas on one real
@@ -167,17 +186,26 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
 
   let moving: Sandbox;
 
-  test('a sandbox moves to another node under its id: its processes go on counting, its files and timeline follow', async () => {
+  test('a sandbox moves to another node under its id: its processes go on counting over the TCP connection they hold, its files and timeline follow', async () => {
     moving = await clients[0]!.sandboxes.create({ memoryMb: 256 });
     await moving.exec(['bash', '-c', 'echo kept > /root/file']);
     await moving.spawnBackground(COUNTER);
     await waitFor(async () => Number((await moving.exec(['cat', '/tmp/count'])).stdout) > 2, 10_000, 'counting');
+    await moving.spawnBackground(TCP_SERVER);
+    await waitFor(async () => (await moving.exec(['bash', '-c', 'exec 3<>/dev/tcp/127.0.0.1/7070'])).exitCode === 0, 10_000, 'the TCP server');
+    await moving.spawnBackground(TCP_CLIENT);
+    const lines = async () => Number((await moving.exec(['cat', '/tmp/tcp-lines'])).stdout);
+    await waitFor(async () => (await lines()) > 2, 10_000, 'lines over the connection');
     const early = await moving.snapshot({ name: 'early' });
     const m = await clients[1]!.nodes.migrate(moving.id, 'node-a');
     assert.equal(m.to, 'node-a');
     assert.equal(m.sandbox.state, 'running');
     const before = Number((await moving.exec(['cat', '/tmp/count'])).stdout);
     await waitFor(async () => Number((await moving.exec(['cat', '/tmp/count'])).stdout) > before + 2, 10_000, 'still counting after the move');
+    const linesAfter = await lines();
+    await waitFor(async () => (await lines()) > linesAfter + 2, 10_000, 'lines still coming over the same connection');
+    assert.equal((await moving.exec(['cat', '/tmp/tcp-accepts'])).stdout, '2', 'one connection: the probe, then the client, none redialled');
+    assert.equal((await moving.exec(['test', '-e', '/tmp/tcp-broken'])).exitCode, 1, 'the client saw no error');
     assert.equal((await moving.exec(['cat', '/root/file'])).stdout, 'kept\n');
     assert.equal((await clients[0]!.nodes.list()).find((n) => n.id === 'node-a')?.sandboxes, 1);
     assert.ok((await moving.timeline()).some((t) => t.id === early.id), 'the older snapshot followed');

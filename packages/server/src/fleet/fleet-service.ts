@@ -56,9 +56,9 @@ export class FleetService {
   }
 
   /** A node for new work; RESOURCE_EXHAUSTED when none can take it. */
-  async choose(need: PlacementNeed): Promise<{ node: string; svc: NodeService }> {
+  async choose(need: PlacementNeed, none = 'no node of the fleet can take this sandbox now'): Promise<{ node: string; svc: NodeService }> {
     const n = chooseNode(await this.#dir.live(), need, this.#dir.placedSince());
-    if (!n) throw new ForkdError('RESOURCE_EXHAUSTED', 'no node of the fleet can take this sandbox now; try again when sandboxes are paused or deleted', { limit: 'FLEET_CAPACITY' });
+    if (!n) throw new ForkdError('RESOURCE_EXHAUSTED', `${none}; try again when sandboxes are paused or deleted`, { limit: 'FLEET_CAPACITY' });
     this.#dir.notePlaced(n.id, need.memoryBytes);
     return { node: n.id, svc: await this.#dir.client(n.id) };
   }
@@ -91,9 +91,19 @@ export class FleetService {
     };
   }
 
+  /**
+   * On a node holding its template (by heartbeats, or the node a build just
+   * placed it on): a template does not travel on its own (only as the parent
+   * of a snapshot), so another node would only answer NOT_FOUND.
+   */
   async create(req: CreateSandboxRequest, claim?: ClaimSandbox): Promise<SandboxInfo> {
     const memoryMb = req.memoryMb ?? Limits.parse({}).memoryMb;
-    const { node, svc } = await this.choose({ memoryBytes: memoryMb * MB, template: req.template ?? 'base' });
+    const template = req.template ?? 'base';
+    const only = new Set((await this.#dir.live()).filter((n) => n.capacity.templates.includes(template)).map((n) => n.id));
+    const built = await this.#store.placement('template', template);
+    if (built) only.add(built);
+    if (only.size === 0) throw new ForkdError('NOT_FOUND', `template ${template} not found on any live node`);
+    const { node, svc } = await this.choose({ memoryBytes: memoryMb * MB, template, only }, `no node holding template ${template} can take this sandbox now`);
     return svc.create(req, this.placing(node, claim));
   }
 

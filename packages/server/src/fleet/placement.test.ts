@@ -41,3 +41,10 @@ test('placement: memory placed since the last heartbeat counts, so a burst sprea
   assert.equal(chooseNode(nodes, { memoryBytes: GB }, new Map([['a', 2 * GB]]))?.id, 'b');
   assert.equal(chooseNode(nodes, { memoryBytes: GB, near: 'a' }, new Map([['a', 3.5 * GB]]))?.id, 'b');
 });
+
+test('placement: `only` limits the choice to those nodes (a create goes only where its template is)', () => {
+  const nodes = [node('a', 2), node('b', 8), node('c', 9)];
+  assert.equal(chooseNode(nodes, { memoryBytes: GB, only: new Set(['a']) })?.id, 'a');
+  assert.equal(chooseNode(nodes, { memoryBytes: 4 * GB, only: new Set(['a']) }), undefined, 'a is too full: nobody else');
+  assert.equal(chooseNode(nodes, { memoryBytes: GB, only: new Set(['a', 'c']) })?.id, 'c');
+});

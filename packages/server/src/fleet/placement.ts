@@ -9,6 +9,8 @@ export interface PlacementNeed {
   near?: string | undefined;
   /** Nodes not to choose (e.g. the one being drained). */
   avoid?: ReadonlySet<string> | undefined;
+  /** When set, only these nodes (a create needs its template on the node: templates do not travel on their own). */
+  only?: ReadonlySet<string> | undefined;
 }
 
 /** Bytes a node must keep free in its pool to be given more work. */
@@ -16,7 +18,7 @@ export const MIN_POOL_FREE_BYTES = 256 * 1024 * 1024;
 
 /** Whether `n` can take `need` by its last heartbeat (less what this control plane placed there since). */
 export function hasRoom(n: NodeRecord, need: PlacementNeed, placedSince = 0): boolean {
-  return n.state === 'active' && !need.avoid?.has(n.id) && n.capacity.memoryFreeBytes - placedSince >= need.memoryBytes && n.capacity.poolFreeBytes >= MIN_POOL_FREE_BYTES;
+  return n.state === 'active' && !need.avoid?.has(n.id) && (!need.only || need.only.has(n.id)) && n.capacity.memoryFreeBytes - placedSince >= need.memoryBytes && n.capacity.poolFreeBytes >= MIN_POOL_FREE_BYTES;
 }
 
 /**
