@@ -14,3 +14,4 @@ export * from './policy.js';
 export * from './network-limits.js';
 export * from './network-policy.js';
 export * from './fleet.js';
+export * from './image-ref.js';

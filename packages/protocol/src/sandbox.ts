@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { SANDBOX_STATES } from './sandbox-state.js';
 import { SANDBOX_ID_PATTERN, TEMPLATE_NAME_PATTERN } from './ids.js';
 import { NetworkRules } from './network.js';
+import { IMAGE_REF_MAX, parseImageRef } from './image-ref.js';
 
 /** A sandbox's id where it is an argument rather than a path segment (e.g. MCP tools). */
 export const SandboxId = z.string().regex(SANDBOX_ID_PATTERN, 'invalid sandbox id');
@@ -148,16 +149,47 @@ export const TemplateInfo = z.object({
   from: z.string().optional(),
 });
 
-export const BuildTemplateRequest = z.strictObject({
-  name: z.string().regex(TEMPLATE_NAME_PATTERN, 'invalid template name'),
-  from: z.string().regex(TEMPLATE_NAME_PATTERN, 'invalid template name').default('base'),
-  /** Commands run (by `bash -lc`, as root) in order; any failure fails the build. */
-  setup: z.array(z.string().min(1).max(65536)).max(100).default([]),
-  /** A long-running command left running: sandboxes from the template start with it already running. */
-  start: z.string().min(1).max(65536).optional(),
-  /** The template's default network (see PUT /v1/templates/{name}/network), set when the build is done (absent: none; a rebuild replaces it). The build itself runs offline. */
-  network: NetworkRules.optional(),
+/** A registry's user name and password (or token) for one pull: used for that pull only, never logged or stored. */
+export const RegistryAuth = z.strictObject({
+  username: z.string().min(1).max(256),
+  password: z.string().min(1).max(16384),
 });
+export type RegistryAuth = z.infer<typeof RegistryAuth>;
+
+/** An image reference (see image-ref.ts): a registry's, or a local one with a transport prefix. */
+export const ImageRefString = z
+  .string()
+  .max(IMAGE_REF_MAX)
+  .superRefine((v, ctx) => {
+    const r = parseImageRef(v);
+    if (!r.ok) ctx.addIssue({ code: 'custom', message: r.error });
+  });
+
+export const BuildTemplateRequest = z
+  .strictObject({
+    name: z.string().regex(TEMPLATE_NAME_PATTERN, 'invalid template name'),
+    /** The template it starts from (default `base`); not with fromImage. */
+    from: z.string().regex(TEMPLATE_NAME_PATTERN, 'invalid template name').optional(),
+    /**
+     * Or an OCI image: its layers become the root filesystem, its Env, WorkingDir
+     * and User the sandboxes' defaults, its Entrypoint and Cmd the start command
+     * (unless `start` is given). Local transports (oci-archive:, docker-archive:, oci:) are for admin keys only.
+     */
+    fromImage: ImageRefString.optional(),
+    /** Credentials for fromImage's registry, for this pull only (else the operator's FORKD_REGISTRY_AUTH_FILE). */
+    registryAuth: RegistryAuth.optional(),
+    /** Commands run (by `bash -lc`, as root; `sh -c` in an image without bash) in order; any failure fails the build. */
+    setup: z.array(z.string().min(1).max(65536)).max(100).default([]),
+    /** A long-running command left running: sandboxes from the template start with it already running. */
+    start: z.string().min(1).max(65536).optional(),
+    /** The template's default network (see PUT /v1/templates/{name}/network), set when the build is done (absent: none; a rebuild replaces it). The build itself runs offline. */
+    network: NetworkRules.optional(),
+  })
+  .superRefine((r, ctx) => {
+    if (r.from !== undefined && r.fromImage !== undefined) ctx.addIssue({ code: 'custom', path: ['fromImage'], message: 'from and fromImage exclude each other' });
+    const image = r.fromImage === undefined ? undefined : parseImageRef(r.fromImage);
+    if (r.registryAuth && !(image?.ok && image.ref.kind === 'registry')) ctx.addIssue({ code: 'custom', path: ['registryAuth'], message: 'registryAuth goes with a registry fromImage' });
+  });
 export type BuildTemplateRequest = z.input<typeof BuildTemplateRequest>;
 export type TemplateInfo = z.infer<typeof TemplateInfo>;
 

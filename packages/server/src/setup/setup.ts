@@ -14,16 +14,18 @@ import { cgroupVersion } from '../node/cgroups/cgroups.js';
 export type Progress = (event: { step: string; detail?: string; done?: boolean; ms?: number }) => void;
 
 /** Host packages forkd drives (criu comes from a private root: see ensureCriu). */
-export const PACKAGES = ['btrfs-progs', 'debootstrap', 'runc', 'patchelf', 'iproute2', 'nftables', 'gcc', 'libc6-dev', 'make', 'util-linux', 'procps', 'e2fsprogs', 'openssl'];
+export const PACKAGES = ['btrfs-progs', 'debootstrap', 'runc', 'patchelf', 'iproute2', 'nftables', 'gcc', 'libc6-dev', 'make', 'util-linux', 'procps', 'e2fsprogs', 'openssl', 'skopeo'];
 
 /**
  * Installed by `forkd setup` only, not at every start nor in the image
- * (scripts/build-image.sh takes PACKAGES): the PostgreSQL control store's
- * tests start a server of their own from these binaries
- * (testing/postgres-server.ts); forkd itself only connects to one
- * (FORKD_DATABASE_URL). Debian's package also makes a `main` cluster.
+ * (scripts/build-image.sh takes PACKAGES), for the tests: the PostgreSQL
+ * control store's tests start a server of their own from these binaries
+ * (testing/postgres-server.ts; forkd itself only connects to one,
+ * FORKD_DATABASE_URL; Debian's package also makes a `main` cluster); the
+ * image tests start a registry (docker-registry, distribution 2.8) on
+ * loopback and build images offline from a static busybox and musl programs.
  */
-const SETUP_ONLY_PACKAGES = ['postgresql'];
+const SETUP_ONLY_PACKAGES = ['postgresql', 'docker-registry', 'busybox-static', 'musl-tools'];
 
 /**
  * umask of the tools that build root filesystems sandboxes will run on
@@ -50,8 +52,10 @@ export async function dpkgInstalled(pkg: string): Promise<boolean> {
 }
 
 /** `forkd setup`'s packages beyond what every start needs (SETUP_ONLY_PACKAGES). */
-export function installSetupOnlyPackages(progress: Progress): Promise<void> {
-  return step(progress, 'PostgreSQL (for the tests)', (d) => installPackages(SETUP_ONLY_PACKAGES, d));
+export async function installSetupOnlyPackages(progress: Progress): Promise<void> {
+  await step(progress, 'packages for the tests (PostgreSQL, a registry, busybox, musl)', (d) => installPackages(SETUP_ONLY_PACKAGES, d));
+  // Debian starts the registry as a service on :5000 of every address: the tests start their own on loopback.
+  if (existsSync('/run/systemd/system')) await exec('systemctl', ['disable', '--now', 'docker-registry'], { allowFailure: true });
 }
 
 async function step<T>(progress: Progress, name: string, fn: (detail: (d: string) => void) => Promise<T>): Promise<T> {

@@ -35,7 +35,8 @@ export interface TemplateBuildHost {
  * command (a warm template: sandboxes from it start by restore).
  */
 export async function buildTemplate(m: TemplateBuildHost, templates: TemplateRegistry, input: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo> {
-  const req = BuildTemplateRequest.parse(input);
+  const parsed = BuildTemplateRequest.parse(input);
+  const req = { ...parsed, from: parsed.from ?? 'base' };
   if (req.name === req.from) throw new ForkdError('INVALID_ARGUMENT', 'a template cannot be built from itself');
   if (req.name === 'base') throw new ForkdError('FAILED_PRECONDITION', 'the base template is built by forkd setup and cannot be replaced');
   if (!(await templates.has(req.from))) throw new ForkdError('NOT_FOUND', `template ${req.from} not found`);
