@@ -186,6 +186,8 @@ export const BuildTemplateRequest = z
     network: NetworkRules.optional(),
   })
   .superRefine((r, ctx) => {
+    // The node's own staged templates (template-registry.ts) are named so.
+    if (r.name.startsWith('forkd-stage-')) ctx.addIssue({ code: 'custom', path: ['name'], message: 'template names starting with forkd-stage- are reserved' });
     if (r.from !== undefined && r.fromImage !== undefined) ctx.addIssue({ code: 'custom', path: ['fromImage'], message: 'from and fromImage exclude each other' });
     const image = r.fromImage === undefined ? undefined : parseImageRef(r.fromImage);
     if (r.registryAuth && !(image?.ok && image.ref.kind === 'registry')) ctx.addIssue({ code: 'custom', path: ['registryAuth'], message: 'registryAuth goes with a registry fromImage' });

@@ -20,7 +20,9 @@ import type {
 } from '../node-contract/node-types.js';
 import type { SandboxManager } from './manager/sandbox-manager.js';
 import { buildTemplate } from './templates/template-builder.js';
-import type { TemplateRegistry } from './templates/template-registry.js';
+import { isStageName, type TemplateRegistry } from './templates/template-registry.js';
+import type { ImageVolumes } from './images/image-volumes.js';
+import { ForkdError } from '@forkd/protocol';
 import type { NodeCredentials } from './secrets/node-credentials.js';
 
 /**
@@ -34,14 +36,18 @@ export class LocalNode implements NodeService {
   readonly #m: SandboxManager;
   readonly #templates: TemplateRegistry;
   readonly #credentials: NodeCredentials;
+  readonly #images: ImageVolumes | undefined;
 
-  constructor(manager: SandboxManager, templates: TemplateRegistry, credentials: NodeCredentials) {
+  constructor(manager: SandboxManager, templates: TemplateRegistry, credentials: NodeCredentials, images?: ImageVolumes) {
     this.#m = manager;
     this.#templates = templates;
     this.#credentials = credentials;
+    this.#images = images;
   }
 
   async create(req: CreateSandboxRequest, claim?: ClaimSandbox): Promise<SandboxInfo> {
+    // A build's staged image root is the build's alone (template-registry.ts, STAGE_PREFIX).
+    if (req.template !== undefined && isStageName(req.template)) throw new ForkdError('NOT_FOUND', `template ${req.template} not found`);
     return this.#m.create(req, claim);
   }
 
@@ -180,7 +186,7 @@ export class LocalNode implements NodeService {
 
   async buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo> {
     // Policy above the manager: the build drives a sandbox through the manager's public methods.
-    return buildTemplate(this.#m, this.#templates, req, progress, claim);
+    return buildTemplate(this.#m, this.#templates, this.#images, req, progress, claim);
   }
 
   async deleteTemplate(name: string): Promise<void> {

@@ -16,6 +16,7 @@ import { NetnsNetwork } from './network/netns-network.js';
 import type { QuotaKeeper } from './storage/quota-keeper.js';
 import type { Storage } from './storage/storage.js';
 import { TemplateRegistry } from './templates/template-registry.js';
+import { ImageVolumes } from './images/image-volumes.js';
 import { checkDrivers, makeRuntime, openStorage } from './drivers.js';
 import { lockNode, type NodeLock } from './node-lock.js';
 import { privateDir, tightenPrivateState, usePrivateUmask } from '../shared/private-state.js';
@@ -98,6 +99,8 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   const runtime = makeRuntime(config, network);
   await runtime.prepareHost(logger);
   const templates = new TemplateRegistry(storage, store);
+  const images = new ImageVolumes({ storage, access: config.registries, maxBytes: config.imageMaxMb * 2 ** 20, logger });
+  await images.sweep();
   const manager = new SandboxManager({
     store,
     storage,
@@ -139,7 +142,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
     runtime,
     templates,
     manager,
-    service: new LocalNode(manager, templates, credentials),
+    service: new LocalNode(manager, templates, credentials, images),
     egressInterceptor: credentials.interceptor,
     quotaKeeper,
     tick: (now) => reconciler.tick(now),

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { cidrListError } from './cidr.js';
 import { fleetConfig, type FleetConfig } from './fleet-config.js';
 import { parseBlobStoreConfig, type BlobStoreConfig } from '../blob/blob-store-config.js';
+import { registryAccessFromEnv, type RegistryAccess } from './registry-config.js';
 
 /**
  * What `forkd serve` runs: `all`, the control plane and the node in one
@@ -120,6 +121,10 @@ export interface ForkdConfig {
    * are not here: they are read from the environment when the store opens.
    */
   blobStore: BlobStoreConfig;
+  /** How template builds reach image registries (FORKD_REGISTRY_AUTH_FILE, FORKD_INSECURE_REGISTRIES; see registry-config.ts). */
+  registries: RegistryAccess;
+  /** What one image may unpack to, in MiB (FORKD_IMAGE_MAX_MB, default 16384). */
+  imageMaxMb: number;
   /** The E2B-compatible control-plane API's port (FORKD_E2B_API_PORT, default 3000; 0 or `off`: not served). */
   e2bApiPort: number | null;
   /** The E2B-compatible envd gateway's port (FORKD_E2B_ENVD_PORT, default 49983; 0 or `off`: not served). */
@@ -241,6 +246,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     diskOvercommit: env.FORKD_DISK_OVERCOMMIT === '0' ? 0 : (positive(env.FORKD_DISK_OVERCOMMIT, 'FORKD_DISK_OVERCOMMIT') ?? 8),
     quotaMode: quotaMode(env.FORKD_QUOTA_MODE),
     blobStore: parseBlobStoreConfig(env.FORKD_BLOB_STORE || `dir:${join(stateDir, 'blobs')}`),
+    registries: registryAccessFromEnv(env),
+    imageMaxMb: int(env.FORKD_IMAGE_MAX_MB, 16384, 'FORKD_IMAGE_MAX_MB'),
     e2bApiPort: optionalPort(env.FORKD_E2B_API_PORT, 3000, 'FORKD_E2B_API_PORT'),
     e2bEnvdPort: optionalPort(env.FORKD_E2B_ENVD_PORT, 49983, 'FORKD_E2B_ENVD_PORT'),
     ...overrides,

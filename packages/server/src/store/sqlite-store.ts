@@ -49,6 +49,8 @@ const MIGRATIONS = [
    ALTER TABLE sandboxes ADD COLUMN template_id TEXT;
    UPDATE sandboxes SET template_id = template;`,
   `ALTER TABLE sandboxes ADD COLUMN base TEXT;`,
+  `ALTER TABLE sandboxes ADD COLUMN defaults TEXT;
+   ALTER TABLE templates ADD COLUMN image TEXT;`,
 ];
 
 interface TemplateRow {
@@ -58,11 +60,12 @@ interface TemplateRow {
   volume: string;
   images: string | null;
   from_template: string | null;
+  image: string | null;
   idmap: number | null;
 }
 
 function toTemplate(r: TemplateRow): TemplateRecord {
-  return { id: r.id ?? r.name, name: r.name, createdAt: r.created_at, volume: r.volume, ...(r.images ? { images: r.images } : {}), ...(r.from_template ? { from: r.from_template } : {}), ...(r.idmap !== null ? { idmap: r.idmap } : {}) };
+  return { id: r.id ?? r.name, name: r.name, createdAt: r.created_at, volume: r.volume, ...(r.images ? { images: r.images } : {}), ...(r.from_template ? { from: r.from_template } : {}), ...(r.idmap !== null ? { idmap: r.idmap } : {}), ...(r.image ? { image: JSON.parse(r.image) } : {}) };
 }
 
 interface SnapshotRow {
@@ -111,6 +114,7 @@ interface SandboxRow {
   idmap: number | null;
   network: string | null;
   base: string | null;
+  defaults: string | null;
 }
 
 function toRecord(r: SandboxRow): SandboxRecord {
@@ -134,6 +138,7 @@ function toRecord(r: SandboxRow): SandboxRecord {
     ...(r.idmap !== null ? { idmap: r.idmap } : {}),
     ...(r.network ? { network: JSON.parse(r.network) } : {}),
     ...(r.base ? { base: r.base } : {}),
+    ...(r.defaults ? { defaults: JSON.parse(r.defaults) } : {}),
   };
 }
 
@@ -157,7 +162,7 @@ export class SqliteStore implements Store {
 
   async insertSandbox(rec: SandboxRecord): Promise<void> {
     this.#db
-      .prepare('INSERT INTO sandboxes (id, template, template_id, state, limits, env, metadata, created_at, error, forked_from, resume_from, policy, instance, lost, recovered, origin, idmap, network, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .prepare('INSERT INTO sandboxes (id, template, template_id, state, limits, env, metadata, created_at, error, forked_from, resume_from, policy, instance, lost, recovered, origin, idmap, network, base, defaults) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
       .run(
         rec.id,
         rec.template,
@@ -178,6 +183,7 @@ export class SqliteStore implements Store {
         rec.idmap ?? null,
         json(rec.network),
         rec.base ?? null,
+        json(rec.defaults),
       );
   }
 
@@ -272,9 +278,9 @@ export class SqliteStore implements Store {
   async upsertTemplate(rec: TemplateRecord): Promise<void> {
     this.#db
       .prepare(
-        'INSERT INTO templates (id, name, created_at, volume, images, from_template, idmap) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET id = excluded.id, created_at = excluded.created_at, volume = excluded.volume, images = excluded.images, from_template = excluded.from_template, idmap = excluded.idmap',
+        'INSERT INTO templates (id, name, created_at, volume, images, from_template, idmap, image) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET id = excluded.id, created_at = excluded.created_at, volume = excluded.volume, images = excluded.images, from_template = excluded.from_template, idmap = excluded.idmap, image = excluded.image',
       )
-      .run(rec.id, rec.name, rec.createdAt, rec.volume, rec.images ?? null, rec.from ?? null, rec.idmap ?? null);
+      .run(rec.id, rec.name, rec.createdAt, rec.volume, rec.images ?? null, rec.from ?? null, rec.idmap ?? null, json(rec.image));
   }
 
   async getTemplate(name: string): Promise<TemplateRecord | undefined> {

@@ -231,6 +231,16 @@ export function storeConformance(name: string, open: OpenStore): void {
       assert.deepEqual(await store.getSandbox('sbx-a'), sandbox('sbx-a', { template: 'py', templateId: 'tpl_a' }));
     });
 
+    withStore("an image template's defaults, and a sandbox's from it, read back as written", async (store) => {
+      const image = { ref: 'docker.io/library/alpine:3', env: { PATH: '/usr/bin:/bin', A: 'b c' }, cwd: '/app', user: 'nobody', shell: ['/bin/sh', '-c'] };
+      const t: TemplateRecord = { id: 'tpl_img', name: 'alp', createdAt: '2026-01-01T00:00:00.000Z', volume: 'templates/alp', from: 'docker.io/library/alpine:3', image };
+      await store.upsertTemplate(t);
+      assert.deepEqual(await store.getTemplate('alp'), t);
+      const s = sandbox('sbx-img', { template: 'alp', templateId: 'tpl_img', defaults: { cwd: '/app', shell: ['/bin/sh', '-c'] } });
+      await store.insertSandbox(s);
+      assert.deepEqual(await store.getSandbox('sbx-img'), s);
+    });
+
     test('records survive closing the store and opening the same database again', async () => {
       const first = await open();
       const full = fullSandbox('sbx-full');

@@ -55,6 +55,23 @@ export interface SandboxRecord {
    * Forks keep it.
    */
   base?: string | undefined;
+  /** Defaults of the processes it starts, from its template's image (TemplateImage); forks keep them. */
+  defaults?: SpawnDefaults | undefined;
+}
+
+/** What a process started without its own cwd, user or shell gets (an image's WorkingDir, User, and `sh -c` where it has no bash). */
+export interface SpawnDefaults {
+  cwd?: string | undefined;
+  user?: string | undefined;
+  /** Runs `command` strings instead of `/bin/bash -lc` (see spawn-defaults.ts). */
+  shell?: string[] | undefined;
+}
+
+/** What a template made from an OCI image keeps of it: its sandboxes get its env and defaults. */
+export interface TemplateImage extends SpawnDefaults {
+  /** The reference it was pulled as. */
+  ref: string;
+  env: Record<string, string>;
 }
 
 export interface SandboxLoss {
@@ -104,6 +121,8 @@ export interface TemplateRecord {
   from?: string | undefined;
   /** Warm template: the user namespace range its memory images recreate (SandboxRecord.idmap). */
   idmap?: number | undefined;
+  /** Made from an image (or from a template that was): the defaults its sandboxes get. */
+  image?: TemplateImage | undefined;
 }
 
 /**

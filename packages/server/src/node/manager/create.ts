@@ -7,6 +7,7 @@ import type { ManagerContext } from './manager-context.js';
 import { freshLifetime, toInfo } from './sandbox-info.js';
 import { checkMaxima, type SandboxMaxima } from './sandbox-maxima.js';
 import { span } from '../../shared/profile.js';
+import { spawnDefaultsOf } from './spawn-defaults.js';
 
 /** A new sandbox from a template: a warm-pool member adopted when one is ready, else started. */
 export async function createSandbox(c: ManagerContext, maxima: SandboxMaxima, input: CreateSandboxRequest, claim?: ClaimSandbox): Promise<SandboxInfo> {
@@ -34,7 +35,9 @@ export async function createSandbox(c: ManagerContext, maxima: SandboxMaxima, in
       templateId: template.id,
       state: 'creating',
       limits,
-      env: req.env ?? {},
+      // An image template's Env under the request's own.
+      env: { ...template.image?.env, ...req.env },
+      ...(spawnDefaultsOf(template.image) ? { defaults: spawnDefaultsOf(template.image) } : {}),
       metadata: req.metadata ?? {},
       createdAt: new Date().toISOString(),
       ...(req.network && req.network.mode !== 'none' ? { network: req.network } : {}),

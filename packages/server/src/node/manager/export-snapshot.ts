@@ -81,6 +81,7 @@ function manifestOf(s: SnapshotRecord, r: SandboxRecord, template: TemplateRef |
       ...(r.policy ? { policy: r.policy } : {}),
       ...(r.idmap !== undefined ? { idmap: r.idmap } : {}),
       ...(r.network ? { network: r.network } : {}),
+      ...(r.defaults ? { defaults: r.defaults } : {}),
     },
     template: template ?? null,
     rootfs,

@@ -60,6 +60,7 @@ export async function forkSandboxes(c: ManagerContext, source: string, count: nu
           ...(parent?.network ? { network: parent.network } : {}),
           // An imported parent's root descends from a received template: so does the fork's.
           ...(parent?.base ? { base: parent.base } : {}),
+          ...(parent?.defaults ? { defaults: parent.defaults } : {}),
         };
         await claim?.(rec.id);
         await c.store.insertSandbox(rec);

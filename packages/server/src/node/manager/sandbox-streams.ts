@@ -1,4 +1,5 @@
 import { constants as osConstants } from 'node:os';
+import { withSpawnDefaults } from './spawn-defaults.js';
 import { ForkdError, type WatchEvent } from '@forkd/protocol';
 import type { ExecExit, OutputHandlers, ProcessExit, ProcessSelector, ProcessStream, SpawnOptions, WatchHandle } from '../../node-contract/node-types.js';
 import type { Logger } from '../../shared/logger.js';
@@ -50,7 +51,8 @@ export class SandboxStreams {
     const guest = await this.#d.guest(id);
     const key = await this.#d.key(id);
     const before = await this.#d.runtime.usage(key).catch(() => undefined);
-    const gp = await guest.spawn({ ...opts, env: { ...(await this.#d.record(id)).env, ...opts.env } }, handlers);
+    const rec = await this.#d.record(id);
+    const gp = await guest.spawn(withSpawnDefaults({ ...opts, env: { ...rec.env, ...opts.env } }, rec.defaults), handlers);
     return this.#session(id, key, gp, handlers, before);
   }
 

@@ -28,4 +28,16 @@ export const poolLayout = {
   templateParents: 'template-parents',
   templateParentDir: (uuid: string): string => `template-parents/${uuid}`,
   templateParent: (uuid: string, name: string): string => `template-parents/${uuid}/${name}`,
+  /**
+   * Image layers (node/images): one read-only volume per layer chain,
+   * `image-layers/sha256-<chain id>`, each a snapshot of the one below plus
+   * its layer; `<chain>.root` is the top chain with the mount points a
+   * sandbox needs; `.tmp-*` ones are half-made.
+   */
+  imageLayers: 'image-layers',
+  imageLayer: (chainId: string): string => `image-layers/${chainId.replace(':', '-')}`,
+  imageRoot: (chainId: string): string => `image-layers/${chainId.replace(':', '-')}.root`,
+  imageDraft: (suffix: string): string => `image-layers/.tmp-${suffix}`,
+  /** Plain directories of pulls under way (skopeo's copies, credentials); removed after each, and at start. */
+  imagePulls: 'image-pulls',
 } as const;

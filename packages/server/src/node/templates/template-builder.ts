@@ -1,6 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BuildTemplateRequest, ForkdError, type TemplateInfo } from '@forkd/protocol';
-import type { CreateSandboxRequest, SandboxInfo, SnapshotInfo } from '@forkd/protocol';
+import type { CreateSandboxRequest, ProcessInfo, SandboxInfo, SnapshotInfo } from '@forkd/protocol';
+import type { TemplateImage } from '../../store/store.js';
+import type { ImageVolumes } from '../images/image-volumes.js';
+import { buildFromImage } from './image-template.js';
 import type { ClaimSandbox, OutputHandlers, ProcessStream, SpawnOptions } from '../../node-contract/node-types.js';
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxMaxima } from '../manager/sandbox-maxima.js';
@@ -25,57 +28,100 @@ export interface TemplateBuildHost {
   /** Storage key of a snapshot's read-only root. */
   snapshotRootfsKey(snapId: string): string;
   delete(id: string): Promise<void>;
+  guest(id: string): Promise<{ listProcesses(): Promise<ProcessInfo[]> }>;
+}
+
+/** A build as it runs: from a template (possibly a build's staged image root), with argv already made. */
+export interface BuildPlan {
+  name: string;
+  /** The template the build sandbox starts from. */
+  source: string;
+  setup: readonly string[];
+  /** The start command's argv (a login bash for a request's `start`, an image's Entrypoint and Cmd). */
+  start?: string[] | undefined;
+  /** What the template records it was built from. */
+  from: string;
+  image?: TemplateImage | undefined;
+}
+
+/** A request's shell strings run by a login bash (an image without bash gets its own shell: spawn-defaults.ts). */
+export const loginShell = (cmd: string): string[] => ['/bin/bash', '-lc', cmd];
+
+/**
+ * Builds a template from another (an image: image-template.ts): see runBuild.
+ * A template built from one that came from an image keeps its defaults.
+ */
+export async function buildTemplate(m: TemplateBuildHost, templates: TemplateRegistry, images: ImageVolumes | undefined, input: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo> {
+  const parsed = BuildTemplateRequest.safeParse(input);
+  if (!parsed.success) throw new ForkdError('INVALID_ARGUMENT', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
+  const req = parsed.data;
+  if (req.name === 'base') throw new ForkdError('FAILED_PRECONDITION', 'the base template is built by forkd setup and cannot be replaced');
+  if (req.fromImage !== undefined) {
+    if (!images) throw new ForkdError('NOT_IMPLEMENTED', 'this node cannot build templates from images');
+    return buildFromImage(m, templates, images, { ...req, fromImage: req.fromImage }, progress, claim);
+  }
+  const from = req.from ?? 'base';
+  if (req.name === from) throw new ForkdError('INVALID_ARGUMENT', 'a template cannot be built from itself');
+  if (!(await templates.has(from))) throw new ForkdError('NOT_FOUND', `template ${from} not found`);
+  const image = (await templates.get(from))?.image;
+  return runBuild(m, templates, { name: req.name, source: from, setup: req.setup, start: req.start ? loginShell(req.start) : undefined, from, image }, progress, claim);
 }
 
 /**
- * Builds a template from another: runs the setup commands in a build sandbox,
- * optionally leaves a start command running until its CPU use settles, then
- * pauses it — which captures memory and files at one instant — and publishes
- * that snapshot's root filesystem, plus its memory when there is a start
- * command (a warm template: sandboxes from it start by restore).
+ * Runs the setup commands in a build sandbox, optionally leaves a start
+ * command running until its CPU use settles, then pauses it — which
+ * captures memory and files at one instant — and publishes that snapshot's
+ * root filesystem, plus its memory when the start command still runs (a
+ * warm template: sandboxes from it start by restore). A start command that
+ * exited by then leaves a cold template: there is nothing to restore.
  */
-export async function buildTemplate(m: TemplateBuildHost, templates: TemplateRegistry, input: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo> {
-  const parsed = BuildTemplateRequest.parse(input);
-  const req = { ...parsed, from: parsed.from ?? 'base' };
-  if (req.name === req.from) throw new ForkdError('INVALID_ARGUMENT', 'a template cannot be built from itself');
-  if (req.name === 'base') throw new ForkdError('FAILED_PRECONDITION', 'the base template is built by forkd setup and cannot be replaced');
-  if (!(await templates.has(req.from))) throw new ForkdError('NOT_FOUND', `template ${req.from} not found`);
+export async function runBuild(m: TemplateBuildHost, templates: TemplateRegistry, plan: BuildPlan, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo> {
   // The build sandbox belongs to the building tenant from its first instant: the tenant's keys reach it, no other tenant's do.
   // Shrunk to the server's maxima on a small host (a 1-CPU machine still builds).
-  const build = await m.create({ template: req.from, ...clampToMaxima({ memoryMb: 2048, cpus: 2 }, m.maxima), snapshotIntervalSeconds: 0, idleTimeoutSeconds: 0 }, claim);
+  const build = await m.create({ template: plan.source, ...clampToMaxima({ memoryMb: 2048, cpus: 2 }, m.maxima), snapshotIntervalSeconds: 0, idleTimeoutSeconds: 0 }, claim);
   try {
-    for (const cmd of req.setup) {
-      await progress(`$ ${cmd}`);
-      // Only a bounded tail is kept (for the error); the rest streams with
-      // back-pressure: awaiting `progress` stops reading the guest, whose ring
-      // then holds or drops output, so `yes` cannot grow the daemon's memory.
-      const tail = new OutputTail(OUTPUT_TAIL_BYTES);
-      const collect = (d: Buffer) => {
-        tail.push(d);
-        return progress(d.toString().trimEnd());
-      };
-      const { exit } = await m.spawn(build.id, { argv: ['/bin/bash', '-lc', cmd] }, { onStdout: collect, onStderr: collect });
-      const e = await exit;
-      if (!e || e.exitCode !== 0) {
-        throw new ForkdError('FAILED_PRECONDITION', `setup command failed (exit ${e?.exitCode ?? 'none'}): ${cmd}`, { outputTail: tail.text().slice(-4000) });
-      }
-    }
-    if (req.start) {
-      await progress(`start: ${req.start}`);
-      (await m.spawn(build.id, { argv: ['/bin/bash', '-lc', req.start], tag: 'start' })).process.detach();
+    for (const cmd of plan.setup) await runSetup(m, build.id, cmd, progress);
+    let warm = false;
+    if (plan.start) {
+      await progress(`start: ${plan.start.join(' ')}`);
+      (await m.spawn(build.id, { argv: plan.start, tag: 'start' })).process.detach();
       await settle(m, build.id);
+      const proc = (await (await m.guest(build.id)).listProcesses()).find((p) => p.tag === 'start');
+      warm = !!proc?.running;
+      if (!warm) await progress(`the start command exited (${proc?.exitCode ?? proc?.signal ?? '?'}) before the template was taken: it is cold`);
     }
     await m.pause(build.id);
     const snap = (await m.timeline(build.id)).at(-1);
     if (!snap) throw new ForkdError('INTERNAL', 'the build snapshot is missing');
-    const images = req.start ? await m.snapshotImages(snap.id) : undefined;
-    await templates.publish(req.name, m.snapshotRootfsKey(snap.id), images?.dir, req.from, images?.idmap);
-    await progress(`template ${req.name} built${req.start ? ' (warm)' : ''}`);
-    const info = (await templates.list()).find((t) => t.name === req.name);
-    if (!info) throw new ForkdError('INTERNAL', `template ${req.name} vanished after build`);
-    return info;
+    const images = warm ? await m.snapshotImages(snap.id) : undefined;
+    await templates.publish(plan.name, { rootfsKey: m.snapshotRootfsKey(snap.id), imagesDir: images?.dir, from: plan.from, idmap: images?.idmap, image: plan.image });
+    await progress(`template ${plan.name} built${warm ? ' (warm)' : ''}`);
+    return await infoOf(templates, plan.name);
   } finally {
     await m.delete(build.id).catch((err) => m.logger.warn('build sandbox cleanup failed', { sandbox: build.id, error: String(err) }));
+  }
+}
+
+export async function infoOf(templates: TemplateRegistry, name: string): Promise<TemplateInfo> {
+  const info = (await templates.list()).find((t) => t.name === name);
+  if (!info) throw new ForkdError('INTERNAL', `template ${name} vanished after build`);
+  return info;
+}
+
+async function runSetup(m: TemplateBuildHost, id: string, cmd: string, progress: (line: string) => void | Promise<void>): Promise<void> {
+  await progress(`$ ${cmd}`);
+  // Only a bounded tail is kept (for the error); the rest streams with
+  // back-pressure: awaiting `progress` stops reading the guest, whose ring
+  // then holds or drops output, so `yes` cannot grow the daemon's memory.
+  const tail = new OutputTail(OUTPUT_TAIL_BYTES);
+  const collect = (d: Buffer) => {
+    tail.push(d);
+    return progress(d.toString().trimEnd());
+  };
+  const { exit } = await m.spawn(id, { argv: loginShell(cmd) }, { onStdout: collect, onStderr: collect });
+  const e = await exit;
+  if (!e || e.exitCode !== 0) {
+    throw new ForkdError('FAILED_PRECONDITION', `setup command failed (exit ${e?.exitCode ?? 'none'}): ${cmd}`, { outputTail: tail.text().slice(-4000) });
   }
 }
 

@@ -2,7 +2,28 @@ import { randomBytes } from 'node:crypto';
 import { ForkdError, newTemplateId, TEMPLATE_NAME_PATTERN, type TemplateInfo } from '@forkd/protocol';
 import { poolLayout } from '../storage/pool-layout.js';
 import type { Storage } from '../storage/storage.js';
-import type { Store, TemplateRecord } from '../../store/store.js';
+import type { Store, TemplateImage, TemplateRecord } from '../../store/store.js';
+
+/** What a built template is published from. */
+export interface PublishSource {
+  /** Storage key of the read-only root it is a snapshot of. */
+  rootfsKey: string;
+  /** A warm template's memory images (a host directory, moved into the pool). */
+  imagesDir?: string | undefined;
+  /** What it was built from: a template's name, or an image reference. */
+  from: string;
+  idmap?: number | undefined;
+  image?: TemplateImage | undefined;
+}
+
+/**
+ * Templates a build makes for its own build sandbox (an image's root, see
+ * image-template.ts): never listed, never reachable through the node
+ * contract (LocalNode.create refuses them), removed after the build and at
+ * start. No tenant can name one: BuildTemplateRequest reserves the prefix.
+ */
+export const STAGE_PREFIX = 'forkd-stage-';
+export const isStageName = (name: string): boolean => name.startsWith(STAGE_PREFIX);
 
 /**
  * Templates are read-only volumes `templates/<name>`; a sandbox root is a
@@ -28,7 +49,7 @@ export class TemplateRegistry {
   }
 
   async list(): Promise<TemplateInfo[]> {
-    return (await this.#store.listTemplates()).map((t) => ({ name: t.name, id: t.id, createdAt: t.createdAt, warm: !!t.images, ...(t.from ? { from: t.from } : {}) }));
+    return (await this.#store.listTemplates()).filter((t) => !isStageName(t.name)).map((t) => ({ name: t.name, id: t.id, createdAt: t.createdAt, warm: !!t.images, ...(t.from ? { from: t.from } : {}) }));
   }
 
   get(name: string): Promise<TemplateRecord | undefined> {
@@ -56,15 +77,31 @@ export class TemplateRegistry {
    * invisible (`has` needs it); a rebuild replaces leftovers and keeps the
    * template's id (its policy and default network stay with it).
    */
-  async publish(name: string, rootfsKey: string, imagesDir: string | undefined, from: string, idmap?: number): Promise<void> {
+  async publish(name: string, src: PublishSource): Promise<void> {
     if (!TEMPLATE_NAME_PATTERN.test(name)) throw new ForkdError('INVALID_ARGUMENT', `invalid template name: ${name}`);
     const id = (await this.#store.getTemplate(name))?.id ?? newTemplateId();
     // The record stays (`has` also needs the volume): a crash here still keeps the id for the next rebuild.
     await this.#removeFiles(name);
     // A read-only subvolume cannot be renamed: snapshot it into place (shares every extent).
+    await this.#storage.commit(this.volume(name), src.rootfsKey, { keepActive: true });
+    if (src.imagesDir) await this.#storage.adoptDir(poolLayout.templateImages(name), src.imagesDir);
+    await this.#store.upsertTemplate({
+      id,
+      name,
+      createdAt: new Date().toISOString(),
+      volume: this.volume(name),
+      ...(src.imagesDir ? { images: poolLayout.templateImages(name), idmap: src.idmap } : {}),
+      from: src.from,
+      ...(src.image ? { image: src.image } : {}),
+    });
+  }
+
+  /** A cold template of a build's own (see STAGE_PREFIX) on a read-only root; returns its name. */
+  async stage(rootfsKey: string, image: TemplateImage): Promise<string> {
+    const name = `${STAGE_PREFIX}${randomBytes(8).toString('hex')}`;
     await this.#storage.commit(this.volume(name), rootfsKey, { keepActive: true });
-    if (imagesDir) await this.#storage.adoptDir(poolLayout.templateImages(name), imagesDir);
-    await this.#store.upsertTemplate({ id, name, createdAt: new Date().toISOString(), volume: this.volume(name), ...(imagesDir ? { images: poolLayout.templateImages(name), idmap } : {}), from });
+    await this.#store.upsertTemplate({ id: name, name, createdAt: new Date().toISOString(), volume: this.volume(name), from: image.ref, image });
+    return name;
   }
 
   async remove(name: string): Promise<void> {
@@ -98,5 +135,6 @@ export class TemplateRegistry {
     for (const key of await this.#storage.list(poolLayout.templates)) {
       if (poolLayout.isDraft(key)) await this.#storage.remove(key);
     }
+    for (const t of await this.#store.listTemplates()) if (isStageName(t.name)) await this.remove(t.name);
   }
 }

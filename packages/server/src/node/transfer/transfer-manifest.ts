@@ -72,6 +72,14 @@ const SandboxPart = z.strictObject({
     .optional(),
   idmap: z.number().int().min(0).max(2 ** 32 - 1).optional(),
   network: NetworkRules.optional(),
+  /** An image template's process defaults (SpawnDefaults). */
+  defaults: z
+    .strictObject({
+      cwd: z.string().min(1).max(4096).optional(),
+      user: z.string().min(1).max(64).optional(),
+      shell: z.array(z.string().min(1).max(256)).min(1).max(4).optional(),
+    })
+    .optional(),
 });
 
 export const SnapshotManifest = z.strictObject({

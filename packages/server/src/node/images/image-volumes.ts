@@ -1,0 +1,163 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, lstat, mkdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ForkdError, formatImageRef, isLocalImageRef, parseImageRef, type ImageRef, type RegistryAuth } from '@forkd/protocol';
+import type { Logger } from '../../shared/logger.js';
+import { poolLayout } from '../storage/pool-layout.js';
+import type { Storage } from '../storage/storage.js';
+import { chainIds, parseImageConfig, parseManifest, type ImageConfig, type ImageDefaults } from './image-config.js';
+import { applyLayer, fileDigest, LayerError, type UnpackBudget } from './layer-apply.js';
+import type { RegistryAccess } from './registry-access.js';
+import { existsInScope } from './scoped-path.js';
+import { copyToDir, inspectConfig, type SkopeoCall } from './skopeo.js';
+
+/** A template's root made from an image: what a template build (or a Dockerfile's FROM) starts from. */
+export interface ImageVolume {
+  /** Read-only volume holding the image's tree with a sandbox's mount points. */
+  rootKey: string;
+  /** The top layer's chain id: equal for equal trees, whatever the reference. */
+  cacheKey: string;
+  /** The reference as pulled (canonical form). */
+  ref: string;
+  defaults: ImageDefaults;
+  /** How `command` strings run when the image has no /bin/bash: `/bin/sh -c`; absent: bash (or no shell at all). */
+  shell?: string[] | undefined;
+}
+
+export interface ImageVolumesDeps {
+  storage: Storage;
+  access: RegistryAccess;
+  /** Bytes and files one image may unpack to (FORKD_IMAGE_MAX_MB). */
+  maxBytes: number;
+  logger: Logger;
+}
+
+const MAX_FILES = 2_000_000;
+/** Made when an image lacks them: runc mounts there, and a root user needs a /tmp. */
+const MOUNT_POINTS: [string, number][] = [['proc', 0o555], ['sys', 0o555], ['dev', 0o755], ['tmp', 0o1777], ['etc', 0o755]];
+
+/**
+ * Images as volumes. A pull asks the image's config first: when the volume
+ * of its top layer chain is there, nothing is downloaded. Otherwise skopeo
+ * copies it (layers decompressed) into a private directory, each layer is
+ * checked against its diff id and applied onto a snapshot of the chain
+ * below it (shared by every image with the same lower layers), and the
+ * top chain gets its mount points. One pull at a time per node.
+ */
+export class ImageVolumes {
+  readonly #d: ImageVolumesDeps;
+  #queue: Promise<unknown> = Promise.resolve();
+
+  constructor(deps: ImageVolumesDeps) {
+    this.#d = deps;
+  }
+
+  /** The root volume for an image reference (pulled and unpacked when not cached). */
+  volumeFor(refText: string, opts: { auth?: RegistryAuth | undefined; progress: (line: string) => void | Promise<void> }): Promise<ImageVolume> {
+    const parsed = parseImageRef(refText);
+    if (!parsed.ok) throw new ForkdError('INVALID_ARGUMENT', `invalid image reference: ${parsed.error}`);
+    const run = this.#queue.then(() => this.#pull(parsed.ref, opts.auth, opts.progress));
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  async #pull(ref: ImageRef, auth: RegistryAuth | undefined, progress: (line: string) => void | Promise<void>): Promise<ImageVolume> {
+    const { storage } = this.#d;
+    const dir = storage.path(`${poolLayout.imagePulls}/${randomBytes(8).toString('hex')}`);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const call: SkopeoCall = { ref, access: this.#d.access, auth, privateDir: dir, logger: this.#d.logger };
+    const name = formatImageRef(ref);
+    try {
+      if (isLocalImageRef(ref)) await assertReadable(ref.path, name);
+      await progress(`image ${name}: reading its config`);
+      let config = parsed(parseImageConfig(await inspectConfig(call)));
+      let chains = chainIds(config.diffIds);
+      const top = chains.at(-1)!;
+      if (!(await storage.exists(poolLayout.imageRoot(top)))) {
+        await progress(`image ${name}: pulling ${config.diffIds.length} layer(s)`);
+        const copy = join(dir, 'image');
+        await copyToDir(call, copy);
+        // What was copied is what counts (a tag may have moved since the inspect).
+        const layers = await readCopy(copy);
+        config = layers.config;
+        chains = chainIds(config.diffIds);
+        await this.#unpack(copy, layers.blobs, config.diffIds, chains, progress, name);
+        await this.#root(chains.at(-1)!);
+      } else await progress(`image ${name}: cached`);
+      const rootKey = poolLayout.imageRoot(chains.at(-1)!);
+      const rootPath = storage.path(rootKey);
+      const shell = !(await existsInScope(rootPath, '/bin/bash')) && (await existsInScope(rootPath, '/bin/sh')) ? ['/bin/sh', '-c'] : undefined;
+      return { rootKey, cacheKey: chains.at(-1)!, ref: name, defaults: config.defaults, ...(shell ? { shell } : {}) };
+    } finally {
+      await rm(dir, { recursive: true, force: true }).catch(() => {});
+    }
+  }
+
+  /** Each missing chain: a snapshot of the one below (or an empty volume), its layer applied, then committed read-only. */
+  async #unpack(copy: string, blobs: string[], diffIds: string[], chains: string[], progress: (line: string) => void | Promise<void>, name: string): Promise<void> {
+    const { storage } = this.#d;
+    const budget: UnpackBudget = { bytesLeft: this.#d.maxBytes, entriesLeft: MAX_FILES };
+    for (let i = 0; i < chains.length; i++) {
+      const chain = chains[i]!;
+      if (await storage.exists(poolLayout.imageLayer(chain))) continue;
+      const blob = join(copy, blobs[i]!);
+      // Before a byte of it is unpacked: a layer is trusted as the tree of its chain id only if it is its diff id's bytes.
+      if ((await fileDigest(blob)) !== diffIds[i]) throw new ForkdError('INVALID_ARGUMENT', `image ${name}: layer ${i + 1} does not match its diff id`);
+      await progress(`image ${name}: unpacking layer ${i + 1}/${chains.length}`);
+      const draft = poolLayout.imageDraft(`${chain.slice(7, 19)}-${randomBytes(4).toString('hex')}`);
+      try {
+        // A new volume's root is made under the daemon's umask (0700): an image's users must pass it.
+        if (i === 0) await chmod(await storage.create(draft), 0o755);
+        else await storage.prepare(draft, poolLayout.imageLayer(chains[i - 1]!));
+        await applyLayer(storage.path(draft), blob, budget);
+        await storage.commit(poolLayout.imageLayer(chain), draft);
+      } catch (err) {
+        await storage.remove(draft).catch(() => {});
+        if (err instanceof LayerError) throw new ForkdError('INVALID_ARGUMENT', `image ${name}: layer ${i + 1}: ${err.message}`);
+        throw err;
+      }
+    }
+  }
+
+  /** The top chain plus the mount points a sandbox needs, as a volume of its own (the chain stays the image's exact tree). */
+  async #root(top: string): Promise<void> {
+    const { storage } = this.#d;
+    const draft = poolLayout.imageDraft(`${top.slice(7, 19)}-root-${randomBytes(4).toString('hex')}`);
+    try {
+      const p = await storage.prepare(draft, poolLayout.imageLayer(top));
+      for (const [d, mode] of MOUNT_POINTS) {
+        if (await lstat(join(p, d)).catch(() => undefined)) continue;
+        await mkdir(join(p, d));
+        await chmod(join(p, d), mode);
+      }
+      await storage.commit(poolLayout.imageRoot(top), draft);
+    } catch (err) {
+      await storage.remove(draft).catch(() => {});
+      throw err;
+    }
+  }
+
+  /** Removes half-made layer volumes and pull directories left by a crash. */
+  async sweep(): Promise<void> {
+    for (const key of await this.#d.storage.list(poolLayout.imageLayers).catch(() => [])) if (poolLayout.isDraft(key)) await this.#d.storage.remove(key);
+    await rm(this.#d.storage.path(poolLayout.imagePulls), { recursive: true, force: true });
+  }
+}
+
+function parsed<T>(r: { ok: true; value: T } | { ok: false; error: string }): T {
+  if (!r.ok) throw new ForkdError('INVALID_ARGUMENT', r.error);
+  return r.value;
+}
+
+/** A local image must be a file or directory the server can read; its path is never echoed beyond the reference itself. */
+async function assertReadable(path: string, name: string): Promise<void> {
+  if (!(await lstat(path).catch(() => undefined))) throw new ForkdError('NOT_FOUND', `image ${name} not found`);
+}
+
+/** The copy's manifest and config, and its layer blobs' file names in order. */
+async function readCopy(copy: string): Promise<{ config: ImageConfig; blobs: string[] }> {
+  const manifest = parsed(parseManifest(await readFile(join(copy, 'manifest.json'), 'utf8')));
+  const config = parsed(parseImageConfig(await readFile(join(copy, manifest.config.digest.slice(7)), 'utf8')));
+  if (manifest.layers.length !== config.diffIds.length) throw new ForkdError('INVALID_ARGUMENT', 'the image has a different number of layers than its config lists');
+  return { config, blobs: manifest.layers.map((l) => l.digest.slice(7)) };
+}
