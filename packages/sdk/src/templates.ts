@@ -30,6 +30,11 @@ export class Templates {
    * the template. Building over an existing name replaces it. Builds take
    * minutes; their output arrives line by line on `onProgress`.
    *
+   * With `fromImage` (e.g. `python:3.12-slim`) the build starts from an OCI
+   * image instead, its Env, WorkingDir and User its sandboxes' defaults and
+   * its Entrypoint and Cmd the start command unless `start` is given;
+   * `registryAuth` gives a private registry's credentials for this pull only.
+   *
    * Aborting stops waiting only: the build carries on on the server.
    */
   async build(req: BuildTemplateRequest, opts: BuildTemplateOptions = {}): Promise<TemplateInfo> {

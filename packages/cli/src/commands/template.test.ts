@@ -18,6 +18,15 @@ test('template build NAME [--from T] [--run CMD]... [--start CMD] [--json]', () 
     },
   );
   assert.throws(() => parseTemplateArgs(['build']), /missing NAME/);
+  assert.deepEqual(parseTemplateArgs(['build', 'py', '--from-image', 'python:3.12-slim']), { sub: 'build', request: { name: 'py', fromImage: 'python:3.12-slim' }, json: false });
+  assert.deepEqual(parseTemplateArgs(['build', 'p', '--from-image', 'r.io/t/i:1', '--registry-user', 'me'], { FORKD_REGISTRY_PASSWORD: 'tok' }).sub === 'build' && parseTemplateArgs(['build', 'p', '--from-image', 'r.io/t/i:1', '--registry-user', 'me'], { FORKD_REGISTRY_PASSWORD: 'tok' }), {
+    sub: 'build',
+    request: { name: 'p', fromImage: 'r.io/t/i:1', registryAuth: { username: 'me', password: 'tok' } },
+    json: false,
+  });
+  assert.throws(() => parseTemplateArgs(['build', 'p', '--from-image', 'Bad Ref']), /invalid --from-image/);
+  assert.throws(() => parseTemplateArgs(['build', 'p', '--from-image', 'x', '--from', 'base']), /exclude/);
+  assert.throws(() => parseTemplateArgs(['build', 'p', '--from-image', 'x', '--registry-user', 'me'], {}), /FORKD_REGISTRY_PASSWORD/);
   assert.throws(() => parseTemplateArgs(['build', 'a', 'b']), /unexpected argument "b"/);
   for (const bad of ['Py', '1py', 'py_3', 'a'.repeat(64), '']) assert.throws(() => parseTemplateArgs(['build', bad]), /invalid template name/, bad);
   assert.throws(() => parseTemplateArgs(['build', 'py', '--from', 'Base']), /invalid --from/);

@@ -1,4 +1,4 @@
-import { TEMPLATE_NAME_PATTERN } from '@forkd/protocol';
+import { parseImageRef, TEMPLATE_NAME_PATTERN } from '@forkd/protocol';
 import type { BuildTemplateRequest, TemplateInfo } from '@forkd/sdk';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
@@ -10,7 +10,7 @@ import { UsageError } from '../usage-error.js';
 import { parseTemplateNetworkArgs, runTemplateNetwork, TEMPLATE_NETWORK_USAGE, type TemplateNetworkArgs } from './template-network.js';
 
 const USAGE = `Usage: forkd template ls [--json]
-       forkd template build NAME [--from TEMPLATE] [--run CMD]... [--start CMD] [--json]
+       forkd template build NAME [--from TEMPLATE | --from-image REF] [--run CMD]... [--start CMD] [--json]
        forkd template rm NAME...
 ${TEMPLATE_NETWORK_USAGE}
 Templates are what sandboxes are created from (forkd create --template NAME).
@@ -24,11 +24,21 @@ Templates are what sandboxes are created from (forkd create --template NAME).
           is shown on stderr as it runs; prints NAME when done. Building over
           an existing name replaces it. Interrupting stops waiting only: the
           build carries on on the server.
+          With --from-image, the build starts from an OCI image instead:
+          a registry reference (python:3.12-slim is Docker Hub's), or with an
+          admin key a file on the server (oci-archive:PATH,
+          docker-archive:PATH, oci:DIR[:TAG]). Its Env, WorkingDir and User
+          become its sandboxes' defaults, and its Entrypoint and Cmd the start
+          command unless --start is given.
   rm      Deletes templates (not base). Prints each name deleted; carries on
           past failures and exits 1 if any failed.
 
 Options:
       --from TEMPLATE   build: the template to start from (default base)
+      --from-image REF  build: the OCI image to start from
+      --registry-user USER
+                        build: the registry's user for --from-image; the
+                        password or token is read from FORKD_REGISTRY_PASSWORD
       --run CMD         build: a setup command (repeatable, run in order)
       --start CMD       build: a long-running command left running in the template
       --json            ls: print the templates as a JSON array;
@@ -56,7 +66,7 @@ export function parseTemplateLsArgs(argv: string[]): { json: boolean } {
   return { json: !!values.json };
 }
 
-export function parseTemplateArgs(argv: string[]): TemplateArgs {
+export function parseTemplateArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): TemplateArgs {
   const [sub, ...rest] = argv;
   if (sub === undefined || sub.startsWith('-')) throw new UsageError(`missing subcommand: ${SUBCOMMANDS.join(', ')}`);
   switch (sub) {
@@ -68,6 +78,8 @@ export function parseTemplateArgs(argv: string[]): TemplateArgs {
         allowPositionals: true,
         options: {
           from: { type: 'string' },
+          'from-image': { type: 'string' },
+          'registry-user': { type: 'string' },
           run: { type: 'string', multiple: true },
           start: { type: 'string' },
           json: { type: 'boolean' },
@@ -77,6 +89,19 @@ export function parseTemplateArgs(argv: string[]): TemplateArgs {
       const request: BuildTemplateRequest = { name: templateName('template name', name!) };
       if (values.from !== undefined) request.from = templateName('--from', values.from);
       if (request.name === (request.from ?? 'base')) throw new UsageError(`template ${request.name} cannot be built from itself`);
+      const image = values['from-image'];
+      if (image !== undefined) {
+        if (values.from !== undefined) throw new UsageError('--from and --from-image exclude each other');
+        const ref = parseImageRef(image);
+        if (!ref.ok) throw new UsageError(`invalid --from-image ${JSON.stringify(image)}: ${ref.error}`);
+        request.fromImage = image;
+      }
+      if (values['registry-user'] !== undefined) {
+        if (image === undefined) throw new UsageError('--registry-user goes with --from-image');
+        const password = env.FORKD_REGISTRY_PASSWORD;
+        if (!password) throw new UsageError('--registry-user: set FORKD_REGISTRY_PASSWORD to the password or token (never on the command line)');
+        request.registryAuth = { username: values['registry-user'], password };
+      }
       const setup = values.run ?? [];
       if (setup.some((c) => !c.trim())) throw new UsageError('--run needs a command');
       if (setup.length) request.setup = setup;

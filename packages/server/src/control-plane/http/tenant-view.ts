@@ -2,6 +2,7 @@ import { ForkdError, type BuildTemplateRequest, type CreateSandboxRequest, type 
 import type { ClaimSandbox, ForkOptions, ForkTree, NodeService, PauseOptions, ResumeOptions } from '../../node-contract/index.js';
 import type { ControlStore } from '../../store/control-store.js';
 import { mintProxyToken } from '../auth/proxy-tokens.js';
+import { imageSourceRefusal } from '../image-source-gate.js';
 
 /**
  * The NodeService as one tenant sees it: only its own sandboxes, their
@@ -225,8 +226,13 @@ export class TenantView implements NodeService {
   }
 
   async buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>): Promise<TemplateInfo> {
-    const from = req.from ?? 'base';
-    if (!(await this.#templateVisible(from))) throw new ForkdError('NOT_FOUND', `template ${from} not found`);
+    if (req.fromImage !== undefined) {
+      const refusal = imageSourceRefusal(req.fromImage, this.#admin);
+      if (refusal) throw new ForkdError('PERMISSION_DENIED', refusal);
+    } else {
+      const from = req.from ?? 'base';
+      if (!(await this.#templateVisible(from))) throw new ForkdError('NOT_FOUND', `template ${from} not found`);
+    }
     // The name is reserved when the build starts, in one atomic claim: of two
     // tenants racing, the second answers ALREADY_EXISTS. A shared template (no
     // owner, like `base`) is rebuilt by admin keys only and stays shared.

@@ -15,13 +15,13 @@ const buildArgv = (cmd: string) => ['/bin/bash', '-lc', cmd];
  * template's (the build sandbox has no policy of its own), the latter keyed
  * as a sandbox of the tenant made from it would find it (templateKey).
  */
-export async function buildPolicies(svc: Pick<NodeService, 'templates'>, store: ControlStore, tenant: string, from: string): Promise<ScopedPolicy[]> {
+export async function buildPolicies(svc: Pick<NodeService, 'templates'>, store: ControlStore, tenant: string, from: string | undefined): Promise<ScopedPolicy[]> {
   const out: ScopedPolicy[] = [];
   const t = await store.policy('tenant', tenant);
   if (t) out.push({ scope: 'tenant', id: tenant, policy: t });
-  const source = (await svc.templates()).find((x) => x.name === from);
+  const source = from === undefined ? undefined : (await svc.templates()).find((x) => x.name === from);
   const f = source && (await store.policy('template', templateKey(tenant, templateIdOf(source))));
-  if (f) out.push({ scope: 'template', id: from, policy: f });
+  if (f) out.push({ scope: 'template', id: source.name, policy: f });
   return out;
 }
 

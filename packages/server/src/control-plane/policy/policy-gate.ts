@@ -120,7 +120,8 @@ export function policyGate(svc: NodeService, store: ControlStore, runtime: Polic
     },
     /** A build's setup and start commands are judged before it starts: the node runs them without coming back here. */
     async buildTemplate(req, progress, claim) {
-      await gateBuild(await buildPolicies(svc, store, who.tenant, req.from ?? 'base'), req, audit);
+      // From an image: the tenant's policy only (there is no template to take one from).
+      await gateBuild(await buildPolicies(svc, store, who.tenant, req.fromImage !== undefined ? undefined : (req.from ?? 'base')), req, audit);
       return svc.buildTemplate(req, progress, claim);
     },
     /** Forks inherit their source sandbox's own policy (a copy: later changes to either do not carry over). */
