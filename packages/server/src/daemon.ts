@@ -1,6 +1,6 @@
 import type { ForkdConfig } from './shared/config.js';
 import type { Logger } from './shared/logger.js';
-import { listen, type RunningServer } from './control-plane/http/server.js';
+import type { RunningServer } from './control-plane/http/server.js';
 import { openNode, type Node } from './node/node.js';
 import { openBlobStore } from './blob/blob-store-config.js';
 import { openControlPlane, type ControlPlane } from './control-plane/control-plane.js';
@@ -13,10 +13,11 @@ import { nodeToken } from './node-http/node-token.js';
 import { fleetOf, oneNode, type NodeBackend } from './control-plane/node-backend.js';
 import { readFile } from 'node:fs/promises';
 import { ForkdError } from '@forkd/protocol';
-import { startE2bServers, type E2bServers } from './control-plane/e2b/e2b-servers.js';
+import { apiTlsFiles } from './shared/tls-config.js';
+import type { E2bServers } from './control-plane/e2b/e2b-servers.js';
+import { startPublicServers, type PublicServers } from './control-plane/public-servers.js';
 import type { McpEndpoint } from './control-plane/http/mcp-endpoint.js';
 import { startHeartbeats } from './fleet/node-heartbeat.js';
-import type { TlsFiles } from './shared/http-server.js';
 import type { NodeService } from './node-contract/node-service.js';
 
 /** What the API serves beyond forkd's own routes, handed in by whoever starts it (the CLI). */
@@ -78,6 +79,8 @@ export interface Daemon {
   server: RunningServer;
   /** The E2B-compatible API and envd gateway (either may be off). */
   e2b: E2bServers;
+  /** Sandbox host names over HTTPS (absent: not configured). */
+  hosts?: RunningServer | undefined;
   close(): Promise<void>;
 }
 
@@ -87,25 +90,24 @@ export interface Daemon {
  */
 export async function startDaemon(config: ForkdConfig, logger: Logger, progress: Progress, extras: ApiExtras = {}): Promise<Daemon> {
   const { node, control } = await setupWithControl(config, logger, progress);
-  const server = await listen({ svc: node.service, control, logger, proxyDomain: config.proxyDomain, mcp: extras.mcp }, config.host, config.port, await tlsFiles(config));
-  let e2b: E2bServers;
+  let servers: PublicServers;
   try {
-    e2b = await startE2bServers({ svc: node.service, control, logger, stateDir: config.stateDir, host: config.host, apiPort: config.e2bApiPort, envdPort: config.e2bEnvdPort });
+    servers = await startPublicServers({ svc: node.service, control, logger, config, mcp: extras.mcp });
   } catch (err) {
-    await server.close();
     await node.close();
     await control.close();
     throw err;
   }
   await startNodeLoops(node);
+  const { server, e2b, hosts } = servers;
   return {
     node,
     control,
     server,
     e2b,
+    hosts,
     async close() {
-      await e2b.close();
-      await server.close();
+      await servers.close();
       await node.close();
       await control.close();
     },
@@ -136,7 +138,7 @@ export async function startNodeDaemon(config: ForkdConfig, logger: Logger, progr
   let listening: RunningNodeServer | undefined;
   let membership: { stop(): void } | undefined;
   try {
-    listening = await listenNode({ node: node.service, token, logger }, config.host, config.port, await tlsFiles(config));
+    listening = await listenNode({ node: node.service, token, logger }, config.host, config.port, await apiTlsFiles(config));
     membership = await joinFleet(config, node.service, listening.url, token, logger);
   } catch (err) {
     await listening?.close();
@@ -157,16 +159,6 @@ export async function startNodeDaemon(config: ForkdConfig, logger: Logger, progr
   };
 }
 
-/** FORKD_TLS_CERT_FILE and FORKD_TLS_KEY_FILE, read now: a missing or unreadable file fails the start, not the first handshake. */
-async function tlsFiles(config: ForkdConfig): Promise<TlsFiles | undefined> {
-  const t = config.fleet.tls;
-  if (!t) return undefined;
-  const read = (f: string) => readFile(f).catch((err: unknown) => {
-    throw new ForkdError('FAILED_PRECONDITION', `cannot read ${f} (FORKD_TLS_CERT_FILE / FORKD_TLS_KEY_FILE): ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-  });
-  return { cert: await read(t.certFile), key: await read(t.keyFile) };
-}
-
 /** With FORKD_CONTROL_PLANE_URL: heartbeats to it (the join token from FORKD_JOIN_TOKEN_FILE); otherwise nothing. */
 async function joinFleet(config: ForkdConfig, svc: NodeService, ownUrl: string, token: string, logger: Logger): Promise<{ stop(): void } | undefined> {
   const { controlPlaneUrls, joinTokenFile, nodeId, advertiseUrl, heartbeatS } = config.fleet;
@@ -183,6 +175,8 @@ export interface ControlPlaneDaemon {
   server: RunningServer;
   /** The E2B-compatible API and envd gateway over the same node (either may be off). */
   e2b: E2bServers;
+  /** Sandbox host names over HTTPS (absent: not configured). */
+  hosts?: RunningServer | undefined;
   /** What it serves: the node's URL, or the fleet. */
   nodeUrl: string;
   close(): Promise<void>;
@@ -201,28 +195,25 @@ export async function startControlPlaneDaemon(config: ForkdConfig, logger: Logge
   await privateDir(config.stateDir);
   const control = await openControlPlane(config, logger);
   let backend: NodeBackend | undefined;
-  let server: RunningServer | undefined;
-  let e2b: E2bServers;
+  let servers: PublicServers;
   try {
     backend = config.nodeUrl ? await oneNode(config, config.nodeUrl) : await fleetOf(config, control, logger);
-    const { svc, fleet } = backend;
-    server = await listen({ svc, control, logger, proxyDomain: config.proxyDomain, mcp: extras.mcp, fleet }, config.host, config.port, await tlsFiles(config));
-    e2b = await startE2bServers({ svc, control, logger, stateDir: config.stateDir, host: config.host, apiPort: config.e2bApiPort, envdPort: config.e2bEnvdPort });
+    servers = await startPublicServers({ svc: backend.svc, control, logger, config, mcp: extras.mcp, fleet: backend.fleet });
   } catch (err) {
-    await server?.close();
     await backend?.close();
     await control.close();
     throw err;
   }
-  const [api, nodes] = [server, backend];
+  const nodes = backend;
+  const { server, e2b, hosts } = servers;
   return {
     control,
-    server: api,
+    server,
     e2b,
+    hosts,
     nodeUrl: nodes.describe,
     async close() {
-      await e2b.close();
-      await api.close();
+      await servers.close();
       await nodes.close();
       await control.close();
     },

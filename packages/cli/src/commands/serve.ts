@@ -74,6 +74,7 @@ export const serveCommand: CliCommand = {
       process.stderr.write(`MCP (streamable HTTP): ${daemon.server.url}/mcp\n`);
       const { apiUrl, envdUrl } = daemon.e2b;
       if (apiUrl || envdUrl) process.stderr.write(`E2B-compatible: ${apiUrl ? `E2B_API_URL=${apiUrl}` : 'API off'}, ${envdUrl ? `E2B_SANDBOX_URL=${envdUrl}` : 'envd off'}\n`);
+      if (daemon.hosts) process.stderr.write(`Sandbox hosts: https://{port}-{id}.${config.proxyDomain} on ${daemon.hosts.url}${apiUrl && envdUrl && config.proxyTls?.port === 443 ? ` (E2B's SDK needs only E2B_DOMAIN=${config.proxyDomain})` : ''}\n`);
     }
     const d = daemon;
     return new Promise<number>((resolve) => {

@@ -11,6 +11,7 @@ import { startAuditRetention } from './audit-retention.js';
 import { TenantQuotas } from './quota/tenant-quotas.js';
 import { loadSecretKey, SecretCipher } from './secrets/secret-cipher.js';
 import { newPolicyRuntime, type PolicyRuntime } from './policy/policy-runtime.js';
+import { AccessTokens } from './e2b/access-tokens.js';
 
 export interface ControlPlane {
   store: ControlStore;
@@ -21,6 +22,8 @@ export interface ControlPlane {
   quotas: TenantQuotas;
   /** Seals and opens secret values (the key: secretKeyFile, root-only). */
   cipher: SecretCipher;
+  /** E2B's per-sandbox tokens (envd access, traffic), which the port proxy takes too (absent: a hand-made control plane; the proxy then takes none). */
+  e2bTokens?: AccessTokens | undefined;
   /** Calls waiting for approval and network-off cuts in force (absent: a hand-made control plane; see caller-view.ts). */
   policy?: PolicyRuntime | undefined;
   close(): Promise<void>;
@@ -57,6 +60,7 @@ export async function openControlPlane(config: ForkdConfig, logger?: Logger): Pr
     keys,
     quotas: new TenantQuotas(store, config.tenantLimits, config.defaultDiskMb),
     cipher: new SecretCipher(loadSecretKey(secretKeyFile(config))),
+    e2bTokens: await AccessTokens.open(config.stateDir),
     policy: newPolicyRuntime({ webhook: config.approvalWebhook, logger }),
     close: async () => {
       await stopRetention();

@@ -9,29 +9,7 @@ import { startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../te
 import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
 import { NetnsHolder } from '../node/network/netns-holder.js';
 import { waitFor } from '../testing/helpers.js';
-
-/** A WebSocket echo server in plain Python (the base template has no websocket library). */
-const WS_ECHO = `
-import socket,hashlib,base64,threading
-s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1); s.bind(('127.0.0.1',8001)); s.listen()
-def serve(c):
-  d=b''
-  while b'\\r\\n\\r\\n' not in d: d+=c.recv(4096)
-  k=[l.split(b':',1)[1].strip() for l in d.split(b'\\r\\n') if l.lower().startswith(b'sec-websocket-key')][0]
-  a=base64.b64encode(hashlib.sha1(k+b'258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest())
-  c.sendall(b'HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: '+a+b'\\r\\n\\r\\n')
-  while True:
-    h=c.recv(2)
-    if len(h)<2: return
-    n=h[1]&127
-    m=c.recv(4); p=b''
-    while len(p)<n: p+=c.recv(n-len(p))
-    p=bytes(b^m[i%4] for i,b in enumerate(p))
-    if h[0]&15==8: return
-    c.sendall(bytes([0x81,len(p)])+p)
-while True:
-  c,_=s.accept(); threading.Thread(target=serve,args=(c,),daemon=True).start()
-`;
+import { WS_ECHO } from '../testing/sandbox-servers.js';
 
 /** A GET with any Host header (fetch refuses to set one). */
 function get(url: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {

@@ -35,3 +35,20 @@ test('FORKD_NODE_CALL_TIMEOUT_S: READ,LIFECYCLE,TRANSFER seconds; fewer keep the
   assert.deepEqual(loadConfig({ FORKD_NODE_CALL_TIMEOUT_S: ',,10' }).fleet.nodeCallTimeouts, { readMs: 30_000, lifecycleMs: 300_000, transferMs: 10_000 });
   for (const bad of ['0', '-1', 'soon', '1,2,3,4', '30,1e9']) assert.throws(() => loadConfig({ FORKD_NODE_CALL_TIMEOUT_S: bad }), /FORKD_NODE_CALL_TIMEOUT_S/, bad);
 });
+
+test('sandbox hosts over HTTPS: certificate and key together, a domain for them, port 443 unless FORKD_PROXY_HTTPS_PORT says otherwise', () => {
+  assert.deepEqual([loadConfig({}).proxyDomain, loadConfig({}).proxyTls], [undefined, undefined]);
+  assert.equal(loadConfig({ FORKD_PROXY_DOMAIN: 'Sbx.Example.COM' }).proxyDomain, 'sbx.example.com');
+  assert.equal(loadConfig({ FORKD_PROXY_DOMAIN: 'localhost' }).proxyDomain, 'localhost', 'browsers resolve *.localhost to loopback themselves');
+  const tls = { FORKD_PROXY_DOMAIN: 'sbx.example.com', FORKD_PROXY_TLS_CERT_FILE: '/etc/forkd/wild.pem', FORKD_PROXY_TLS_KEY_FILE: '/etc/forkd/wild.key' };
+  assert.deepEqual(loadConfig(tls).proxyTls, { certFile: '/etc/forkd/wild.pem', keyFile: '/etc/forkd/wild.key', port: 443 });
+  assert.equal(loadConfig({ ...tls, FORKD_PROXY_HTTPS_PORT: '8443' }).proxyTls?.port, 8443);
+  const refused: [Record<string, string>, RegExp][] = [
+    [{ ...tls, FORKD_PROXY_TLS_KEY_FILE: '' }, /go together/],
+    [{ ...tls, FORKD_PROXY_DOMAIN: '' }, /needs FORKD_PROXY_DOMAIN/],
+    [{ ...tls, FORKD_PROXY_HTTPS_PORT: '70000' }, /FORKD_PROXY_HTTPS_PORT/],
+    [{ FORKD_PROXY_HTTPS_PORT: '8443' }, /needs FORKD_PROXY_TLS_CERT_FILE/],
+    ...['https://sbx.example.com', 'sbx.example.com:443', '*.sbx.example.com', 'sbx..example.com', 'sbx.example.com.', '-sbx.example.com'].map((d): [Record<string, string>, RegExp] => [{ FORKD_PROXY_DOMAIN: d }, /FORKD_PROXY_DOMAIN must be a DNS name/]),
+  ];
+  for (const [env, re] of refused) assert.throws(() => loadConfig(env), re, JSON.stringify(env));
+});

@@ -3,6 +3,7 @@ import type { EffectiveTenantLimits } from '@forkd/protocol';
 import { fileURLToPath } from 'node:url';
 import { cidrListError } from './cidr.js';
 import { fleetConfig, type FleetConfig } from './fleet-config.js';
+import { proxyConfig, type ProxyTlsConfig } from './proxy-config.js';
 import { parseBlobStoreConfig, type BlobStoreConfig } from '../blob/blob-store-config.js';
 import { registryAccessFromEnv, type RegistryAccess } from './registry-config.js';
 
@@ -89,8 +90,10 @@ export interface ForkdConfig {
   userns: boolean;
   /** Deadline of every guest-agent operation, in seconds (FORKD_GUEST_DEADLINE_S, default 30; see GUEST_DEADLINE_MS). */
   guestDeadlineS: number;
-  /** Host-based port proxy: `{port}-{id}.{proxyDomain}` (wildcard DNS pointing here). */
+  /** Host-based port proxy: `{port}-{id}.{proxyDomain}` (wildcard DNS pointing here; FORKD_PROXY_DOMAIN). */
   proxyDomain?: string | undefined;
+  /** Those names over HTTPS with the operator's wildcard certificate (see shared/proxy-config.ts); absent: not served. */
+  proxyTls?: ProxyTlsConfig | undefined;
   /** Audit records older than this many days are deleted (0: kept for ever). */
   auditRetentionDays: number;
   /** POSTed a JSON note whenever a call starts waiting for approval (FORKD_APPROVAL_WEBHOOK; see docs/SECURITY.md). */
@@ -196,6 +199,7 @@ function nonNegative(v: string | undefined, def: number, name: string): number {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ForkdConfig> = {}): ForkdConfig {
   const stateDir = env.FORKD_STATE_DIR || '/var/lib/forkd';
   const existing = env.FORKD_POOL;
+  const proxy = proxyConfig(env);
   return {
     role: role(env.FORKD_ROLE),
     nodeUrl: env.FORKD_NODE_URL || undefined,
@@ -224,7 +228,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     recoverOnStart: env.FORKD_RECOVER_ON_START !== '0',
     userns: env.FORKD_USERNS !== '0',
     guestDeadlineS: int(env.FORKD_GUEST_DEADLINE_S, 30, 'FORKD_GUEST_DEADLINE_S'),
-    proxyDomain: env.FORKD_PROXY_DOMAIN || undefined,
+    proxyDomain: proxy.domain,
+    proxyTls: proxy.tls,
     auditRetentionDays: nonNegative(env.FORKD_AUDIT_RETENTION_DAYS, 30, 'FORKD_AUDIT_RETENTION_DAYS'),
     approvalWebhook: env.FORKD_APPROVAL_WEBHOOK || undefined,
     databaseUrl: databaseUrl(env.FORKD_DATABASE_URL),

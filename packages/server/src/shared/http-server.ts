@@ -1,9 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
+import type { Server as TlsServer } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Logger } from './logger.js';
+import { watchTlsPair, type TlsPair, type TlsSource } from './tls-files.js';
 
 export interface RunningServer {
   url: string;
@@ -28,15 +30,17 @@ export interface HttpServerOptions {
   tls?: TlsFiles | undefined;
 }
 
-/** A server's certificate chain and private key, PEM, as read at start. */
-export interface TlsFiles {
-  cert: Buffer;
-  key: Buffer;
+/** A server's certificate chain and private key, PEM, as read at start; with `source`, re-read when its files change. */
+export interface TlsFiles extends TlsPair {
+  source?: TlsSource | undefined;
+  /** How often the files are looked at (default 30 s). */
+  reloadEveryMs?: number | undefined;
 }
 
 function makeServer(o: HttpServerOptions): Server {
   if (o.tls) {
-    const opts = { cert: o.tls.cert, key: o.tls.key };
+    // HTTP/1.1 only, said in ALPN: clients offering h2 (undici with allowH2) settle on it.
+    const opts = { cert: o.tls.cert, key: o.tls.key, ALPNProtocols: ['http/1.1'] };
     if (o.listener) return createTlsServer(opts, o.listener) as unknown as Server;
     return createAdaptorServer({ fetch: o.fetch as never, createServer: createTlsServer, serverOptions: opts }) as unknown as Server;
   }
@@ -69,6 +73,7 @@ export async function serveHttp(o: HttpServerOptions): Promise<RunningServer> {
     server.once('error', reject);
     server.listen(o.port, o.host, () => resolve());
   });
+  const stopWatching = o.tls?.source ? watchTlsPair(server as unknown as TlsServer, o.tls.source, o.logger, o.tls.reloadEveryMs) : undefined;
   const addr = server.address() as AddressInfo;
   const url = `${o.tls ? 'https' : 'http'}://${o.host.includes(':') ? `[${o.host}]` : o.host}:${addr.port}`;
   o.logger.info(o.message ?? 'listening', { url, ...(o.role ? { role: o.role } : {}) });
@@ -77,6 +82,7 @@ export async function serveHttp(o: HttpServerOptions): Promise<RunningServer> {
     port: addr.port,
     close: () =>
       new Promise((resolve) => {
+        stopWatching?.();
         server.closeAllConnections();
         for (const s of upgraded) s.destroy();
         server.close(() => resolve());

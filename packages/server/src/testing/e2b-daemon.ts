@@ -25,5 +25,7 @@ export async function startE2bDaemon(env: NodeJS.ProcessEnv, tenant = 'e2b-test'
   const r = await fetch(`${daemon.url}/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${daemon.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ format: 'e2b', tenant }) });
   if (r.status !== 201) throw new Error(`no e2b key (HTTP ${r.status}): ${await r.text()}`);
   const { key } = (await r.json()) as { key: string };
-  return { daemon, apiUrl: `http://127.0.0.1:${apiPort}`, envdUrl: `http://127.0.0.1:${envdPort}`, key };
+  // On the daemon's own address (FORKD_HOST), 127.0.0.1 unless the test chose another.
+  const host = new URL(daemon.url).hostname;
+  return { daemon, apiUrl: `http://${host}:${apiPort}`, envdUrl: `http://${host}:${envdPort}`, key };
 }

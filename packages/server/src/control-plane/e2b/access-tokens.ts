@@ -34,6 +34,18 @@ export class AccessTokens {
   matches(sandboxId: string, presented: string | undefined): boolean {
     return presented !== undefined && sameSecret(presented, this.token(sandboxId));
   }
+
+  /**
+   * The sandbox's traffic token (E2B's `trafficAccessToken`): it opens the
+   * sandbox's ports through the port proxy and nothing else (not envd).
+   */
+  trafficToken(sandboxId: string): string {
+    return createHmac('sha256', this.#secret).update(`traffic-access-token:${sandboxId}`).digest('hex').slice(0, 32);
+  }
+
+  matchesTraffic(sandboxId: string, presented: string | undefined): boolean {
+    return presented !== undefined && sameSecret(presented, this.trafficToken(sandboxId));
+  }
 }
 
 /** Equality of two secrets in constant time (of their digests: equal lengths whatever was presented). */

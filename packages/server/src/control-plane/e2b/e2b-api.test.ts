@@ -67,13 +67,13 @@ function fakeNode(calls: Array<[string, unknown]> = []): NodeService {
   });
 }
 
-async function harness() {
+async function harness(sandboxDomain?: string) {
   const store = new SqliteControlStore(':memory:');
   const control = { store, keys: new ApiKeys(store), quotas: new TenantQuotas(store), cipher: testCipher(), close: () => store.close() };
   const key = (await control.keys.create({ format: 'e2b', tenant: 'acme', admin: false }, undefined)).key;
   const other = (await control.keys.create({ format: 'e2b', tenant: 'other', admin: false }, undefined)).key;
   const calls: Array<[string, unknown]> = [];
-  const ctx = e2bContext(fakeNode(calls), control, silentLogger, new AccessTokens(Buffer.alloc(32, 1)));
+  const ctx = e2bContext(fakeNode(calls), control, silentLogger, new AccessTokens(Buffer.alloc(32, 1)), sandboxDomain);
   const app = createE2bApi(ctx);
   const call = async (method: string, path: string, body?: unknown, k: string | null = key) => {
     const r = await app.request(path, { method, headers: { ...(k ? { 'x-api-key': k } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
@@ -105,6 +105,25 @@ test('error bodies carry the numeric code the SDK branches on', async () => {
   }
 });
 
+test('with sandbox hosts over HTTPS the SDK is told their domain; every sandbox has a traffic token of its own, stable across connects', async () => {
+  const h = await harness('sbx.example.test');
+  try {
+    const a = (await h.call('POST', '/v2/sandboxes', { templateID: 'base' })).body as { sandboxID: string; envdAccessToken: string; trafficAccessToken: string; domain: string };
+    const b = (await h.call('POST', '/v2/sandboxes', { templateID: 'base' })).body as { trafficAccessToken: string };
+    assert.equal(a.domain, 'sbx.example.test');
+    assert.match(a.trafficAccessToken, /^[0-9a-f]{32}$/);
+    assert.notEqual(a.trafficAccessToken, a.envdAccessToken, 'the traffic token opens ports, not envd');
+    assert.notEqual(a.trafficAccessToken, b.trafficAccessToken);
+    assert.equal(((await h.call('GET', `/sandboxes/${a.sandboxID}`)).body as { domain: string }).domain, 'sbx.example.test');
+    const again = (await h.call('POST', `/sandboxes/${a.sandboxID}/connect`, { timeout: 60 })).body as { trafficAccessToken: string; domain: string };
+    assert.deepEqual([again.trafficAccessToken, again.domain], [a.trafficAccessToken, 'sbx.example.test']);
+    // forkd's port proxy always wants a credential: E2B's restricted public traffic is what it does anyway.
+    assert.equal((await h.call('POST', '/v2/sandboxes', { templateID: 'base', network: { allowPublicTraffic: false } })).status, 201);
+  } finally {
+    h.close();
+  }
+});
+
 test('create, get, pause (409 when paused), connect (201 resumed, 200 running), kill; other tenants see nothing', async () => {
   const h = await harness();
   try {
@@ -112,7 +131,7 @@ test('create, get, pause (409 when paused), connect (201 resumed, 200 running), 
     assert.equal(c.status, 201);
     const sb = c.body as { sandboxID: string; envdAccessToken: string; envdVersion: string; clientID: string; domain: null };
     assert.match(sb.envdAccessToken, /^[0-9a-f]{32}$/);
-    assert.equal(sb.domain, null);
+    assert.equal(sb.domain, null, 'no sandbox hosts served: the SDK keeps its own E2B_DOMAIN');
     const d = (await h.call('GET', `/sandboxes/${sb.sandboxID}`)).body as Record<string, unknown>;
     assert.deepEqual(d.metadata, { k: 'v' });
     assert.deepEqual(d.lifecycle, { onTimeout: 'pause', autoResume: true });

@@ -11,7 +11,7 @@ import { logRequestError, newRequestId } from '../http/public-error.js';
 import { ConnectBody, ForkBody, NetworkConfig, NewSandbox, PauseBody, SnapshotBody, TimeoutBody } from './api-schemas.js';
 import { e2bCreateNetwork, e2bUpdateNetwork } from './e2b-network.js';
 import { apiError, E2bApiError } from './e2b-errors.js';
-import type { E2bContext } from './e2b-context.js';
+import { sandboxReach, type E2bContext } from './e2b-context.js';
 import { pageSandboxes, parseListQuery } from './list-paging.js';
 import { metricSample } from './metrics-sample.js';
 import { attributesMetadata, DEFAULT_TIMEOUT_S, detailBody, e2bState, listedBody, sandboxBody } from './sandbox-mapping.js';
@@ -64,7 +64,8 @@ function sourceAddress(c: C): string {
  * the shapes are E2B's.
  */
 export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
-  const { svc, control, logger, tokens, lifetimes, streams } = ctx;
+  const { svc, control, logger, lifetimes, streams } = ctx;
+  const reach = (id: string) => sandboxReach(ctx, id);
   const app = new Hono<E2bEnv>();
 
   app.onError((err, c) => {
@@ -162,7 +163,7 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
     }
     c.set('sandbox', s.id);
     lifetimes.schedule(s);
-    return c.json(sandboxBody(s, tokens.token(s.id)), 201);
+    return c.json(sandboxBody(s, reach(s.id)), 201);
   };
   app.post('/sandboxes', create(false));
   app.post('/v2/sandboxes', create(true));
@@ -183,7 +184,7 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
 
   app.get('/sandboxes/:sandboxID', async (c) => {
     const s = await visible(c.get('view'), sandboxParam(c));
-    return c.json(detailBody(s, tokens.token(s.id)));
+    return c.json(detailBody(s, reach(s.id)));
   });
 
   app.delete('/sandboxes/:sandboxID', async (c) => {
@@ -244,7 +245,7 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
       s = await view.setTimeout(id, timeout);
     }
     lifetimes.schedule(s);
-    return c.json(sandboxBody(s, tokens.token(s.id)), resumed ? 201 : 200);
+    return c.json(sandboxBody(s, reach(s.id)), resumed ? 201 : 200);
   };
   app.post('/sandboxes/:sandboxID/connect', (c) => connect(c));
   app.post('/v2/sandboxes/:sandboxID/connect', (c) => connect(c));
@@ -292,7 +293,7 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
     for (const f of forks) {
       const s = await view.setTimeout(f.id, Math.max(1, req.timeout ?? DEFAULT_TIMEOUT_S));
       lifetimes.schedule(s);
-      out.push({ sandbox: sandboxBody(s, tokens.token(s.id)) });
+      out.push({ sandbox: sandboxBody(s, reach(s.id)) });
     }
     return c.json(out, 201);
   });

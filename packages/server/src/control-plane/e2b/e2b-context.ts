@@ -3,6 +3,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { ControlPlane } from '../control-plane.js';
 import type { AccessTokens } from './access-tokens.js';
 import { Lifetimes } from './lifetimes.js';
+import type { SandboxReach } from './sandbox-mapping.js';
 
 /** Open envd streams per sandbox, so a kill, pause or expiry cuts them (the SDK reads a cut as "the sandbox was killed"). */
 export class OpenStreams {
@@ -34,9 +35,16 @@ export interface E2bContext {
   tokens: AccessTokens;
   lifetimes: Lifetimes;
   streams: OpenStreams;
+  /** Where `{port}-{id}.{domain}` is served over HTTPS (FORKD_PROXY_DOMAIN with its certificate); told to the SDK as each sandbox's domain. */
+  sandboxDomain?: string | undefined;
 }
 
-export function e2bContext(svc: NodeService, control: ControlPlane, logger: Logger, tokens: AccessTokens): E2bContext {
+/** What create, connect and getInfo tell the SDK about reaching the sandbox `id`. */
+export function sandboxReach(ctx: E2bContext, id: string): SandboxReach {
+  return { envdAccessToken: ctx.tokens.token(id), trafficAccessToken: ctx.tokens.trafficToken(id), domain: ctx.sandboxDomain ?? null };
+}
+
+export function e2bContext(svc: NodeService, control: ControlPlane, logger: Logger, tokens: AccessTokens, sandboxDomain?: string): E2bContext {
   const streams = new OpenStreams();
-  return { svc, control, logger, tokens, streams, lifetimes: new Lifetimes(svc, logger, (id) => streams.abortAll(id), control.replicaId ? { leases: control.store, holder: control.replicaId } : undefined) };
+  return { svc, control, logger, tokens, streams, sandboxDomain, lifetimes: new Lifetimes(svc, logger, (id) => streams.abortAll(id), control.replicaId ? { leases: control.store, holder: control.replicaId } : undefined) };
 }

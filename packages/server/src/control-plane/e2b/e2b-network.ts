@@ -3,11 +3,14 @@ import { parseRules } from '../network/network-policy.js';
 import type { NetworkConfig } from './api-schemas.js';
 import { E2bApiError } from './e2b-errors.js';
 
-/** What forkd cannot map: refused, not ignored. */
+/**
+ * What forkd cannot map: refused, not ignored. (`allowPublicTraffic: false`
+ * is what forkd's port proxy always does: a sandbox's ports answer only
+ * requests that carry one of its credentials, the traffic token included.)
+ */
 function unmappable(n: NetworkConfig): string | undefined {
   if (n.rules && Object.keys(n.rules).length) return 'network.rules is not supported yet';
   if (n.egressProxy) return 'network.egressProxy is not supported yet';
-  if (n.allowPublicTraffic === false) return 'network.allowPublicTraffic: false is not supported yet';
   if (n.maskRequestHost) return 'network.maskRequestHost is not supported yet';
   return undefined;
 }

@@ -42,21 +42,24 @@ async function ownerCallView(ctx: E2bContext, id: string): Promise<{ view: NodeS
   return { view: callerView(ctx.svc, ctx.control, who), tenant: owner };
 }
 
+/** An envd request, for the sandbox `hostId` when its host name said which (`49983-{id}.{domain}`), else routed by envd-router.ts. */
+export type EnvdListener = (req: IncomingMessage, res: ServerResponse, hostId?: string) => void;
+
 /**
  * The envd gateway: every sandbox's envd API on one port, routed by headers
- * (envd-router.ts), answering 502 with the reference proxy's body for a
+ * (envd-router.ts) or by host name, answering 502 with the reference proxy's body for a
  * sandbox that is unknown, gone or paused (waking it instead when its
  * autoResume is on and its pause kept memory).
  */
-export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: ServerResponse) => void {
+export function createEnvdHandler(ctx: E2bContext): EnvdListener {
   const { svc, tokens, logger, control } = ctx;
 
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse, hostId: string | undefined) => {
     const t0 = performance.now();
     const requestId = newRequestId();
     const url = requestUrl(req, 'http://envd');
     if (!url) return sendJson(res, 400, { code: 400, message: 'malformed request target' });
-    const { id } = await routeEnvd(svc, tokens, req, url);
+    const { id } = hostId !== undefined ? { id: hostId } : await routeEnvd(svc, tokens, req, url);
     const notFound = () => sendJson(res, 502, sandboxNotFoundBody(id ?? ''));
     if (!id) return notFound();
     let s: SandboxInfo;
@@ -180,10 +183,10 @@ export function createEnvdHandler(ctx: E2bContext): (req: IncomingMessage, res: 
   };
 
   // A failure of the request is its 500; one that escapes even that ends only this connection (guarded).
-  return (req, res) =>
+  return (req, res, hostId) =>
     guardListener('envd', () => destroyQuietly(req.socket), async () => {
       try {
-        await handle(req, res);
+        await handle(req, res, hostId);
       } catch (err) {
         logRequestError(logger, err instanceof ForkdError ? err : toForkdError(err), { requestId: 'envd', path: req.url, surface: 'e2b-envd' });
         if (!res.headersSent) sendJson(res, 500, { code: 500, message: 'internal error' });

@@ -40,7 +40,7 @@ test('filters, newest first by default, and X-Next-Token absent on the last page
 test("E2B's shapes hide forkd's reserved metadata key", () => {
   const s = sbx('sbx-a', 1000, 'running', { user: 'x', ...attributesMetadata({ autoResume: true }) });
   assert.deepEqual(listedBody(s).metadata, { user: 'x' });
-  const b = sandboxBody(s, 'tok');
+  const b = sandboxBody(s, { envdAccessToken: 'tok', trafficAccessToken: 'traffic', domain: null });
   assert.equal(b.sandboxID, 'sbx-a');
   assert.equal(b.envdAccessToken, 'tok');
   assert.equal(b.clientID, '6532622b');

@@ -63,9 +63,20 @@ export function endAt(s: SandboxInfo): string {
   return s.expiresAt ?? new Date(Date.parse(s.createdAt) + 30 * 86400_000).toISOString();
 }
 
+/**
+ * How the SDK reaches a sandbox: its envd token, its traffic token (ports
+ * only) and, when forkd serves `{port}-{id}.{domain}` over HTTPS, the domain
+ * (null: the SDK's own E2B_DOMAIN).
+ */
+export interface SandboxReach {
+  envdAccessToken: string;
+  trafficAccessToken: string;
+  domain: string | null;
+}
+
 /** The answer of create, connect and fork. */
-export function sandboxBody(s: SandboxInfo, token: string): Record<string, unknown> {
-  return { sandboxID: s.id, templateID: templateId(s), clientID: CLIENT_ID, envdVersion: ENVD_VERSION, envdAccessToken: token, domain: null, trafficAccessToken: null };
+export function sandboxBody(s: SandboxInfo, reach: SandboxReach): Record<string, unknown> {
+  return { sandboxID: s.id, templateID: templateId(s), clientID: CLIENT_ID, envdVersion: ENVD_VERSION, ...reach };
 }
 
 export function listedBody(s: SandboxInfo): Record<string, unknown> {
@@ -84,11 +95,11 @@ export function listedBody(s: SandboxInfo): Record<string, unknown> {
   };
 }
 
-export function detailBody(s: SandboxInfo, token: string): Record<string, unknown> {
+export function detailBody(s: SandboxInfo, reach: SandboxReach): Record<string, unknown> {
   return {
     ...listedBody(s),
-    envdAccessToken: token,
-    domain: null,
+    envdAccessToken: reach.envdAccessToken,
+    domain: reach.domain,
     allowInternetAccess: true,
     lifecycle: { onTimeout: s.onTimeout === 'kill' ? 'kill' : 'pause', autoResume: e2bAttributes(s)?.autoResume ?? false },
   };

@@ -22,11 +22,19 @@ export interface ProxyTarget {
 const PATH = new RegExp(`^/sandboxes/(${SANDBOX_ID_SOURCE})/ports/(\\d{1,5})(/[^?]*)?(\\?.*)?$`);
 const TOKEN_HEADER = 'x-forkd-token';
 const TOKEN_PARAM = 'forkd_token';
+const E2B_ACCESS_HEADER = 'x-access-token';
+const E2B_TRAFFIC_HEADER = 'e2b-traffic-access-token';
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and forkd's own credentials never cross the proxy. */
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate', TOKEN_HEADER]);
 
 function escapeRe(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** The sandbox and port a host name `{port}-{id}.{domain}` (any case, any port after it) names; undefined for any other name. */
+export function hostTarget(host: string | undefined, domain: string | undefined): { port: number; id: string } | undefined {
+  const m = domain && host ? new RegExp(`^(\\d{1,5})-(${SANDBOX_ID_SOURCE})\\.${escapeRe(domain)}\\.?(?::\\d+)?$`, 'i').exec(host) : null;
+  return m ? { port: Number(m[1]), id: m[2]!.toLowerCase() } : undefined;
 }
 
 /**
@@ -35,8 +43,8 @@ function escapeRe(s: string): string {
  */
 export function proxyTarget(host: string | undefined, url: string, domain: string | undefined): ProxyTarget | undefined {
   let t: ProxyTarget | undefined;
-  const byHost = domain && host ? new RegExp(`^(\\d{1,5})-(${SANDBOX_ID_SOURCE})\\.${escapeRe(domain)}(?::\\d+)?$`, 'i').exec(host) : null;
-  if (byHost) t = { port: Number(byHost[1]), id: byHost[2]!.toLowerCase(), path: url || '/' };
+  const byHost = hostTarget(host, domain);
+  if (byHost) t = { ...byHost, path: url || '/' };
   else {
     const m = PATH.exec(url);
     if (!m) return undefined;
@@ -57,37 +65,58 @@ function stripTokenParam(path: string): string {
   return path.slice(0, q) + (rest ? `?${rest}` : '');
 }
 
+/** What authorised a proxied request: the headers that carried forkd's credentials (never forwarded to the sandbox). */
+export interface ProxyAuthorization {
+  strip: readonly string[];
+}
+
 /**
- * The sandbox's own proxy token, or an API key of the tenant that owns it.
- * Returns whether the Authorization header was forkd's (then it is not
- * forwarded: an API key must never reach the sandbox).
+ * The sandbox's E2B tokens: its envd access token (`X-Access-Token`, which
+ * already runs anything in it) or its traffic token (`E2B-Traffic-Access-Token`),
+ * as E2B's code interpreter and `getHost()` users send them.
  */
-export async function authorizeProxy(control: ControlPlane, t: ProxyTarget, header: (name: string) => string | undefined, source?: string): Promise<{ authWasKey: boolean }> {
+function e2bCredential(control: ControlPlane, id: string, header: (name: string) => string | undefined): boolean {
+  const tokens = control.e2bTokens;
+  if (!tokens) return false;
+  return tokens.matches(id, header(E2B_ACCESS_HEADER)) || tokens.matchesTraffic(id, header(E2B_TRAFFIC_HEADER));
+}
+
+/**
+ * The sandbox's own proxy token, its E2B tokens, or an API key of the tenant
+ * that owns it. What carried the credential is not forwarded: an API key must
+ * never reach the sandbox.
+ */
+export async function authorizeProxy(control: ControlPlane, t: ProxyTarget, header: (name: string) => string | undefined, source?: string): Promise<ProxyAuthorization> {
   const q = t.path.includes('?') ? new URLSearchParams(t.path.slice(t.path.indexOf('?') + 1)) : new URLSearchParams();
   const token = header(TOKEN_HEADER) ?? q.get(TOKEN_PARAM) ?? undefined;
+  // Wrong tokens spend the same per-source budget as wrong keys.
+  const refuse = (why: string) => {
+    if (source !== undefined) control.keys.throttle.failed(source);
+    return new ForkdError('UNAUTHENTICATED', why);
+  };
+  if (source !== undefined && (token || header(E2B_ACCESS_HEADER) || header(E2B_TRAFFIC_HEADER))) control.keys.throttle.check(source);
   if (token) {
-    // Wrong tokens spend the same per-source budget as wrong keys.
-    if (source !== undefined) control.keys.throttle.check(source);
-    if (!(await proxyTokenMatches(control.store, t.id, token))) {
-      if (source !== undefined) control.keys.throttle.failed(source);
-      throw new ForkdError('UNAUTHENTICATED', `invalid proxy token for sandbox ${t.id}`);
-    }
-    return { authWasKey: false };
+    if (!(await proxyTokenMatches(control.store, t.id, token))) throw refuse(`invalid proxy token for sandbox ${t.id}`);
+    return { strip: [] };
   }
+  if (e2bCredential(control, t.id, header)) return { strip: [E2B_ACCESS_HEADER, E2B_TRAFFIC_HEADER] };
   const key = presentedKey(header, new URLSearchParams());
-  if (!key) throw new ForkdError('UNAUTHENTICATED', `the port proxy needs the sandbox's token (${TOKEN_HEADER} header or ?${TOKEN_PARAM}=) or an API key`);
+  if (!key) {
+    if (header(E2B_ACCESS_HEADER) || header(E2B_TRAFFIC_HEADER)) throw refuse(`invalid access token for sandbox ${t.id}`);
+    throw new ForkdError('UNAUTHENTICATED', `the port proxy needs the sandbox's token (${TOKEN_HEADER} header or ?${TOKEN_PARAM}=), its E2B access token or an API key`);
+  }
   const who = await control.keys.authenticate(key, source);
   // A sandbox with no owner is an admin's alone (see TenantView).
   const owner = await control.store.owner('sandbox', t.id);
   if (owner === undefined ? !who.admin : owner !== who.tenant) throw new ForkdError('NOT_FOUND', `sandbox ${t.id} not found`);
-  return { authWasKey: true };
+  return { strip: ['authorization', 'x-api-key'] };
 }
 
-function forwardHeaders(raw: readonly string[], authWasKey: boolean, extra: Record<string, string>): [string, string][] {
+function forwardHeaders(raw: readonly string[], strip: readonly string[], extra: Record<string, string>): [string, string][] {
   const out: [string, string][] = [];
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const k = raw[i]!.toLowerCase();
-    if (HOP.has(k) || (authWasKey && (k === 'authorization' || k === 'x-api-key'))) continue;
+    if (HOP.has(k) || strip.includes(k)) continue;
     out.push([raw[i]!, raw[i + 1]!]);
   }
   for (const [k, v] of Object.entries(extra)) out.push([k, v]);
@@ -112,7 +141,7 @@ function passOn(req: IncomingMessage, res: IncomingMessage): Response {
   // 304's content-length describes the representation, not this reply; 204 and 205 may have none.
   if (status !== 304 && NO_CONTENT.has(status) && declaresContent) throw new Error(`status ${status} with content`);
   const h = new Headers();
-  for (const [k, v] of forwardHeaders(res.rawHeaders, false, {})) h.append(k, v);
+  for (const [k, v] of forwardHeaders(res.rawHeaders, [], {})) h.append(k, v);
   const empty = req.method === 'HEAD' || NO_CONTENT.has(status);
   if (empty) res.resume();
   return new Response(empty ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status, headers: h });
@@ -130,9 +159,9 @@ function badGateway(t: ProxyTarget, err: unknown): Response {
 
 /** One HTTP request through the proxy; the answer streams back as it comes. */
 export async function proxyHttp(svc: NodeService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage): Promise<Response> {
-  const { authWasKey } = await authorizeProxy(control, t, (n) => headerOf(req, n), req.socket.remoteAddress);
+  const { strip } = await authorizeProxy(control, t, (n) => headerOf(req, n), req.socket.remoteAddress);
   const conn = await (await ownerView(svc, control, t.id)).connectPort(t.id, t.port);
-  const headers = forwardHeaders(req.rawHeaders, authWasKey, { 'x-forwarded-for': req.socket.remoteAddress ?? '', 'x-forwarded-host': req.headers.host ?? '' });
+  const headers = forwardHeaders(req.rawHeaders, strip, { 'x-forwarded-for': req.socket.remoteAddress ?? '', 'x-forwarded-host': req.headers.host ?? '' });
   return new Promise<Response>((resolve, reject) => {
     // No agent: createConnection is only used then. One connection per request.
     const out = http.request({ method: req.method, path: stripTokenParam(t.path), headers: [...headers, ['connection', 'close']].flat(), createConnection: () => conn.stream as unknown as Socket }, (res) => {
@@ -161,9 +190,9 @@ export async function proxyHttp(svc: NodeService, control: ControlPlane, t: Prox
 /** WebSocket (any upgrade) through the proxy: the request head is replayed, then bytes flow both ways. */
 export async function proxyUpgrade(svc: NodeService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage, socket: Duplex, head: Buffer, logger?: Logger): Promise<void> {
   let conn: PortConnection;
-  let authWasKey: boolean;
+  let strip: readonly string[];
   try {
-    ({ authWasKey } = await authorizeProxy(control, t, (n) => headerOf(req, n), req.socket.remoteAddress));
+    ({ strip } = await authorizeProxy(control, t, (n) => headerOf(req, n), req.socket.remoteAddress));
     conn = await (await ownerView(svc, control, t.id)).connectPort(t.id, t.port);
   } catch (err) {
     refuseUpgrade(socket, err, logger, req.url);
@@ -173,7 +202,7 @@ export async function proxyUpgrade(svc: NodeService, control: ControlPlane, t: P
   if (socket.destroyed) return conn.close();
   const lines = [`${req.method} ${stripTokenParam(t.path)} HTTP/1.1`];
   // Upgrade and Connection are hop-by-hop but are the point here.
-  for (const [k, v] of forwardHeaders(req.rawHeaders, authWasKey, { connection: 'Upgrade', upgrade: headerOf(req, 'upgrade') ?? 'websocket' })) lines.push(`${k}: ${v}`);
+  for (const [k, v] of forwardHeaders(req.rawHeaders, strip, { connection: 'Upgrade', upgrade: headerOf(req, 'upgrade') ?? 'websocket' })) lines.push(`${k}: ${v}`);
   const close = () => {
     conn.close();
     destroyQuietly(socket);

@@ -218,8 +218,8 @@ test('proxy tokens: shown once at creation, stored as SHA-256 only; the proxy ac
     assert.equal(await store.tokenHash(s.id), createHash('sha256').update(s.proxyToken!).digest('hex'));
     const target = (id: string) => ({ id, port: 8000, path: '/' });
     const tok = (t: string) => (n: string) => (n === 'x-forkd-token' ? t : undefined);
-    assert.deepEqual(await authorizeProxy(c2, target(s.id), tok(s.proxyToken!)), { authWasKey: false });
-    assert.deepEqual(await authorizeProxy(c2, target('sbx-oldoldoldold'), tok('plain-old-token-1234567890')), { authWasKey: false }, 'migrated tokens keep working');
+    assert.deepEqual(await authorizeProxy(c2, target(s.id), tok(s.proxyToken!)), { strip: [] });
+    assert.deepEqual(await authorizeProxy(c2, target('sbx-oldoldoldold'), tok('plain-old-token-1234567890')), { strip: [] }, 'migrated tokens keep working');
     await assert.rejects(authorizeProxy(c2, target(s.id), tok('plain-old-token-1234567890')), /invalid proxy token/);
     await assert.rejects(authorizeProxy(c2, target(s.id), tok((await store.tokenHash(s.id))!)), /invalid proxy token/, 'the hash itself is not a token');
     await store.close();
