@@ -54,13 +54,14 @@ export async function openControlPlane(config: ForkdConfig, logger?: Logger): Pr
   const keys = new ApiKeys(store);
   await keys.ensureAdminKey(adminKeyFile(config));
   const stopRetention = startAuditRetention(store, config.auditRetentionDays, logger, { holder: replicaId });
+  const secretKey = loadSecretKey(secretKeyFile(config));
   return {
     store,
     replicaId,
     keys,
     quotas: new TenantQuotas(store, config.tenantLimits, config.defaultDiskMb),
-    cipher: new SecretCipher(loadSecretKey(secretKeyFile(config))),
-    e2bTokens: await AccessTokens.open(config.stateDir),
+    cipher: new SecretCipher(secretKey),
+    e2bTokens: await AccessTokens.open(config.stateDir, secretKey),
     policy: newPolicyRuntime({ webhook: config.approvalWebhook, logger }),
     close: async () => {
       await stopRetention();

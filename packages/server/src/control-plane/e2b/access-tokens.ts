@@ -1,12 +1,15 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmod, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /**
  * Per-sandbox envd access tokens, derived (HMAC-SHA256 of the sandbox id
- * under a server secret kept in a root-only file of the state dir): each
- * sandbox gets a distinct token, the same one again on every connect and
- * after a pause, and nothing of it is stored in plain text.
+ * under a server secret): each sandbox gets a distinct token, the same one
+ * again on every connect and after a pause, and nothing of it is stored in
+ * plain text. The secret is derived from the control plane's secrets.key,
+ * which every replica shares, so any replica checks a token another one
+ * gave out; a state dir that already holds its own `e2b-token.secret`
+ * (made before) keeps it, so tokens handed out then stay valid.
  */
 export class AccessTokens {
   readonly #secret: Buffer;
@@ -15,10 +18,11 @@ export class AccessTokens {
     this.#secret = secret;
   }
 
-  static async open(stateDir: string): Promise<AccessTokens> {
+  static async open(stateDir: string, secretKey?: Buffer): Promise<AccessTokens> {
     const file = join(stateDir, 'e2b-token.secret');
     const existing = await readFile(file).catch(() => undefined);
     if (existing && existing.length >= 32) return new AccessTokens(existing);
+    if (secretKey) return new AccessTokens(Buffer.from(hkdfSync('sha256', secretKey, Buffer.alloc(0), 'forkd e2b access tokens', 32)));
     const secret = randomBytes(32);
     await writeFile(`${file}.tmp`, secret, { mode: 0o600 });
     await chmod(`${file}.tmp`, 0o600);
