@@ -57,3 +57,25 @@ test('a failing run is logged and the job keeps ticking; runs never overlap', as
   assert.deepEqual(warnings, ['leased job failed']);
   await store.close();
 });
+
+test('a run longer than the lease keeps it: another replica does not start the same work half-way', async () => {
+  const store = new SqliteControlStore(':memory:');
+  const runs: string[] = [];
+  let release!: () => void;
+  const long = new Promise<void>((r) => (release = r));
+  const stopA = startLeasedJob({ leases: store, name: 'long', holder: 'a', everyMs: 20, ttlMs: 100, run: async () => {
+    runs.push('a');
+    await long;
+  } });
+  await sleep(30);
+  const stopB = startLeasedJob({ leases: store, name: 'long', holder: 'b', everyMs: 20, ttlMs: 100, run: async () => void runs.push('b') });
+  try {
+    await sleep(400);
+    assert.deepEqual(runs, ['a'], 'b never ran while a\'s run (4 TTLs long) went on');
+  } finally {
+    release();
+    await stopA();
+    await stopB();
+    await store.close();
+  }
+});

@@ -27,15 +27,24 @@ export interface LeasedJobOptions {
 /**
  * Work that must happen once across control-plane replicas: every replica
  * ticks (at start, then every `everyMs`), and only the lease's holder runs
- * it. Returns stop, which waits for a running tick and gives the lease up so
- * another replica takes over at its next tick. The timer is unref'd.
+ * it. A run longer than the lease's TTL (a lost node's restore, a returned
+ * node's reconciliation) renews it every `everyMs` meanwhile, so another
+ * replica does not take the same work up half-way. Returns stop, which
+ * waits for a running tick and gives the lease up so another replica takes
+ * over at its next tick. The timer is unref'd.
  */
 export function startLeasedJob(o: LeasedJobOptions): () => Promise<void> {
   let running: Promise<void> = Promise.resolve();
   let stopped = false;
   const tick = async () => {
     try {
-      if (!stopped && (await o.leases.tryLease(o.name, o.holder, o.ttlMs))) await o.run();
+      if (stopped || !(await o.leases.tryLease(o.name, o.holder, o.ttlMs))) return;
+      const renew = setInterval(() => void o.leases.tryLease(o.name, o.holder, o.ttlMs).catch(() => undefined), o.everyMs);
+      try {
+        await o.run();
+      } finally {
+        clearInterval(renew);
+      }
     } catch (err) {
       o.logger?.warn('leased job failed', { job: o.name, error: String(err) });
     }

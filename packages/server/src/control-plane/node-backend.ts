@@ -11,6 +11,7 @@ import { newReplicaId, startLeasedJob } from './leased-job.js';
 import type { ControlPlane } from './control-plane.js';
 import { auditNodeEvents } from './node-audit.js';
 import { restoreLostSandboxes } from '../fleet/restore-lost.js';
+import { reconcileReturnedNodes } from '../fleet/returned-nodes.js';
 import { exportPass } from '../fleet/export-loop.js';
 import { inClusterApi } from '../fleet/kubernetes-api.js';
 import { startKubernetesDiscovery } from '../fleet/kubernetes-nodes.js';
@@ -45,14 +46,18 @@ export async function oneNode(config: ForkdConfig, url: string): Promise<NodeBac
 export async function fleetOf(config: ForkdConfig, control: ControlPlane, logger: Logger): Promise<NodeBackend> {
   const fleet = openFleet({ store: control.store, cipher: control.cipher, joinToken: await joinToken(config.stateDir), deadlineMs: config.fleet.deadlineS * 1000, callTimeouts: config.fleet.nodeCallTimeouts, logger });
   const holder = newReplicaId();
-  const onLost = restoreLostSandboxes(fleet.service, auditNodeEvents(control, logger), logger);
+  const file = auditNodeEvents(control, logger);
+  const onLost = restoreLostSandboxes(fleet.service, file, logger);
   const stopDiscovery = await discoverKubernetesNodes(config, fleet, logger).catch((err: unknown) => {
     fleet.close();
     throw err;
   });
   const lostEvery = Math.min(5000, config.fleet.deadlineS * 1000);
   const jobs = [
-    startLeasedJob({ leases: control.store, name: 'fleet:lost-nodes', holder, everyMs: lostEvery, ttlMs: lostEvery * 3, logger, run: async () => void (await markLostNodes({ store: control.store, lostMs: config.fleet.lostS * 1000, logger, onLost })) }),
+    startLeasedJob({ leases: control.store, name: 'fleet:lost-nodes', holder, everyMs: lostEvery, ttlMs: lostEvery * 3, logger, run: async () => {
+      await markLostNodes({ store: control.store, lostMs: config.fleet.lostS * 1000, logger, onLost });
+      await reconcileReturnedNodes({ fleet: fleet.service, deadlineMs: config.fleet.deadlineS * 1000, file, counters: fleet.counters, logger });
+    } }),
   ];
   const exportEvery = config.fleet.exportIntervalS * 1000;
   if (exportEvery > 0) jobs.push(startLeasedJob({ leases: control.store, name: 'fleet:exports', holder, everyMs: exportEvery, ttlMs: exportEvery * 3, logger, run: async () => void (await exportPass({ fleet: fleet.service, logger })) }));

@@ -46,7 +46,7 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
   let pg: PostgresServer;
   let cpDir: string;
   const cps: DaemonProcess[] = [];
-  const nodes = new Map<string, { proc: NodeProcess; dir: string; config: ReturnType<typeof testConfig>['config'] }>();
+  const nodes = new Map<string, { proc: NodeProcess; dir: string; config: ReturnType<typeof testConfig>['config']; env: NodeJS.ProcessEnv; wrap: string[] }>();
   let clients: ForkdClient[];
   let fetchTls: typeof fetch;
   let e2bPorts: number[] = [];
@@ -78,7 +78,7 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
         const { env, config } = testConfig(dir);
         // node-a is small: room for one 256 MB sandbox, so a fork of one there must land elsewhere.
         const small = id === 'node-a' ? { FORKD_MEMORY_OVERCOMMIT: String(400 / (totalmem() / 2 ** 20)) } : {};
-        const proc = await startNodeProcess({
+        const nodeEnv = {
           ...env,
           ...tlsEnv,
           ...small,
@@ -88,8 +88,9 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
           FORKD_JOIN_TOKEN_FILE: join(cpDir, 'join.token'),
           FORKD_HEARTBEAT_S: '1',
           FORKD_BLOB_STORE: `dir:${join(cpDir, 'blobs')}`,
-        }, ns.wrap);
-        nodes.set(id, { proc, dir, config });
+        };
+        const proc = await startNodeProcess(nodeEnv, ns.wrap);
+        nodes.set(id, { proc, dir, config, env: nodeEnv, wrap: ns.wrap });
       }),
     );
     await waitFor(async () => (await clients[1]!.nodes.list()).filter((n) => n.state === 'active').length === 3, 30_000, 'three nodes joined');
@@ -185,6 +186,8 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
   });
 
   let moving: Sandbox;
+  /** The node the loss test kills (and the next one brings back). */
+  let lostNode: string | undefined;
 
   test('a sandbox moves to another node under its id: its processes go on counting over the TCP connection they hold, its files and timeline follow', async () => {
     moving = await clients[0]!.sandboxes.create({ memoryMb: 256 });
@@ -259,6 +262,7 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
     await new Promise((r) => setTimeout(r, 1000));
     // The node holding it now (the drain moved it off node-a).
     const where = (await clients[1]!.nodes.list()).find((n) => n.sandboxes > 0 && n.id !== 'node-a')!.id;
+    lostNode = where;
     await stopDaemonProcess(nodes.get(where)!.proc);
     await waitFor(async () => (await clients[1]!.nodes.list()).find((n) => n.id === where)?.state === 'lost', 30_000, `${where} marked lost`);
     const back = await waitFor(async () => {
@@ -272,5 +276,30 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
     assert.equal(back, 'exported\n');
     const log = await clients[1]!.audit.list({ sandbox: moving.id });
     assert.ok(log.some((r) => r.operation === 'recover' && r.code === 'OK' && /lost/.test(r.target ?? '')), JSON.stringify(log.slice(-3)));
+  });
+
+  test('the lost node comes back on its pool: its stale copy stops, its snapshots join the timeline where the sandbox lives now, and the copy is deleted', async () => {
+    const where = lostNode!;
+    const n = nodes.get(where)!;
+    const before = await (await clients[1]!.sandboxes.get(moving.id)).timeline();
+    assert.ok(!before.some((t) => t.name === 'early'), 'restored from its last export alone');
+    // Restarted on the same pool: crash recovery brings its copy of the sandbox back, then the control plane reconciles.
+    n.proc = await startNodeProcess(n.env, n.wrap);
+    await waitFor(async () => (await clients[1]!.nodes.list()).find((x) => x.id === where)?.state === 'active', 60_000, `${where} reconciled and active again`);
+    const res = await fetchTls(`${n.proc.url}/node/v1/sandboxes`, { headers: { authorization: `Bearer ${n.proc.token}` } });
+    const held = ((await res.json()) as { sandboxes: { id: string }[] }).sandboxes.map((s) => s.id);
+    assert.ok(!held.includes(moving.id), 'the stale copy is deleted on the returned node');
+    const s = await clients[1]!.sandboxes.get(moving.id);
+    assert.equal(s.info.state, 'running', 'the live copy runs on');
+    assert.equal((await s.exec(['cat', '/root/state'])).stdout, 'exported\n');
+    const after = await s.timeline();
+    assert.ok(after.some((t) => t.name === 'early'), 'the stale copy\'s older snapshots joined the timeline');
+    assert.ok(after.some((t) => t.reason === 'pause' && !before.some((b) => b.id === t.id)), 'with the snapshot of its pause: what it ran to');
+    assert.equal(new Set(after.map((t) => t.id)).size, after.length);
+    const log = await clients[1]!.audit.list({ sandbox: moving.id });
+    assert.ok(log.some((r) => r.operation === 'recover' && r.code === 'OK' && /stale copy/.test(r.target ?? '')), JSON.stringify(log.slice(-3)));
+    const metrics = await (await fetchTls(`${cps[1]!.url}/metrics`, { headers: { authorization: `Bearer ${cps[1]!.apiKey}` } })).text();
+    assert.match(metrics, /^forkd_fleet_returned_sandboxes_total\{outcome="merged"\} 1$/m);
+    assert.match(metrics, /^forkd_fleet_returned_nodes_total 1$/m);
   });
 });

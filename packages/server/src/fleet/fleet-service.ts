@@ -107,9 +107,19 @@ export class FleetService {
     return svc.create(req, this.placing(node, claim));
   }
 
-  /** Every live node's sandboxes; a node that does not answer is left out (and logged), not the whole list failed. */
+  /**
+   * Every live node's sandboxes; a node that does not answer is left out
+   * (and logged), not the whole list failed. An id two nodes list (a stale
+   * copy kept on a node that came back after its sandbox was restored
+   * elsewhere, see returned-nodes.ts) is shown once, from where it is placed.
+   */
   async list(): Promise<SandboxInfo[]> {
-    return (await this.#each((svc) => svc.list())).flat();
+    const per = await this.#each(async (svc, node) => ({ node, sandboxes: await svc.list() }));
+    const nodesOf = new Map<string, string[]>();
+    for (const { node, sandboxes } of per) for (const s of sandboxes) nodesOf.set(s.id, [...(nodesOf.get(s.id) ?? []), node]);
+    const shownFrom = new Map<string, string>();
+    for (const [id, nodes] of nodesOf) if (nodes.length > 1) shownFrom.set(id, (await this.#store.placement('sandbox', id)) ?? nodes[0]!);
+    return per.flatMap(({ node, sandboxes }) => sandboxes.filter((s) => (shownFrom.get(s.id) ?? node) === node));
   }
 
   async templates(): Promise<TemplateInfo[]> {

@@ -5,6 +5,7 @@ import type { NodeCallTimeouts } from '../node-http/call-deadline.js';
 import type { FleetStore } from './fleet-store.js';
 import { FleetService } from './fleet-service.js';
 import { fleetNode } from './fleet-node.js';
+import { FleetCounters } from './fleet-counters.js';
 import { RegisteredNodes, type RegisteredNodesOptions } from './registered-nodes.js';
 
 /** A control plane's fleet: the nodes that joined it and the node contract routed over them. */
@@ -15,6 +16,8 @@ export interface Fleet {
   node: NodeService;
   /** The secret a node presents to join (join.token). */
   joinToken: string;
+  /** What this replica's fleet jobs did (returned nodes), for /metrics. */
+  counters: FleetCounters;
   close(): void;
 }
 
@@ -33,5 +36,5 @@ export interface FleetOptions {
 export function openFleet(o: FleetOptions): Fleet {
   const nodes = new RegisteredNodes({ store: o.store, cipher: o.cipher, deadlineMs: o.deadlineMs, connect: o.connect, callTimeouts: o.callTimeouts });
   const service = new FleetService(o.store, nodes, o.logger);
-  return { nodes, service, node: fleetNode(service), joinToken: o.joinToken, close: () => nodes.close() };
+  return { nodes, service, node: fleetNode(service), joinToken: o.joinToken, counters: new FleetCounters(), close: () => nodes.close() };
 }

@@ -22,20 +22,27 @@ async function snapshotsNewestFirst(svc: NodeService, id: string) {
   return tl as [SnapshotInfo, ...SnapshotInfo[]];
 }
 
-/** The rest of the timeline follows the sandbox (each export is incremental: mostly chunks the store holds); one that fails is logged, not fatal. */
-async function moveTimeline(fleet: FleetService, a: NodeService, b: NodeService, to: string, older: SnapshotInfo[], logger: Logger | undefined): Promise<number> {
+/**
+ * Snapshots of a sandbox's timeline follow it from `a` to `b` (node `to`),
+ * as ordinary snapshots there; each export is incremental (mostly chunks
+ * the store holds). One that fails is logged and named in `failed`, not
+ * fatal: the others still go.
+ */
+export async function moveTimeline(fleet: FleetService, a: NodeService, b: NodeService, to: string, snaps: SnapshotInfo[], logger: Logger | undefined): Promise<{ bytes: number; failed: string[] }> {
   let bytes = 0;
-  for (const snap of older) {
+  const failed: string[] = [];
+  for (const snap of snaps) {
     try {
       const exp = await a.exportSnapshot(snap.id);
       bytes += exp.bytesUploaded;
       await b.importSnapshot(exp.manifest);
       await fleet.store.place('snapshot', snap.id, to);
     } catch (err) {
+      failed.push(snap.id);
       logger?.warn('a timeline snapshot did not follow its sandbox', { snapshot: snap.id, to, error: String(err) });
     }
   }
-  return bytes;
+  return { bytes, failed };
 }
 
 /**
@@ -102,7 +109,7 @@ export async function migrateSandbox(fleet: FleetService, id: string, opts: { to
     await fleet.store.place('snapshot', snap.id, target.node);
     if (ahead) await fleet.store.place('snapshot', ahead.id, target.node);
     const after = wasRunning ? await b.resume(id) : await b.get(id);
-    const timelineBytes = await moveTimeline(fleet, a, b, target.node, older.filter((o) => o.id !== ahead?.id), opts.logger);
+    const { bytes: timelineBytes } = await moveTimeline(fleet, a, b, target.node, older.filter((o) => o.id !== ahead?.id), opts.logger);
     await a.delete(id).catch((err: unknown) => opts.logger?.warn('the source copy of a moved sandbox was not deleted', { sandbox: id, node: from, error: String(err) }));
     const bytesUploaded = (copied?.bytesUploaded ?? 0) + exported.bytesUploaded + timelineBytes;
     opts.logger?.info('sandbox moved', { sandbox: id, from, to: target.node, bytesUploaded, snapshots: older.length + 1 });

@@ -17,6 +17,8 @@ export interface NodeDirectory {
   all(): Promise<NodeRecord[]>;
   /** The contract of a node; UNAVAILABLE when it is unknown, lost or silent past the deadline. */
   client(nodeId: string): Promise<NodeService>;
+  /** The contract of a node heard from within the deadline, lost or not (a lost node that came back is reconciled through it); UNAVAILABLE otherwise. */
+  reach(nodeId: string): Promise<NodeService>;
   /** Memory this control plane placed on each node since that node's last heartbeat (see chooseNode). */
   placedSince(): ReadonlyMap<string, number>;
   /** Counts a placement until the node's next heartbeat. */

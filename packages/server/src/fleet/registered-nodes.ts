@@ -70,9 +70,17 @@ export class RegisteredNodes implements NodeDirectory {
   }
 
   async client(nodeId: string): Promise<NodeService> {
+    return this.#clientOf(nodeId, false);
+  }
+
+  async reach(nodeId: string): Promise<NodeService> {
+    return this.#clientOf(nodeId, true);
+  }
+
+  async #clientOf(nodeId: string, evenLost: boolean): Promise<NodeService> {
     const n = await this.#o.store.node(nodeId);
     if (!n) throw nodeUnavailable(nodeId, 'is not in the fleet');
-    if (n.state === 'lost') throw nodeUnavailable(nodeId, 'is lost');
+    if (n.state === 'lost' && !evenLost) throw nodeUnavailable(nodeId, 'is lost');
     if (!isLive({ ...n, state: 'active' }, Date.now(), this.#o.deadlineMs)) throw nodeUnavailable(nodeId, 'has not been heard from');
     // Keyed by what the client is made of, not by the sealed bytes (a seal is new each time): a client is
     // replaced only when the node's address or token really changed, never under calls in flight.

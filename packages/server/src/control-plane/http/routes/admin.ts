@@ -23,7 +23,7 @@ const tenantParam = (raw: string) => validate(TenantName, raw);
 async function fleetMetrics(fleet: Fleet): Promise<string> {
   const nodes = await fleet.nodes.all();
   const placed = new Map(await Promise.all(nodes.map(async (n) => [n.id, (await fleet.service.store.placedOn('sandbox', n.id)).length] as const)));
-  return renderFleetMetrics(nodes, placed, Date.now(), fleet.nodes.deadlineMs);
+  return renderFleetMetrics(nodes, placed, Date.now(), fleet.nodes.deadlineMs) + fleet.counters.render();
 }
 
 /**
