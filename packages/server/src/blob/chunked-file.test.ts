@@ -5,34 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import type { BlobStore } from './blob-store.js';
+import { CountingBlobStore } from '../testing/counting-blob-store.js';
 import { readChunked, writeChunked } from './chunked.js';
 import { writeChunkedFile } from './chunked-file.js';
 import { pseudoRandom } from '../testing/pseudo-random.js';
-
-/** A memory store counting puts and has() calls (logic only; real stores pass the conformance suite). */
-class MemoryStore implements BlobStore {
-  readonly objects = new Map<string, Uint8Array>();
-  puts = 0;
-  async put(key: string, data: Uint8Array) {
-    this.puts++;
-    this.objects.set(key, Uint8Array.from(data));
-  }
-  async get(key: string) {
-    return this.objects.get(key);
-  }
-  async has(key: string) {
-    return this.objects.has(key);
-  }
-  async *list(prefix: string) {
-    yield* [...this.objects.keys()].filter((k) => k.startsWith(prefix)).sort();
-  }
-  async delete(key: string) {
-    this.objects.delete(key);
-  }
-  describe() {
-    return 'memory';
-  }
-}
 
 const CDC = { min: 1024, avg: 4096, max: 16384 };
 
@@ -67,13 +43,13 @@ test('writeChunkedFile: with a reference, the chunks are exactly those writeChun
     const edit = fc.record({ kind: fc.constantFrom('overwrite' as const, 'insert' as const, 'delete' as const, 'append' as const), at: fc.nat(), len: fc.integer({ min: 1, max: 20000 }), seed: fc.nat() });
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 0, max: 200_000 }), fc.nat(), fc.array(edit, { maxLength: 4 }), async (n, seed, edits) => {
-        const store = new MemoryStore();
+        const store = new CountingBlobStore();
         const base = pseudoRandom(n, seed);
         const next = applyEdits(base, edits);
         await writeFile(join(dir, 'ref'), base);
         await writeFile(join(dir, 'new'), next);
         const ref = await writeChunked(store, once(base), { cdc: CDC });
-        const plain = await writeChunked(new MemoryStore(), once(next), { cdc: CDC });
+        const plain = await writeChunked(new CountingBlobStore(), once(next), { cdc: CDC });
         const guided = await writeChunkedFile(store, join(dir, 'new'), { cdc: CDC, reference: { path: join(dir, 'ref'), object: ref.object } });
         assert.deepEqual(guided.object, plain.object);
         assert.deepEqual(await readAll(store, guided.object), next);
@@ -88,7 +64,7 @@ test('writeChunkedFile: with a reference, the chunks are exactly those writeChun
 test('writeChunkedFile: the same file again stores nothing; a reference chunk gone from the store fails the write', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'forkd-chunked-file-'));
   try {
-    const store = new MemoryStore();
+    const store = new CountingBlobStore();
     const data = pseudoRandom(300_000, 3);
     await writeFile(join(dir, 'f'), data);
     const ref = await writeChunkedFile(store, join(dir, 'f'), { cdc: CDC });
@@ -107,7 +83,7 @@ test('writeChunkedFile: the same file again stores nothing; a reference chunk go
 test('writeChunkedFile: a file of many read pieces, changed in places, reads back byte for byte', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'forkd-chunked-file-'));
   try {
-    const store = new MemoryStore();
+    const store = new CountingBlobStore();
     const base = pseudoRandom(5 << 20, 8);
     const next = applyEdits(base, [{ kind: 'overwrite', at: 1_500_000, len: 30_000, seed: 1 }, { kind: 'insert', at: 3_000_000, len: 5000, seed: 2 }]);
     await writeFile(join(dir, 'ref'), base);
@@ -115,7 +91,7 @@ test('writeChunkedFile: a file of many read pieces, changed in places, reads bac
     const ref = await writeChunkedFile(store, join(dir, 'ref'), { cdc: CDC });
     const guided = await writeChunkedFile(store, join(dir, 'new'), { cdc: CDC, reference: { path: join(dir, 'ref'), object: ref.object } });
     assert.deepEqual(await readAll(store, guided.object), next);
-    assert.deepEqual(guided.object, (await writeChunked(new MemoryStore(), once(next), { cdc: CDC })).object);
+    assert.deepEqual(guided.object, (await writeChunked(new CountingBlobStore(), once(next), { cdc: CDC })).object);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
