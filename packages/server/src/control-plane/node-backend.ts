@@ -11,7 +11,7 @@ import { newReplicaId, startLeasedJob } from './leased-job.js';
 import type { ControlPlane } from './control-plane.js';
 import { auditNodeEvents } from './node-audit.js';
 import { restoreLostSandboxes } from '../fleet/restore-lost.js';
-import { reconcileReturnedNodes } from '../fleet/returned-nodes.js';
+import { clearTombstones, reconcileReturnedNodes } from '../fleet/returned-nodes.js';
 import { exportPass } from '../fleet/export-loop.js';
 import { inClusterApi } from '../fleet/kubernetes-api.js';
 import { startKubernetesDiscovery } from '../fleet/kubernetes-nodes.js';
@@ -57,6 +57,7 @@ export async function fleetOf(config: ForkdConfig, control: ControlPlane, logger
     startLeasedJob({ leases: control.store, name: 'fleet:lost-nodes', holder, everyMs: lostEvery, ttlMs: lostEvery * 3, logger, run: async () => {
       await markLostNodes({ store: control.store, lostMs: config.fleet.lostS * 1000, logger, onLost });
       await reconcileReturnedNodes({ fleet: fleet.service, deadlineMs: config.fleet.deadlineS * 1000, file, counters: fleet.counters, logger });
+      await clearTombstones(fleet.service);
     } }),
   ];
   const exportEvery = config.fleet.exportIntervalS * 1000;

@@ -1,6 +1,7 @@
 import { ForkdError, Limits, SNAPSHOT_ID_PATTERN, type BuildTemplateRequest } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
 import type { FleetService } from './fleet-service.js';
+import { DELETED_UNDER } from './fleet-store.js';
 
 /** Calls whose first argument is a sandbox id: they go to the node holding it, as they are. */
 const BY_SANDBOX = [
@@ -44,6 +45,8 @@ export function fleetNode(fleet: FleetService): NodeService {
     async delete(id) {
       const { svc } = await fleet.locate('sandbox', id);
       await svc.delete(id);
+      // A lost node may hold a stale copy (it was restored from there): it must not come back to life with that node.
+      if ((await fleet.store.listNodes()).some((n) => n.state === 'lost')) await fleet.store.place('deleted', id, DELETED_UNDER);
       await fleet.store.unplace('sandbox', id);
     },
     async snapshot(id, opts) {

@@ -44,7 +44,15 @@ export interface FleetStore {
   releaseLease(name: string, holder: string): Promise<void>;
 }
 
-export type PlacedKind = 'sandbox' | 'snapshot' | 'template';
+/**
+ * `deleted`: a sandbox deleted while some node was lost, under the node
+ * `*` (a tombstone): that node may come back holding a stale copy, which
+ * must then go too (returned-nodes.ts); cleared once no node is lost.
+ */
+export type PlacedKind = 'sandbox' | 'snapshot' | 'template' | 'deleted';
+
+/** The node every tombstone (PlacedKind `deleted`) is placed under. */
+export const DELETED_UNDER = '*';
 
 export interface NodeRecord {
   id: string;

@@ -75,8 +75,9 @@ function podsAnswer(pods: () => unknown, tokens: () => string) {
   };
 }
 
+/** A node holding no sandboxes yet (one that does starts lost until reconciled: returned-nodes.test.ts). */
 function fakeNode(free: number, fail = false): NodeClient {
-  const stats: NodeStats = { snapshots: 0, snapshotBytes: 0, poolUsedBytes: GB, poolSizeBytes: 64 * GB, warmPoolHeld: 0, handlerFaults: {}, memoryCapBytes: 16 * GB, memoryCommittedBytes: 16 * GB - free, cpus: 4, running: 1, paused: 0 };
+  const stats: NodeStats = { snapshots: 0, snapshotBytes: 0, poolUsedBytes: GB, poolSizeBytes: 64 * GB, warmPoolHeld: 0, handlerFaults: {}, memoryCapBytes: 16 * GB, memoryCommittedBytes: 16 * GB - free, cpus: 4, running: 0, paused: 0 };
   return { stats: async () => (fail ? Promise.reject(new Error('connection refused')) : stats), templates: async () => [{ name: 'base' }], close() {} } as unknown as NodeClient;
 }
 

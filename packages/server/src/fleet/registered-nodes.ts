@@ -42,7 +42,13 @@ export class RegisteredNodes implements NodeDirectory {
     this.#o = o;
   }
 
-  /** Records a heartbeat: a new node is active; a known one keeps its state (a drain or a lost mark is the operator's to lift). */
+  /**
+   * Records a heartbeat: a known node keeps its state (a drain is the
+   * operator's to lift, a lost mark reconciliation's); a new node is active,
+   * unless it already holds sandboxes: it may be a lost node that was
+   * removed and came back with stale copies, so it starts lost and is
+   * served once reconciled (returned-nodes.ts), a few seconds later.
+   */
   async heartbeat(hb: NodeHeartbeat, now = new Date()): Promise<NodeRecord> {
     const old = await this.#o.store.node(hb.id);
     const at = now.toISOString();
@@ -50,7 +56,7 @@ export class RegisteredNodes implements NodeDirectory {
       id: hb.id,
       url: hb.url,
       sealedToken: old && this.#opened(old) === hb.token ? old.sealedToken : this.#o.cipher.seal(hb.token, tokenAad(hb.id)).toString('base64'),
-      state: old?.state ?? 'active',
+      state: old?.state ?? (hb.capacity.running + hb.capacity.paused > 0 ? 'lost' : 'active'),
       capacity: hb.capacity,
       registeredAt: old?.registeredAt ?? at,
       lastSeenAt: at,

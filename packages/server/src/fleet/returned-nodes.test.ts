@@ -6,7 +6,9 @@ import { FakeTransferNode, fakeSnapshot, type FakeBlobs } from '../testing/fake-
 import { MemoryFleetStore } from '../testing/memory-fleet-store.js';
 import { testCipher } from '../testing/test-cipher.js';
 import { openFleet } from './fleet.js';
-import { reconcileReturnedNodes } from './returned-nodes.js';
+import { clearTombstones, reconcileReturnedNodes } from './returned-nodes.js';
+import { DELETED_UNDER } from './fleet-store.js';
+import { ForkdError } from '@forkd/protocol';
 
 const capacity = { memoryBytes: 8 * 2 ** 30, memoryFreeBytes: 4 * 2 ** 30, cpus: 4, poolFreeBytes: 10 * 2 ** 30, running: 0, paused: 0, templates: ['base'] };
 
@@ -96,4 +98,34 @@ test('a returned node whose list fails stays lost (nothing of it served) until a
   nodes.a.failing.delete('list');
   assert.deepEqual(await reconcileReturnedNodes(opts), ['a']);
   assert.equal(nodes.a.sandboxes.has('sbx-s1s1s1s1s1s1'), false);
+});
+
+test('a sandbox deleted while its old node was lost stays deleted when that node comes back; tombstones go once no node is lost', async () => {
+  const { nodes, store, fleet, beat, opts } = await lostAndRestored();
+  await fleet.node.delete('sbx-s1s1s1s1s1s1');
+  assert.equal(await store.placement('deleted', 'sbx-s1s1s1s1s1s1'), DELETED_UNDER, 'deleted while a was lost: a tombstone');
+  await beat('a');
+  assert.deepEqual(await reconcileReturnedNodes(opts), ['a']);
+  assert.equal(nodes.a.sandboxes.has('sbx-s1s1s1s1s1s1'), false, 'the copy on a went too');
+  await assert.rejects(fleet.node.get('sbx-s1s1s1s1s1s1'), (e: unknown) => e instanceof ForkdError && e.code === 'NOT_FOUND');
+  assert.equal(fleet.counters.count('discarded'), 1);
+  // No node lost now: a delete leaves no tombstone, and the old ones are cleared.
+  await store.place('deleted', 'sbx-oldoldoldold', DELETED_UNDER);
+  await clearTombstones(fleet.service);
+  assert.deepEqual(await store.placedOn('deleted', DELETED_UNDER), []);
+  await fleet.node.delete('sbx-s2s2s2s2s2s2');
+  assert.deepEqual(await store.placedOn('deleted', DELETED_UNDER), []);
+});
+
+test('a node new to the fleet that already holds sandboxes starts lost and is reconciled before it is served; an empty one is active at once', async () => {
+  const { nodes, store, fleet, opts } = await lostAndRestored();
+  // a was removed while lost (forkd nodes rm) and comes back as a stranger.
+  await store.removeNode('a');
+  await fleet.nodes.heartbeat({ id: 'a', url: 'http://a.test', token: 'fnt_token-of-a-0123456789', capacity: { ...capacity, running: 3 } });
+  assert.equal((await store.node('a'))?.state, 'lost');
+  assert.deepEqual(await reconcileReturnedNodes(opts), ['a']);
+  assert.equal(nodes.a.sandboxes.has('sbx-s1s1s1s1s1s1'), false, 'its stale copy of s1 (restored on b) was merged, not served twice');
+  await store.removeNode('b');
+  await fleet.nodes.heartbeat({ id: 'b', url: 'http://b.test', token: 'fnt_token-of-b-0123456789', capacity });
+  assert.equal((await store.node('b'))?.state, 'active');
 });

@@ -4,7 +4,7 @@ import type { NodeService } from '../node-contract/node-service.js';
 import type { Logger } from '../shared/logger.js';
 import type { FleetCounters, ReturnOutcome } from './fleet-counters.js';
 import type { FleetService } from './fleet-service.js';
-import type { NodeRecord } from './fleet-store.js';
+import { DELETED_UNDER, type NodeRecord } from './fleet-store.js';
 import { moveTimeline } from './migrate.js';
 import { newestFirst } from './newest-first.js';
 
@@ -52,11 +52,16 @@ export async function reconcileReturnedNodes(o: ReturnedNodesOptions): Promise<s
 async function reconcileNode(o: ReturnedNodesOptions, n: NodeRecord): Promise<void> {
   const a = await o.fleet.directory.reach(n.id);
   const held = await a.list();
-  const tally: Record<ReturnOutcome, number> = { reclaimed: 0, merged: 0, kept: 0 };
+  const tally: Record<ReturnOutcome, number> = { reclaimed: 0, merged: 0, kept: 0, discarded: 0 };
   for (const s of held) {
     const placed = await o.fleet.store.placement('sandbox', s.id);
+    const deleted = placed === undefined && (await o.fleet.store.placement('deleted', s.id)) !== undefined;
     // Placed here (never restored elsewhere), or unknown to the fleet (made behind its back): the node's own.
-    const outcome = placed === undefined || placed === n.id ? reclaim(o, n, s, placed) : await settleStaleCopy(o, { node: n.id, svc: a }, s, placed);
+    const outcome = deleted
+      ? await discardDeleted(o, { node: n.id, svc: a }, s)
+      : placed === undefined || placed === n.id
+        ? reclaim(o, n, s, placed)
+        : await settleStaleCopy(o, { node: n.id, svc: a }, s, placed);
     tally[outcome]++;
     o.counters?.sandbox(outcome);
   }
@@ -98,6 +103,31 @@ async function settleStaleCopy(o: ReturnedNodesOptions, a: { node: string; svc: 
     event(o, s.id, e.code, `node ${a.node} came back with a stale copy of this sandbox (restored on ${to} while it was lost); merging it failed (${e.message}): it is kept on ${a.node}, ${paused ? 'paused' : 'its pause failed too'}`);
     return 'kept';
   }
+}
+
+/**
+ * The copy of a sandbox that was restored elsewhere and then deleted there
+ * by its owner while this node was lost: the owner's delete reaches it too.
+ * A failing delete keeps it (paused when possible) for the next pass.
+ */
+async function discardDeleted(o: ReturnedNodesOptions, a: { node: string; svc: NodeService }, s: SandboxInfo): Promise<ReturnOutcome> {
+  try {
+    await a.svc.delete(s.id);
+    await o.fleet.store.unplace('deleted', s.id);
+    event(o, s.id, 'OK', `node ${a.node} came back with a copy of this sandbox, which was deleted while the node was lost: the copy was deleted too`);
+    return 'discarded';
+  } catch (err) {
+    const e = toForkdError(err);
+    if (s.state === 'running') await a.svc.pause(s.id).catch(() => {});
+    o.logger?.error('a copy of a deleted sandbox could not be deleted: kept on its node', { sandbox: s.id, node: a.node, error: e.message });
+    return 'kept';
+  }
+}
+
+/** Tombstones matter only while a node is lost: with none lost, they go. */
+export async function clearTombstones(fleet: FleetService): Promise<void> {
+  if ((await fleet.store.listNodes()).some((n) => n.state === 'lost')) return;
+  for (const id of await fleet.store.placedOn('deleted', DELETED_UNDER)) await fleet.store.unplace('deleted', id);
 }
 
 function event(o: ReturnedNodesOptions, sandboxId: string, code: SandboxEvent['code'], detail: string): void {
