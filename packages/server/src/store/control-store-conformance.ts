@@ -183,6 +183,23 @@ export function controlStoreConformance(name: string, open: () => Promise<Contro
       assert.equal(await store.deleteSecret('acme', 'TOKEN'), false);
       assert.ok(await store.secret('beta', 'TOKEN'));
     });
+
+    test('quota reservations: per tenant, bound sandboxes appended, dropped; expired ones are not listed', async () => {
+      const demand = { runningSandboxes: 1, memoryMb: 512, cpus: 1, diskMb: 1024, snapshots: 0 };
+      await store.putReservation({ id: 'qr-1', tenant: 'acme', demand }, 60_000);
+      await store.putReservation({ id: 'qr-2', tenant: 'acme', demand: { ...demand, runningSandboxes: 3 } }, 60_000);
+      await store.putReservation({ id: 'qr-3', tenant: 'beta', demand }, 60_000);
+      await store.putReservation({ id: 'qr-4', tenant: 'acme', demand }, 1);
+      await Promise.all([store.bindReservation('qr-2', 'sbx-a'), store.bindReservation('qr-2', 'sbx-b')]);
+      await new Promise((r) => setTimeout(r, 20));
+      const got = await store.reservations('acme');
+      assert.deepEqual(got.map((r) => [r.id, r.tenant, r.demand.runningSandboxes, [...r.sandboxIds].sort()]), [['qr-1', 'acme', 1, []], ['qr-2', 'acme', 3, ['sbx-a', 'sbx-b']]]);
+      assert.deepEqual(got[0]!.demand, demand);
+      await store.dropReservation('qr-1');
+      await store.dropReservation('qr-1');
+      assert.deepEqual((await store.reservations('acme')).map((r) => r.id), ['qr-2']);
+      assert.deepEqual((await store.reservations('beta')).map((r) => r.id), ['qr-3']);
+    });
   });
 
   test(`ControlStore conformance: ${name}: close settles, and a fresh store is empty; ping answers while it is open, not after`, async () => {

@@ -1,5 +1,6 @@
 import type { FleetStore } from '../fleet/fleet-store.js';
 import type { SecretRecords } from './secret-records.js';
+import type { QuotaRecords } from './quota-records.js';
 import type { AuditQuery, AuditRecord, PolicyDocument, PolicyScope, TenantLimits } from '@forkd/protocol';
 
 export interface KeyRecord {
@@ -19,7 +20,7 @@ export interface KeyRecord {
  * tenant owns, what was done, and its fleet. SQLite embedded, PostgreSQL
  * (FORKD_DATABASE_URL) when several control-plane replicas share it.
  */
-export interface ControlStore extends SecretRecords, FleetStore {
+export interface ControlStore extends SecretRecords, FleetStore, QuotaRecords {
   insertKey(rec: KeyRecord): Promise<void>;
   keyByHash(hash: string): Promise<KeyRecord | undefined>;
   listKeys(tenant?: string): Promise<KeyRecord[]>;

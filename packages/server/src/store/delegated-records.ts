@@ -1,18 +1,21 @@
 import type { ExportRecord, FleetStore, NodeRecord, NodeState, PlacedKind } from '../fleet/fleet-store.js';
 import type { GrantRecord, SecretRecord, SecretRecords } from './secret-records.js';
+import type { QuotaRecords, QuotaReservationRecord } from './quota-records.js';
 
 /**
  * The part of a ControlStore each database keeps in a records class of its
- * own (sealed secrets and grants; the fleet), handed on as it is: said once
+ * own (sealed secrets and grants; the fleet; quota reservations), handed on as it is: said once
  * for the SQLite and the PostgreSQL stores, which extend it.
  */
-export abstract class DelegatedRecords implements SecretRecords, FleetStore {
+export abstract class DelegatedRecords implements SecretRecords, FleetStore, QuotaRecords {
   readonly #secrets: SecretRecords;
   readonly #fleet: FleetStore;
+  readonly #quota: QuotaRecords;
 
-  constructor(secrets: SecretRecords, fleet: FleetStore) {
+  constructor(secrets: SecretRecords, fleet: FleetStore, quota: QuotaRecords) {
     this.#secrets = secrets;
     this.#fleet = fleet;
+    this.#quota = quota;
   }
 
   putSecret(tenant: string, name: string, sealed: Buffer, at: string): Promise<void> { return this.#secrets.putSecret(tenant, name, sealed, at); }
@@ -37,4 +40,9 @@ export abstract class DelegatedRecords implements SecretRecords, FleetStore {
   exportOf(snapshotId: string): Promise<ExportRecord | undefined> { return this.#fleet.exportOf(snapshotId); }
   tryLease(name: string, holder: string, ttlMs: number): Promise<boolean> { return this.#fleet.tryLease(name, holder, ttlMs); }
   releaseLease(name: string, holder: string): Promise<void> { return this.#fleet.releaseLease(name, holder); }
+
+  putReservation(r: Omit<QuotaReservationRecord, 'sandboxIds'>, ttlMs: number): Promise<void> { return this.#quota.putReservation(r, ttlMs); }
+  reservations(tenant: string): Promise<QuotaReservationRecord[]> { return this.#quota.reservations(tenant); }
+  bindReservation(id: string, sandboxId: string): Promise<void> { return this.#quota.bindReservation(id, sandboxId); }
+  dropReservation(id: string): Promise<void> { return this.#quota.dropReservation(id); }
 }

@@ -4,6 +4,7 @@ import { toAudit, toKey, type AuditRow, type KeyRow } from './control-rows.js';
 import { openPostgres, type Sql } from './pg-open.js';
 import { PG_MIGRATIONS } from './pg-migrations.js';
 import { PgFleetRecords } from './pg-fleet-records.js';
+import { PgQuotaRecords } from './pg-quota-records.js';
 import { DelegatedRecords } from './delegated-records.js';
 import { PgSecretRecords } from './pg-secret-records.js';
 
@@ -17,7 +18,7 @@ export class PgControlStore extends DelegatedRecords implements ControlStore {
   readonly #sql: Sql;
 
   private constructor(sql: Sql) {
-    super(new PgSecretRecords(sql), new PgFleetRecords(sql));
+    super(new PgSecretRecords(sql), new PgFleetRecords(sql), new PgQuotaRecords(sql));
     this.#sql = sql;
   }
 

@@ -110,4 +110,13 @@ export const PG_MIGRATIONS: readonly string[] = [
      holder TEXT COLLATE "C" NOT NULL,
      expires_at TIMESTAMPTZ NOT NULL
    );`,
+  // Quota reservations of operations in flight, seen by every replica (store/quota-records.ts).
+  `CREATE TABLE quota_reservations (
+     id TEXT COLLATE "C" PRIMARY KEY,
+     tenant TEXT COLLATE "C" NOT NULL,
+     demand JSONB NOT NULL,
+     sandbox_ids JSONB NOT NULL,
+     expires_at TIMESTAMPTZ NOT NULL
+   );
+   CREATE INDEX quota_reservations_by_tenant ON quota_reservations (tenant);`,
 ];

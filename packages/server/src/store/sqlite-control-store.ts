@@ -6,6 +6,7 @@ import { openSqlite } from './sqlite-open.js';
 import { toAudit, toKey, type AuditRow, type KeyRow } from './control-rows.js';
 import { SECRET_MIGRATION, SqliteSecretRecords } from './sqlite-secret-records.js';
 import { FLEET_MIGRATION, SqliteFleetRecords } from './sqlite-fleet-records.js';
+import { QUOTA_MIGRATION, SqliteQuotaRecords } from './sqlite-quota-records.js';
 import { DelegatedRecords } from './delegated-records.js';
 
 const MIGRATIONS = [
@@ -78,6 +79,8 @@ const MIGRATIONS = [
   templateSettingsByKey('policies', 'id', 'policy') + templateSettingsByKey('network_settings', 'name', 'setting'),
   // Nodes, placement, exports and leases (fleet/fleet-store.ts).
   FLEET_MIGRATION,
+  // Quota reservations of operations in flight (store/quota-records.ts).
+  QUOTA_MIGRATION,
 ];
 
 /**
@@ -101,7 +104,7 @@ export class SqliteControlStore extends DelegatedRecords implements ControlStore
 
   constructor(file: string) {
     const db = openSqlite(file, MIGRATIONS);
-    super(new SqliteSecretRecords(db), new SqliteFleetRecords(db));
+    super(new SqliteSecretRecords(db), new SqliteFleetRecords(db), new SqliteQuotaRecords(db));
     this.#db = db;
     this.#hashOldTokens();
   }

@@ -39,11 +39,12 @@ export function quotaGate(svc: NodeService, store: ControlStore, quotas: TenantQ
     try {
       return await fn();
     } finally {
-      r.release();
+      // A release that fails leaves the reservation to expire (RESERVATION_TTL_MS): it can only refuse, never over-admit.
+      await r.release().catch(() => {});
     }
   };
-  const claiming = (r: Reservation, claim: ClaimSandbox | undefined): ClaimSandbox => (id) => {
-    r.bind(id);
+  const claiming = (r: Reservation, claim: ClaimSandbox | undefined): ClaimSandbox => async (id) => {
+    await r.bind(id);
     return claim?.(id);
   };
   /** A call that may bring a paused (or lost) sandbox back to running: its CPU and memory count again. */

@@ -19,16 +19,16 @@ test('the last slot goes to one of two calls in flight; a bound sandbox counts o
   // The first create is still starting: the second call for the same (last) slot is refused.
   await assert.rejects(q.admit('acme', newSandboxDemand(limits), async () => held), exhausted);
   // Its record appears (bound): still counted once.
-  first.bind('sbx-2');
+  await first.bind('sbx-2');
   const recorded: TenantHoldings = { sandboxes: [box('sbx-1'), box('sbx-2', 'creating')], snapshots: 0 };
-  assert.equal(q.usage('acme', recorded).runningSandboxes, 2);
-  first.release();
-  assert.equal(q.usage('acme', recorded).runningSandboxes, 2);
+  assert.equal((await q.usage('acme', recorded)).runningSandboxes, 2);
+  await first.release();
+  assert.equal((await q.usage('acme', recorded)).runningSandboxes, 2);
   // A neighbour tenant has the server's default.
-  (await q.admit('beta', newSandboxDemand(limits), async () => recorded)).release();
+  await (await q.admit('beta', newSandboxDemand(limits), async () => recorded)).release();
   assert.equal((await q.limits('beta')).runningSandboxes, 5);
   // A delete frees the slot.
-  (await q.admit('acme', newSandboxDemand(limits), async () => held)).release();
+  await (await q.admit('acme', newSandboxDemand(limits), async () => held)).release();
   await store.setTenantLimits('acme', {});
   assert.equal((await q.limits('acme')).runningSandboxes, 5);
   await store.close();
@@ -51,7 +51,35 @@ test('checks of one tenant run one at a time though reading its holdings is slow
   assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
   for (const r of results) if (r.status === 'rejected') assert.ok(exhausted(r.reason as ForkdError));
   // A refusal does not wedge the queue; another tenant never waited for it.
-  (results.find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ release(): void }>).value.release();
-  (await q.admit('acme', newSandboxDemand(limits), async () => held)).release();
+  await (results.find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ release(): Promise<void> }>).value.release();
+  await (await q.admit('acme', newSandboxDemand(limits), async () => held)).release();
+  await store.close();
+});
+
+test('two control-plane replicas on one store: of calls for the last slot made on both at once, one wins; what one reserved the other counts', async () => {
+  const store = new SqliteControlStore(':memory:');
+  const [r1, r2] = [new TenantQuotas(store, { ...UNLIMITED, runningSandboxes: 2 }), new TenantQuotas(store, { ...UNLIMITED, runningSandboxes: 2 })];
+  const held: TenantHoldings = { sandboxes: [box('sbx-1')], snapshots: 0 };
+  let reading = 0;
+  let overlapped = false;
+  const slow = async () => {
+    if (++reading > 1) overlapped = true;
+    await sleep(15);
+    reading--;
+    return held;
+  };
+  const results = await Promise.allSettled([r1, r2, r1, r2].map((q) => q.admit('acme', newSandboxDemand(limits), slow)));
+  assert.equal(overlapped, false, 'the replicas never checked the tenant at once');
+  assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
+  const won = (results.find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ bind(id: string): Promise<void>; release(): Promise<void> }>).value;
+  assert.equal((await r2.usage('acme', held)).runningSandboxes, 2, 'either replica counts the reservation');
+  await won.bind('sbx-2');
+  const recorded: TenantHoldings = { sandboxes: [box('sbx-1'), box('sbx-2', 'creating')], snapshots: 0 };
+  assert.equal((await r1.usage('acme', recorded)).runningSandboxes, 2, 'bound: counted once');
+  await won.release();
+  assert.equal((await r2.usage('acme', held)).runningSandboxes, 1, 'released: the slot is free on every replica');
+  // Unlimited demand takes no lease and stores nothing.
+  await (await r1.admit('acme', { ...newSandboxDemand(limits), runningSandboxes: 0, memoryMb: 0, cpus: 0, diskMb: 0, snapshots: 1 }, slow)).release();
+  assert.deepEqual(await store.reservations('acme'), []);
   await store.close();
 });

@@ -13,7 +13,7 @@ async function limitsInfo({ svc, control }: RouteDeps, tenant: string): Promise<
     tenant,
     limits: await control.quotas.limits(tenant),
     overrides: await control.quotas.overrides(tenant),
-    usage: control.quotas.usage(tenant, await tenantHoldings(svc, control.store, tenant)),
+    usage: await control.quotas.usage(tenant, await tenantHoldings(svc, control.store, tenant)),
   };
 }
 
