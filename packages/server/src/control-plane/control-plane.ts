@@ -62,7 +62,7 @@ export async function openControlPlane(config: ForkdConfig, logger?: Logger): Pr
     quotas: new TenantQuotas(store, config.tenantLimits, config.defaultDiskMb),
     cipher: new SecretCipher(secretKey),
     e2bTokens: await AccessTokens.open(config.stateDir, secretKey),
-    policy: newPolicyRuntime({ webhook: config.approvalWebhook, logger }),
+    policy: newPolicyRuntime({ webhook: config.approvalWebhook, logger, store }),
     close: async () => {
       await stopRetention();
       await store.close();

@@ -200,6 +200,31 @@ export function controlStoreConformance(name: string, open: () => Promise<Contro
       assert.deepEqual((await store.reservations('acme')).map((r) => r.id), ['qr-2']);
       assert.deepEqual((await store.reservations('beta')).map((r) => r.id), ['qr-3']);
     });
+
+    test('approvals: listed oldest first per tenant until decided or expired; decided once, by the right tenant; decisions read back', async () => {
+      // Minutes from now (a put sweeps what expired by the wall clock).
+      const t0 = Date.now();
+      const at = (m: number) => new Date(t0 + m * 60_000).toISOString();
+      const info = (id: string, tenant: string, created: number, expires: number) => ({ id, sandbox: 'sbx-a', tenant, kind: 'exec', command: 'git push', rule: 'r', createdAt: at(created), expiresAt: at(expires) });
+      await store.putApproval(info('apr-2', 'acme', 2, 60));
+      await store.putApproval({ ...info('apr-1', 'acme', 1, 60), context: { env: { A: '1' }, cwd: '/root' } });
+      await store.putApproval(info('apr-3', 'beta', 3, 60));
+      await store.putApproval(info('apr-old', 'acme', 0, 5));
+      const now = at(10);
+      assert.deepEqual((await store.pendingApprovals('acme', now)).map((a) => a.id), ['apr-1', 'apr-2']);
+      assert.deepEqual((await store.pendingApprovals(undefined, now)).map((a) => a.id), ['apr-1', 'apr-2', 'apr-3']);
+      assert.deepEqual((await store.pendingApprovals('acme', now))[0]!.context, { env: { A: '1' }, cwd: '/root' });
+      assert.equal(await store.decideApproval('apr-1', 'approved', 'beta', now), undefined, "another tenant's");
+      assert.equal(await store.decideApproval('apr-old', 'approved', undefined, now), undefined, 'expired');
+      assert.equal((await store.decideApproval('apr-1', 'approved', 'acme', now))?.id, 'apr-1');
+      assert.equal(await store.decideApproval('apr-1', 'denied', undefined, now), undefined, 'once');
+      assert.equal((await store.decideApproval('apr-3', 'denied', undefined, now))?.tenant, 'beta');
+      assert.deepEqual([...(await store.approvalDecisions(['apr-1', 'apr-2', 'apr-3', 'apr-none']))].sort(), [['apr-1', 'approved'], ['apr-3', 'denied']]);
+      assert.deepEqual((await store.pendingApprovals(undefined, now)).map((a) => a.id), ['apr-2']);
+      for (const id of ['apr-1', 'apr-2', 'apr-3', 'apr-old']) await store.dropApproval(id);
+      assert.deepEqual(await store.pendingApprovals(undefined, at(0)), []);
+      assert.deepEqual(await store.approvalDecisions([]), new Map());
+    });
   });
 
   test(`ControlStore conformance: ${name}: close settles, and a fresh store is empty; ping answers while it is open, not after`, async () => {

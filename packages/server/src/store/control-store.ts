@@ -1,6 +1,7 @@
 import type { FleetStore } from '../fleet/fleet-store.js';
 import type { SecretRecords } from './secret-records.js';
 import type { QuotaRecords } from './quota-records.js';
+import type { ApprovalRecords } from './approval-records.js';
 import type { AuditQuery, AuditRecord, PolicyDocument, PolicyScope, TenantLimits } from '@forkd/protocol';
 
 export interface KeyRecord {
@@ -20,7 +21,7 @@ export interface KeyRecord {
  * tenant owns, what was done, and its fleet. SQLite embedded, PostgreSQL
  * (FORKD_DATABASE_URL) when several control-plane replicas share it.
  */
-export interface ControlStore extends SecretRecords, FleetStore, QuotaRecords {
+export interface ControlStore extends SecretRecords, FleetStore, QuotaRecords, ApprovalRecords {
   insertKey(rec: KeyRecord): Promise<void>;
   keyByHash(hash: string): Promise<KeyRecord | undefined>;
   listKeys(tenant?: string): Promise<KeyRecord[]>;

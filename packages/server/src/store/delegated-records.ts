@@ -1,21 +1,25 @@
 import type { ExportRecord, FleetStore, NodeRecord, NodeState, PlacedKind } from '../fleet/fleet-store.js';
 import type { GrantRecord, SecretRecord, SecretRecords } from './secret-records.js';
 import type { QuotaRecords, QuotaReservationRecord } from './quota-records.js';
+import type { ApprovalDecision, ApprovalRecords } from './approval-records.js';
+import type { ApprovalInfo } from '@forkd/protocol';
 
 /**
  * The part of a ControlStore each database keeps in a records class of its
- * own (sealed secrets and grants; the fleet; quota reservations), handed on as it is: said once
+ * own (sealed secrets and grants; the fleet; quota reservations; approvals), handed on as it is: said once
  * for the SQLite and the PostgreSQL stores, which extend it.
  */
-export abstract class DelegatedRecords implements SecretRecords, FleetStore, QuotaRecords {
+export abstract class DelegatedRecords implements SecretRecords, FleetStore, QuotaRecords, ApprovalRecords {
   readonly #secrets: SecretRecords;
   readonly #fleet: FleetStore;
   readonly #quota: QuotaRecords;
+  readonly #approvals: ApprovalRecords;
 
-  constructor(secrets: SecretRecords, fleet: FleetStore, quota: QuotaRecords) {
+  constructor(secrets: SecretRecords, fleet: FleetStore, quota: QuotaRecords, approvals: ApprovalRecords) {
     this.#secrets = secrets;
     this.#fleet = fleet;
     this.#quota = quota;
+    this.#approvals = approvals;
   }
 
   putSecret(tenant: string, name: string, sealed: Buffer, at: string): Promise<void> { return this.#secrets.putSecret(tenant, name, sealed, at); }
@@ -45,4 +49,10 @@ export abstract class DelegatedRecords implements SecretRecords, FleetStore, Quo
   reservations(tenant: string): Promise<QuotaReservationRecord[]> { return this.#quota.reservations(tenant); }
   bindReservation(id: string, sandboxId: string): Promise<void> { return this.#quota.bindReservation(id, sandboxId); }
   dropReservation(id: string): Promise<void> { return this.#quota.dropReservation(id); }
+
+  putApproval(info: ApprovalInfo): Promise<void> { return this.#approvals.putApproval(info); }
+  pendingApprovals(tenant: string | undefined, now: string): Promise<ApprovalInfo[]> { return this.#approvals.pendingApprovals(tenant, now); }
+  decideApproval(id: string, decision: ApprovalDecision, tenant: string | undefined, now: string): Promise<ApprovalInfo | undefined> { return this.#approvals.decideApproval(id, decision, tenant, now); }
+  approvalDecisions(ids: readonly string[]): Promise<Map<string, ApprovalDecision>> { return this.#approvals.approvalDecisions(ids); }
+  dropApproval(id: string): Promise<void> { return this.#approvals.dropApproval(id); }
 }

@@ -5,6 +5,7 @@ import { openPostgres, type Sql } from './pg-open.js';
 import { PG_MIGRATIONS } from './pg-migrations.js';
 import { PgFleetRecords } from './pg-fleet-records.js';
 import { PgQuotaRecords } from './pg-quota-records.js';
+import { PgApprovalRecords } from './pg-approval-records.js';
 import { DelegatedRecords } from './delegated-records.js';
 import { PgSecretRecords } from './pg-secret-records.js';
 
@@ -18,7 +19,7 @@ export class PgControlStore extends DelegatedRecords implements ControlStore {
   readonly #sql: Sql;
 
   private constructor(sql: Sql) {
-    super(new PgSecretRecords(sql), new PgFleetRecords(sql), new PgQuotaRecords(sql));
+    super(new PgSecretRecords(sql), new PgFleetRecords(sql), new PgQuotaRecords(sql), new PgApprovalRecords(sql));
     this.#sql = sql;
   }
 

@@ -119,4 +119,14 @@ export const PG_MIGRATIONS: readonly string[] = [
      expires_at TIMESTAMPTZ NOT NULL
    );
    CREATE INDEX quota_reservations_by_tenant ON quota_reservations (tenant);`,
+  // Calls waiting for approval, decided through any replica (store/approval-records.ts).
+  `CREATE TABLE approvals (
+     id TEXT COLLATE "C" PRIMARY KEY,
+     tenant TEXT COLLATE "C" NOT NULL,
+     info JSONB NOT NULL,
+     decision TEXT COLLATE "C",
+     created_at TEXT COLLATE "C" NOT NULL,
+     expires_at TEXT COLLATE "C" NOT NULL
+   );
+   CREATE INDEX approvals_by_tenant ON approvals (tenant, created_at);`,
 ];

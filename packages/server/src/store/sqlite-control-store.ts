@@ -7,6 +7,7 @@ import { toAudit, toKey, type AuditRow, type KeyRow } from './control-rows.js';
 import { SECRET_MIGRATION, SqliteSecretRecords } from './sqlite-secret-records.js';
 import { FLEET_MIGRATION, SqliteFleetRecords } from './sqlite-fleet-records.js';
 import { QUOTA_MIGRATION, SqliteQuotaRecords } from './sqlite-quota-records.js';
+import { APPROVAL_MIGRATION, SqliteApprovalRecords } from './sqlite-approval-records.js';
 import { DelegatedRecords } from './delegated-records.js';
 
 const MIGRATIONS = [
@@ -81,6 +82,8 @@ const MIGRATIONS = [
   FLEET_MIGRATION,
   // Quota reservations of operations in flight (store/quota-records.ts).
   QUOTA_MIGRATION,
+  // Calls waiting for approval (store/approval-records.ts).
+  APPROVAL_MIGRATION,
 ];
 
 /**
@@ -104,7 +107,7 @@ export class SqliteControlStore extends DelegatedRecords implements ControlStore
 
   constructor(file: string) {
     const db = openSqlite(file, MIGRATIONS);
-    super(new SqliteSecretRecords(db), new SqliteFleetRecords(db), new SqliteQuotaRecords(db));
+    super(new SqliteSecretRecords(db), new SqliteFleetRecords(db), new SqliteQuotaRecords(db), new SqliteApprovalRecords(db));
     this.#db = db;
     this.#hashOldTokens();
   }

@@ -1,4 +1,5 @@
 import type { Logger } from '../../shared/logger.js';
+import type { ApprovalRecords } from '../../store/approval-records.js';
 import { Approvals } from './approvals.js';
 import { NetworkCuts } from './network-cuts.js';
 
@@ -15,6 +16,7 @@ export interface PolicyRuntime {
   templateOf: Map<string, SandboxTemplate>;
 }
 
-export function newPolicyRuntime(opts: { webhook?: string | undefined; logger?: Logger | undefined } = {}): PolicyRuntime {
+/** With `store` (the control store), calls waiting for approval are seen and decided through every replica. */
+export function newPolicyRuntime(opts: { webhook?: string | undefined; logger?: Logger | undefined; store?: ApprovalRecords | undefined } = {}): PolicyRuntime {
   return { approvals: new Approvals(opts), cuts: new NetworkCuts(opts.logger), templateOf: new Map() };
 }

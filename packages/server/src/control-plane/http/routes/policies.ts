@@ -75,7 +75,7 @@ export const POLICY_ROUTES = [
     path: '/v1/approvals',
     summary: "Calls waiting for approval (a tenant's keys: its own; admin keys: all)",
     response: ok(list('approvals', ApprovalInfo)),
-    handler: (c, deps) => c.json({ approvals: policyRuntime(deps.control).approvals.list(tenantFilter(c)) }),
+    handler: async (c, deps) => c.json({ approvals: await policyRuntime(deps.control).approvals.list(tenantFilter(c)) }),
   }),
   route({
     method: 'post',
@@ -93,8 +93,8 @@ export const POLICY_ROUTES = [
   }),
 ];
 
-function decide(c: Context<AppEnv>, deps: RouteDeps, approve: boolean) {
-  const a = policyRuntime(deps.control).approvals.decide(param(c, 'id'), approve, tenantFilter(c));
+async function decide(c: Context<AppEnv>, deps: RouteDeps, approve: boolean) {
+  const a = await policyRuntime(deps.control).approvals.decide(param(c, 'id'), approve, tenantFilter(c));
   c.set('sandbox', a.sandbox);
   c.set('target', `${a.rule}: ${a.command}`);
   return c.json(a);
