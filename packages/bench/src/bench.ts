@@ -12,7 +12,7 @@ import { streamGapsAcrossSnapshots } from './stream-gap.js';
 import { quotaCostRows } from './quota-cost.js';
 import { cleanupBacklogRows } from './cleanup-backlog.js';
 import { usernsCostRows } from './userns-cost.js';
-import { e2bSdkRows } from './e2b-sdk.js';
+import { codeInterpreterRows, e2bSdkRows } from './e2b-sdk.js';
 import { egressProxyRows } from './egress-proxy.js';
 import { timeProfileRows } from './time-profile.js';
 import { leverRows } from './levers.js';
@@ -267,12 +267,16 @@ async function main(): Promise<void> {
     await density();
     return;
   }
+  if (process.argv.includes('--code-interpreter-only')) {
+    for (const r of await codeInterpreterRows(quick)) console.log(`${r.name}: p50 ${fmt(r.summary.p50)} ${r.unit}, p95 ${fmt(r.summary.p95)} (n ${r.summary.n})`);
+    return;
+  }
   if (process.argv.includes('--transfer-only')) {
     await transferRows(quick);
     return;
   }
   const date = new Date().toISOString();
-  const rows = [...(await coreBench()), ...(await leverRows(quick)), ...(await density()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await cleanupBacklogRows(quick)), ...(await e2bSdkRows(quick)), ...(await egressProxyRows(quick)), ...(await transferRows(quick))];
+  const rows = [...(await coreBench()), ...(await leverRows(quick)), ...(await density()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await cleanupBacklogRows(quick)), ...(await e2bSdkRows(quick)), ...(await codeInterpreterRows(quick)), ...(await egressProxyRows(quick)), ...(await transferRows(quick))];
   const lines = ['| measurement | unit | n | p50 | p95 | min | max | target |', '|---|---|---|---|---|---|---|---|'];
   for (const r of rows) lines.push(`| ${r.name} | ${r.unit} | ${r.summary.n} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${fmt(r.summary.min)} | ${fmt(r.summary.max)} | ${r.target ?? ''} |`);
   console.log(lines.join('\n'));

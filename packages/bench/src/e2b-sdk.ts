@@ -1,7 +1,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { disposeNodeDir, startE2bDaemon, stopDaemonProcess, testConfig, type DaemonProcess } from '@forkd/server/testing';
+import { disposeNodeDir, runSdkChild, startCodeInterpreterDaemon, startE2bDaemon, stopDaemonProcess, testConfig, type DaemonProcess } from '@forkd/server/testing';
 import { summarize, type Summary } from './stats.js';
 
 export interface E2bSdkRow {
@@ -88,6 +88,33 @@ export async function e2bSdkRows(quick: boolean): Promise<E2bSdkRow[]> {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }
+    await stopDaemonProcess(d);
+    await disposeNodeDir(undefined, dir, cfg.config);
+  }
+}
+
+/**
+ * E2B's code interpreter SDK (@e2b/code-interpreter, in a child process: it
+ * trusts the bench's CA from its start) against the code-interpreter
+ * template over HTTPS sandbox hosts on loopback, as an E2B user reaches
+ * E2B's cloud: `49999-{id}.{domain}` through the port proxy to the kernel's
+ * server. The template's build (apt from the host's mirror, warm kernel) is
+ * measured once.
+ */
+export async function codeInterpreterRows(quick: boolean): Promise<E2bSdkRow[]> {
+  const dir = await mkdtemp(join(tmpdir(), 'forkd-bench-ci-'));
+  const cfg = testConfig(dir);
+  let d: DaemonProcess | undefined;
+  try {
+    const c = await startCodeInterpreterDaemon(dir, cfg.env, 'bench.forkd.test');
+    d = c.daemon;
+    const out = (await runSdkChild(c.target, 'code-interpreter-main.js', ['bench', String(quick ? 10 : 100)])) as { firstRunMs: number; rttMs: number[] };
+    return [
+      { name: 'code interpreter template build (--recipe code-interpreter: apt packages, warm kernel)', unit: 's', summary: summarize([c.buildMs / 1000]) },
+      { name: 'E2B code interpreter SDK: Sandbox.create → first runCode completed', unit: 'ms', summary: summarize([out.firstRunMs]) },
+      { name: "E2B code interpreter SDK: runCode('1+1') round trip (HTTPS sandbox host)", unit: 'ms', target: 'p50 ≤ 10', summary: summarize(out.rttMs) },
+    ];
+  } finally {
     await stopDaemonProcess(d);
     await disposeNodeDir(undefined, dir, cfg.config);
   }

@@ -165,6 +165,9 @@ export const ImageRefString = z
     if (!r.ok) ctx.addIssue({ code: 'custom', message: r.error });
   });
 
+/** A Debian package name (Debian policy 5.6.1): no leading dash, so never an option of apt's. */
+export const DebianPackageName = z.string().regex(/^[a-z0-9][a-z0-9+.-]{1,99}$/, 'invalid Debian package name');
+
 export const BuildTemplateRequest = z
   .strictObject({
     name: z.string().regex(TEMPLATE_NAME_PATTERN, 'invalid template name'),
@@ -178,10 +181,20 @@ export const BuildTemplateRequest = z
     fromImage: ImageRefString.optional(),
     /** Credentials for fromImage's registry, for this pull only (else the operator's FORKD_REGISTRY_AUTH_FILE). */
     registryAuth: RegistryAuth.optional(),
+    /**
+     * Debian packages installed before the setup commands (admin keys only): the node's apt fetches them and what
+     * they need from its own sources (builds run offline), apt in the build sandbox installs them. For templates of
+     * the host's Debian release (base and those built from it), not images.
+     */
+    aptPackages: z.array(DebianPackageName).max(200).optional(),
+    /** Every tenant's (admin keys only): built with no owner, as `base` is; else the building tenant's own. */
+    shared: z.boolean().optional(),
     /** Commands run (by `bash -lc`, as root; `sh -c` in an image without bash) in order; any failure fails the build. */
     setup: z.array(z.string().min(1).max(65536)).max(100).default([]),
     /** A long-running command left running: sandboxes from the template start with it already running. */
     start: z.string().min(1).max(65536).optional(),
+    /** With start: a command run (as setup commands are) until it exits 0, at most 120 s, before the template is taken (as E2B's ready command); e.g. a health check of the start command's server. */
+    ready: z.string().min(1).max(65536).optional(),
     /** The template's default network (see PUT /v1/templates/{name}/network), set when the build is done (absent: none; a rebuild replaces it). The build itself runs offline. */
     network: NetworkRules.optional(),
   })
@@ -190,6 +203,8 @@ export const BuildTemplateRequest = z
     if (r.name.startsWith('forkd-stage-')) ctx.addIssue({ code: 'custom', path: ['name'], message: 'template names starting with forkd-stage- are reserved' });
     if (r.from !== undefined && r.fromImage !== undefined) ctx.addIssue({ code: 'custom', path: ['fromImage'], message: 'from and fromImage exclude each other' });
     const image = r.fromImage === undefined ? undefined : parseImageRef(r.fromImage);
+    if (r.ready !== undefined && r.start === undefined && r.fromImage === undefined) ctx.addIssue({ code: 'custom', path: ['ready'], message: 'ready goes with start' });
+    if (r.aptPackages?.length && r.fromImage !== undefined) ctx.addIssue({ code: 'custom', path: ['aptPackages'], message: "aptPackages installs the host's Debian release: not for image templates" });
     if (r.registryAuth && !(image?.ok && image.ref.kind === 'registry')) ctx.addIssue({ code: 'custom', path: ['registryAuth'], message: 'registryAuth goes with a registry fromImage' });
   });
 export type BuildTemplateRequest = z.input<typeof BuildTemplateRequest>;

@@ -20,3 +20,4 @@ export { createApp } from './control-plane/http/app.js';
 export { listen } from './control-plane/http/server.js';
 export { installLastResortHandlers, CorruptStateError } from './shared/last-resort.js';
 export { handlerFaults, guardListener, recordFault, type FaultComponent } from './shared/connection-guard.js';
+export { codeInterpreterRequest, CODE_INTERPRETER_TEMPLATE, E2B_CODE_INTERPRETER_TEMPLATE } from './node/templates/code-interpreter/code-interpreter-recipe.js';

@@ -38,6 +38,18 @@ test('template build NAME [--from T] [--run CMD]... [--start CMD] [--json]', () 
   assert.throws(() => parseTemplateArgs(['build', 'py', '--setup', 'x']), /unknown option '--setup'/);
 });
 
+test('template build --apt PKG... and --recipe code-interpreter', () => {
+  assert.deepEqual(parseTemplateArgs(['build', 'ci', '--apt', 'python3-pandas', '--apt', 'libstdc++6', '--run', 'true']), { sub: 'build', request: { name: 'ci', aptPackages: ['python3-pandas', 'libstdc++6'], setup: ['true'] }, json: false });
+  for (const bad of ['-o', 'Python3', 'a', 'x;rm', '../x']) assert.throws(() => parseTemplateArgs(['build', 'ci', `--apt=${bad}`]), /invalid --apt/, bad);
+  assert.throws(() => parseTemplateArgs(['build', 'ci', '--apt', 'curl', '--from-image', 'alpine']), /not with --from-image/);
+  assert.deepEqual(parseTemplateArgs(['build', 'web', '--start', 'python3 -m http.server', '--ready', 'curl -sf localhost:8000']), { sub: 'build', request: { name: 'web', start: 'python3 -m http.server', ready: 'curl -sf localhost:8000' }, json: false });
+  assert.throws(() => parseTemplateArgs(['build', 'web', '--ready', 'true']), /--ready goes with --start/);
+  assert.deepEqual(parseTemplateArgs(['build', 'tools', '--shared']), { sub: 'build', request: { name: 'tools', shared: true }, json: false });
+  assert.deepEqual(parseTemplateArgs(['build', 'code-interpreter', '--recipe', 'code-interpreter', '--json']), { sub: 'build', recipe: 'code-interpreter', name: 'code-interpreter', json: true });
+  assert.throws(() => parseTemplateArgs(['build', 'ci', '--recipe', 'jupyter']), /unknown --recipe "jupyter"/);
+  assert.throws(() => parseTemplateArgs(['build', 'ci', '--recipe', 'code-interpreter', '--run', 'x', '--from', 'base']), /--recipe excludes --from, --run/);
+});
+
 test('template ls [--json], template rm NAME...', () => {
   assert.deepEqual(parseTemplateArgs(['ls']), { sub: 'ls', json: false });
   assert.deepEqual(parseTemplateArgs(['ls', '--json']), { sub: 'ls', json: true });

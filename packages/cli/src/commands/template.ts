@@ -1,5 +1,6 @@
-import { parseImageRef, TEMPLATE_NAME_PATTERN } from '@forkd/protocol';
+import { DebianPackageName, parseImageRef, TEMPLATE_NAME_PATTERN } from '@forkd/protocol';
 import type { BuildTemplateRequest, TemplateInfo } from '@forkd/sdk';
+import { codeInterpreterRequest } from '@forkd/server';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';
@@ -10,7 +11,8 @@ import { UsageError } from '../usage-error.js';
 import { parseTemplateNetworkArgs, runTemplateNetwork, TEMPLATE_NETWORK_USAGE, type TemplateNetworkArgs } from './template-network.js';
 
 const USAGE = `Usage: forkd template ls [--json]
-       forkd template build NAME [--from TEMPLATE | --from-image REF] [--run CMD]... [--start CMD] [--json]
+       forkd template build NAME [--from TEMPLATE | --from-image REF] [--apt PKG]... [--shared] [--run CMD]... [--start CMD [--ready CMD]] [--json]
+       forkd template build NAME --recipe code-interpreter [--json]
        forkd template rm NAME...
 ${TEMPLATE_NETWORK_USAGE}
 Templates are what sandboxes are created from (forkd create --template NAME).
@@ -30,6 +32,15 @@ Templates are what sandboxes are created from (forkd create --template NAME).
           docker-archive:PATH, oci:DIR[:TAG]). Its Env, WorkingDir and User
           become its sandboxes' defaults, and its Entrypoint and Cmd the start
           command unless --start is given.
+          With --apt (admin keys), Debian packages are installed first: the
+          server's apt fetches them from its own sources (builds are
+          offline) and apt installs them in the build sandbox.
+          With --shared (admin keys), every tenant sees and uses the template
+          (no owner, as base); only admin keys rebuild it.
+          --recipe code-interpreter builds the code interpreter (admin keys,
+          shared):
+          Jupyter's Python kernel with matplotlib and pandas behind the
+          server E2B's @e2b/code-interpreter SDK talks to (port 49999).
   rm      Deletes templates (not base). Prints each name deleted; carries on
           past failures and exits 1 if any failed.
 
@@ -39,8 +50,13 @@ Options:
       --registry-user USER
                         build: the registry's user for --from-image; the
                         password or token is read from FORKD_REGISTRY_PASSWORD
+      --apt PKG         build: a Debian package to install (repeatable)
+      --shared          build: for every tenant, as base is (admin keys)
+      --recipe NAME     build: a recipe of forkd's (code-interpreter)
       --run CMD         build: a setup command (repeatable, run in order)
       --start CMD       build: a long-running command left running in the template
+      --ready CMD       build: run until it exits 0 before the template is
+                        taken (e.g. curl -sf localhost:8000/health), at most 120 s
       --json            ls: print the templates as a JSON array;
                         build: print the template as JSON
 `;
@@ -50,6 +66,7 @@ const SUBCOMMANDS = ['ls', 'build', 'rm', 'network'] as const;
 export type TemplateArgs =
   | { sub: 'ls'; json: boolean }
   | { sub: 'build'; request: BuildTemplateRequest; json: boolean }
+  | { sub: 'build'; recipe: 'code-interpreter'; name: string; json: boolean }
   | { sub: 'rm'; names: string[] }
   | ({ sub: 'network' } & TemplateNetworkArgs);
 
@@ -80,12 +97,22 @@ export function parseTemplateArgs(argv: string[], env: NodeJS.ProcessEnv = proce
           from: { type: 'string' },
           'from-image': { type: 'string' },
           'registry-user': { type: 'string' },
+          shared: { type: 'boolean' },
+          apt: { type: 'string', multiple: true },
+          recipe: { type: 'string' },
           run: { type: 'string', multiple: true },
           start: { type: 'string' },
+          ready: { type: 'string' },
           json: { type: 'boolean' },
         },
       });
       const [name] = expectPositionals(positionals, ['NAME']);
+      if (values.recipe !== undefined) {
+        if (values.recipe !== 'code-interpreter') throw new UsageError(`unknown --recipe ${JSON.stringify(values.recipe)}: expected code-interpreter`);
+        const others = (['from', 'from-image', 'registry-user', 'apt', 'run', 'start', 'ready'] as const).filter((o) => values[o] !== undefined);
+        if (others.length) throw new UsageError(`--recipe excludes --${others.join(', --')}`);
+        return { sub, recipe: values.recipe, name: templateName('template name', name!), json: !!values.json };
+      }
       const request: BuildTemplateRequest = { name: templateName('template name', name!) };
       if (values.from !== undefined) request.from = templateName('--from', values.from);
       if (request.name === (request.from ?? 'base')) throw new UsageError(`template ${request.name} cannot be built from itself`);
@@ -102,12 +129,24 @@ export function parseTemplateArgs(argv: string[], env: NodeJS.ProcessEnv = proce
         if (!password) throw new UsageError('--registry-user: set FORKD_REGISTRY_PASSWORD to the password or token (never on the command line)');
         request.registryAuth = { username: values['registry-user'], password };
       }
+      if (values.apt?.length) {
+        const bad = values.apt.find((p) => !DebianPackageName.safeParse(p).success);
+        if (bad !== undefined) throw new UsageError(`invalid --apt ${JSON.stringify(bad)}: a Debian package name`);
+        if (image !== undefined) throw new UsageError("--apt installs the server's Debian release: not with --from-image");
+        request.aptPackages = values.apt;
+      }
+      if (values.shared) request.shared = true;
       const setup = values.run ?? [];
       if (setup.some((c) => !c.trim())) throw new UsageError('--run needs a command');
       if (setup.length) request.setup = setup;
       if (values.start !== undefined) {
         if (!values.start.trim()) throw new UsageError('--start needs a command');
         request.start = values.start;
+      }
+      if (values.ready !== undefined) {
+        if (values.start === undefined && image === undefined) throw new UsageError('--ready goes with --start');
+        if (!values.ready.trim()) throw new UsageError('--ready needs a command');
+        request.ready = values.ready;
       }
       return { sub, request, json: !!values.json };
     }
@@ -189,6 +228,7 @@ export const templateCommand: CliCommand = {
       case 'ls':
         return listTemplates(args.json);
       case 'build':
+        if ('recipe' in args) return codeInterpreterRequest(args.name).then((r) => buildTemplate(r, args.json));
         return buildTemplate(args.request, args.json);
       case 'rm':
         return removeTemplates(args.names);

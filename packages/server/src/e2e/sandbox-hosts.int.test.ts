@@ -1,10 +1,8 @@
-import { spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { WebSocket } from 'ws';
@@ -15,6 +13,7 @@ import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
 import { issueTestCertificate, makeTestCa, type TestCa } from '../testing/tls-test-ca.js';
 import { waitFor } from '../testing/helpers.js';
 import { SSE_EVENTS, WS_ECHO } from '../testing/sandbox-servers.js';
+import { runSdkChild } from '../testing/sdk-child.js';
 
 /*
  * `forkd serve` with FORKD_PROXY_TLS_CERT_FILE: `{port}-{id}.{domain}` over
@@ -26,7 +25,6 @@ import { SSE_EVENTS, WS_ECHO } from '../testing/sandbox-servers.js';
  */
 
 const DOMAIN = 'hosts.forkd.test';
-const TESTING = fileURLToPath(new URL('../testing/', import.meta.url));
 
 interface Reply {
   status: number;
@@ -142,20 +140,8 @@ describe('sandbox hosts over HTTPS (real daemon)', { skip: !isRoot && 'needs roo
     });
   }
 
-  /** testing/e2b-https-main.ts in a child process configured as an E2B user would be, plus the test's CA and resolver. */
+  /** testing/e2b-https-main.ts as an E2B user would run it, plus the test's CA and resolver. */
   function runSdk(sdk: string): Promise<Record<string, unknown>> {
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, E2B_DOMAIN: DOMAIN, E2B_API_KEY: key, NODE_EXTRA_CA_CERTS: ca.certFile, FORKD_TEST_RESOLVE: `${DOMAIN}=${address}` };
-    const child = spawn(process.execPath, ['--import', join(TESTING, 'loopback-resolver.js'), join(TESTING, 'e2b-https-main.js'), sdk], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    return new Promise((resolve, reject) => {
-      child.on('error', reject);
-      child.on('close', (code) => {
-        if (code !== 0) return reject(new Error(`${sdk} exited ${code}:\n${stderr}\n${stdout}\ndaemon:\n${daemon!.log().split('\n').slice(-20).join('\n')}`));
-        resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>);
-      });
-    });
+    return runSdkChild({ domain: DOMAIN, address, caFile: ca.certFile, key, log: () => daemon!.log() }, 'e2b-https-main.js', [sdk]);
   }
 });

@@ -11,3 +11,5 @@ export { btrfsQuotas, type DiskQuotas, type QuotaMode } from '../node/storage/di
 export { enableQuotas, poolQuotas } from '../node/storage/quota-mode.js';
 export { startTestInternet, FETCH_PY, type TestInternet } from './test-internet.js';
 export { assertStillServing } from './still-serving.js';
+export { runSdkChild, type SdkChildTarget } from './sdk-child.js';
+export { startCodeInterpreterDaemon, type CodeInterpreterDaemon } from './code-interpreter-daemon.js';

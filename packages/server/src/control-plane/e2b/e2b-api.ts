@@ -16,6 +16,7 @@ import { pageSandboxes, parseListQuery } from './list-paging.js';
 import { metricSample } from './metrics-sample.js';
 import { attributesMetadata, DEFAULT_TIMEOUT_S, detailBody, e2bState, listedBody, sandboxBody } from './sandbox-mapping.js';
 import { listSnapshots } from './snapshot-list.js';
+import { e2bTemplateName } from './template-aliases.js';
 
 type E2bEnv = { Variables: { requestId: string; who: Principal; view: NodeService; sandbox: string | undefined } };
 type C = Context<E2bEnv>;
@@ -149,7 +150,7 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
       }
     } else {
       s = await view.create({
-        template: req.templateID,
+        template: await e2bTemplateName(view, req.templateID),
         ...(req.envVars ? { env: req.envVars } : {}),
         metadata,
         timeoutSeconds: timeout,

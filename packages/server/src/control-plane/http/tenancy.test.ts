@@ -238,3 +238,21 @@ test('snapshot export and import are the control plane\'s own: no caller reaches
   }
   assert.deepEqual(svc.calls.filter(([op]) => op === 'exportSnapshot' || op === 'importSnapshot'), [], 'the node was never asked');
 });
+
+test('shared templates and apt packages are for admin keys; a tenant template never becomes shared', async () => {
+  const svc = fakeService();
+  const { app, control, call } = await testApp(svc);
+  const acme = (await call('POST', '/v1/keys', JSON.stringify({ tenant: 'acme' }))).json.key as string;
+  const build = async (body: object, key?: string) => {
+    const r = await app.request('/v1/templates', { method: 'POST', headers: { authorization: `Bearer ${key ?? (await adminKey())}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return (await ndjson(r)).at(-1) as { type: string; error?: { code: string } };
+  };
+  const adminKey = async () => (await call('POST', '/v1/keys', JSON.stringify({ admin: true }))).json.key as string;
+  assert.equal((await build({ name: 'pub', shared: true }, acme)).error?.code, 'PERMISSION_DENIED');
+  assert.equal((await build({ name: 'pkgs', aptPackages: ['curl'] }, acme)).error?.code, 'PERMISSION_DENIED');
+  assert.equal((await build({ name: 'pub', shared: true, aptPackages: ['curl'] })).type, 'done');
+  assert.equal(await control.store.owner('template', 'pub'), undefined, 'no owner: every tenant sees it');
+  assert.equal((await build({ name: 'mine' }, acme)).type, 'done');
+  assert.equal((await build({ name: 'mine', shared: true })).error?.code, 'ALREADY_EXISTS');
+  assert.equal(await control.store.owner('template', 'mine'), 'acme');
+});

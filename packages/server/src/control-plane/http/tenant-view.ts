@@ -226,6 +226,8 @@ export class TenantView implements NodeService {
   }
 
   async buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>): Promise<TemplateInfo> {
+    // The node's apt fetches them from the operator's sources onto the node's disk: an operator's choice.
+    if (req.aptPackages?.length && !this.#admin) throw new ForkdError('PERMISSION_DENIED', 'aptPackages needs an admin key');
     if (req.fromImage !== undefined) {
       const refusal = imageSourceRefusal(req.fromImage, this.#admin);
       if (refusal) throw new ForkdError('PERMISSION_DENIED', refusal);
@@ -240,7 +242,11 @@ export class TenantView implements NodeService {
     const exists = async () => (await this.#svc.templates()).some((t) => t.name === req.name);
     const prior = await this.#control.owner('template', req.name);
     let reserved = false;
-    if (prior === undefined) {
+    if (req.shared) {
+      if (!this.#admin) throw new ForkdError('PERMISSION_DENIED', 'a shared template needs an admin key');
+      // A tenant's template does not become everyone's by a rebuild: that would publish what the tenant built.
+      if (prior !== undefined) throw taken();
+    } else if (prior === undefined) {
       if (await exists()) {
         if (!this.#admin) throw taken();
       } else {

@@ -27,7 +27,7 @@ export async function buildFromImage(m: TemplateBuildHost, templates: TemplateRe
   }
   const stage = await templates.stage(img.rootKey, image);
   try {
-    return await runBuild(m, templates, { name: req.name, source: stage, setup: req.setup, start, from: img.ref, image }, progress, claim);
+    return await runBuild(m, templates, { name: req.name, source: stage, setup: req.setup, start, ready: req.ready ? loginShell(req.ready) : undefined, from: img.ref, image }, progress, claim);
   } finally {
     await templates.remove(stage).catch((err) => m.logger.warn('staged image template cleanup failed', { template: stage, error: String(err) }));
   }

@@ -1,9 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BuildTemplateRequest, ForkdError, type TemplateInfo } from '@forkd/protocol';
 import type { CreateSandboxRequest, ProcessInfo, SandboxInfo, SnapshotInfo } from '@forkd/protocol';
+import type { GuestClient } from '../guest/guest-client.js';
 import type { TemplateImage } from '../../store/store.js';
 import type { ImageVolumes } from '../images/image-volumes.js';
 import { buildFromImage } from './image-template.js';
+import { installAptPackages } from './apt-packages.js';
 import type { ClaimSandbox, OutputHandlers, ProcessStream, SpawnOptions } from '../../node-contract/node-types.js';
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxMaxima } from '../manager/sandbox-maxima.js';
@@ -13,6 +15,7 @@ import { clampToMaxima } from '../manager/sandbox-maxima.js';
 
 /** What is kept of a setup command's output, for the error when it fails. */
 const OUTPUT_TAIL_BYTES = 64 * 1024;
+const READY_TIMEOUT_MS = 120_000;
 
 /** What a build needs of the node: public methods of the SandboxManager. */
 export interface TemplateBuildHost {
@@ -28,7 +31,7 @@ export interface TemplateBuildHost {
   /** Storage key of a snapshot's read-only root. */
   snapshotRootfsKey(snapId: string): string;
   delete(id: string): Promise<void>;
-  guest(id: string): Promise<{ listProcesses(): Promise<ProcessInfo[]> }>;
+  guest(id: string): Promise<{ listProcesses(): Promise<ProcessInfo[]> } & Pick<GuestClient, 'readFile' | 'writeFile'>>;
 }
 
 /** A build as it runs: from a template (possibly a build's staged image root), with argv already made. */
@@ -36,9 +39,13 @@ export interface BuildPlan {
   name: string;
   /** The template the build sandbox starts from. */
   source: string;
+  /** Debian packages installed before setup (apt-packages.ts). */
+  aptPackages?: readonly string[] | undefined;
   setup: readonly string[];
   /** The start command's argv (a login bash for a request's `start`, an image's Entrypoint and Cmd). */
   start?: string[] | undefined;
+  /** Run until it exits 0 before the template is taken (a request's `ready`). */
+  ready?: string[] | undefined;
   /** What the template records it was built from. */
   from: string;
   image?: TemplateImage | undefined;
@@ -64,7 +71,8 @@ export async function buildTemplate(m: TemplateBuildHost, templates: TemplateReg
   if (req.name === from) throw new ForkdError('INVALID_ARGUMENT', 'a template cannot be built from itself');
   if (!(await templates.has(from))) throw new ForkdError('NOT_FOUND', `template ${from} not found`);
   const image = (await templates.get(from))?.image;
-  return runBuild(m, templates, { name: req.name, source: from, setup: req.setup, start: req.start ? loginShell(req.start) : undefined, from, image }, progress, claim);
+  if (image && req.aptPackages?.length) throw new ForkdError('INVALID_ARGUMENT', `aptPackages installs the host's Debian release: ${from} comes from an image`);
+  return runBuild(m, templates, { name: req.name, source: from, aptPackages: req.aptPackages, setup: req.setup, start: req.start ? loginShell(req.start) : undefined, ready: req.ready ? loginShell(req.ready) : undefined, from, image }, progress, claim);
 }
 
 /**
@@ -80,11 +88,13 @@ export async function runBuild(m: TemplateBuildHost, templates: TemplateRegistry
   // Shrunk to the server's maxima on a small host (a 1-CPU machine still builds).
   const build = await m.create({ template: plan.source, ...clampToMaxima({ memoryMb: 2048, cpus: 2 }, m.maxima), snapshotIntervalSeconds: 0, idleTimeoutSeconds: 0 }, claim);
   try {
+    if (plan.aptPackages?.length) await installAptPackages(m, build.id, plan.aptPackages, progress);
     for (const cmd of plan.setup) await runSetup(m, build.id, cmd, progress);
     let warm = false;
     if (plan.start) {
       await progress(`start: ${plan.start.join(' ')}`);
       (await m.spawn(build.id, { argv: plan.start, tag: 'start' })).process.detach();
+      if (plan.ready) await untilReady(m, build.id, plan.ready, progress);
       await settle(m, build.id);
       const proc = (await (await m.guest(build.id)).listProcesses()).find((p) => p.tag === 'start');
       warm = !!proc?.running;
@@ -108,7 +118,7 @@ export async function infoOf(templates: TemplateRegistry, name: string): Promise
   return info;
 }
 
-async function runSetup(m: TemplateBuildHost, id: string, cmd: string, progress: (line: string) => void | Promise<void>): Promise<void> {
+export async function runSetup(m: TemplateBuildHost, id: string, cmd: string, progress: (line: string) => void | Promise<void>): Promise<void> {
   await progress(`$ ${cmd}`);
   // Only a bounded tail is kept (for the error); the rest streams with
   // back-pressure: awaiting `progress` stops reading the guest, whose ring
@@ -122,6 +132,23 @@ async function runSetup(m: TemplateBuildHost, id: string, cmd: string, progress:
   const e = await exit;
   if (!e || e.exitCode !== 0) {
     throw new ForkdError('FAILED_PRECONDITION', `setup command failed (exit ${e?.exitCode ?? 'none'}): ${cmd}`, { outputTail: tail.text().slice(-4000) });
+  }
+}
+
+/**
+ * Runs the ready command until it exits 0 (at most 120 s): the start
+ * command's CPU may go quiet before it is ready (waiting on a child), and a
+ * template taken then starts every sandbox before its server listens.
+ */
+async function untilReady(m: TemplateBuildHost, id: string, argv: string[], progress: (line: string) => void | Promise<void>): Promise<void> {
+  await progress(`ready: ${argv.at(-1)}`);
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    const e = await (await m.spawn(id, { argv })).exit;
+    if (e?.exitCode === 0) return;
+    if (Date.now() > deadline) throw new ForkdError('FAILED_PRECONDITION', `the ready command did not succeed within ${READY_TIMEOUT_MS / 1000} s (last exit ${e?.exitCode ?? 'none'})`);
+    // Polled: readiness of a server in the sandbox has no event forkd can wait on.
+    await sleep(200);
   }
 }
 
