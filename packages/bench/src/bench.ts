@@ -20,6 +20,7 @@ import { LiveRows } from './live-rows.js';
 import { rowLine } from './row-line.js';
 import { densityRows } from './density.js';
 import { transferRows } from './transfer.js';
+import { dockerfileRows } from './dockerfile-build.js';
 
 /**
  * `npm run bench`: speed and memory of the sandbox core on this machine, then
@@ -271,12 +272,16 @@ async function main(): Promise<void> {
     for (const r of await codeInterpreterRows(quick)) console.log(`${r.name}: p50 ${fmt(r.summary.p50)} ${r.unit}, p95 ${fmt(r.summary.p95)} (n ${r.summary.n})`);
     return;
   }
+  if (process.argv.includes('--dockerfile-only')) {
+    await dockerfileRows(quick);
+    return;
+  }
   if (process.argv.includes('--transfer-only')) {
     await transferRows(quick);
     return;
   }
   const date = new Date().toISOString();
-  const rows = [...(await coreBench()), ...(await leverRows(quick)), ...(await density()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await cleanupBacklogRows(quick)), ...(await e2bSdkRows(quick)), ...(await codeInterpreterRows(quick)), ...(await egressProxyRows(quick)), ...(await transferRows(quick))];
+  const rows = [...(await coreBench()), ...(await leverRows(quick)), ...(await density()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await cleanupBacklogRows(quick)), ...(await e2bSdkRows(quick)), ...(await codeInterpreterRows(quick)), ...(await egressProxyRows(quick)), ...(await transferRows(quick)), ...(await dockerfileRows(quick))];
   const lines = ['| measurement | unit | n | p50 | p95 | min | max | target |', '|---|---|---|---|---|---|---|---|'];
   for (const r of rows) lines.push(`| ${r.name} | ${r.unit} | ${r.summary.n} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${fmt(r.summary.min)} | ${fmt(r.summary.max)} | ${r.target ?? ''} |`);
   console.log(lines.join('\n'));

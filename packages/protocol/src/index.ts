@@ -15,3 +15,4 @@ export * from './network-limits.js';
 export * from './network-policy.js';
 export * from './fleet.js';
 export * from './image-ref.js';
+export * from './build-context.js';

@@ -3,6 +3,7 @@ import { SANDBOX_STATES } from './sandbox-state.js';
 import { SANDBOX_ID_PATTERN, TEMPLATE_NAME_PATTERN } from './ids.js';
 import { NetworkRules } from './network.js';
 import { IMAGE_REF_MAX, parseImageRef } from './image-ref.js';
+import { BuildContext } from './build-context.js';
 
 /** A sandbox's id where it is an argument rather than a path segment (e.g. MCP tools). */
 export const SandboxId = z.string().regex(SANDBOX_ID_PATTERN, 'invalid sandbox id');
@@ -197,15 +198,28 @@ export const BuildTemplateRequest = z
     ready: z.string().min(1).max(65536).optional(),
     /** The template's default network (see PUT /v1/templates/{name}/network), set when the build is done (absent: none; a rebuild replaces it). The build itself runs offline. */
     network: NetworkRules.optional(),
+    /**
+     * Or a Dockerfile's text: its FROM (an image reference, or `template:NAME`)
+     * is where the build starts; not with from, fromImage, setup or start.
+     */
+    dockerfile: z.string().min(1).max(1024 * 1024).optional(),
+    /** Values for the Dockerfile's ARGs (`--build-arg NAME=VALUE`). */
+    buildArgs: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'invalid build arg name').max(256), z.string().max(65536)).optional(),
+    /** The files COPY and ADD take from (see BuildContext). */
+    context: BuildContext.optional(),
   })
   .superRefine((r, ctx) => {
     // The node's own staged templates (template-registry.ts) are named so.
     if (r.name.startsWith('forkd-stage-')) ctx.addIssue({ code: 'custom', path: ['name'], message: 'template names starting with forkd-stage- are reserved' });
     if (r.from !== undefined && r.fromImage !== undefined) ctx.addIssue({ code: 'custom', path: ['fromImage'], message: 'from and fromImage exclude each other' });
     const image = r.fromImage === undefined ? undefined : parseImageRef(r.fromImage);
-    if (r.ready !== undefined && r.start === undefined && r.fromImage === undefined) ctx.addIssue({ code: 'custom', path: ['ready'], message: 'ready goes with start' });
-    if (r.aptPackages?.length && r.fromImage !== undefined) ctx.addIssue({ code: 'custom', path: ['aptPackages'], message: "aptPackages installs the host's Debian release: not for image templates" });
-    if (r.registryAuth && !(image?.ok && image.ref.kind === 'registry')) ctx.addIssue({ code: 'custom', path: ['registryAuth'], message: 'registryAuth goes with a registry fromImage' });
+    if (r.ready !== undefined && r.start === undefined && r.fromImage === undefined && r.dockerfile === undefined) ctx.addIssue({ code: 'custom', path: ['ready'], message: 'ready goes with start' });
+    if (r.aptPackages?.length && (r.fromImage !== undefined || r.dockerfile !== undefined)) ctx.addIssue({ code: 'custom', path: ['aptPackages'], message: "aptPackages installs the host's Debian release: not for image or Dockerfile templates" });
+    if (r.dockerfile !== undefined) {
+      for (const k of ['from', 'fromImage', 'start'] as const) if (r[k] !== undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} and dockerfile exclude each other` });
+      if (r.setup?.length) ctx.addIssue({ code: 'custom', path: ['setup'], message: 'setup and dockerfile exclude each other (use RUN)' });
+    } else if (r.context !== undefined || r.buildArgs !== undefined) ctx.addIssue({ code: 'custom', path: [r.context ? 'context' : 'buildArgs'], message: 'context and buildArgs go with dockerfile' });
+    if (r.registryAuth && r.dockerfile === undefined && !(image?.ok && image.ref.kind === 'registry')) ctx.addIssue({ code: 'custom', path: ['registryAuth'], message: 'registryAuth goes with a registry fromImage' });
   });
 export type BuildTemplateRequest = z.input<typeof BuildTemplateRequest>;
 export type TemplateInfo = z.infer<typeof TemplateInfo>;

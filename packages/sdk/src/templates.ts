@@ -1,4 +1,4 @@
-import { ForkdError, type BuildTemplateRequest, type NetworkRulesInput, type TemplateInfo, type TemplateNetworkInfo, type PolicyAnswer, type PolicyDocument } from '@forkd/protocol';
+import { ForkdError, type BuildStep, type BuildTemplateRequest, type NetworkRulesInput, type TemplateInfo, type TemplateNetworkInfo, type PolicyAnswer, type PolicyDocument } from '@forkd/protocol';
 import type { HttpTransport } from './http-transport.js';
 import { readNdjson } from './ndjson.js';
 import type { BuildTemplateOptions } from './types.js';
@@ -6,7 +6,7 @@ import { wireError } from './wire-error.js';
 
 /** A line of the build stream (`POST /v1/templates`). */
 type BuildEvent =
-  | { type: 'progress'; line: string }
+  | { type: 'progress'; line: string; step?: BuildStep }
   | { type: 'done'; template: TemplateInfo }
   | { type: 'error'; error: { code?: unknown; message?: unknown; details?: unknown } };
 
@@ -35,6 +35,12 @@ export class Templates {
    * its Entrypoint and Cmd the start command unless `start` is given;
    * `registryAuth` gives a private registry's credentials for this pull only.
    *
+   * With `dockerfile` (its text), the build follows it: FROM an image or
+   * `template:NAME`, RUN, COPY/ADD from `context` (readBuildContext from
+   * `@forkd/sdk/build-context` reads a directory), ENV, WORKDIR, USER, ARG
+   * (`buildArgs`), CMD/ENTRYPOINT; each step is cached, and `onProgress`
+   * gets each step's `Step i/N` line with the step itself.
+   *
    * Aborting stops waiting only: the build carries on on the server.
    */
   async build(req: BuildTemplateRequest, opts: BuildTemplateOptions = {}): Promise<TemplateInfo> {
@@ -43,7 +49,7 @@ export class Templates {
       const e = raw as BuildEvent | null;
       switch (e?.type) {
         case 'progress':
-          if (typeof e.line === 'string') opts.onProgress?.(e.line);
+          if (typeof e.line === 'string') opts.onProgress?.(e.line, e.step);
           break;
         case 'done':
           return e.template;

@@ -1,4 +1,4 @@
-import type { ExecContext, GrantSpecInput } from '@forkd/protocol';
+import type { BuildStep, ExecContext, GrantSpecInput } from '@forkd/protocol';
 import type { SandboxInfo, SandboxMetrics } from '@forkd/protocol';
 
 /** Options shared by everything that starts a process. */
@@ -177,8 +177,12 @@ export interface ForkTree {
 }
 
 export interface BuildTemplateOptions {
-  /** Each line of build output (setup commands' stdout and stderr, and the build's own steps) as it comes. */
-  onProgress?: (line: string) => void;
+  /**
+   * Each line of build output (setup commands' stdout and stderr, and the
+   * build's own steps) as it comes; a Dockerfile build's `Step i/N` and
+   * `CACHED` lines come with their step (index, instruction, status).
+   */
+  onProgress?: (line: string, step?: BuildStep) => void;
   /** Stops waiting for the build (CANCELLED); the build itself carries on on the server. */
   abortSignal?: AbortSignal;
 }

@@ -185,3 +185,31 @@ test('forkd template without a subcommand exits 2; help lists template and templ
   assert.match(help.stdout, /\n  templates +list templates/);
   assert.match((await runAgainst(() => {}, ['template', 'build', '--help'])).stdout, /--run CMD/);
 });
+
+test('template build --dockerfile: the Dockerfile and its context go in the request; Step lines on stderr', async () => {
+  const { mkdtemp, writeFile, rm } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = await mkdtemp(join(tmpdir(), 'forkd-cli-df-'));
+  try {
+    await writeFile(join(dir, 'Dockerfile'), 'FROM template:base\nCOPY a.txt /a.txt\n');
+    await writeFile(join(dir, 'a.txt'), 'A');
+    const step = { index: 1, total: 2, instruction: 'FROM template:base' };
+    const r = await runAgainst(
+      (_req, _body, res) => ndjson(res, [{ type: 'progress', line: 'Step 1/2 : FROM template:base', step: { ...step, status: 'start' } }, { type: 'progress', line: ' ---> CACHED', step: { ...step, status: 'cached' } }, { type: 'done', template: PY }]),
+      ['template', 'build', 'py', '--dockerfile', join(dir, 'Dockerfile'), '--build-arg', 'V=1'],
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stderr, 'Step 1/2 : FROM template:base\n ---> CACHED\n');
+    const body = JSON.parse(r.requests[0]!.replace(/^POST \/v1\/templates /, '')) as { dockerfile: string; buildArgs: unknown; context: { entries: { path: string }[] } };
+    assert.equal(body.dockerfile, 'FROM template:base\nCOPY a.txt /a.txt\n');
+    assert.deepEqual(body.buildArgs, { V: '1' });
+    assert.deepEqual(body.context.entries.map((e) => e.path).sort(), ['Dockerfile', 'a.txt']);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  assert.throws(() => parseTemplateArgs(['build', 'p', '--dockerfile', 'D', '--run', 'x']), /exclude/);
+  assert.throws(() => parseTemplateArgs(['build', 'p', '--context', '.']), /go with --dockerfile/);
+  assert.throws(() => parseTemplateArgs(['build', 'p', '--dockerfile', 'D', '--build-arg', '1=x']), /invalid --build-arg/);
+  assert.deepEqual(parseTemplateArgs(['build', 'p', '--dockerfile', 'x/Dockerfile']), { sub: 'build', request: { name: 'p' }, json: false, dockerfile: { path: 'x/Dockerfile', context: 'x' } });
+});

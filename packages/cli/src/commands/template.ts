@@ -1,5 +1,8 @@
+import { readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { DebianPackageName, parseImageRef, TEMPLATE_NAME_PATTERN } from '@forkd/protocol';
-import type { BuildTemplateRequest, TemplateInfo } from '@forkd/sdk';
+import type { BuildStep, BuildTemplateRequest, TemplateInfo } from '@forkd/sdk';
+import { readBuildContext } from '@forkd/sdk/build-context';
 import { codeInterpreterRequest } from '@forkd/server';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
@@ -13,6 +16,7 @@ import { parseTemplateNetworkArgs, runTemplateNetwork, TEMPLATE_NETWORK_USAGE, t
 const USAGE = `Usage: forkd template ls [--json]
        forkd template build NAME [--from TEMPLATE | --from-image REF] [--apt PKG]... [--shared] [--run CMD]... [--start CMD [--ready CMD]] [--json]
        forkd template build NAME --recipe code-interpreter [--json]
+       forkd template build NAME --dockerfile PATH [--context DIR] [--build-arg NAME=VALUE]... [--json]
        forkd template rm NAME...
 ${TEMPLATE_NETWORK_USAGE}
 Templates are what sandboxes are created from (forkd create --template NAME).
@@ -41,6 +45,11 @@ Templates are what sandboxes are created from (forkd create --template NAME).
           shared):
           Jupyter's Python kernel with matplotlib and pandas behind the
           server E2B's @e2b/code-interpreter SDK talks to (port 49999).
+          With --dockerfile, the build follows a Dockerfile: FROM an image
+          or template:NAME, RUN, COPY/ADD from the context (--context, default
+          the Dockerfile's directory; .dockerignore honoured), ENV, WORKDIR,
+          USER, ARG, CMD/ENTRYPOINT. Each step is cached: a rebuild shows
+          CACHED for the steps whose inputs did not change and runs the rest.
   rm      Deletes templates (not base). Prints each name deleted; carries on
           past failures and exits 1 if any failed.
 
@@ -54,6 +63,11 @@ Options:
       --shared          build: for every tenant, as base is (admin keys)
       --recipe NAME     build: a recipe of forkd's (code-interpreter)
       --run CMD         build: a setup command (repeatable, run in order)
+      --dockerfile PATH build: the Dockerfile to build
+      --context DIR     build: the files COPY and ADD take (default: the
+                        Dockerfile's directory)
+      --build-arg NAME=VALUE
+                        build: a value for the Dockerfile's ARG NAME (repeatable)
       --start CMD       build: a long-running command left running in the template
       --ready CMD       build: run until it exits 0 before the template is
                         taken (e.g. curl -sf localhost:8000/health), at most 120 s
@@ -65,7 +79,7 @@ const SUBCOMMANDS = ['ls', 'build', 'rm', 'network'] as const;
 
 export type TemplateArgs =
   | { sub: 'ls'; json: boolean }
-  | { sub: 'build'; request: BuildTemplateRequest; json: boolean }
+  | { sub: 'build'; request: BuildTemplateRequest; json: boolean; dockerfile?: { path: string; context: string } }
   | { sub: 'build'; recipe: 'code-interpreter'; name: string; json: boolean }
   | { sub: 'rm'; names: string[] }
   | ({ sub: 'network' } & TemplateNetworkArgs);
@@ -103,6 +117,9 @@ export function parseTemplateArgs(argv: string[], env: NodeJS.ProcessEnv = proce
           run: { type: 'string', multiple: true },
           start: { type: 'string' },
           ready: { type: 'string' },
+          dockerfile: { type: 'string' },
+          context: { type: 'string' },
+          'build-arg': { type: 'string', multiple: true },
           json: { type: 'boolean' },
         },
       });
@@ -114,6 +131,8 @@ export function parseTemplateArgs(argv: string[], env: NodeJS.ProcessEnv = proce
         return { sub, recipe: values.recipe, name: templateName('template name', name!), json: !!values.json };
       }
       const request: BuildTemplateRequest = { name: templateName('template name', name!) };
+      if (values.dockerfile !== undefined) return dockerfileArgs(request, values);
+      if (values.context !== undefined || values['build-arg'] !== undefined) throw new UsageError('--context and --build-arg go with --dockerfile');
       if (values.from !== undefined) request.from = templateName('--from', values.from);
       if (request.name === (request.from ?? 'base')) throw new UsageError(`template ${request.name} cannot be built from itself`);
       const image = values['from-image'];
@@ -161,6 +180,32 @@ export function parseTemplateArgs(argv: string[], env: NodeJS.ProcessEnv = proce
   throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: expected ${SUBCOMMANDS.join(', ')}`);
 }
 
+function dockerfileArgs(request: BuildTemplateRequest, values: { dockerfile?: string; context?: string; 'build-arg'?: string[]; json?: boolean; from?: string; 'from-image'?: string; run?: string[]; start?: string; 'registry-user'?: string }): TemplateArgs {
+  for (const o of ['from', 'from-image', 'run', 'start'] as const) if (values[o] !== undefined) throw new UsageError(`--${o} and --dockerfile exclude each other`);
+  const path = values.dockerfile!;
+  if (!path) throw new UsageError('--dockerfile needs a path');
+  const buildArgs: Record<string, string> = {};
+  for (const a of values['build-arg'] ?? []) {
+    const eq = a.indexOf('=');
+    // `--build-arg NAME` alone takes NAME from the environment, as docker build does.
+    const [k, v] = eq < 0 ? [a, process.env[a]] : [a.slice(0, eq), a.slice(eq + 1)];
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new UsageError(`invalid --build-arg ${JSON.stringify(a)}: NAME=VALUE`);
+    if (v !== undefined) buildArgs[k] = v;
+  }
+  if (Object.keys(buildArgs).length) request.buildArgs = buildArgs;
+  return { sub: 'build', request, json: !!values.json, dockerfile: { path, context: values.context ?? dirname(path) } };
+}
+
+/** The Dockerfile's text and the context directory's files, read into the request. */
+async function withDockerfile(request: BuildTemplateRequest, df: { path: string; context: string }): Promise<BuildTemplateRequest> {
+  const text = await readFile(df.path, 'utf8').catch((err: NodeJS.ErrnoException) => {
+    throw new UsageError(`cannot read --dockerfile ${df.path}: ${err.code ?? err.message}`);
+  });
+  const { context, skipped } = await readBuildContext(df.context);
+  for (const p of skipped) process.stderr.write(`context: left out ${p} (not a file, directory or link)\n`);
+  return { ...request, dockerfile: text, context };
+}
+
 export function templatesTable(templates: readonly TemplateInfo[], now = Date.now()): string {
   const rows = templates.map((t) => [t.name, t.warm ? 'yes' : 'no', t.from ?? '-', formatAge(t.createdAt, now)]);
   return table(['NAME', 'WARM', 'FROM', 'CREATED'], rows);
@@ -174,20 +219,23 @@ async function listTemplates(json: boolean): Promise<number> {
 }
 
 /** Progress lines go to stderr, dimmed on a terminal, so stdout carries only the result. */
-function progressPrinter(out: NodeJS.WriteStream = process.stderr): (line: string) => void {
+function progressPrinter(out: NodeJS.WriteStream = process.stderr): (line: string, step?: BuildStep) => void {
   const style = styleFor(out);
-  return (line) => {
+  return (line, step) => {
     if (!line) return;
+    // A Dockerfile's `Step i/N : ...` and ` ---> CACHED` lines stand out from the commands' output, as docker build's do.
+    const look = step ? style.bold : style.dim;
     out.write(
       line
         .split('\n')
-        .map((l) => style.dim(l))
+        .map((l) => look(l))
         .join('\n') + '\n',
     );
   };
 }
 
-async function buildTemplate(request: BuildTemplateRequest, json: boolean): Promise<number> {
+async function buildTemplate(input: BuildTemplateRequest, json: boolean, dockerfile?: { path: string; context: string }): Promise<number> {
+  const request = dockerfile ? await withDockerfile(input, dockerfile) : input;
   // The server does not stop a build whose client went away: say so rather than leave it implied.
   const onInterrupt = () => {
     process.stderr.write(`\nstopped waiting: the build of ${request.name} carries on on the server (see forkd template ls)\n`);
@@ -229,7 +277,7 @@ export const templateCommand: CliCommand = {
         return listTemplates(args.json);
       case 'build':
         if ('recipe' in args) return codeInterpreterRequest(args.name).then((r) => buildTemplate(r, args.json));
-        return buildTemplate(args.request, args.json);
+        return buildTemplate(args.request, args.json, args.dockerfile);
       case 'rm':
         return removeTemplates(args.names);
       case 'network':

@@ -1,7 +1,8 @@
-import { ForkdError, Limits, SNAPSHOT_ID_PATTERN, type BuildTemplateRequest } from '@forkd/protocol';
+import { ForkdError, Limits, SNAPSHOT_ID_PATTERN, type BuildTemplateRequest, type BuildProgress } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
 import type { FleetService } from './fleet-service.js';
 import { DELETED_UNDER } from './fleet-store.js';
+import { sourceTemplateOf } from '../shared/dockerfile/dockerfile-source.js';
 
 /** Calls whose first argument is a sandbox id: they go to the node holding it, as they are. */
 const BY_SANDBOX = [
@@ -93,8 +94,8 @@ async function forkMemoryBytes(svc: NodeService, source: string): Promise<number
 }
 
 /** A build runs where its base template is (the most free one of those), and the template is placed there. */
-async function buildOnFleet(fleet: FleetService, req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim: Parameters<NodeService['buildTemplate']>[2]) {
-  const from = req.from ?? 'base';
+async function buildOnFleet(fleet: FleetService, req: BuildTemplateRequest, progress: BuildProgress, claim: Parameters<NodeService['buildTemplate']>[2]) {
+  const from = sourceTemplateOf(req) ?? 'base';
   const { node, svc } = await fleet.choose({ memoryBytes: 0, template: from });
   const t = await svc.buildTemplate(req, progress, fleet.placing(node, claim));
   await fleet.store.place('template', t.name, node);

@@ -10,6 +10,7 @@ import type {
   WatchEvent,
   SetNetworkRequest,
   NodeCredential,
+  BuildProgress,
 } from '@forkd/protocol';
 import type { ClaimSandbox, FileContent, ForkOptions, ForkTree, ImportSnapshotOptions, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SnapshotExport, SpawnOptions, WatchHandle, WriteFileOptions } from './node-types.js';
 
@@ -84,7 +85,7 @@ export interface NodeService {
 
   templates(): Promise<TemplateInfo[]>;
   /** `claim` is called with the build sandbox's id, like a create's. */
-  buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo>;
+  buildTemplate(req: BuildTemplateRequest, progress: BuildProgress, claim?: ClaimSandbox): Promise<TemplateInfo>;
   deleteTemplate(name: string): Promise<void>;
   /** Node-wide numbers (not tenant-scoped: admin only). */
   stats(): Promise<NodeStats>;

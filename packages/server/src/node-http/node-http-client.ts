@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { guardListener } from '../shared/connection-guard.js';
-import { ForkdError, fromErrorBody } from '@forkd/protocol';
+import { ForkdError, fromErrorBody, type BuildProgress } from '@forkd/protocol';
 import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo, SandboxInfo, SandboxMetrics, SetNetworkRequest, SnapshotInfo, TemplateInfo, WatchEvent, NodeCredential } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
 import type {
@@ -261,7 +261,7 @@ export class NodeHttpClient implements NodeService {
     return (await this.#t.call<{ templates: TemplateInfo[] }>('GET', '/templates')).templates;
   }
 
-  async buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo> {
+  async buildTemplate(req: BuildTemplateRequest, progress: BuildProgress, claim?: ClaimSandbox): Promise<TemplateInfo> {
     const abort = new AbortController();
     // The whole build within the transfer deadline (its progress lines do not extend it).
     const deadline = this.#t.deadline('transfer', 'POST', '/templates');
@@ -281,7 +281,7 @@ export class NodeHttpClient implements NodeService {
     };
     try {
       for await (const l of ndjsonLines<BuildLine>(res)) {
-        if (l.type === 'progress') await mine(() => progress(l.line));
+        if (l.type === 'progress') await mine(() => progress(l.line, l.step));
         else if (l.type === 'claim') await mine(() => this.#claimed([l.id], claim));
         else if (l.type === 'done') return l.template;
         else if (l.type === 'error') throw fromErrorBody(l, 500);

@@ -150,7 +150,7 @@ export function mountStreamRoutes(app: Hono, node: NodeService, logger: Logger):
     void node
       .buildTemplate(
         req,
-        (line) => out.write({ type: 'progress', line } satisfies BuildLine),
+        (line, step) => out.write({ type: 'progress', line, ...(step ? { step } : {}) } satisfies BuildLine),
         (id) => out.write({ type: 'claim', id } satisfies BuildLine),
       )
       .then(

@@ -1,4 +1,4 @@
-import type { ErrorBody, SpawnRequest, TemplateInfo, WatchEvent } from '@forkd/protocol';
+import type { BuildStep, ErrorBody, SpawnRequest, TemplateInfo, WatchEvent } from '@forkd/protocol';
 import type { ProcessSelector, SpawnOptions } from '../node-contract/node-types.js';
 
 /**
@@ -26,7 +26,7 @@ export type ProcessLine =
 export type WatchLine = { type: 'ready' } | { type: 'event'; event: WatchEvent } | { type: 'end' } | { type: 'error'; error: ErrorBody['error'] };
 
 /** `claim`: the build sandbox's id, for the client to claim (see NodeHttpClient.buildTemplate). */
-export type BuildLine = { type: 'claim'; id: string } | { type: 'progress'; line: string } | { type: 'done'; template: TemplateInfo } | { type: 'error'; error: ErrorBody['error'] };
+export type BuildLine = { type: 'claim'; id: string } | { type: 'progress'; line: string; step?: BuildStep } | { type: 'done'; template: TemplateInfo } | { type: 'error'; error: ErrorBody['error'] };
 
 /** A process selector in a path: the public API's form (a pid, or `tag:<tag>`). */
 export function selectorSegment(sel: ProcessSelector): string {

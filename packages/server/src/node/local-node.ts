@@ -1,4 +1,4 @@
-import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo, SandboxInfo, SandboxMetrics, SetNetworkRequest, SnapshotInfo, TemplateInfo, WatchEvent, NodeCredential } from '@forkd/protocol';
+import type { BuildTemplateRequest, CreateSandboxRequest, FileEntry, ProcessInfo, SandboxInfo, SandboxMetrics, SetNetworkRequest, SnapshotInfo, TemplateInfo, WatchEvent, NodeCredential, BuildProgress } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
 import type {
   ClaimSandbox,
@@ -22,6 +22,7 @@ import type { SandboxManager } from './manager/sandbox-manager.js';
 import { buildTemplate } from './templates/template-builder.js';
 import { isStageName, type TemplateRegistry } from './templates/template-registry.js';
 import type { ImageVolumes } from './images/image-volumes.js';
+import type { StepCache } from './dockerfile/step-cache.js';
 import { ForkdError } from '@forkd/protocol';
 import type { NodeCredentials } from './secrets/node-credentials.js';
 
@@ -37,12 +38,14 @@ export class LocalNode implements NodeService {
   readonly #templates: TemplateRegistry;
   readonly #credentials: NodeCredentials;
   readonly #images: ImageVolumes | undefined;
+  readonly #steps: StepCache | undefined;
 
-  constructor(manager: SandboxManager, templates: TemplateRegistry, credentials: NodeCredentials, images?: ImageVolumes) {
+  constructor(manager: SandboxManager, templates: TemplateRegistry, credentials: NodeCredentials, images?: ImageVolumes, steps?: StepCache) {
     this.#m = manager;
     this.#templates = templates;
     this.#credentials = credentials;
     this.#images = images;
+    this.#steps = steps;
   }
 
   async create(req: CreateSandboxRequest, claim?: ClaimSandbox): Promise<SandboxInfo> {
@@ -184,9 +187,9 @@ export class LocalNode implements NodeService {
     return await this.#m.templates();
   }
 
-  async buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo> {
+  async buildTemplate(req: BuildTemplateRequest, progress: BuildProgress, claim?: ClaimSandbox): Promise<TemplateInfo> {
     // Policy above the manager: the build drives a sandbox through the manager's public methods.
-    return buildTemplate(this.#m, this.#templates, this.#images, req, progress, claim);
+    return buildTemplate(this.#m, this.#templates, { images: this.#images, steps: this.#steps }, req, progress, claim);
   }
 
   async deleteTemplate(name: string): Promise<void> {

@@ -17,6 +17,7 @@ import type { QuotaKeeper } from './storage/quota-keeper.js';
 import type { Storage } from './storage/storage.js';
 import { TemplateRegistry } from './templates/template-registry.js';
 import { ImageVolumes } from './images/image-volumes.js';
+import { StepCache } from './dockerfile/step-cache.js';
 import { checkDrivers, makeRuntime, openStorage } from './drivers.js';
 import { lockNode, type NodeLock } from './node-lock.js';
 import { privateDir, tightenPrivateState, usePrivateUmask } from '../shared/private-state.js';
@@ -101,6 +102,8 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   const templates = new TemplateRegistry(storage, store);
   const images = new ImageVolumes({ storage, access: config.registries, maxBytes: config.imageMaxMb * 2 ** 20, logger });
   await images.sweep();
+  const steps = new StepCache(storage);
+  await steps.sweep();
   const manager = new SandboxManager({
     store,
     storage,
@@ -142,7 +145,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
     runtime,
     templates,
     manager,
-    service: new LocalNode(manager, templates, credentials, images),
+    service: new LocalNode(manager, templates, credentials, images, steps),
     egressInterceptor: credentials.interceptor,
     quotaKeeper,
     tick: (now) => reconciler.tick(now),

@@ -72,6 +72,8 @@ export interface TemplateImage extends SpawnDefaults {
   /** The reference it was pulled as. */
   ref: string;
   env: Record<string, string>;
+  /** A Dockerfile build's key of its last step and result (node/dockerfile): a rebuild to the same key has nothing to do. */
+  buildKey?: string | undefined;
 }
 
 export interface SandboxLoss {

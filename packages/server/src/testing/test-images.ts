@@ -65,3 +65,24 @@ export async function compileC(source: string, out: string, opts: { compiler?: '
   await writeFile(src, source);
   await exec(opts.compiler ?? 'gcc', ['-O1', ...(opts.static ? ['-static'] : []), '-o', out, src], { timeoutMs: 60_000 });
 }
+
+/** A Debian-ish root made of the host's own bash and coreutils (usrmerged: /bin and /lib are symlinks the layer's paths go through). */
+export async function debianLayer(extraBins: readonly string[] = []): Promise<TestTarEntry[]> {
+  const bins = ['/usr/bin/bash', '/usr/bin/sleep', '/usr/bin/cat', '/usr/bin/id', '/usr/bin/env', '/usr/bin/pwd', ...extraBins];
+  return [
+    { path: 'usr/bin/', type: 'dir' },
+    { path: 'usr/lib/x86_64-linux-gnu/', type: 'dir' },
+    { path: 'usr/lib64/', type: 'dir' },
+    { path: 'bin', type: 'symlink', linkpath: 'usr/bin' },
+    { path: 'lib', type: 'symlink', linkpath: 'usr/lib' },
+    { path: 'lib64', type: 'symlink', linkpath: 'usr/lib64' },
+    { path: 'tmp/', type: 'dir', mode: 0o1777 },
+    { path: 'app/', type: 'dir' },
+    ...(await hostFiles(bins)),
+    ...(await hostFiles(await sharedLibs(bins))),
+    { path: 'etc/passwd', data: 'root:x:0:0:root:/root:/bin/bash\napp:x:1001:1001:app:/app:/bin/bash\n' },
+    { path: 'etc/group', data: 'root:x:0:\napp:x:1001:\n' },
+    { path: 'etc/debian_version', data: '12.0\n' },
+    { path: 'etc/removed', data: 'lower layer\n' },
+  ];
+}

@@ -1,8 +1,9 @@
-import { ForkdError, type BuildTemplateRequest, type CreateSandboxRequest, type SandboxInfo, type SetNetworkRequest, type NodeCredential, type SnapshotInfo, type TemplateInfo } from '@forkd/protocol';
+import { ForkdError, type BuildTemplateRequest, type CreateSandboxRequest, type SandboxInfo, type SetNetworkRequest, type NodeCredential, type SnapshotInfo, type TemplateInfo, type BuildProgress } from '@forkd/protocol';
 import type { ClaimSandbox, ForkOptions, ForkTree, NodeService, PauseOptions, ResumeOptions } from '../../node-contract/index.js';
 import type { ControlStore } from '../../store/control-store.js';
 import { mintProxyToken } from '../auth/proxy-tokens.js';
 import { imageSourceRefusal } from '../image-source-gate.js';
+import { dockerfileImage, sourceTemplateOf } from '../../shared/dockerfile/dockerfile-source.js';
 
 /**
  * The NodeService as one tenant sees it: only its own sandboxes, their
@@ -225,16 +226,15 @@ export class TenantView implements NodeService {
     return out;
   }
 
-  async buildTemplate(req: BuildTemplateRequest, progress: (line: string) => void | Promise<void>): Promise<TemplateInfo> {
+  async buildTemplate(req: BuildTemplateRequest, progress: BuildProgress): Promise<TemplateInfo> {
     // The node's apt fetches them from the operator's sources onto the node's disk: an operator's choice.
     if (req.aptPackages?.length && !this.#admin) throw new ForkdError('PERMISSION_DENIED', 'aptPackages needs an admin key');
-    if (req.fromImage !== undefined) {
-      const refusal = imageSourceRefusal(req.fromImage, this.#admin);
+    const image = req.dockerfile !== undefined ? dockerfileImage(req.dockerfile, req.buildArgs) : req.fromImage;
+    const from = sourceTemplateOf(req);
+    if (image !== undefined) {
+      const refusal = imageSourceRefusal(image, this.#admin);
       if (refusal) throw new ForkdError('PERMISSION_DENIED', refusal);
-    } else {
-      const from = req.from ?? 'base';
-      if (!(await this.#templateVisible(from))) throw new ForkdError('NOT_FOUND', `template ${from} not found`);
-    }
+    } else if (from !== undefined && !(await this.#templateVisible(from))) throw new ForkdError('NOT_FOUND', `template ${from} not found`);
     // The name is reserved when the build starts, in one atomic claim: of two
     // tenants racing, the second answers ALREADY_EXISTS. A shared template (no
     // owner, like `base`) is rebuilt by admin keys only and stays shared.

@@ -2,6 +2,7 @@ import type { BuildTemplateRequest } from '@forkd/protocol';
 import type { NodeService } from '../../node-contract/index.js';
 import type { ControlStore } from '../../store/control-store.js';
 import { templateIdOf, templateKey } from '../template-scope.js';
+import { dockerfileCommands } from '../../shared/dockerfile/dockerfile-source.js';
 import { policyRefusal } from './exec-gate.js';
 import type { PolicyAuditor } from './policy-audit.js';
 import { decideExec, type ScopedPolicy } from './policy-evaluator.js';
@@ -35,10 +36,12 @@ export async function buildPolicies(svc: Pick<NodeService, 'templates'>, store: 
  */
 export async function gateBuild(policies: readonly ScopedPolicy[], req: BuildTemplateRequest, audit: PolicyAuditor): Promise<void> {
   if (policies.length === 0) return;
-  const commands = [...(req.setup ?? []).map((c) => ['setup', c] as const), ...(req.start !== undefined ? [['start', req.start] as const] : [])];
-  for (const [what, cmd] of commands) {
-    const d = decideExec(policies, { argv: buildArgv(cmd), program: '/bin/bash' });
-    const line = `template build ${req.name} ${what}: ${cmd}`;
+  const commands = [...(req.setup ?? []).map((c) => ({ what: 'setup', argv: buildArgv(c) })), ...(req.start !== undefined ? [{ what: 'start', argv: buildArgv(req.start) }] : [])];
+  // A Dockerfile's RUN, CMD and ENTRYPOINT as the argv they run as (a shell form by /bin/sh -c).
+  if (req.dockerfile !== undefined) commands.push(...dockerfileCommands(req.dockerfile));
+  for (const { what, argv } of commands) {
+    const d = decideExec(policies, { argv, program: argv[0]! });
+    const line = `template build ${req.name} ${what}: ${argv.at(-1)!}`;
     if (d.action === 'deny') {
       await audit('', 'deny', d.rule, line);
       throw policyRefusal(d.rule);

@@ -9,6 +9,7 @@ import { aboveOrAt } from './path-prefix.js';
 import { decideFile, isHidden, type FileAccess, type ScopedPolicy } from './policy-evaluator.js';
 import type { PolicyRuntime, SandboxTemplate } from './policy-runtime.js';
 import { templateKey } from '../template-scope.js';
+import { sourceTemplateOf } from '../../shared/dockerfile/dockerfile-source.js';
 
 /**
  * The policies that apply to a sandbox: its tenant's, its template's, its own
@@ -120,8 +121,8 @@ export function policyGate(svc: NodeService, store: ControlStore, runtime: Polic
     },
     /** A build's setup and start commands are judged before it starts: the node runs them without coming back here. */
     async buildTemplate(req, progress, claim) {
-      // From an image: the tenant's policy only (there is no template to take one from).
-      await gateBuild(await buildPolicies(svc, store, who.tenant, req.fromImage !== undefined ? undefined : (req.from ?? 'base')), req, audit);
+      // From an image (or a Dockerfile FROM an image): the tenant's policy only (there is no template to take one from).
+      await gateBuild(await buildPolicies(svc, store, who.tenant, sourceTemplateOf(req)), req, audit);
       return svc.buildTemplate(req, progress, claim);
     },
     /** Forks inherit their source sandbox's own policy (a copy: later changes to either do not carry over). */

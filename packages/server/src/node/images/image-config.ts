@@ -39,6 +39,9 @@ export interface ImageDefaults {
   user?: string | undefined;
   /** Entrypoint then Cmd; absent when both are empty. */
   start?: string[] | undefined;
+  /** Each on its own, for a Dockerfile FROM the image (its ENTRYPOINT drops the image's Cmd). */
+  entrypoint?: string[] | undefined;
+  cmd?: string[] | undefined;
 }
 
 export interface ImageConfig {
@@ -84,7 +87,7 @@ export function parseImageConfig(text: string): Parsed<ImageConfig> {
   // `user:group`: the guest agent takes a user (name or uid) and that user's groups.
   const user = c.config?.User?.split(':')[0] || undefined;
   if (user !== undefined && !/^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,63}$/.test(user)) return { ok: false, error: `the image's User is invalid` };
-  return { ok: true, value: { diffIds: c.rootfs.diff_ids, defaults: { env, ...(cwd ? { cwd } : {}), ...(user ? { user } : {}), ...(start.length ? { start } : {}) } } };
+  return { ok: true, value: { diffIds: c.rootfs.diff_ids, defaults: { env, ...(cwd ? { cwd } : {}), ...(user ? { user } : {}), ...(start.length ? { start } : {}), ...(c.config?.Entrypoint?.length ? { entrypoint: c.config.Entrypoint } : {}), ...(c.config?.Cmd?.length ? { cmd: c.config.Cmd } : {}) } } };
 }
 
 /**

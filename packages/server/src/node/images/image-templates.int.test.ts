@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
 import { run } from '../../testing/helpers.js';
 import { startTestRegistry, type TestRegistry } from '../../testing/test-registry.js';
-import { compileC, hostFiles, sharedLibs, writeTestImage } from '../../testing/test-images.js';
+import { compileC, debianLayer, hostFiles, writeTestImage } from '../../testing/test-images.js';
 import type { TestTarEntry } from '../../testing/tar-build.js';
 import { exec } from '../../shared/exec.js';
 import { poolLayout } from '../storage/pool-layout.js';
@@ -18,27 +18,6 @@ const HELLO = `#include <stdio.h>
 #include <unistd.h>
 int main(int argc, char **argv) { printf("hello %s %s uid=%d\\n", argc > 1 ? argv[1] : "-", getenv("HELLO") ? getenv("HELLO") : "-", (int)getuid()); return 0; }
 `;
-
-/** A Debian-ish root made of the host's own bash and coreutils (usrmerged: /bin and /lib are symlinks the layer's paths go through). */
-async function debianLayer(): Promise<TestTarEntry[]> {
-  const bins = ['/usr/bin/bash', '/usr/bin/sleep', '/usr/bin/cat', '/usr/bin/id', '/usr/bin/env', '/usr/bin/pwd'];
-  return [
-    { path: 'usr/bin/', type: 'dir' },
-    { path: 'usr/lib/x86_64-linux-gnu/', type: 'dir' },
-    { path: 'usr/lib64/', type: 'dir' },
-    { path: 'bin', type: 'symlink', linkpath: 'usr/bin' },
-    { path: 'lib', type: 'symlink', linkpath: 'usr/lib' },
-    { path: 'lib64', type: 'symlink', linkpath: 'usr/lib64' },
-    { path: 'tmp/', type: 'dir', mode: 0o1777 },
-    { path: 'app/', type: 'dir' },
-    ...(await hostFiles(bins)),
-    ...(await hostFiles(await sharedLibs(bins))),
-    { path: 'etc/passwd', data: 'root:x:0:0:root:/root:/bin/bash\napp:x:1001:1001:app:/app:/bin/bash\n' },
-    { path: 'etc/group', data: 'root:x:0:\napp:x:1001:\n' },
-    { path: 'etc/debian_version', data: '12.0\n' },
-    { path: 'etc/removed', data: 'lower layer\n' },
-  ];
-}
 
 describe('templates from OCI images (a registry on loopback, images made offline)', { skip: !isRoot && 'needs root' }, () => {
   let node: TestNode;

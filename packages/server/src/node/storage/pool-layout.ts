@@ -38,6 +38,16 @@ export const poolLayout = {
   imageLayer: (chainId: string): string => `image-layers/${chainId.replace(':', '-')}`,
   imageRoot: (chainId: string): string => `image-layers/${chainId.replace(':', '-')}.root`,
   imageDraft: (suffix: string): string => `image-layers/.tmp-${suffix}`,
+  /**
+   * A Dockerfile build's step cache (node/dockerfile): one read-only volume
+   * per step that changed files, `build-steps/<step key>`, a snapshot of the
+   * step before plus what it did; `.tmp-*` ones are half-made.
+   */
+  buildSteps: 'build-steps',
+  buildStep: (key: string): string => `build-steps/${key}`,
+  buildStepDraft: (suffix: string): string => `build-steps/.tmp-${suffix}`,
+  /** Keys of Dockerfile steps that change no files (ENV, USER...), as empty files: a plain directory, so a rebuild can say they were CACHED. */
+  buildStepMarks: 'build-step-marks',
   /** Plain directories of pulls under way (skopeo's copies, credentials); removed after each, and at start. */
   imagePulls: 'image-pulls',
 } as const;

@@ -1,4 +1,4 @@
-import type { BuildTemplateRequest, TemplateInfo } from '@forkd/protocol';
+import type { BuildTemplateRequest, TemplateInfo, BuildProgress } from '@forkd/protocol';
 import type { ClaimSandbox } from '../../node-contract/node-types.js';
 import type { TemplateImage } from '../../store/store.js';
 import type { ImageVolumes } from '../images/image-volumes.js';
@@ -15,7 +15,7 @@ type ImageRequest = ReturnType<typeof BuildTemplateRequest.parse> & { fromImage:
  * the build's own, and built from like any other. Its Env, WorkingDir, User
  * and shell become its sandboxes' defaults.
  */
-export async function buildFromImage(m: TemplateBuildHost, templates: TemplateRegistry, images: ImageVolumes, req: ImageRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo> {
+export async function buildFromImage(m: TemplateBuildHost, templates: TemplateRegistry, images: ImageVolumes, req: ImageRequest, progress: BuildProgress, claim?: ClaimSandbox): Promise<TemplateInfo> {
   const img = await images.volumeFor(req.fromImage, { auth: req.registryAuth, progress });
   const d = img.defaults;
   const image: TemplateImage = { ref: img.ref, env: d.env, ...(d.cwd ? { cwd: d.cwd } : {}), ...(d.user ? { user: d.user } : {}), ...(img.shell ? { shell: img.shell } : {}) };

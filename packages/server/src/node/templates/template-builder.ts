@@ -1,11 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BuildTemplateRequest, ForkdError, type TemplateInfo } from '@forkd/protocol';
+import { BuildTemplateRequest, ForkdError, type BuildProgress, type TemplateInfo } from '@forkd/protocol';
 import type { CreateSandboxRequest, ProcessInfo, SandboxInfo, SnapshotInfo } from '@forkd/protocol';
 import type { GuestClient } from '../guest/guest-client.js';
 import type { TemplateImage } from '../../store/store.js';
 import type { ImageVolumes } from '../images/image-volumes.js';
 import { buildFromImage } from './image-template.js';
 import { installAptPackages } from './apt-packages.js';
+import { buildFromDockerfile } from '../dockerfile/dockerfile-build.js';
+import type { StepCache } from '../dockerfile/step-cache.js';
 import type { ClaimSandbox, OutputHandlers, ProcessStream, SpawnOptions } from '../../node-contract/node-types.js';
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxMaxima } from '../manager/sandbox-maxima.js';
@@ -51,6 +53,12 @@ export interface BuildPlan {
   image?: TemplateImage | undefined;
 }
 
+/** What builds other than from a template need of the node: image volumes, and the Dockerfile step cache. */
+export interface BuildSources {
+  images?: ImageVolumes | undefined;
+  steps?: StepCache | undefined;
+}
+
 /** A request's shell strings run by a login bash (an image without bash gets its own shell: spawn-defaults.ts). */
 export const loginShell = (cmd: string): string[] => ['/bin/bash', '-lc', cmd];
 
@@ -58,11 +66,16 @@ export const loginShell = (cmd: string): string[] => ['/bin/bash', '-lc', cmd];
  * Builds a template from another (an image: image-template.ts): see runBuild.
  * A template built from one that came from an image keeps its defaults.
  */
-export async function buildTemplate(m: TemplateBuildHost, templates: TemplateRegistry, images: ImageVolumes | undefined, input: BuildTemplateRequest, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo> {
+export async function buildTemplate(m: TemplateBuildHost, templates: TemplateRegistry, sources: BuildSources, input: BuildTemplateRequest, progress: BuildProgress, claim?: ClaimSandbox): Promise<TemplateInfo> {
   const parsed = BuildTemplateRequest.safeParse(input);
   if (!parsed.success) throw new ForkdError('INVALID_ARGUMENT', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
   const req = parsed.data;
   if (req.name === 'base') throw new ForkdError('FAILED_PRECONDITION', 'the base template is built by forkd setup and cannot be replaced');
+  if (req.dockerfile !== undefined) {
+    if (!sources.steps) throw new ForkdError('NOT_IMPLEMENTED', 'this node cannot build templates from Dockerfiles');
+    return buildFromDockerfile({ m, templates, images: sources.images, steps: sources.steps }, { ...req, dockerfile: req.dockerfile }, progress, claim);
+  }
+  const images = sources.images;
   if (req.fromImage !== undefined) {
     if (!images) throw new ForkdError('NOT_IMPLEMENTED', 'this node cannot build templates from images');
     return buildFromImage(m, templates, images, { ...req, fromImage: req.fromImage }, progress, claim);
@@ -83,7 +96,7 @@ export async function buildTemplate(m: TemplateBuildHost, templates: TemplateReg
  * warm template: sandboxes from it start by restore). A start command that
  * exited by then leaves a cold template: there is nothing to restore.
  */
-export async function runBuild(m: TemplateBuildHost, templates: TemplateRegistry, plan: BuildPlan, progress: (line: string) => void | Promise<void>, claim?: ClaimSandbox): Promise<TemplateInfo> {
+export async function runBuild(m: TemplateBuildHost, templates: TemplateRegistry, plan: BuildPlan, progress: BuildProgress, claim?: ClaimSandbox): Promise<TemplateInfo> {
   // The build sandbox belongs to the building tenant from its first instant: the tenant's keys reach it, no other tenant's do.
   // Shrunk to the server's maxima on a small host (a 1-CPU machine still builds).
   const build = await m.create({ template: plan.source, ...clampToMaxima({ memoryMb: 2048, cpus: 2 }, m.maxima), snapshotIntervalSeconds: 0, idleTimeoutSeconds: 0 }, claim);
@@ -118,21 +131,27 @@ export async function infoOf(templates: TemplateRegistry, name: string): Promise
   return info;
 }
 
-export async function runSetup(m: TemplateBuildHost, id: string, cmd: string, progress: (line: string) => void | Promise<void>): Promise<void> {
+export async function runSetup(m: TemplateBuildHost, id: string, cmd: string, progress: BuildProgress): Promise<void> {
   await progress(`$ ${cmd}`);
-  // Only a bounded tail is kept (for the error); the rest streams with
-  // back-pressure: awaiting `progress` stops reading the guest, whose ring
-  // then holds or drops output, so `yes` cannot grow the daemon's memory.
+  const { exitCode, tail } = await runLogged(m, id, { argv: loginShell(cmd) }, progress);
+  if (exitCode !== 0) throw new ForkdError('FAILED_PRECONDITION', `setup command failed (exit ${exitCode ?? 'none'}): ${cmd}`, { outputTail: tail });
+}
+
+/**
+ * Runs a build's command, its output streamed to `progress`. Only a bounded
+ * tail is kept (for the error); the rest streams with back-pressure:
+ * awaiting `progress` stops reading the guest, whose ring then holds or
+ * drops output, so `yes` cannot grow the daemon's memory.
+ */
+export async function runLogged(m: TemplateBuildHost, id: string, opts: SpawnOptions, progress: BuildProgress): Promise<{ exitCode: number | undefined; tail: string }> {
   const tail = new OutputTail(OUTPUT_TAIL_BYTES);
   const collect = (d: Buffer) => {
     tail.push(d);
     return progress(d.toString().trimEnd());
   };
-  const { exit } = await m.spawn(id, { argv: loginShell(cmd) }, { onStdout: collect, onStderr: collect });
+  const { exit } = await m.spawn(id, opts, { onStdout: collect, onStderr: collect });
   const e = await exit;
-  if (!e || e.exitCode !== 0) {
-    throw new ForkdError('FAILED_PRECONDITION', `setup command failed (exit ${e?.exitCode ?? 'none'}): ${cmd}`, { outputTail: tail.text().slice(-4000) });
-  }
+  return { exitCode: e?.exitCode, tail: tail.text().slice(-4000) };
 }
 
 /**

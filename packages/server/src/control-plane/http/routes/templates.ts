@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BuildTemplateRequest, TemplateInfo } from '@forkd/protocol';
+import { BuildStep, BuildTemplateRequest, TemplateInfo } from '@forkd/protocol';
 import { NDJSON_HEADERS, ndjsonStream } from '../../../shared/ndjson-stream.js';
 import { NetworkPolicies } from '../../network/network-policies.js';
 import { templateIdOf, templateKey } from '../../template-scope.js';
@@ -15,20 +15,20 @@ export const TEMPLATE_ROUTES = [
     response: ok(list('templates', TemplateInfo)),
     handler: async (c) => c.json({ templates: await v(c).templates() }),
   }),
-  // Builds take minutes: progress lines stream as NDJSON, then `done` or `error`.
+  // Builds take minutes: progress lines stream as NDJSON (a Dockerfile's with their step), then `done` or `error`.
   route({
     method: 'post',
     path: '/v1/templates',
     summary: 'Build a template; progress lines, then done or error',
     body: BuildTemplateRequest,
-    ndjson: z.union([z.object({ type: z.literal('progress'), line: z.string() }), z.object({ type: z.literal('done'), template: TemplateInfo })]),
+    ndjson: z.union([z.object({ type: z.literal('progress'), line: z.string(), step: BuildStep.optional() }), z.object({ type: z.literal('done'), template: TemplateInfo })]),
     handler: async (c, { control }, input) => {
       // The default network is the control plane's (control store), not the node's.
       const { network, ...req } = await input.body();
       const out = ndjsonStream(() => {});
       void v(c)
         // Awaited: a client that reads slowly slows the build's output, not the daemon's memory.
-        .buildTemplate(req, (line) => out.write({ type: 'progress', line }))
+        .buildTemplate(req, (line, step) => out.write({ type: 'progress', line, ...(step ? { step } : {}) }))
         .then(async (template) => {
           // The builder's: the owner of a template it built, its own tenant's on a shared one an admin key rebuilt.
           await new NetworkPolicies(control.store).setTemplate(templateKey(c.get('who').tenant, templateIdOf(template)), network);
