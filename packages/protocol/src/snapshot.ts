@@ -52,3 +52,9 @@ export const ImportSnapshotRequest = z.strictObject({
   asSandbox: z.boolean().optional(),
 });
 export type ImportSnapshotRequest = z.input<typeof ImportSnapshotRequest>;
+
+/** A template import (the node contract's, control plane to node): the blob key of an exported template's manifest. */
+export const ImportTemplateRequest = z.strictObject({
+  manifest: z.string().min(1).max(512),
+});
+export type ImportTemplateRequest = z.input<typeof ImportTemplateRequest>;

@@ -77,7 +77,8 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
         const dir = await mkdtemp(join(tmpdir(), `forkd-fleet-${id}-`));
         const { env, config } = testConfig(dir);
         // node-a is small: room for one 256 MB sandbox, so a fork of one there must land elsewhere.
-        const small = id === 'node-a' ? { FORKD_MEMORY_OVERCOMMIT: String(400 / (totalmem() / 2 ** 20)) } : {};
+        // Its sandboxes (a template build's too) are at most 256 MB, so a build there fits.
+        const small = id === 'node-a' ? { FORKD_MEMORY_OVERCOMMIT: String(400 / (totalmem() / 2 ** 20)), FORKD_MAX_MEMORY_MB: '256' } : {};
         const nodeEnv = {
           ...env,
           ...tlsEnv,
@@ -145,6 +146,33 @@ describe('fleet: two control planes on PostgreSQL, three nodes', { skip: !isRoot
     for (const s of made) assert.ok(listed.includes(s.id));
     assert.deepEqual((await clients[0]!.nodes.list()).map((n) => n.sandboxes).sort(), [0, 1, 2]);
     for (const s of made) await s.delete();
+  });
+
+  test('a template built on one node: a create that finds that node full copies it to another and starts there', async () => {
+    // Built on node-a itself (the fleet would build where there is most room), as a team builds on the node it was given.
+    const a = nodes.get('node-a')!.proc;
+    const res = await fetchTls(`${a.url}/node/v1/templates`, { method: 'POST', headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'on-a', setup: ['echo from-a > /etc/on-a'] }) });
+    assert.equal(JSON.parse((await res.text()).trim().split('\n').at(-1)!).type, 'done');
+    const holders = async () => (await clients[0]!.nodes.list()).filter((n) => n.capacity.templates.includes('on-a')).map((n) => n.id);
+    await waitFor(async () => (await holders()).includes('node-a'), 10_000, 'node-a to list the template');
+    const made: Sandbox[] = [];
+    try {
+      made.push(await clients[0]!.sandboxes.create({ template: 'on-a', memoryMb: 256 }));
+      // Through the same replica: what it placed since node-a's last heartbeat counts (another replica learns it at that heartbeat).
+      made.push(await clients[0]!.sandboxes.create({ template: 'on-a', memoryMb: 256 }));
+      const counts = Object.fromEntries((await clients[0]!.nodes.list()).map((n) => [n.id, n.sandboxes]));
+      assert.equal(counts['node-a'], 1, 'node-a took the one it had room for');
+      assert.equal(counts['node-b']! + counts['node-c']!, 1, 'the other spilled to a node that had no copy');
+      for (const s of made) assert.equal((await s.exec(['cat', '/etc/on-a'])).stdout, 'from-a\n');
+      await waitFor(async () => (await holders()).length === 2, 10_000, 'both holders in heartbeats');
+    } finally {
+      for (const s of made) await s.delete();
+    }
+    // Built behind the control plane's back, it has no owner (shared: not deletable through the API; template-copies.test.ts deletes every copy): removed on each node.
+    for (const id of await holders()) {
+      const n = nodes.get(id)!.proc;
+      assert.equal((await fetchTls(`${n.url}/node/v1/templates/on-a`, { method: 'DELETE', headers: { authorization: `Bearer ${n.token}` } })).status, 204);
+    }
   });
 
   test("the official E2B SDK works against the fleet unchanged", async () => {

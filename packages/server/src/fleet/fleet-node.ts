@@ -77,6 +77,15 @@ export function fleetNode(fleet: FleetService): NodeService {
       return snap;
     },
     buildTemplate: (req, progress, claim) => buildOnFleet(fleet, req, progress, claim),
+    exportTemplate: async (name) => (await fleet.locate('template', name)).svc.exportTemplate(name),
+    /** On a node with room, placed there (creates copy templates themselves: see FleetService.create). */
+    async importTemplate(manifest) {
+      const { node, svc } = await fleet.choose({ memoryBytes: 0 });
+      const t = await svc.importTemplate(manifest);
+      await fleet.store.place('template', t.name, node);
+      return t;
+    },
+    /** Every copy (a template copied to where creates needed it is on several nodes). */
     async deleteTemplate(name) {
       const holders = await fleet.holdersOf(name);
       if (holders.length === 0) throw new ForkdError('NOT_FOUND', `template ${name} not found`);

@@ -6,26 +6,32 @@ import type { FleetStore, PlacedKind } from './fleet-store.js';
 import type { NodeDirectory } from './node-directory.js';
 import { chooseNode, hasRoom, type PlacementNeed } from './placement.js';
 import { sumStats } from './fleet-stats.js';
+import { TemplateCopies } from './template-copies.js';
 
 const MB = 1024 * 1024;
+
+const exhausted = (what: string) => new ForkdError('RESOURCE_EXHAUSTED', `${what}; try again when sandboxes are paused or deleted`, { limit: 'FLEET_CAPACITY' });
 
 /**
  * The node contract over a fleet: the control plane's routes, E2B and MCP
  * take it as their one node, so a sandbox id is all a client needs. Calls on
  * a sandbox or snapshot go to the node holding it (placement in the fleet
  * store; an id the store does not know is looked for on every live node
- * once, then remembered); creates and builds go where chooseNode says;
+ * once, then remembered); creates and builds go where chooseNode says
+ * (a create's template copied there when no node holding it has room);
  * lists and stats gather every live node's.
  */
 export class FleetService {
   readonly #store: FleetStore;
   readonly #dir: NodeDirectory;
   readonly #log: Logger | undefined;
+  readonly #copies: TemplateCopies;
 
   constructor(store: FleetStore, dir: NodeDirectory, log?: Logger) {
     this.#store = store;
     this.#dir = dir;
     this.#log = log;
+    this.#copies = new TemplateCopies(store, dir, log);
   }
 
   /** The node holding a sandbox, snapshot or template, and its contract. NOT_FOUND when no live node has it. */
@@ -58,7 +64,7 @@ export class FleetService {
   /** A node for new work; RESOURCE_EXHAUSTED when none can take it. */
   async choose(need: PlacementNeed, none = 'no node of the fleet can take this sandbox now'): Promise<{ node: string; svc: NodeService }> {
     const n = chooseNode(await this.#dir.live(), need, this.#dir.placedSince());
-    if (!n) throw new ForkdError('RESOURCE_EXHAUSTED', `${none}; try again when sandboxes are paused or deleted`, { limit: 'FLEET_CAPACITY' });
+    if (!n) throw exhausted(none);
     this.#dir.notePlaced(n.id, need.memoryBytes);
     return { node: n.id, svc: await this.#dir.client(n.id) };
   }
@@ -92,19 +98,33 @@ export class FleetService {
   }
 
   /**
-   * On a node holding its template (by heartbeats, or the node a build just
-   * placed it on): a template does not travel on its own (only as the parent
-   * of a snapshot), so another node would only answer NOT_FOUND.
+   * On a node holding its template (by heartbeats, or the node a build or
+   * copy just placed it on) when one of those has room; else on the node
+   * placement picks among the rest, the template copied there first
+   * (TemplateCopies). RESOURCE_EXHAUSTED when no node has room, or the copy
+   * fails (the cause is logged, not shown to the tenant).
    */
   async create(req: CreateSandboxRequest, claim?: ClaimSandbox): Promise<SandboxInfo> {
-    const memoryMb = req.memoryMb ?? Limits.parse({}).memoryMb;
+    const memoryBytes = (req.memoryMb ?? Limits.parse({}).memoryMb) * MB;
     const template = req.template ?? 'base';
-    const only = new Set((await this.#dir.live()).filter((n) => n.capacity.templates.includes(template)).map((n) => n.id));
-    const built = await this.#store.placement('template', template);
-    if (built) only.add(built);
-    if (only.size === 0) throw new ForkdError('NOT_FOUND', `template ${template} not found on any live node`);
-    const { node, svc } = await this.choose({ memoryBytes: memoryMb * MB, template, only }, `no node holding template ${template} can take this sandbox now`);
-    return svc.create(req, this.placing(node, claim));
+    const live = await this.#dir.live();
+    const holders = new Set(live.filter((n) => n.capacity.templates.includes(template)).map((n) => n.id));
+    const placed = await this.#store.placement('template', template);
+    if (placed) holders.add(placed);
+    if (holders.size === 0) throw new ForkdError('NOT_FOUND', `template ${template} not found on any live node`);
+    const near = chooseNode(live, { memoryBytes, template, only: holders }, this.#dir.placedSince());
+    const n = near ?? chooseNode(live, { memoryBytes, template }, this.#dir.placedSince());
+    if (!n) throw exhausted(`no node can take a sandbox of template ${template} now`);
+    this.#dir.notePlaced(n.id, memoryBytes);
+    if (!near) {
+      try {
+        await this.#copies.copy(template, [...holders].filter((h) => h !== n.id), n.id);
+      } catch (err) {
+        this.#log?.warn('template copy failed', { template, node: n.id, error: String(err) });
+        throw exhausted(`no node holding template ${template} can take this sandbox now, and it could not be copied to one that can`);
+      }
+    }
+    return (await this.#dir.client(n.id)).create(req, this.placing(n.id, claim));
   }
 
   /**

@@ -9,7 +9,7 @@ export interface PlacementNeed {
   near?: string | undefined;
   /** Nodes not to choose (e.g. the one being drained). */
   avoid?: ReadonlySet<string> | undefined;
-  /** When set, only these nodes (a create needs its template on the node: templates do not travel on their own). */
+  /** When set, only these nodes (a create first looks among the nodes holding its template: no copy). */
   only?: ReadonlySet<string> | undefined;
 }
 

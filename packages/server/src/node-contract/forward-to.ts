@@ -45,6 +45,8 @@ export function forwardTo(svc: NodeService): NodeService {
     templates: () => svc.templates(),
     buildTemplate: (req, progress, claim) => svc.buildTemplate(req, progress, claim),
     deleteTemplate: (name) => svc.deleteTemplate(name),
+    exportTemplate: (name) => svc.exportTemplate(name),
+    importTemplate: (manifest) => svc.importTemplate(manifest),
     stats: () => svc.stats(),
   };
 }

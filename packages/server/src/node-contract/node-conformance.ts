@@ -344,6 +344,12 @@ export function nodeConformance(name: string, open: () => Promise<OpenedNode>, o
       await node.delete(moved);
     });
 
+    test('exportTemplate and importTemplate: unknown names and manifests are NOT_FOUND, base is every node\'s own', async () => {
+      await assert.rejects(node.exportTemplate('no-such-template'), code('NOT_FOUND'));
+      await assert.rejects(node.exportTemplate('base'), code('FAILED_PRECONDITION'));
+      await assert.rejects(node.importTemplate('templates/none/00000000-0000-0000-0000-000000000000/template.json'), code('NOT_FOUND'));
+    });
+
     test('node-wide stats', async () => {
       const st = await node.stats();
       assert.ok(st.poolSizeBytes > 0 && st.poolUsedBytes > 0 && st.snapshots >= 1);

@@ -12,7 +12,7 @@ import type {
   NodeCredential,
   BuildProgress,
 } from '@forkd/protocol';
-import type { ClaimSandbox, FileContent, ForkOptions, ForkTree, ImportSnapshotOptions, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SnapshotExport, SpawnOptions, WatchHandle, WriteFileOptions } from './node-types.js';
+import type { ClaimSandbox, FileContent, ForkOptions, ForkTree, ImportSnapshotOptions, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SnapshotExport, SpawnOptions, TemplateExport, WatchHandle, WriteFileOptions } from './node-types.js';
 
 /**
  * Everything the control plane needs from a node: the one seam between them
@@ -87,6 +87,15 @@ export interface NodeService {
   /** `claim` is called with the build sandbox's id, like a create's. */
   buildTemplate(req: BuildTemplateRequest, progress: BuildProgress, claim?: ClaimSandbox): Promise<TemplateInfo>;
   deleteTemplate(name: string): Promise<void>;
+  /**
+   * A template (root, record, a warm one's memory images) into the node's
+   * blob store, so another node can have it (docs/ARCHITECTURE.md, Templates
+   * travel too). Not tenant-scoped: the control plane's own (a create where
+   * no node with room holds its template). `base` is every node's own.
+   */
+  exportTemplate(name: string): Promise<TemplateExport>;
+  /** A template exported by any node of the same blob store, usable as if built here; the version already here makes it a no-op. Not tenant-scoped. */
+  importTemplate(manifest: string): Promise<TemplateInfo>;
   /** Node-wide numbers (not tenant-scoped: admin only). */
   stats(): Promise<NodeStats>;
 }

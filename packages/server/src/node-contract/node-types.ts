@@ -131,6 +131,14 @@ export interface SnapshotExport {
   bytesUploaded: number;
 }
 
+/** A whole template in the node's blob store (NodeService.exportTemplate). */
+export interface TemplateExport {
+  /** Blob key of its manifest: what an import on any node of the store takes. */
+  manifest: string;
+  /** Bytes this export uploaded (what the store held already is not counted). */
+  bytesUploaded: number;
+}
+
 /**
  * An import. `asSandbox`: its sandbox is recorded too, under the same id,
  * paused with this snapshot as the state a resume restores (a migration);

@@ -19,6 +19,7 @@ import type {
   ProcessStream,
   SnapshotExport,
   SpawnOptions,
+  TemplateExport,
   WatchHandle,
   WriteFileOptions,
 } from '../node-contract/node-types.js';
@@ -306,6 +307,14 @@ export class NodeHttpClient implements NodeService {
 
   async importSnapshot(manifest: string, opts: ImportSnapshotOptions = {}): Promise<SnapshotInfo> {
     return this.#t.call('POST', '/snapshot-imports', { json: { manifest, ...(opts.asSandbox !== undefined ? { asSandbox: opts.asSandbox } : {}) }, kind: 'transfer' });
+  }
+
+  async exportTemplate(name: string): Promise<TemplateExport> {
+    return this.#t.call('POST', `/templates/${e(name)}/export`, { kind: 'transfer' });
+  }
+
+  async importTemplate(manifest: string): Promise<TemplateInfo> {
+    return this.#t.call('POST', '/template-imports', { json: { manifest }, kind: 'transfer' });
   }
 
   async stats(): Promise<NodeStats> {

@@ -7,6 +7,7 @@ import {
   ForkdError,
   ForkRequest,
   ImportSnapshotRequest,
+  ImportTemplateRequest,
   PauseRequest,
   ResumeRequest,
   ListQuery,
@@ -130,5 +131,7 @@ export function mountNodeRoutes(app: Hono, node: NodeService): void {
     await node.deleteTemplate(c.req.param('name'));
     return c.body(null, 204);
   });
+  app.post('/templates/:name/export', async (c) => c.json(await node.exportTemplate(c.req.param('name'))));
+  app.post('/template-imports', async (c) => c.json(await node.importTemplate(validate(ImportTemplateRequest, await jsonOf(c)).manifest), 201));
   app.get('/stats', async (c) => c.json(await node.stats()));
 }

@@ -15,6 +15,7 @@ import type {
   ProcessStream,
   SnapshotExport,
   SpawnOptions,
+  TemplateExport,
   WatchHandle,
   WriteFileOptions,
 } from '../node-contract/node-types.js';
@@ -202,6 +203,14 @@ export class LocalNode implements NodeService {
 
   async importSnapshot(manifest: string, opts?: ImportSnapshotOptions): Promise<SnapshotInfo> {
     return this.#m.importSnapshot(manifest, opts);
+  }
+
+  async exportTemplate(name: string): Promise<TemplateExport> {
+    return this.#m.exportTemplate(name);
+  }
+
+  async importTemplate(manifest: string): Promise<TemplateInfo> {
+    return this.#m.importTemplate(manifest);
   }
 
   async stats(): Promise<NodeStats> {

@@ -1,10 +1,12 @@
-import { ForkdError, type SandboxInfo, type SnapshotInfo } from '@forkd/protocol';
+import { ForkdError, newSandboxId, type SandboxInfo, type SnapshotInfo, type TemplateInfo } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
 import type { ImportSnapshotOptions, SnapshotExport } from '../node-contract/node-types.js';
 import { sandboxInfo } from './sandbox-info.js';
 
 /** Where fake nodes' exports go: manifest key → the snapshot it carries. */
 export type FakeBlobs = Map<string, SnapshotInfo>;
+/** Where fake nodes' template exports go: manifest key → the template it carries. */
+export type FakeTemplateBlobs = Map<string, TemplateInfo>;
 
 let clock = Date.parse('2030-01-01T00:00:00Z');
 let seq = 0;
@@ -27,10 +29,18 @@ export class FakeTransferNode {
   readonly failExportsOf = new Set<string>();
   /** Calls that fail (UNAVAILABLE), whatever their arguments. */
   readonly failing = new Set<string>();
+  /** Templates here, by name (`base` to start with). */
+  readonly templates = new Map<string, TemplateInfo>([['base', { name: 'base', id: 'base', createdAt: new Date(0).toISOString() }]]);
+  /** Calls made of the template transfer (`export:<name>`, `import:<manifest>`), in order. */
+  readonly templateCalls: string[] = [];
+  /** While set, template imports wait for it (concurrent copies meet here). */
+  importGate: Promise<void> | undefined;
   readonly #blobs: FakeBlobs;
+  readonly #templateBlobs: FakeTemplateBlobs;
 
-  constructor(blobs: FakeBlobs) {
+  constructor(blobs: FakeBlobs, templateBlobs: FakeTemplateBlobs = new Map()) {
     this.#blobs = blobs;
+    this.#templateBlobs = templateBlobs;
   }
 
   /** A sandbox here with these snapshots (oldest first). */
@@ -44,8 +54,44 @@ export class FakeTransferNode {
     return s;
   }
 
+  /** Creates from templates held here, and templates through the fake blobs (the real ones: the node conformance and transfer tests). */
+  #templateCalls(): Partial<NodeService> {
+    return {
+      templates: async () => [...this.templates.values()],
+      create: async (req, claim) => {
+        if (!this.templates.has(req.template ?? 'base')) throw new ForkdError('NOT_FOUND', `template ${req.template} not found`);
+        const id = newSandboxId();
+        await claim?.(id);
+        this.add(id, 'running', []);
+        return this.#of(id).info;
+      },
+      exportTemplate: async (name) => {
+        this.templateCalls.push(`export:${name}`);
+        const t = this.templates.get(name);
+        if (!t) throw new ForkdError('NOT_FOUND', `template ${name} not found`);
+        const manifest = `templates/${name}/${t.id}/template.json`;
+        this.#templateBlobs.set(manifest, t);
+        return { manifest, bytesUploaded: 1 };
+      },
+      importTemplate: async (manifest) => {
+        this.templateCalls.push(`import:${manifest}`);
+        await this.importGate;
+        const t = this.#templateBlobs.get(manifest);
+        if (!t) throw new ForkdError('NOT_FOUND', `no manifest ${manifest}`);
+        const have = this.templates.get(t.name);
+        if (have && have.id !== t.id) throw new ForkdError('ALREADY_EXISTS', `another template named ${t.name}`);
+        this.templates.set(t.name, t);
+        return t;
+      },
+      deleteTemplate: async (name) => {
+        if (!this.templates.delete(name)) throw new ForkdError('NOT_FOUND', `template ${name} not found`);
+      },
+    };
+  }
+
   get service(): NodeService {
     const impl: Partial<NodeService> = {
+      ...this.#templateCalls(),
       list: async () => [...this.sandboxes.values()].map((s) => s.info),
       get: async (id) => this.#of(id).info,
       timeline: async (id) => [...this.#of(id).timeline],

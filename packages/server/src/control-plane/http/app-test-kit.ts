@@ -144,6 +144,14 @@ export function fakeService(): NodeService & { created: unknown[]; calls: Array<
       fake.calls.push(['importSnapshot', manifest]);
       throw new ForkdError('NOT_FOUND', `no manifest at ${manifest}`);
     },
+    exportTemplate: async (name) => {
+      fake.calls.push(['exportTemplate', name]);
+      return { manifest: `templates/${name}/0f0e0d0c-0b0a-0908-0706-050403020100/template.json`, bytesUploaded: 0 };
+    },
+    importTemplate: async (manifest) => {
+      fake.calls.push(['importTemplate', manifest]);
+      throw new ForkdError('NOT_FOUND', `no manifest at ${manifest}`);
+    },
     stats: async () => ({ snapshots: 3, snapshotBytes: 4096, poolUsedBytes: 1 << 20, poolSizeBytes: 1 << 30, warmPoolHeld: 2, hotPaused: 1 }),
   };
   return fake;

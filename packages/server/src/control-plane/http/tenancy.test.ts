@@ -228,15 +228,17 @@ test('proxy tokens: shown once at creation, stored as SHA-256 only; the proxy ac
   }
 });
 
-test('snapshot export and import are the control plane\'s own: no caller reaches them, an admin key included', async () => {
+test('snapshot and template export and import are the control plane\'s own: no caller reaches them, an admin key included', async () => {
   const svc = fakeService();
   const { control } = await testApp(svc);
   for (const who of [{ keyId: 'k1', tenant: 'acme', admin: false }, { keyId: 'k2', tenant: 'default', admin: true }]) {
     const view = callerView(svc, control, who);
     await assert.rejects(view.exportSnapshot('snap-aaaaaaaaaaaa'), { code: 'PERMISSION_DENIED' });
     await assert.rejects(view.importSnapshot('snapshots/snap-aaaaaaaaaaaa/manifest.json', { asSandbox: true }), { code: 'PERMISSION_DENIED' });
+    await assert.rejects(view.exportTemplate('base'), { code: 'PERMISSION_DENIED' });
+    await assert.rejects(view.importTemplate('templates/t/0f0e0d0c-0b0a-0908-0706-050403020100/template.json'), { code: 'PERMISSION_DENIED' });
   }
-  assert.deepEqual(svc.calls.filter(([op]) => op === 'exportSnapshot' || op === 'importSnapshot'), [], 'the node was never asked');
+  assert.deepEqual(svc.calls.filter(([op]) => /^(export|import)(Snapshot|Template)$/.test(String(op))), [], 'the node was never asked');
 });
 
 test('shared templates and apt packages are for admin keys; a tenant template never becomes shared', async () => {

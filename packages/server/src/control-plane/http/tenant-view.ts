@@ -281,6 +281,15 @@ export class TenantView implements NodeService {
     throw new ForkdError('PERMISSION_DENIED', 'snapshot import is not tenant-scoped');
   }
 
+  /** The control plane's own (a template copied to where a create needs it), through the unscoped service. */
+  async exportTemplate(): ReturnType<NodeService['exportTemplate']> {
+    throw new ForkdError('PERMISSION_DENIED', 'template export is not tenant-scoped');
+  }
+
+  async importTemplate(): ReturnType<NodeService['importTemplate']> {
+    throw new ForkdError('PERMISSION_DENIED', 'template import is not tenant-scoped');
+  }
+
   /** Node-wide: only the admin-only metrics endpoint asks, through the unscoped service. */
   async stats(): ReturnType<NodeService['stats']> {
     throw new ForkdError('PERMISSION_DENIED', 'node statistics are not tenant-scoped');

@@ -8,7 +8,7 @@ import {
   type WatchEvent,
   type SetNetworkRequest,
 } from '@forkd/protocol';
-import type { ClaimSandbox, ForkOptions, ForkTree, ImportSnapshotOptions, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SnapshotExport, SpawnOptions, WatchHandle } from '../../node-contract/node-types.js';
+import type { ClaimSandbox, ForkOptions, ForkTree, ImportSnapshotOptions, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SnapshotExport, SpawnOptions, TemplateExport, WatchHandle } from '../../node-contract/node-types.js';
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
 import type { GuestClient } from '../guest/guest-client.js';
@@ -34,6 +34,8 @@ import { OwnerSlots } from '../network/owner-slots.js';
 import { TemplateTransfer } from '../transfer/template-transfer.js';
 import { exportSnapshot, type BlobTransfer } from './export-snapshot.js';
 import { importSnapshot } from './import-snapshot.js';
+import { exportTemplate } from './export-template.js';
+import { importTemplate } from './import-template.js';
 
 /**
  * Port-proxy connections open at once, per sandbox and on the node: each is a
@@ -65,6 +67,8 @@ export class SandboxManager {
   readonly #activityListeners = new Set<(id: string) => void>();
   readonly #portSlots = new OwnerSlots({ total: MAX_PORT_CONNECTIONS, perOwner: MAX_PORT_CONNECTIONS_PER_SANDBOX });
   readonly #transfer: BlobTransfer | undefined;
+  /** Template imports under way, by name (one receive of a template at a time). */
+  readonly #templateImports = new Map<string, Promise<TemplateInfo>>();
 
   constructor(deps: ManagerDeps) {
     this.#d = deps;
@@ -342,6 +346,16 @@ export class SandboxManager {
   /** A snapshot (with asSandbox: its sandbox, paused) from the blob store (see import-snapshot.ts). */
   importSnapshot(manifest: string, opts: ImportSnapshotOptions = {}): Promise<SnapshotInfo> {
     return importSnapshot(this.#ctx, this.#blobTransfer(), manifest, opts);
+  }
+
+  /** A whole template into the blob store (see export-template.ts). */
+  exportTemplate(name: string): Promise<TemplateExport> {
+    return exportTemplate(this.#ctx, this.#blobTransfer(), name);
+  }
+
+  /** A template from the blob store, usable as if built here (see import-template.ts). */
+  importTemplate(manifest: string): Promise<TemplateInfo> {
+    return importTemplate(this.#ctx, this.#blobTransfer(), manifest, this.#templateImports);
   }
 
   #blobTransfer(): BlobTransfer {

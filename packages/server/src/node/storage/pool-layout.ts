@@ -14,8 +14,10 @@ export const poolLayout = {
   template: (name: string): string => `templates/${name}`,
   templateDraft: (name: string, suffix: string): string => `templates/.tmp-${name}-${suffix}`,
   isDraft: (key: string): boolean => key.split('/')[1]?.startsWith('.tmp-') ?? false,
-  /** A warm template's memory images (a plain directory, not a volume). */
+  /** A warm template's memory images (a plain directory, not a volume); `.tmp-*` ones are an import's on their way in. */
+  templateImagesDir: 'template-images',
   templateImages: (name: string): string => `template-images/${name}`,
+  templateImagesDraft: (name: string, suffix: string): string => `template-images/.tmp-${name}-${suffix}`,
   /** Snapshot directories (`rootfs/` a read-only volume, `memory/`, `work/`); `.tmp-*` ones are drafts. */
   snapshots: 'snapshots',
   snapshot: (name: string): string => `snapshots/${name}`,

@@ -2,16 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
 import { run, waitFor } from '../../testing/helpers.js';
-
-/** Serves a token drawn once at start-up: equal tokens prove a restore, not a restart. */
-const SERVER = [
-  'import http.server, secrets, json, decimal, fractions',
-  'token = secrets.token_hex(8)',
-  'class H(http.server.BaseHTTPRequestHandler):',
-  '  def do_GET(self):',
-  '    self.send_response(200); self.end_headers(); self.wfile.write(token.encode())',
-  "http.server.HTTPServer(('127.0.0.1', 9000), H).serve_forever()",
-].join('\n');
+import { TOKEN_SERVER } from '../../testing/token-server.js';
 
 describe('templates: build with setup commands and a start command (warm)', { skip: !isRoot && 'needs root' }, () => {
   let node: TestNode;
@@ -23,7 +14,7 @@ describe('templates: build with setup commands and a start command (warm)', { sk
   test('sandboxes from a warm template start with its processes already running', async () => {
     const progress: string[] = [];
     const t = await node.service.buildTemplate(
-      { name: 'py-warm', from: 'base', setup: ['mkdir -p /app', `cat > /app/server.py <<'EOF'\n${SERVER}\nEOF`, 'echo built > /app/marker'], start: 'cd /app && exec python3 server.py' },
+      { name: 'py-warm', from: 'base', setup: ['mkdir -p /app', `cat > /app/server.py <<'EOF'\n${TOKEN_SERVER}\nEOF`, 'echo built > /app/marker'], start: 'cd /app && exec python3 server.py' },
       (l) => void progress.push(l),
     );
     assert.equal(t.warm, true);

@@ -11,9 +11,11 @@ export interface PublishSource {
   /** A warm template's memory images (a host directory, moved into the pool). */
   imagesDir?: string | undefined;
   /** What it was built from: a template's name, or an image reference. */
-  from: string;
+  from: string | undefined;
   idmap?: number | undefined;
   image?: TemplateImage | undefined;
+  /** An imported template: the id and creation time it has on every node. */
+  imported?: { id: string; createdAt: string } | undefined;
 }
 
 /**
@@ -79,7 +81,7 @@ export class TemplateRegistry {
    */
   async publish(name: string, src: PublishSource): Promise<void> {
     if (!TEMPLATE_NAME_PATTERN.test(name)) throw new ForkdError('INVALID_ARGUMENT', `invalid template name: ${name}`);
-    const id = (await this.#store.getTemplate(name))?.id ?? newTemplateId();
+    const id = src.imported?.id ?? (await this.#store.getTemplate(name))?.id ?? newTemplateId();
     // The record stays (`has` also needs the volume): a crash here still keeps the id for the next rebuild.
     await this.#removeFiles(name);
     // A read-only subvolume cannot be renamed: snapshot it into place (shares every extent).
@@ -88,10 +90,10 @@ export class TemplateRegistry {
     await this.#store.upsertTemplate({
       id,
       name,
-      createdAt: new Date().toISOString(),
+      createdAt: src.imported?.createdAt ?? new Date().toISOString(),
       volume: this.volume(name),
       ...(src.imagesDir ? { images: poolLayout.templateImages(name), idmap: src.idmap } : {}),
-      from: src.from,
+      ...(src.from ? { from: src.from } : {}),
       ...(src.image ? { image: src.image } : {}),
     });
   }
@@ -135,6 +137,8 @@ export class TemplateRegistry {
     for (const key of await this.#storage.list(poolLayout.templates)) {
       if (poolLayout.isDraft(key)) await this.#storage.remove(key);
     }
+    // A template import's images on their way in (see import-template.ts).
+    for (const key of await this.#storage.list(poolLayout.templateImagesDir)) if (poolLayout.isDraft(key)) await this.#storage.removeDir(key);
     for (const t of await this.#store.listTemplates()) if (isStageName(t.name)) await this.remove(t.name);
   }
 }

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { ForkdError } from '@forkd/protocol';
 import { hostileBytes } from '../../testing/fuzz-bytes.js';
 import { parseSubvolumeShow } from './subvolume-identity.js';
-import { encodeManifest, manifestOrThrow, parseManifest, SnapshotManifest, TemplateManifest, type SnapshotManifest as Snap } from './transfer-manifest.js';
+import { encodeManifest, manifestOrThrow, parseManifest, SnapshotManifest, TemplateExportManifest, TemplateManifest, type SnapshotManifest as Snap, type TemplateExportManifest as Whole } from './transfer-manifest.js';
 
 const sha = (c: string) => c.repeat(64);
 const UUID = '3f09e410-1f35-3043-8a89-f912234df7ee';
@@ -17,6 +17,17 @@ const valid: Snap = {
   template: { name: 'base', id: 'base', uuid: UUID, manifest: `templates/base/${UUID}/manifest.json` },
   rootfs: { size: 30, sha256: sha('a'), chunks: [{ sha256: sha('b'), size: 10 }, { sha256: sha('c'), size: 20 }] },
   images: [{ name: 'pages-1.img', object: { size: 0, sha256: sha('d'), chunks: [] } }],
+  exportedAt: '2026-12-03T11:00:01.000Z',
+};
+
+const whole: Whole = {
+  kind: 'forkd-template-export',
+  version: 1,
+  template: { name: 'py-warm', id: 'tpl_0123456789ab', uuid: UUID, manifest: `templates/py-warm/${UUID}/manifest.json` },
+  createdAt: '2026-12-03T10:00:00.000Z',
+  from: 'docker.io/library/python:3.12',
+  image: { ref: 'docker.io/library/python:3.12', env: { PATH: '/usr/bin' }, cwd: '/app', user: 'app', shell: ['/bin/sh', '-c'] },
+  images: valid.images,
   exportedAt: '2026-12-03T11:00:01.000Z',
 };
 
@@ -57,11 +68,24 @@ test('hostile manifests are refused with a reason, never thrown', () => {
   assert.throws(() => manifestOrThrow(SnapshotManifest, 'k', undefined), (e: unknown) => e instanceof ForkdError && e.code === 'NOT_FOUND');
 });
 
+test('a whole template\'s manifest round-trips; hostile ones are refused', () => {
+  assert.deepEqual(parseManifest(TemplateExportManifest, encodeManifest(whole)), { ok: true, value: whole });
+  const bad: Array<[string, unknown]> = [
+    ['a template name with a path', { ...whole, template: { ...whole.template, name: '../x' } }],
+    ['an image name with a path', { ...whole, images: [{ ...valid.images[0], name: '../etc/passwd' }] }],
+    ['an env name that is not one', { ...whole, image: { ...whole.image, env: { 'A=B': 'c' } } }],
+    ['a long shell', { ...whole, image: { ...whole.image, shell: ['a', 'b', 'c', 'd', 'e'] } }],
+    ['an unknown field', { ...whole, owner: 'acme' }],
+    ['a snapshot manifest', valid],
+  ];
+  for (const [what, v] of bad) assert.equal(parseManifest(TemplateExportManifest, bytesOf(v)).ok, false, what);
+});
+
 test('fuzz: any bytes give a typed result; what parses is within bounds', () => {
-  const seeds = [Buffer.from(encodeManifest(valid)), Buffer.from(encodeManifest({ kind: 'forkd-template', version: 1, name: 'base', uuid: UUID, rootfs: valid.rootfs, exportedAt: 'x' }))];
+  const seeds = [Buffer.from(encodeManifest(valid)), Buffer.from(encodeManifest(whole)), Buffer.from(encodeManifest({ kind: 'forkd-template', version: 1, name: 'base', uuid: UUID, rootfs: valid.rootfs, exportedAt: 'x' }))];
   fc.assert(
     fc.property(hostileBytes(seeds, 4096), (b) => {
-      for (const schema of [SnapshotManifest, TemplateManifest] as const) {
+      for (const schema of [SnapshotManifest, TemplateManifest, TemplateExportManifest] as const) {
         const r = parseManifest(schema, b);
         if (r.ok && 'images' in r.value) for (const f of r.value.images) assert.match(f.name, /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/);
       }

@@ -50,6 +50,40 @@ export const TemplateManifest = z.strictObject({
 });
 export type TemplateManifest = z.infer<typeof TemplateManifest>;
 
+/** A process default as a spawn takes it (SpawnDefaults), bounded. */
+const Defaults = {
+  cwd: z.string().min(1).max(4096).optional(),
+  user: z.string().min(1).max(64).optional(),
+  shell: z.array(z.string().min(1).max(256)).min(1).max(4).optional(),
+};
+
+/** The memory images of a checkpoint, one object per file, by name. */
+const Images = z
+  .array(z.strictObject({ name: ImageName, object: Chunked }))
+  .max(MAX_IMAGE_FILES)
+  .refine((a) => new Set(a.map((f) => f.name)).size === a.length, 'image file names repeat');
+
+/**
+ * A whole template (NodeService.exportTemplate): its root volume by
+ * reference (the volume's own manifest, shared with the snapshots that
+ * descend from it), its record, and for a warm template the memory images
+ * its sandboxes start from.
+ */
+export const TemplateExportManifest = z.strictObject({
+  kind: z.literal('forkd-template-export'),
+  version: z.literal(1),
+  template: TemplateRef,
+  createdAt: IsoTime,
+  /** What it was built from: a template's name or an image reference. */
+  from: z.string().min(1).max(1024).optional(),
+  /** An image template's process defaults (TemplateImage). */
+  image: z.strictObject({ ref: z.string().min(1).max(1024), env: EnvMap, ...Defaults }).optional(),
+  /** Empty: a cold template. */
+  images: Images,
+  exportedAt: IsoTime,
+});
+export type TemplateExportManifest = z.infer<typeof TemplateExportManifest>;
+
 /** The sandbox a snapshot belongs to, as much of its record as travels (not its state, instance or node-local history). */
 const SandboxPart = z.strictObject({
   id: z.string().regex(SANDBOX_ID_PATTERN),
@@ -73,13 +107,7 @@ const SandboxPart = z.strictObject({
   idmap: z.number().int().min(0).max(2 ** 32 - 1).optional(),
   network: NetworkRules.optional(),
   /** An image template's process defaults (SpawnDefaults). */
-  defaults: z
-    .strictObject({
-      cwd: z.string().min(1).max(4096).optional(),
-      user: z.string().min(1).max(64).optional(),
-      shell: z.array(z.string().min(1).max(256)).min(1).max(4).optional(),
-    })
-    .optional(),
+  defaults: z.strictObject(Defaults).optional(),
 });
 
 export const SnapshotManifest = z.strictObject({
@@ -99,11 +127,7 @@ export const SnapshotManifest = z.strictObject({
   template: TemplateRef.nullable(),
   /** The send stream of the snapshot's root volume (subvolume `rootfs`), incremental against `template`. */
   rootfs: Chunked,
-  /** The memory images, one object per file, by name. */
-  images: z
-    .array(z.strictObject({ name: ImageName, object: Chunked }))
-    .max(MAX_IMAGE_FILES)
-    .refine((a) => new Set(a.map((f) => f.name)).size === a.length, 'image file names repeat'),
+  images: Images,
   exportedAt: IsoTime,
 });
 export type SnapshotManifest = z.infer<typeof SnapshotManifest>;
@@ -137,7 +161,7 @@ export function manifestOrThrow<S extends z.ZodType>(schema: S, key: string, byt
   return r.value;
 }
 
-export function encodeManifest(m: SnapshotManifest | TemplateManifest): Uint8Array {
+export function encodeManifest(m: SnapshotManifest | TemplateManifest | TemplateExportManifest): Uint8Array {
   return new TextEncoder().encode(`${JSON.stringify(m)}\n`);
 }
 
@@ -145,4 +169,6 @@ export function encodeManifest(m: SnapshotManifest | TemplateManifest): Uint8Arr
 export const transferKeys = {
   snapshot: (snapId: string): string => `snapshots/${snapId}/manifest.json`,
   template: (name: string, uuid: string): string => `templates/${name}/${uuid}/manifest.json`,
+  /** A whole template (TemplateExportManifest) beside its volume's manifest: one per published version (its root's send identity). */
+  templateExport: (name: string, uuid: string): string => `templates/${name}/${uuid}/template.json`,
 } as const;

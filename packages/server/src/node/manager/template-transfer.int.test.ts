@@ -1,0 +1,114 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ForkdError } from '@forkd/protocol';
+import { DirBlobStore } from '../../blob/dir-blob-store.js';
+import { FlakyBlobs } from '../../testing/flaky-blobs.js';
+import { exec } from '../../shared/exec.js';
+import { run, waitFor } from '../../testing/helpers.js';
+import { TOKEN_SERVER } from '../../testing/token-server.js';
+import { createTestNode, isRoot, orphans, type TestNode } from '../../testing/test-node.js';
+
+const MB = 2 ** 20;
+const mb = (n: number) => `${(n / MB).toFixed(2)} MB`;
+const code = (c: ForkdError['code']) => (e: unknown) => e instanceof ForkdError && e.code === c;
+
+/**
+ * Two nodes with pools of their own (each imported `base` itself), one blob
+ * store: a warm template built on A travels to B and serves creates there
+ * as it does on A.
+ */
+describe('template export and import (real Btrfs send/receive, CRIU)', { skip: !isRoot && 'needs root', concurrency: 1 }, () => {
+  let blobDir = '';
+  let blobs: FlakyBlobs;
+  let a: TestNode;
+  let b: TestNode;
+  const token = async (n: TestNode, id: string) => waitFor(async () => (await run(n.manager, id, ['curl', '-s', 'http://127.0.0.1:9000/'])).stdout, 5000, 'the start command\'s server');
+
+  before(async () => {
+    blobDir = await mkdtemp(join(tmpdir(), 'forkd-blobs-'));
+    blobs = new FlakyBlobs(await DirBlobStore.open(blobDir));
+    a = await createTestNode({ blobs });
+    b = await createTestNode({ blobs });
+  });
+  after(async () => {
+    await a?.dispose();
+    await b?.dispose();
+    if (blobDir) await rm(blobDir, { recursive: true, force: true });
+  });
+
+  test('a warm template built on A, exported, imported on B: creates on B start with its processes and files; a re-import is a no-op', async () => {
+    const t = await a.service.buildTemplate(
+      { name: 'py-warm', from: 'base', setup: ['mkdir -p /app', `cat > /app/server.py <<'EOF'\n${TOKEN_SERVER}\nEOF`, 'echo built > /app/marker'], start: 'cd /app && exec python3 server.py' },
+      () => {},
+    );
+    assert.equal(t.warm, true);
+    const onA = await a.manager.create({ template: 'py-warm' });
+    const tokenA = await token(a, onA.id);
+
+    const t0 = performance.now();
+    const ex = await a.service.exportTemplate('py-warm');
+    console.log(`warm template export: ${mb(ex.bytesUploaded)} in ${Math.round(performance.now() - t0)} ms`);
+    assert.match(ex.manifest, /^templates\/py-warm\/[0-9a-f-]{36}\/template\.json$/);
+    assert.deepEqual(await a.service.exportTemplate('py-warm'), { manifest: ex.manifest, bytesUploaded: 0 }, 'exported once per version');
+
+    const t1 = performance.now();
+    const got = await b.service.importTemplate(ex.manifest);
+    console.log(`warm template import: ${Math.round(performance.now() - t1)} ms`);
+    assert.deepEqual(got, t, 'the same template: name, id, creation time, warm, from');
+    assert.deepEqual((await b.service.templates()).find((x) => x.name === 'py-warm'), t, 'listed as on A');
+
+    const onB = await b.manager.create({ template: 'py-warm', env: { SEEN: 'b' } });
+    assert.equal(await token(b, onB.id), tokenA, 'the start command\'s memory came with it: restored, not restarted');
+    assert.ok((await (await b.manager.guest(onB.id)).listProcesses()).some((p) => p.tag === 'start' && p.running));
+    assert.equal((await run(b.manager, onB.id, 'cat /app/marker; echo $SEEN')).stdout, 'built\nb\n', 'its files, and exec works');
+    assert.equal((await b.manager.recordOf(onB.id))?.templateId, t.id);
+
+    const chunkGets = blobs.countGets('chunks/');
+    const vols = await subvolumes(b);
+    assert.deepEqual(await b.service.importTemplate(ex.manifest), t, 'a re-import answers the template as it is');
+    assert.equal(blobs.countGets('chunks/'), chunkGets, 'and reads no chunk');
+    assert.deepEqual(await subvolumes(b), vols, 'nor makes a volume');
+
+    // B's copy keeps A's send identity: B's exports of it, and of its sandboxes, name what the store holds.
+    assert.deepEqual(await b.service.exportTemplate('py-warm'), { manifest: ex.manifest, bytesUploaded: 0 });
+    const snap = await b.manager.snapshot(onB.id);
+    const sx = await b.service.exportSnapshot(snap.id);
+    assert.ok(sx.bytesUploaded < 40 * MB, `a sandbox of the copy exports without its template (${mb(sx.bytesUploaded)})`);
+    assert.equal((await blobs.keys('templates/py-warm/')).filter((k) => k.endsWith('/manifest.json')).length, 1, 'one volume of py-warm in the store');
+    await a.manager.delete(onA.id);
+    await b.manager.delete(onB.id);
+  });
+
+  test('another template of the name on B is ALREADY_EXISTS; base and unknown manifests are refused; nothing is left', async () => {
+    await a.service.buildTemplate({ name: 'clash', setup: ['echo a > /etc/which'] }, () => {});
+    await b.service.buildTemplate({ name: 'clash', setup: ['echo b > /etc/which'] }, () => {});
+    const ex = await a.service.exportTemplate('clash');
+    await assert.rejects(b.service.importTemplate(ex.manifest), code('ALREADY_EXISTS'));
+    const s = await b.manager.create({ template: 'clash' });
+    assert.equal((await run(b.manager, s.id, ['cat', '/etc/which'])).stdout, 'b\n', 'B\'s own is untouched');
+    await b.manager.delete(s.id);
+    await b.manager.deleteTemplate('clash');
+    // Gone from B: the import is a copy like any other now.
+    const got = await b.service.importTemplate(ex.manifest);
+    assert.equal(got.warm, false);
+    const c = await b.manager.create({ template: 'clash' });
+    assert.equal((await run(b.manager, c.id, ['cat', '/etc/which'])).stdout, 'a\n');
+    await b.manager.delete(c.id);
+    await assert.rejects(a.service.exportTemplate('base'), code('FAILED_PRECONDITION'));
+    await assert.rejects(b.service.importTemplate('templates/x/00000000-0000-0000-0000-000000000000/template.json'), code('NOT_FOUND'));
+    await blobs.put('hostile/template.json', new TextEncoder().encode(JSON.stringify({ kind: 'forkd-template-export', version: 1, template: { name: '../etc', id: 'x', uuid: 'no', manifest: 'm' } })));
+    await assert.rejects(b.service.importTemplate('hostile/template.json'), code('INVALID_ARGUMENT'));
+    for (const n of [a, b]) {
+      await n.manager.settled();
+      assert.deepEqual(await orphans(n), []);
+    }
+  });
+});
+
+async function subvolumes(n: TestNode): Promise<string[]> {
+  const r = await exec('btrfs', ['subvolume', 'list', '-o', n.config.pool.mountPoint]);
+  return r.stdout.split('\n').map((l) => l.split(' path ')[1] ?? '').filter(Boolean).sort();
+}
