@@ -53,6 +53,10 @@ describe('template export and import (real Btrfs send/receive, CRIU)', { skip: !
     console.log(`warm template export: ${mb(ex.bytesUploaded)} in ${Math.round(performance.now() - t0)} ms`);
     assert.match(ex.manifest, /^templates\/py-warm\/[0-9a-f-]{36}\/template\.json$/);
     assert.deepEqual(await a.service.exportTemplate('py-warm'), { manifest: ex.manifest, bytesUploaded: 0 }, 'exported once per version');
+    const vol = JSON.parse(new TextDecoder().decode((await blobs.get(ex.manifest.replace(/template\.json$/, 'manifest.json')))!)) as { parent?: { name: string }; rootfs: { size: number } };
+    console.log(`its root: ${mb(vol.rootfs.size)} incremental against ${vol.parent?.name}`);
+    assert.equal(vol.parent?.name, 'base', 'its root is sent against the template it was built from');
+    assert.ok(vol.rootfs.size < 50 * MB, `only its own changes (${mb(vol.rootfs.size)})`);
 
     const t1 = performance.now();
     const got = await b.service.importTemplate(ex.manifest);
@@ -101,6 +105,14 @@ describe('template export and import (real Btrfs send/receive, CRIU)', { skip: !
     await assert.rejects(b.service.importTemplate('templates/x/00000000-0000-0000-0000-000000000000/template.json'), code('NOT_FOUND'));
     await blobs.put('hostile/template.json', new TextEncoder().encode(JSON.stringify({ kind: 'forkd-template-export', version: 1, template: { name: '../etc', id: 'x', uuid: 'no', manifest: 'm' } })));
     await assert.rejects(b.service.importTemplate('hostile/template.json'), code('INVALID_ARGUMENT'));
+    // Two volumes that name each other as parent: refused, not waited on forever.
+    const U = ['11111111-1111-1111-1111-111111111111', '22222222-2222-2222-2222-222222222222'] as const;
+    const ref = (i: 0 | 1) => ({ name: `loop${i}`, id: 'tpl_loop', uuid: U[i], manifest: `templates/loop${i}/${U[i]}/manifest.json` });
+    const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+    const empty = { size: 0, sha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', chunks: [] };
+    for (const i of [0, 1] as const) await blobs.put(ref(i).manifest, enc({ kind: 'forkd-template', version: 1, name: `loop${i}`, uuid: U[i], parent: ref(i === 0 ? 1 : 0), rootfs: empty, exportedAt: 'x' }));
+    await blobs.put('hostile/loop.json', enc({ kind: 'forkd-template-export', version: 1, template: ref(0), createdAt: 'x', images: [], exportedAt: 'x' }));
+    await assert.rejects(b.service.importTemplate('hostile/loop.json'), code('INVALID_ARGUMENT'));
     for (const n of [a, b]) {
       await n.manager.settled();
       assert.deepEqual(await orphans(n), []);

@@ -11,6 +11,15 @@ import { removeReceived } from './received-dir.js';
 import { sendIdentity, subvolumeIdentity } from './subvolume-identity.js';
 import { encodeManifest, manifestOrThrow, TemplateManifest, transferKeys, type TemplateRef } from './transfer-manifest.js';
 
+/** How long a chain of parents may be (a template built from one built from ... base); a store that says more is not trusted. */
+export const MAX_TEMPLATE_DEPTH = 8;
+
+/** A local read-only template volume a stream is incremental against, and its reference in the store. */
+export interface ParentVolume {
+  key: string;
+  ref: TemplateRef;
+}
+
 /**
  * Templates as the parents of incremental snapshot streams. `btrfs receive`
  * applies such a stream only onto a volume whose (received) UUID is the one
@@ -18,7 +27,9 @@ import { encodeManifest, manifestOrThrow, TemplateManifest, transferKeys, type T
  * exported once, whole, under its send identity; received on a node that
  * has no volume of that identity into `template-parents/<uuid>/<name>`.
  * A node that built the same template itself has another UUID: its own copy
- * is not the parent (the bytes could differ), the received one is.
+ * is not the parent (the bytes could differ), the received one is. A
+ * template built from another is sent incremental against that one's
+ * volume when the caller names it (`parent`), which is then received first.
  */
 export class TemplateTransfer {
   readonly #storage: Storage;
@@ -33,28 +44,40 @@ export class TemplateTransfer {
     this.#logger = logger;
   }
 
-  /** The template volume `key` in the store (a full stream, uploaded once per identity). */
-  async export(key: string, name: string, id: string): Promise<{ ref: TemplateRef; bytesUploaded: number }> {
+  /**
+   * The template volume `key` in the store (uploaded once per identity): a
+   * full stream, or incremental against what `parentOf` gives (asked only
+   * when the store lacks this volume: it exports that parent first).
+   */
+  async export(key: string, name: string, id: string, parentOf?: () => Promise<{ parent: ParentVolume; bytesUploaded: number } | undefined>): Promise<{ ref: TemplateRef; bytesUploaded: number }> {
     const ident = await subvolumeIdentity(this.#storage.path(key));
     if (!ident?.readOnly) throw new ForkdError('INTERNAL', `template volume ${key} is not a read-only subvolume`);
     const uuid = sendIdentity(ident);
     const manifest = transferKeys.template(name, uuid);
     const ref: TemplateRef = { name, id, uuid, manifest };
     if (await this.#blobs.has(manifest)) return { ref, bytesUploaded: 0 };
-    const up = await writeChunked(this.#blobs, sendStream(this.#storage.path(key), undefined));
-    const body = encodeManifest({ kind: 'forkd-template', version: 1, name, uuid, rootfs: up.object, exportedAt: new Date().toISOString() });
+    const p = await parentOf?.();
+    const parent = p?.parent;
+    const up = await writeChunked(this.#blobs, sendStream(this.#storage.path(key), parent && this.#storage.path(parent.key)));
+    const body = encodeManifest({ kind: 'forkd-template', version: 1, name, uuid, ...(parent ? { parent: parent.ref } : {}), rootfs: up.object, exportedAt: new Date().toISOString() });
     await this.#blobs.put(manifest, body);
     this.#logger.info('template exported', { template: name, uuid, bytesUploaded: up.bytesUploaded });
-    return { ref, bytesUploaded: up.bytesUploaded + body.length };
+    return { ref, bytesUploaded: (p?.bytesUploaded ?? 0) + up.bytesUploaded + body.length };
   }
 
-  /** A local read-only volume with the template's send identity: one of this node's templates, a received one, or received now. */
-  async parentFor(ref: TemplateRef): Promise<string> {
+  /**
+   * A local read-only volume with the template's send identity: one of this
+   * node's templates, a received one, or received now (its own parents
+   * first). `below`: the identities whose receive waits for this one, so a
+   * store whose parents loop is refused instead of waiting on itself.
+   */
+  async parentFor(ref: TemplateRef, below: readonly string[] = []): Promise<string> {
+    if (below.includes(ref.uuid) || below.length >= MAX_TEMPLATE_DEPTH) throw new ForkdError('INVALID_ARGUMENT', `the parents of template ${ref.name} ${ref.uuid} loop or go deeper than ${MAX_TEMPLATE_DEPTH}`);
     const found = await this.#find(ref);
     if (found) return found;
     let p = this.#receiving.get(ref.uuid);
     if (!p) {
-      p = this.#receive(ref).finally(() => this.#receiving.delete(ref.uuid));
+      p = this.#receive(ref, [...below, ref.uuid]).finally(() => this.#receiving.delete(ref.uuid));
       this.#receiving.set(ref.uuid, p);
     }
     return p;
@@ -70,9 +93,11 @@ export class TemplateTransfer {
     return undefined;
   }
 
-  async #receive(ref: TemplateRef): Promise<string> {
+  async #receive(ref: TemplateRef, below: readonly string[]): Promise<string> {
     const m = manifestOrThrow(TemplateManifest, ref.manifest, await this.#blobs.get(ref.manifest));
     if (m.uuid !== ref.uuid || m.name !== ref.name) throw new ForkdError('INVALID_ARGUMENT', `${ref.manifest} is the manifest of template ${m.name} ${m.uuid}, not of ${ref.name} ${ref.uuid}`);
+    // `btrfs receive` finds the parent by its identity wherever it is in the pool.
+    if (m.parent) await this.parentFor(m.parent, below);
     const tmpKey = `${poolLayout.templateParents}/.tmp-${ref.uuid}-${randomBytes(4).toString('hex')}`;
     const tmp = this.#storage.path(tmpKey);
     await mkdir(tmp, { recursive: true, mode: 0o700 });

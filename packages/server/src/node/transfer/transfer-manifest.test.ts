@@ -82,7 +82,7 @@ test('a whole template\'s manifest round-trips; hostile ones are refused', () =>
 });
 
 test('fuzz: any bytes give a typed result; what parses is within bounds', () => {
-  const seeds = [Buffer.from(encodeManifest(valid)), Buffer.from(encodeManifest(whole)), Buffer.from(encodeManifest({ kind: 'forkd-template', version: 1, name: 'base', uuid: UUID, rootfs: valid.rootfs, exportedAt: 'x' }))];
+  const seeds = [Buffer.from(encodeManifest(valid)), Buffer.from(encodeManifest(whole)), Buffer.from(encodeManifest({ kind: 'forkd-template', version: 1, name: 'py', uuid: UUID, parent: valid.template!, rootfs: valid.rootfs, exportedAt: 'x' }))];
   fc.assert(
     fc.property(hostileBytes(seeds, 4096), (b) => {
       for (const schema of [SnapshotManifest, TemplateManifest, TemplateExportManifest] as const) {

@@ -44,7 +44,9 @@ export const TemplateManifest = z.strictObject({
   version: z.literal(1),
   name: z.string().regex(TEMPLATE_NAME_PATTERN),
   uuid: Uuid,
-  /** The full send stream of the template's root volume. */
+  /** The template it was built from, when its stream is incremental against that one's volume (received first). */
+  parent: TemplateRef.optional(),
+  /** The send stream of the template's root volume: incremental against `parent`, else full. */
   rootfs: Chunked,
   exportedAt: IsoTime,
 });
