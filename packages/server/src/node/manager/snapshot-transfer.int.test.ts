@@ -1,24 +1,18 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ForkdError } from '@forkd/protocol';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { chunkKey } from '../../blob/chunked.js';
-import { DirBlobStore } from '../../blob/dir-blob-store.js';
-import { FlakyBlobs } from '../../testing/flaky-blobs.js';
+import { hasCode, mb, MB, openTransferPair, type FlakyBlobs, type TransferPair } from '../../testing/transfer-pair.js';
 import { exec } from '../../shared/exec.js';
 import { setSpanSink } from '../../shared/profile.js';
 import { JUMP, JUMPED, JUMPING_COUNTER } from '../../testing/counter.js';
 import { run, waitFor } from '../../testing/helpers.js';
 import { silentLogger } from '../../shared/logger.js';
-import { createTestNode, disposeNodeDir, isRoot, orphans, type TestNode } from '../../testing/test-node.js';
+import { disposeNodeDir, isRoot, orphans, type TestNode } from '../../testing/test-node.js';
 import { openNode } from '../node.js';
 import { poolLayout } from '../storage/pool-layout.js';
 
-const MB = 2 ** 20;
-const mb = (n: number) => `${(n / MB).toFixed(2)} MB`;
-const code = (c: ForkdError['code']) => (e: unknown) => e instanceof ForkdError && e.code === c;
+const code = hasCode;
 
 /**
  * Two nodes on one host, each with its own pool that built `base` itself
@@ -26,23 +20,17 @@ const code = (c: ForkdError['code']) => (e: unknown) => e instanceof ForkdError 
  * migration in every test, the template received from the store once.
  */
 describe('snapshot export and import (real Btrfs send/receive, CRIU)', { skip: !isRoot && 'needs root', concurrency: 1 }, () => {
-  let blobDir = '';
+  let pair: TransferPair | undefined;
   let blobs: FlakyBlobs;
   let a: TestNode;
   let b: TestNode;
   const count = async (n: TestNode, id: string) => Number((await run(n.manager, id, ['cat', '/tmp/count'])).stdout);
 
   before(async () => {
-    blobDir = await mkdtemp(join(tmpdir(), 'forkd-blobs-'));
-    blobs = new FlakyBlobs(await DirBlobStore.open(blobDir));
-    a = await createTestNode({ blobs });
-    b = await createTestNode({ blobs });
+    pair = await openTransferPair();
+    ({ a, b, blobs } = pair);
   });
-  after(async () => {
-    await a?.dispose();
-    await b?.dispose();
-    if (blobDir) await rm(blobDir, { recursive: true, force: true });
-  });
+  after(async () => pair?.dispose());
 
   /** A running sandbox on `n` with a file and a counter that jumped (a change only its memory holds). */
   async function sandboxWithState(n: TestNode): Promise<string> {
@@ -245,6 +233,7 @@ describe('snapshot export and import (real Btrfs send/receive, CRIU)', { skip: !
     await b.close();
     const n = await openNode(config, silentLogger, { blobs });
     b = { ...n, dir, env, dispose: () => disposeNodeDir(n, dir, config) };
+    pair!.b = b;
   }
 
   test('a received template stays while a sandbox descends from it and goes at the next start once none does', async () => {

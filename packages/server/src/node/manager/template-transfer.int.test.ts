@@ -1,19 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { ForkdError } from '@forkd/protocol';
-import { DirBlobStore } from '../../blob/dir-blob-store.js';
-import { FlakyBlobs } from '../../testing/flaky-blobs.js';
+import { hasCode, mb, MB, openTransferPair, type FlakyBlobs, type TransferPair } from '../../testing/transfer-pair.js';
 import { exec } from '../../shared/exec.js';
 import { run, waitFor } from '../../testing/helpers.js';
 import { TOKEN_SERVER } from '../../testing/token-server.js';
-import { createTestNode, isRoot, orphans, type TestNode } from '../../testing/test-node.js';
+import { isRoot, orphans, type TestNode } from '../../testing/test-node.js';
 
-const MB = 2 ** 20;
-const mb = (n: number) => `${(n / MB).toFixed(2)} MB`;
-const code = (c: ForkdError['code']) => (e: unknown) => e instanceof ForkdError && e.code === c;
+const code = hasCode;
 
 /**
  * Two nodes with pools of their own (each imported `base` itself), one blob
@@ -21,23 +14,17 @@ const code = (c: ForkdError['code']) => (e: unknown) => e instanceof ForkdError 
  * as it does on A.
  */
 describe('template export and import (real Btrfs send/receive, CRIU)', { skip: !isRoot && 'needs root', concurrency: 1 }, () => {
-  let blobDir = '';
+  let pair: TransferPair | undefined;
   let blobs: FlakyBlobs;
   let a: TestNode;
   let b: TestNode;
   const token = async (n: TestNode, id: string) => waitFor(async () => (await run(n.manager, id, ['curl', '-s', 'http://127.0.0.1:9000/'])).stdout, 5000, 'the start command\'s server');
 
   before(async () => {
-    blobDir = await mkdtemp(join(tmpdir(), 'forkd-blobs-'));
-    blobs = new FlakyBlobs(await DirBlobStore.open(blobDir));
-    a = await createTestNode({ blobs });
-    b = await createTestNode({ blobs });
+    pair = await openTransferPair();
+    ({ a, b, blobs } = pair);
   });
-  after(async () => {
-    await a?.dispose();
-    await b?.dispose();
-    if (blobDir) await rm(blobDir, { recursive: true, force: true });
-  });
+  after(async () => pair?.dispose());
 
   test('a warm template built on A, exported, imported on B: creates on B start with its processes and files; a re-import is a no-op', async () => {
     const t = await a.service.buildTemplate(

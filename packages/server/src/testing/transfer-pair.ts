@@ -1,5 +1,10 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import type { BlobStore } from '../blob/blob-store.js';
+import { DirBlobStore } from '../blob/dir-blob-store.js';
+import { createTestNode, type TestNode } from './test-node.js';
 
 /** A blob store for transfer tests: another store that can be told to fail its next puts (an export cut short), and counts its gets. */
 export class FlakyBlobs implements BlobStore {
@@ -40,3 +45,33 @@ export class FlakyBlobs implements BlobStore {
     return out;
   }
 }
+
+/** Two test nodes (each with its own pool and `base`) sharing one FlakyBlobs over a temporary directory store; `dispose` removes all of it. */
+export interface TransferPair {
+  a: TestNode;
+  b: TestNode;
+  blobs: FlakyBlobs;
+  dispose(): Promise<void>;
+}
+
+export async function openTransferPair(): Promise<TransferPair> {
+  const blobDir = await mkdtemp(join(tmpdir(), 'forkd-blobs-'));
+  const blobs = new FlakyBlobs(await DirBlobStore.open(blobDir));
+  const a = await createTestNode({ blobs });
+  const b = await createTestNode({ blobs });
+  const pair: TransferPair = {
+    a,
+    b,
+    blobs,
+    async dispose() {
+      await pair.a.dispose();
+      await pair.b.dispose();
+      await rm(blobDir, { recursive: true, force: true });
+    },
+  };
+  return pair;
+}
+
+export const MB = 2 ** 20;
+export const mb = (n: number): string => `${(n / MB).toFixed(2)} MB`;
+export const hasCode = (c: ForkdError['code']) => (e: unknown): boolean => e instanceof ForkdError && e.code === c;
