@@ -108,11 +108,12 @@ export async function codeInterpreterRows(quick: boolean): Promise<E2bSdkRow[]> 
   try {
     const c = await startCodeInterpreterDaemon(dir, cfg.env, 'bench.forkd.test');
     d = c.daemon;
-    const out = (await runSdkChild(c.target, 'code-interpreter-main.js', ['bench', String(quick ? 10 : 100)])) as { firstRunMs: number; rttMs: number[] };
+    const out = (await runSdkChild(c.target, 'code-interpreter-main.js', ['bench', String(quick ? 10 : 100)])) as { firstRunMs: number; rttMs: number[]; healthMs: number[] };
     return [
       { name: 'code interpreter template build (--recipe code-interpreter: apt packages, warm kernel)', unit: 's', summary: summarize([c.buildMs / 1000]) },
       { name: 'E2B code interpreter SDK: Sandbox.create → first runCode completed', unit: 'ms', summary: summarize([out.firstRunMs]) },
       { name: "E2B code interpreter SDK: runCode('1+1') round trip (HTTPS sandbox host)", unit: 'ms', target: 'p50 ≤ 10', summary: summarize(out.rttMs) },
+      { name: 'code interpreter: GET /health through the same HTTPS sandbox host (port proxy and TLS, no kernel)', unit: 'ms', summary: summarize(out.healthMs) },
     ];
   } finally {
     await stopDaemonProcess(d);

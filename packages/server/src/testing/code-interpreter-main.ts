@@ -61,6 +61,18 @@ async function bench(n: number): Promise<void> {
       if (e.text !== '2') throw new Error(`runCode('1+1') gave ${JSON.stringify(e.toJSON())}`);
     }
     report.rttMs = rtt;
+    // The same path with (almost) no kernel work: what the port proxy and TLS cost.
+    const url = `${(sbx as unknown as { jupyterUrl: string }).jupyterUrl}/health`;
+    const headers = { 'e2b-traffic-access-token': sbx.trafficAccessToken ?? '', 'x-access-token': (sbx as unknown as { envdAccessToken?: string }).envdAccessToken ?? '' };
+    const health: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const t = performance.now();
+      const r = await fetch(url, { headers });
+      await r.text();
+      if (r.status !== 200) throw new Error(`GET /health: HTTP ${r.status}`);
+      health.push(performance.now() - t);
+    }
+    report.healthMs = health;
   } finally {
     await sbx.kill();
   }
