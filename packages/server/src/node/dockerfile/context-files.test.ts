@@ -102,3 +102,13 @@ test('glob parts as Go filepath.Match', () => {
   assert.ok(globPart('a\\*').test('a*') && !globPart('a\\*').test('ab'));
   assert.ok(globPart('x[').test('x['));
 });
+
+test('a hostile context (deep, wide, many wildcards) is refused or selected quickly', () => {
+  const deep = Array.from({ length: 120 }, (_, i) => `d${i}`).join('/');
+  const t0 = performance.now();
+  const c = new ContextFiles(ctx(Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`w${i}/${deep}/f`, 'x']))));
+  assert.throws(() => new ContextFiles(ctx(Object.fromEntries(Array.from({ length: 20000 }, (_, i) => [`w${i}/${deep}/f`, 'x'])))), /imply more than/);
+  for (let i = 0; i < 50; i++) assert.equal(c.select(`w${i}`).items.length, 121);
+  assert.equal(c.select('*/d0/d1').items.length, 300 * 119);
+  assert.ok(performance.now() - t0 < 20_000, `${performance.now() - t0} ms`);
+});

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
-import { BuildContext, CONTEXT_MAX_BYTES, ForkdError, type ContextEntry } from '@forkd/protocol';
+import { BuildContext, CONTEXT_MAX_BYTES, CONTEXT_MAX_ENTRIES, ForkdError, type ContextEntry } from '@forkd/protocol';
 
 /** One entry a COPY source selected, and where it goes relative to the destination (`''`: the destination itself). */
 export interface Selected {
@@ -23,6 +23,8 @@ const invalid = (msg: string) => new ForkdError('INVALID_ARGUMENT', msg);
 export class ContextFiles {
   readonly #entries = new Map<string, ContextEntry>();
   readonly #blobs = new Map<string, Buffer>();
+  readonly #sorted: string[];
+  readonly #children = new Map<string, string[]>();
 
   constructor(input: BuildContext | undefined) {
     const parsed = BuildContext.safeParse(input ?? { entries: [] });
@@ -39,13 +41,25 @@ export class ContextFiles {
       if (e.type === 'file' && !this.#blobs.has(e.sha256)) throw invalid(`context file ${JSON.stringify(e.path)}: its contents (${e.sha256}) were not sent`);
       this.#entries.set(e.path, e);
     }
-    // Parents that were not listed are directories (0755): a file's path implies them.
+    // Parents that were not listed are directories (0755): a file's path implies them. Each is looked at once.
+    const seen = new Set<string>();
     for (const p of [...this.#entries.keys()]) {
-      for (let d = posix.dirname(p); d !== '.'; d = posix.dirname(d)) {
+      for (let d = posix.dirname(p); d !== '.' && !seen.has(d); d = posix.dirname(d)) {
+        seen.add(d);
         const at = this.#entries.get(d);
         if (at && at.type !== 'dir') throw invalid(`context path ${JSON.stringify(p)} is under a ${at.type}`);
-        if (!at) this.#entries.set(d, { type: 'dir', path: d, mode: 0o755 });
+        if (at) continue;
+        if (this.#entries.size >= 2 * CONTEXT_MAX_ENTRIES) throw invalid(`the context's paths imply more than ${2 * CONTEXT_MAX_ENTRIES} entries`);
+        this.#entries.set(d, { type: 'dir', path: d, mode: 0o755 });
       }
+    }
+    // Sorted, a directory's descendants are one range (found by binary search); children by parent, for wildcards.
+    this.#sorted = [...this.#entries.keys()].sort();
+    for (const p of this.#sorted) {
+      const parent = p.includes('/') ? posix.dirname(p) : '';
+      const list = this.#children.get(parent);
+      if (list) list.push(p);
+      else this.#children.set(parent, [p]);
     }
   }
 
@@ -78,8 +92,11 @@ export class ContextFiles {
     if (e && e.type !== 'dir') return [{ rel: name, entry: e }];
     const prefix = path === '' ? '' : `${path}/`;
     const out: Selected[] = [];
-    for (const [p, x] of this.#entries) if (p.startsWith(prefix)) out.push({ rel: p.slice(prefix.length), entry: x });
-    return out.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
+    for (let i = lowerBound(this.#sorted, prefix); i < this.#sorted.length && this.#sorted[i]!.startsWith(prefix); i++) {
+      const p = this.#sorted[i]!;
+      out.push({ rel: p.slice(prefix.length), entry: this.#entries.get(p)! });
+    }
+    return out;
   }
 
   /** Context paths matching a pattern part by part (Go's filepath.Match per part, as Docker). */
@@ -91,10 +108,9 @@ export class ContextFiles {
       for (const dir of level) {
         const d = this.#resolve(dir ? dir.split('/') : [], true);
         if (d === undefined) continue;
-        const prefix = d === '' ? '' : `${d}/`;
-        for (const p of this.#entries.keys()) if (p.startsWith(prefix) && !p.slice(prefix.length).includes('/') && re.test(p.slice(prefix.length))) next.push(p);
+        for (const p of this.#children.get(d) ?? []) if (re.test(posix.basename(p))) next.push(p);
       }
-      level = next;
+      level = [...new Set(next)];
     }
     return [...new Set(level)].sort();
   }
@@ -125,6 +141,18 @@ export class ContextFiles {
     }
     return cur.join('/');
   }
+}
+
+/** The first index of a sorted array whose string is not below `key`. */
+function lowerBound(sorted: readonly string[], key: string): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** One path part of a COPY pattern as a regular expression: `*`, `?`, `[...]` (with `^` or `!`), `\x`. */

@@ -57,11 +57,12 @@ export async function buildFromDockerfile(d: DockerfileBuildDeps, req: Dockerfil
   if (!plan.ok) throw new ForkdError('INVALID_ARGUMENT', `Dockerfile ${plan.error}`, { line: plan.line });
   let at: Cursor = { key: base.key, volume: base.volume, cached: true };
   const total = plan.value.steps.length;
+  const budget = { ...COPY_BUDGET };
   for (const s of plan.value.steps) {
     const info: Omit<BuildStep, 'status'> = { index: s.index, total, instruction: s.instruction };
     await progress(`Step ${s.index}/${total} : ${s.instruction}`, { ...info, status: 'start' });
     const t0 = performance.now();
-    at = await runStep(d, base, files, s, at, progress, claim);
+    at = await runStep(d, base, files, budget, s, at, progress, claim);
     const durationMs = Math.round(performance.now() - t0);
     if (at.cached) await progress(' ---> CACHED', { ...info, status: 'cached', durationMs });
     else await progress(` ---> done in ${(durationMs / 1000).toFixed(1)}s`, { ...info, status: 'done', durationMs });
@@ -107,7 +108,7 @@ async function baseOf(d: DockerfileBuildDeps, from: FromSource, auth: RegistryAu
   };
 }
 
-async function runStep(d: DockerfileBuildDeps, base: Base, files: ContextFiles, s: Step, at: Cursor, progress: BuildProgress, claim: ClaimSandbox | undefined): Promise<Cursor> {
+async function runStep(d: DockerfileBuildDeps, base: Base, files: ContextFiles, budget: { bytes: number; entries: number }, s: Step, at: Cursor, progress: BuildProgress, claim: ClaimSandbox | undefined): Promise<Cursor> {
   switch (s.kind) {
     case 'meta':
       return unchanged(d, at, stepKey(at.key, s.material));
@@ -119,7 +120,7 @@ async function runStep(d: DockerfileBuildDeps, base: Base, files: ContextFiles, 
       return { key, volume: await d.steps.make(key, at.volume, (root) => resolveDirInScope(root, layerPathParts(s.path) ?? [], true).then(() => {})), cached: false };
     }
     case 'copy':
-      return copyStep(d, files, s, at);
+      return copyStep(d, files, s, at, budget);
     case 'run':
       return runRun(d, base, s, at, progress, claim);
   }
@@ -132,8 +133,16 @@ async function unchanged(d: DockerfileBuildDeps, at: Cursor, key: string): Promi
   return { key, volume: at.volume, cached };
 }
 
-async function copyStep(d: DockerfileBuildDeps, files: ContextFiles, s: CopyStep, at: Cursor): Promise<Cursor> {
+/** What the COPY steps of one build may write (the daemon writes them, outside any sandbox's disk quota). */
+export const COPY_BUDGET = { bytes: 256 * 1024 * 1024, entries: 200_000 };
+
+async function copyStep(d: DockerfileBuildDeps, files: ContextFiles, s: CopyStep, at: Cursor, budget: { bytes: number; entries: number }): Promise<Cursor> {
   const selections = s.sources.map((src) => files.select(src));
+  for (const { items } of selections) {
+    budget.entries -= items.length;
+    for (const { entry } of items) if (entry.type === 'file') budget.bytes -= files.blob(entry.sha256).length;
+  }
+  if (budget.bytes < 0 || budget.entries < 0) throw new ForkdError('INVALID_ARGUMENT', `the Dockerfile's COPY steps copy more than ${COPY_BUDGET.bytes} bytes or ${COPY_BUDGET.entries} files in all`);
   const key = stepKey(at.key, s.material, selectionDigest(selections));
   if (await d.steps.has(key)) return { key, volume: d.steps.volume(key), cached: at.cached };
   const volume = await d.steps.make(key, at.volume, async (root) => {

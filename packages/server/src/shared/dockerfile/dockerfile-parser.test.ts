@@ -124,3 +124,11 @@ test('fuzz: any text parses to a result (never throws), and plans to a result', 
   );
   fc.assert(fc.property(fc.string(), (s) => void parseDockerfile(s)), { numRuns: 2000 });
 });
+
+test('expansions are bounded: an ENV that doubles itself stops with an error, not the daemon', () => {
+  const df = ok(`FROM a\nENV A=xxxxxxxxxxxxxxxx\n${'ENV A=$A$A\n'.repeat(40)}`);
+  const t0 = performance.now();
+  const p = planDockerfile(df, { env: {} });
+  assert.ok(!p.ok && /longer than|larger than/.test(p.error), p.ok ? 'planned' : p.error);
+  assert.ok(performance.now() - t0 < 2000);
+});

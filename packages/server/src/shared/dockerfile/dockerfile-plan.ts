@@ -47,6 +47,10 @@ export type PlanResult<T> = { ok: true; value: T } | { ok: false; error: string;
 class PlanError extends Error {}
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** What all steps may expand to, and a template's env (a sandbox's env value is at most 64 KiB, as the API's). */
+const MAX_PLAN_BYTES = 16 * 1024 * 1024;
+const MAX_ENV_BYTES = 1024 * 1024;
+const MAX_ENV_VALUE = 65536;
 const USER_NAME = /^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,63}$/;
 const UNSUPPORTED: Record<string, string> = {
   SHELL: 'SHELL is not supported: RUN uses /bin/sh -c (or give RUN an exec-form argv)',
@@ -132,6 +136,7 @@ export function planDockerfile(df: ParsedDockerfile, base: BaseDefaults, buildAr
       const global = globalArgs(df, buildArgs, from.value.at);
       const s = { env: { ...base.env }, args: {} as Record<string, string>, cwd: base.cwd ?? '/', user: base.user, entrypoint: base.entrypoint, cmd: base.cmd };
       const steps: Step[] = [];
+      let total = 0;
       df.instructions.forEach((ins, i) => {
         line = ins.line;
         const common = { index: i + 1, instruction: ins.text };
@@ -139,7 +144,10 @@ export function planDockerfile(df: ParsedDockerfile, base: BaseDefaults, buildAr
           steps.push({ ...common, kind: 'meta', material: `${ins.keyword} ${JSON.stringify(i < from.value.at ? ins.args : from.value.from)}` });
           return;
         }
-        steps.push(step(ins, common, s, global, buildArgs, df.escape));
+        const made = step(ins, common, s, global, buildArgs, df.escape);
+        if ((total += made.material.length) > MAX_PLAN_BYTES) throw new PlanError(`the Dockerfile expands to more than ${MAX_PLAN_BYTES} bytes`);
+        if (ins.keyword === 'ENV' && Object.entries(s.env).reduce((n, [k, v]) => n + k.length + v.length, 0) > MAX_ENV_BYTES) throw new PlanError(`the env is larger than ${MAX_ENV_BYTES} bytes`);
+        steps.push(made);
       });
       const start = [...(s.entrypoint ?? []), ...(s.cmd ?? [])];
       return { steps, final: { env: s.env, cwd: s.cwd === '/' && !base.cwd ? undefined : s.cwd, user: s.user, ...(start.length ? { start } : {}) } };
@@ -235,7 +243,10 @@ function envPairs(args: string, vars: Vars, escape: string): [string, string][] 
       return [key, value];
     });
   }
-  for (const [k] of pairs) if (!ENV_NAME.test(k)) throw new PlanError(`invalid ENV name ${JSON.stringify(k.slice(0, 60))}`);
+  for (const [k, v] of pairs) {
+    if (!ENV_NAME.test(k)) throw new PlanError(`invalid ENV name ${JSON.stringify(k.slice(0, 60))}`);
+    if (v.length > MAX_ENV_VALUE) throw new PlanError(`ENV ${k} is longer than ${MAX_ENV_VALUE} bytes`);
+  }
   return pairs;
 }
 
