@@ -26,7 +26,10 @@ interface Base {
   volume: string;
   key: string;
   defaults: BaseDefaults;
+  /** The image reference its sandboxes' image record names. */
   ref: string;
+  /** What the template records it was built from: the image reference, or the template's name. */
+  from: string;
   shell?: string[] | undefined;
 }
 
@@ -76,13 +79,13 @@ export async function buildFromDockerfile(d: DockerfileBuildDeps, req: Dockerfil
     return infoOf(d.templates, req.name);
   }
   if (!f.start) {
-    await d.templates.publish(req.name, { rootfsKey: at.volume, from: base.ref, image });
+    await d.templates.publish(req.name, { rootfsKey: at.volume, from: base.from, image });
     await progress(`template ${req.name} built`);
     return infoOf(d.templates, req.name);
   }
   const stage = await d.templates.stage(at.volume, image);
   try {
-    return await runBuild(d.m, d.templates, { name: req.name, source: stage, setup: [], start: f.start, ready: req.ready !== undefined ? loginShell(req.ready) : undefined, from: base.ref, image }, progress, claim);
+    return await runBuild(d.m, d.templates, { name: req.name, source: stage, setup: [], start: f.start, ready: req.ready !== undefined ? loginShell(req.ready) : undefined, from: base.from, image }, progress, claim);
   } finally {
     await d.templates.remove(stage).catch((err) => d.m.logger.warn('staged Dockerfile template cleanup failed', { template: stage, error: String(err) }));
   }
@@ -93,7 +96,7 @@ async function baseOf(d: DockerfileBuildDeps, from: FromSource, auth: RegistryAu
     if (!d.images) throw new ForkdError('NOT_IMPLEMENTED', 'this node cannot build templates from images');
     const img = await d.images.volumeFor(from.ref, { auth, progress });
     const { start: _start, ...defaults } = img.defaults;
-    return { volume: img.rootKey, key: stepKey('image', JSON.stringify({ chain: img.cacheKey, defaults, shell: img.shell })), defaults, ref: img.ref, shell: img.shell };
+    return { volume: img.rootKey, key: stepKey('image', JSON.stringify({ chain: img.cacheKey, defaults, shell: img.shell })), defaults, ref: img.ref, from: img.ref, shell: img.shell };
   }
   const rec = await d.templates.get(from.name);
   if (!rec || !(await d.templates.has(from.name))) throw new ForkdError('NOT_FOUND', `template ${from.name} not found`);
@@ -103,7 +106,9 @@ async function baseOf(d: DockerfileBuildDeps, from: FromSource, auth: RegistryAu
     volume: d.templates.volume(from.name),
     key: stepKey('template', JSON.stringify({ id: rec.id, createdAt: rec.createdAt })),
     defaults: { env: i?.env ?? {}, cwd: i?.cwd, user: i?.user },
-    ref: `template:${from.name}`,
+    ref: i?.ref ?? `template:${from.name}`,
+    // As a build --from records it: what template exports send incremental against.
+    from: from.name,
     shell: i?.shell,
   };
 }
