@@ -8,6 +8,7 @@ import { sendStream } from '../transfer/btrfs-stream.js';
 import { bothOrThrow } from '../transfer/both-or-throw.js';
 import { uploadImages } from '../transfer/image-transfer.js';
 import { imagesReference } from './images-reference.js';
+import { exportVolume } from './export-template.js';
 import type { TemplateTransfer } from '../transfer/template-transfer.js';
 import { encodeManifest, transferKeys, type SnapshotManifest, type TemplateRef } from '../transfer/transfer-manifest.js';
 import type { ManagerContext } from './manager-context.js';
@@ -39,7 +40,8 @@ export function exportSnapshot(c: ManagerContext, t: BlobTransfer, snapId: strin
     await c.files.checkRestorable(snapId);
     const t0 = performance.now();
     const base = await baseOf(c, r);
-    const tpl = base ? await t.templates.export(base.key, base.name, base.id) : undefined;
+    // Its own template goes incremental against the one it was built from (exportVolume); a received one is in the store already.
+    const tpl = base ? await (r.base ? t.templates.export(base.key, base.name, base.id) : exportVolume(c, t, base.name, 0)) : undefined;
     // At once: one is mostly btrfs and the disk, the other hashing here; both wait on the store's writes.
     const [rootfs, images] = await bothOrThrow(
       span('export: root stream', () => writeChunked(t.blobs, sendStream(c.storage.path(c.files.rootfsKey(snapId)), base ? c.storage.path(base.key) : undefined), { concurrency: 8 })),

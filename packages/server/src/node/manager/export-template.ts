@@ -52,7 +52,7 @@ export async function exportTemplate(c: ManagerContext, t: BlobTransfer, name: s
  * small one. A chain longer than MAX_TEMPLATE_DEPTH (rebuilds can make
  * `from` loop) ends in a full stream.
  */
-async function exportVolume(c: ManagerContext, t: BlobTransfer, name: string, depth: number): Promise<{ ref: TemplateRef; bytesUploaded: number }> {
+export async function exportVolume(c: ManagerContext, t: BlobTransfer, name: string, depth: number): Promise<{ ref: TemplateRef; bytesUploaded: number }> {
   const rec = await c.templates.get(name);
   if (!rec) throw new ForkdError('NOT_FOUND', `template ${name} not found`);
   const from = rec.from;

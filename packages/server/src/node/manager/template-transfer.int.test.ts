@@ -73,6 +73,22 @@ describe('template export and import (real Btrfs send/receive, CRIU)', { skip: !
     await b.manager.delete(onB.id);
   });
 
+  test('a snapshot of a sandbox of a built template sends that template against its own parent, and imports on B', async () => {
+    await a.service.buildTemplate({ name: 'inc', setup: ['echo inc > /etc/inc'] }, () => {});
+    const id = (await a.manager.create({ template: 'inc', memoryMb: 256 })).id;
+    await a.manager.pause(id);
+    const ex = await a.service.exportSnapshot((await a.manager.recordOf(id))!.resumeFrom!);
+    const [key] = (await blobs.keys('templates/inc/')).filter((k) => k.endsWith('/manifest.json'));
+    const vol = JSON.parse(new TextDecoder().decode((await blobs.get(key!))!)) as { parent?: { name: string }; rootfs: { size: number } };
+    assert.equal(vol.parent?.name, 'base');
+    assert.ok(vol.rootfs.size < 50 * MB, `the template's own changes only (${mb(vol.rootfs.size)})`);
+    await a.manager.delete(id);
+    await b.service.importSnapshot(ex.manifest, { asSandbox: true });
+    await b.manager.resume(id);
+    assert.equal((await run(b.manager, id, ['cat', '/etc/inc'])).stdout, 'inc\n');
+    await b.manager.delete(id);
+  });
+
   test('another template of the name on B is ALREADY_EXISTS; base and unknown manifests are refused; nothing is left', async () => {
     await a.service.buildTemplate({ name: 'clash', setup: ['echo a > /etc/which'] }, () => {});
     await b.service.buildTemplate({ name: 'clash', setup: ['echo b > /etc/which'] }, () => {});
