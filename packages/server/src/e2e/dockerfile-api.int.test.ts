@@ -88,4 +88,18 @@ describe('Dockerfile builds through the API, SDK and CLI', { skip: !isRoot && 'n
     await assert.rejects(tenant.templates.build({ name: 'df-bad', dockerfile: 'FROM template:base\n', from: 'base' }), { code: 'INVALID_ARGUMENT' });
     assert.ok(!(await tenant.templates.list()).some((t) => t.name === 'df-bad'));
   });
+
+  test("the tenant's policy judges every RUN, CMD and ENTRYPOINT before anything runs", async () => {
+    await admin.tenants.setPolicy('acme', { exec: { allow: ['^ls$'] } });
+    try {
+      const refused = async (dockerfile: string) =>
+        assert.rejects(tenant.templates.build({ name: 'df-pol', dockerfile }), (err: { code?: string; message?: string }) => err.code === 'PERMISSION_DENIED' && /tenant:exec\.allow/.test(err.message ?? ''));
+      await refused('FROM template:base\nRUN id > /tmp/owned\n');
+      await refused('FROM template:base\nRUN ["/usr/bin/id"]\n');
+      await refused('FROM template:base\nRUN ls\nCMD ["sleep", "1000"]\n');
+      assert.ok(!(await tenant.templates.list()).some((t) => t.name === 'df-pol'));
+    } finally {
+      await admin.tenants.setPolicy('acme', {});
+    }
+  });
 });
