@@ -65,7 +65,9 @@ describe('code interpreter: @e2b/code-interpreter against the code-interpreter t
     assert.equal(ctx.own, null);
     assert.equal(ctx.isolated, 'NameError', "a context's variables are its own");
     assert.ok(ctx.listed);
+    assert.equal(out.restarted, 'NameError', 'a restarted context starts afresh');
     assert.equal(out.removed, true);
+    assert.deepEqual(out.envs, { during: 'for this run', after: 'unset' }, "runCode's envs are for that run only");
     assert.ok(typeof out.rttMs === 'number');
   });
 

@@ -34,8 +34,14 @@ async function create(): Promise<void> {
     isolated: (await sbx.runCode('only_here')).error?.name ?? null,
     listed: (await sbx.listCodeContexts()).map((c) => c.id).includes(ctx.id),
   };
+  await sbx.restartCodeContext(ctx);
+  report.restarted = (await sbx.runCode('only_here', { context: ctx })).error?.name ?? null;
   await sbx.removeCodeContext(ctx);
   report.removed = !(await sbx.listCodeContexts()).some((c) => c.id === ctx.id);
+  report.envs = {
+    during: (await sbx.runCode('import os\nos.environ["CI_VAR"]', { envs: { CI_VAR: 'for this run' } })).text ?? null,
+    after: (await sbx.runCode('import os\nos.environ.get("CI_VAR", "unset")')).text ?? null,
+  };
   const rtt: number[] = [];
   for (let i = 0; i < 20; i++) {
     const t0 = performance.now();
