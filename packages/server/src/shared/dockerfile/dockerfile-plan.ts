@@ -185,17 +185,8 @@ function step(ins: Instruction, common: { index: number; instruction: string }, 
       for (const [k, v] of pairs) s.env[k] = v;
       return meta(pairs);
     }
-    case 'ARG': {
-      const declared: [string, string | undefined][] = [];
-      for (const { key, value } of keyValues(expandWords(ins.args, vars, escape))) {
-        if (!ENV_NAME.test(key)) throw new PlanError(`invalid ARG name ${JSON.stringify(key.slice(0, 60))}`);
-        const v = buildArgs[key] ?? value ?? global[key];
-        if (v !== undefined) s.args[key] = v;
-        declared.push([key, v]);
-      }
-      if (!declared.length) throw new PlanError('ARG needs a name');
-      return meta(declared);
-    }
+    case 'ARG':
+      return meta(declareArgs(ins.args, s, vars, global, buildArgs, escape));
     case 'USER': {
       const u = expandWord(ins.args, vars, escape).split(':')[0]!;
       if (!USER_NAME.test(u)) throw new PlanError(`invalid USER ${JSON.stringify(u.slice(0, 60))}`);
@@ -226,6 +217,19 @@ function step(ins: Instruction, common: { index: number; instruction: string }, 
       return meta(ins.args);
   }
   throw new PlanError(UNSUPPORTED[ins.keyword] ?? `unknown instruction ${ins.keyword}`);
+}
+
+/** `ARG NAME[=default]...` after FROM: a build arg's value, else its default, else the global ARG's. */
+function declareArgs(args: string, s: Mutable, vars: Vars, global: Vars, buildArgs: Vars, escape: string): [string, string | undefined][] {
+  const declared: [string, string | undefined][] = [];
+  for (const { key, value } of keyValues(expandWords(args, vars, escape))) {
+    if (!ENV_NAME.test(key)) throw new PlanError(`invalid ARG name ${JSON.stringify(key.slice(0, 60))}`);
+    const v = buildArgs[key] ?? value ?? global[key];
+    if (v !== undefined) s.args[key] = v;
+    declared.push([key, v]);
+  }
+  if (!declared.length) throw new PlanError('ARG needs a name');
+  return declared;
 }
 
 /** `ENV K=V K2="V 2"`, or the old `ENV K the rest of the line`; every value against the env before this ENV. */
