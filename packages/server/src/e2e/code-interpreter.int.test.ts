@@ -68,6 +68,10 @@ describe('code interpreter: @e2b/code-interpreter against the code-interpreter t
     assert.equal(out.restarted, 'NameError', 'a restarted context starts afresh');
     assert.equal(out.removed, true);
     assert.deepEqual(out.envs, { during: 'for this run', after: 'unset' }, "runCode's envs are for that run only");
+    const timedOut = out.timedOut as { stuck: string; next: string | null; ms: number };
+    assert.equal(timedOut.stuck, 'TimeoutError');
+    assert.equal(timedOut.next, '2', 'the loop was interrupted when its client went: the context serves again');
+    assert.ok(timedOut.ms < 10_000, `freed within seconds: ${timedOut.ms} ms`);
     assert.ok(typeof out.rttMs === 'number');
   });
 

@@ -42,6 +42,12 @@ async function create(): Promise<void> {
     during: (await sbx.runCode('import os\nos.environ["CI_VAR"]', { envs: { CI_VAR: 'for this run' } })).text ?? null,
     after: (await sbx.runCode('import os\nos.environ.get("CI_VAR", "unset")')).text ?? null,
   };
+  const t0 = performance.now();
+  const stuck = await sbx.runCode('while True: pass', { timeoutMs: 1500 }).then(
+    () => 'finished',
+    (e: unknown) => (e as Error).name,
+  );
+  report.timedOut = { stuck, next: (await sbx.runCode('1+1')).text ?? null, ms: performance.now() - t0 };
   const rtt: number[] = [];
   for (let i = 0; i < 20; i++) {
     const t0 = performance.now();

@@ -14,6 +14,7 @@ forkd's port proxy, which checks the sandbox's tokens: nothing is checked here.
 import json
 import os
 import re
+import select
 import socket
 import sys
 import tempfile
@@ -82,13 +83,13 @@ class Context:
             self.wire.close()
             self.km.shutdown_kernel(now=True)
 
-    def execute(self, code, env_vars, emit):
-        """Runs code, calling emit(dict) for each output; an emit that raises (the client went) interrupts the kernel."""
+    def execute(self, code, env_vars, emit, client_gone):
+        """Runs code, calling emit(dict) for each output; a client gone (an emit that raises, or client_gone()) interrupts the kernel."""
         with self.lock:
             if env_vars:
                 self._silent("import os as _o; _o.environ.update(%r); del _o" % (env_vars,))
             try:
-                self._run(code, emit)
+                self._run(code, emit, client_gone)
             finally:
                 if env_vars:
                     self._silent("import os as _o\nfor _k in %r: _o.environ.pop(_k, None)\ndel _o" % (list(env_vars),))
@@ -102,9 +103,15 @@ class Context:
         msg_id = self.wire.execute(code, silent=True, store_history=False)
         self.wire.drain(msg_id, lambda _m: None)
 
-    def _run(self, code, emit):
+    def _run(self, code, emit, client_gone):
         msg_id = self.wire.execute(code, silent=False, store_history=True)
         gone = []
+
+        def leave():
+            # A silent loop writes nothing that could fail: the client's timeout must still free the context.
+            if not gone and client_gone():
+                gone.append(True)
+                self.km.interrupt_kernel()
 
         def forward(msg):
             if gone:
@@ -118,7 +125,7 @@ class Context:
                 gone.append(True)
                 self.km.interrupt_kernel()
 
-        self.wire.drain(msg_id, forward)
+        self.wire.drain(msg_id, forward, leave)
         if not gone:
             emit({"type": "end_of_execution"})
 
@@ -158,9 +165,13 @@ class Wire:
         content = {"code": code, "silent": silent, "store_history": store_history, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
         return self.session.send(self.shell, "execute_request", content)["header"]["msg_id"]
 
-    def drain(self, msg_id, handle):
-        """Hands handle() each IOPub message of request msg_id until the kernel is idle again."""
+    def drain(self, msg_id, handle, quiet=None):
+        """Hands handle() each IOPub message of request msg_id until the kernel is idle again; quiet() after each second without one."""
         while True:
+            if not self.iopub.poll(1000):
+                if quiet:
+                    quiet()
+                continue
             _idents, parts = self.session.feed_identities(self.iopub.recv_multipart())
             msg = self.session.deserialize(parts)
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
@@ -339,8 +350,18 @@ class Handler(BaseHTTPRequestHandler):
             line = (json.dumps(out) + "\n").encode()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
 
-        ctx.execute(code, env_vars, emit)
+        ctx.execute(code, env_vars, emit, self.client_gone)
         self.wfile.write(b"0\r\n\r\n")
+
+    def client_gone(self):
+        """Whether the client closed its connection (its timeout, a cancel): its request was read whole, so readable means EOF."""
+        readable, _, _ = select.select([self.connection], [], [], 0)
+        if not readable:
+            return False
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def send_json(self, status, value):
         data = json.dumps(value).encode()
