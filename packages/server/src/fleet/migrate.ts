@@ -92,9 +92,9 @@ export async function migrateSandbox(fleet: FleetService, id: string, opts: { to
   const dropAhead = async () => {
     if (ahead) await b.deleteSnapshot(ahead.id).catch(() => {});
   };
-  if (wasRunning) await a.pause(id);
   let snap, older, exported;
   try {
+    if (wasRunning) await a.pause(id);
     [snap, ...older] = await snapshotsNewestFirst(a, id);
     exported = await a.exportSnapshot(snap.id);
   } catch (err) {
