@@ -19,10 +19,12 @@ for d in "$cache"/criu-forky/usr/sbin/criu "$cache"/criu-forky/usr/sbin/runc "$c
 done
 npm run -s build
 # The packages set-up installs on a host, and the host's release and mirror: said once, in setup.ts.
+# debootstrap does not resolve virtual packages: skopeo's golang-github-containers-common needs a
+# container-network-stack, which containernetworking-plugins provides (apt picks it on a host).
 read -r codename mirror packages < <(node --input-type=module -e "
   const s = await import('./packages/server/dist/setup/setup.js');
   const h = await (await import('./packages/server/dist/setup/host-info.js')).hostInfo();
-  console.log(h.codename, h.mirror, [...s.PACKAGES, 'ca-certificates', 'libstdc++6'].join(','));")
+  console.log(h.codename, h.mirror, [...s.PACKAGES, 'ca-certificates', 'libstdc++6', 'containernetworking-plugins'].join(','));")
 
 # The Debian root, kept between builds while its recipe is the same.
 recipe="$(printf '%s %s' "$codename" "$packages" | sha256sum | cut -c1-16)"
