@@ -111,7 +111,7 @@ export class FleetService {
     const holders = new Set(live.filter((n) => n.capacity.templates.includes(template)).map((n) => n.id));
     const placed = await this.#store.placement('template', template);
     if (placed) holders.add(placed);
-    if (holders.size === 0) throw new ForkdError('NOT_FOUND', `template ${template} not found on any live node`);
+    if (holders.size === 0) throw await this.#noHolder(template, live.length);
     const near = chooseNode(live, { memoryBytes, template, only: holders }, this.#dir.placedSince());
     const n = near ?? chooseNode(live, { memoryBytes, template }, this.#dir.placedSince());
     if (!n) throw exhausted(`no node can take a sandbox of template ${template} now`);
@@ -125,6 +125,13 @@ export class FleetService {
       }
     }
     return (await this.#dir.client(n.id)).create(req, this.placing(n.id, claim));
+  }
+
+  /** Why no live node holds `template`: no live node at all, only silent ones hold it (both passing states), or none does. */
+  async #noHolder(template: string, live: number): Promise<ForkdError> {
+    if (live === 0) return exhausted('no node of the fleet is live now');
+    if ((await this.#dir.all()).some((n) => n.capacity.templates.includes(template))) return new ForkdError('UNAVAILABLE', `template ${template} is only on nodes that do not answer now; try again later`);
+    return new ForkdError('NOT_FOUND', `template ${template} not found`);
   }
 
   /**

@@ -118,3 +118,19 @@ test('a template delete deletes every copy', async () => {
     fleet.close();
   }
 });
+
+test('no live node holds the template: RESOURCE_EXHAUSTED with no live node at all, UNAVAILABLE while only silent nodes hold it', async () => {
+  const { fleet, svc, store } = await fleetOf({ a: 4 * GB, b: 8 * GB });
+  try {
+    const old = new Date(Date.now() - 120_000).toISOString();
+    const a = (await store.node('a'))!;
+    await store.upsertNode({ ...a, lastSeenAt: old });
+    await assert.rejects(svc.create({ template: 'web' }), code('UNAVAILABLE'), 'web is only on a, which went silent');
+    await assert.rejects(svc.create({ template: 'nope' }), code('NOT_FOUND'));
+    const b = (await store.node('b'))!;
+    await store.upsertNode({ ...b, lastSeenAt: old });
+    await assert.rejects(svc.create({ template: 'web' }), code('RESOURCE_EXHAUSTED'), 'no live node at all');
+  } finally {
+    fleet.close();
+  }
+});
