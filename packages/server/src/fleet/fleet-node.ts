@@ -2,6 +2,7 @@ import { ForkdError, Limits, SNAPSHOT_ID_PATTERN, type BuildTemplateRequest, typ
 import type { NodeService } from '../node-contract/node-service.js';
 import type { FleetService } from './fleet-service.js';
 import { DELETED_UNDER } from './fleet-store.js';
+import { someNodeLost } from './returned-nodes.js';
 import { sourceTemplateOf } from '../shared/dockerfile/dockerfile-source.js';
 
 /** Calls whose first argument is a sandbox id: they go to the node holding it, as they are. */
@@ -47,7 +48,7 @@ export function fleetNode(fleet: FleetService): NodeService {
       const { svc } = await fleet.locate('sandbox', id);
       await svc.delete(id);
       // A lost node may hold a stale copy (it was restored from there): it must not come back to life with that node.
-      if ((await fleet.store.listNodes()).some((n) => n.state === 'lost')) await fleet.store.place('deleted', id, DELETED_UNDER);
+      if (await someNodeLost(fleet.store)) await fleet.store.place('deleted', id, DELETED_UNDER);
       await fleet.store.unplace('sandbox', id);
     },
     async snapshot(id, opts) {

@@ -124,9 +124,14 @@ async function discardDeleted(o: ReturnedNodesOptions, a: { node: string; svc: N
   }
 }
 
+/** Whether some node is lost now: while one is, a deleted sandbox leaves a tombstone (fleet-node.ts). */
+export async function someNodeLost(store: FleetService['store']): Promise<boolean> {
+  return (await store.listNodes()).some((n) => n.state === 'lost');
+}
+
 /** Tombstones matter only while a node is lost: with none lost, they go. */
 export async function clearTombstones(fleet: FleetService): Promise<void> {
-  if ((await fleet.store.listNodes()).some((n) => n.state === 'lost')) return;
+  if (await someNodeLost(fleet.store)) return;
   for (const id of await fleet.store.placedOn('deleted', DELETED_UNDER)) await fleet.store.unplace('deleted', id);
 }
 
