@@ -207,6 +207,8 @@ export const BuildTemplateRequest = z
     buildArgs: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'invalid build arg name').max(256), z.string().max(65536)).optional(),
     /** The files COPY and ADD take from (see BuildContext). */
     context: BuildContext.optional(),
+    /** With from: that template as it is (files, warm processes, defaults) under this name, with nothing run (as `docker tag`). */
+    copy: z.boolean().optional(),
   })
   .superRefine((r, ctx) => {
     // The node's own staged templates (template-registry.ts) are named so.
@@ -219,6 +221,11 @@ export const BuildTemplateRequest = z
       for (const k of ['from', 'fromImage', 'start'] as const) if (r[k] !== undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} and dockerfile exclude each other` });
       if (r.setup?.length) ctx.addIssue({ code: 'custom', path: ['setup'], message: 'setup and dockerfile exclude each other (use RUN)' });
     } else if (r.context !== undefined || r.buildArgs !== undefined) ctx.addIssue({ code: 'custom', path: [r.context ? 'context' : 'buildArgs'], message: 'context and buildArgs go with dockerfile' });
+    if (r.copy) {
+      if (r.from === undefined) ctx.addIssue({ code: 'custom', path: ['copy'], message: 'copy goes with from' });
+      for (const k of ['fromImage', 'dockerfile', 'start', 'ready', 'aptPackages'] as const) if (r[k] !== undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} and copy exclude each other` });
+      if (r.setup?.length) ctx.addIssue({ code: 'custom', path: ['setup'], message: 'setup and copy exclude each other' });
+    }
     if (r.registryAuth && r.dockerfile === undefined && !(image?.ok && image.ref.kind === 'registry')) ctx.addIssue({ code: 'custom', path: ['registryAuth'], message: 'registryAuth goes with a registry fromImage' });
   });
 export type BuildTemplateRequest = z.input<typeof BuildTemplateRequest>;

@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ControlStore, KeyRecord } from './control-store.js';
+import { templateBuildConformance } from './template-build-conformance.js';
 
 const key = (id: string, tenant: string, extra: Partial<KeyRecord> = {}): KeyRecord => ({
   id,
@@ -225,6 +226,8 @@ export function controlStoreConformance(name: string, open: () => Promise<Contro
       assert.deepEqual(await store.pendingApprovals(undefined, at(0)), []);
       assert.deepEqual(await store.approvalDecisions([]), new Map());
     });
+
+    templateBuildConformance(() => store.templateBuilds);
   });
 
   test(`ControlStore conformance: ${name}: close settles, and a fresh store is empty; ping answers while it is open, not after`, async () => {

@@ -2,6 +2,7 @@ import type { FleetStore } from '../fleet/fleet-store.js';
 import type { SecretRecords } from './secret-records.js';
 import type { QuotaRecords } from './quota-records.js';
 import type { ApprovalRecords } from './approval-records.js';
+import type { TemplateBuildRecords } from './template-build-records.js';
 import type { AuditQuery, AuditRecord, PolicyDocument, PolicyScope, TenantLimits } from '@forkd/protocol';
 
 export interface KeyRecord {
@@ -22,6 +23,8 @@ export interface KeyRecord {
  * (FORKD_DATABASE_URL) when several control-plane replicas share it.
  */
 export interface ControlStore extends SecretRecords, FleetStore, QuotaRecords, ApprovalRecords {
+  /** E2B's template builder's builds, logs, uploads and tags. */
+  readonly templateBuilds: TemplateBuildRecords;
   insertKey(rec: KeyRecord): Promise<void>;
   keyByHash(hash: string): Promise<KeyRecord | undefined>;
   listKeys(tenant?: string): Promise<KeyRecord[]>;

@@ -8,6 +8,8 @@ import { PgQuotaRecords } from './pg-quota-records.js';
 import { PgApprovalRecords } from './pg-approval-records.js';
 import { DelegatedRecords } from './delegated-records.js';
 import { PgSecretRecords } from './pg-secret-records.js';
+import { PgTemplateBuildRecords } from './pg-template-build-records.js';
+import type { TemplateBuildRecords } from './template-build-records.js';
 
 /**
  * The ControlStore on PostgreSQL (FORKD_DATABASE_URL): what lets several
@@ -17,10 +19,12 @@ import { PgSecretRecords } from './pg-secret-records.js';
  */
 export class PgControlStore extends DelegatedRecords implements ControlStore {
   readonly #sql: Sql;
+  readonly templateBuilds: TemplateBuildRecords;
 
   private constructor(sql: Sql) {
     super(new PgSecretRecords(sql), new PgFleetRecords(sql), new PgQuotaRecords(sql), new PgApprovalRecords(sql));
     this.#sql = sql;
+    this.templateBuilds = new PgTemplateBuildRecords(sql);
   }
 
   /** Connects and migrates; a wrong or unreachable URL is a ForkdError without the password. */

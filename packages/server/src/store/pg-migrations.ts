@@ -129,4 +129,35 @@ export const PG_MIGRATIONS: readonly string[] = [
      expires_at TEXT COLLATE "C" NOT NULL
    );
    CREATE INDEX approvals_by_tenant ON approvals (tenant, created_at);`,
+  // E2B's template builder: builds, their logs, uploaded files, tags (store/template-build-records.ts).
+  `CREATE TABLE template_builds (
+     id TEXT COLLATE "C" PRIMARY KEY,
+     tenant TEXT COLLATE "C" NOT NULL,
+     template TEXT COLLATE "C" NOT NULL,
+     record JSONB NOT NULL,
+     status TEXT COLLATE "C" NOT NULL,
+     created_at TEXT COLLATE "C" NOT NULL,
+     updated_at TEXT COLLATE "C" NOT NULL
+   );
+   CREATE TABLE template_build_logs (
+     build_id TEXT COLLATE "C" NOT NULL,
+     seq INTEGER NOT NULL,
+     entry JSONB NOT NULL,
+     PRIMARY KEY (build_id, seq)
+   );
+   CREATE TABLE template_files (
+     tenant TEXT COLLATE "C" NOT NULL,
+     hash TEXT COLLATE "C" NOT NULL,
+     data BYTEA NOT NULL,
+     created_at TEXT COLLATE "C" NOT NULL,
+     PRIMARY KEY (tenant, hash)
+   );
+   CREATE TABLE template_tags (
+     template TEXT COLLATE "C" NOT NULL,
+     tag TEXT COLLATE "C" NOT NULL,
+     tenant TEXT COLLATE "C" NOT NULL,
+     build_id TEXT COLLATE "C" NOT NULL,
+     created_at TEXT COLLATE "C" NOT NULL,
+     PRIMARY KEY (template, tag)
+   );`,
 ];

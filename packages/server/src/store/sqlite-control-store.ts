@@ -8,6 +8,8 @@ import { SECRET_MIGRATION, SqliteSecretRecords } from './sqlite-secret-records.j
 import { FLEET_MIGRATION, SqliteFleetRecords } from './sqlite-fleet-records.js';
 import { QUOTA_MIGRATION, SqliteQuotaRecords } from './sqlite-quota-records.js';
 import { APPROVAL_MIGRATION, SqliteApprovalRecords } from './sqlite-approval-records.js';
+import { SqliteTemplateBuildRecords, TEMPLATE_BUILD_MIGRATION } from './sqlite-template-build-records.js';
+import type { TemplateBuildRecords } from './template-build-records.js';
 import { DelegatedRecords } from './delegated-records.js';
 
 const MIGRATIONS = [
@@ -84,6 +86,8 @@ const MIGRATIONS = [
   QUOTA_MIGRATION,
   // Calls waiting for approval (store/approval-records.ts).
   APPROVAL_MIGRATION,
+  // E2B's template builder: builds, their logs, uploaded files, tags (store/template-build-records.ts).
+  TEMPLATE_BUILD_MIGRATION,
 ];
 
 /**
@@ -104,11 +108,13 @@ function templateSettingsByKey(table: string, col: string, value: string): strin
 /** The default ControlStore: its own SQLite file next to the node's (PostgreSQL when the control plane scales out). */
 export class SqliteControlStore extends DelegatedRecords implements ControlStore {
   readonly #db: Database.Database;
+  readonly templateBuilds: TemplateBuildRecords;
 
   constructor(file: string) {
     const db = openSqlite(file, MIGRATIONS);
     super(new SqliteSecretRecords(db), new SqliteFleetRecords(db), new SqliteQuotaRecords(db), new SqliteApprovalRecords(db));
     this.#db = db;
+    this.templateBuilds = new SqliteTemplateBuildRecords(db);
     this.#hashOldTokens();
   }
 

@@ -50,6 +50,19 @@ export class AccessTokens {
   matchesTraffic(sandboxId: string, presented: string | undefined): boolean {
     return presented !== undefined && sameSecret(presented, this.trafficToken(sandboxId));
   }
+
+  /**
+   * The token of a template file upload URL (E2B's builder hands the SDK a
+   * URL it PUTs to without its API key): one tenant's upload of one files
+   * hash, until `expires` (seconds since the epoch).
+   */
+  uploadToken(tenant: string, hash: string, expires: number): string {
+    return createHmac('sha256', this.#secret).update(`template-upload:${tenant}:${hash}:${expires}`).digest('hex');
+  }
+
+  matchesUpload(tenant: string, hash: string, expires: number, presented: string | undefined, nowSeconds = Math.floor(Date.now() / 1000)): boolean {
+    return presented !== undefined && Number.isSafeInteger(expires) && expires >= nowSeconds && sameSecret(presented, this.uploadToken(tenant, hash, expires));
+  }
 }
 
 /** Equality of two secrets in constant time (of their digests: equal lengths whatever was presented). */

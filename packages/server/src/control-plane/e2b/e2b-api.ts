@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { z } from 'zod';
 import { ForkdError, SANDBOX_ID_SOURCE, toForkdError, type SandboxInfo } from '@forkd/protocol';
@@ -17,28 +17,10 @@ import { metricSample } from './metrics-sample.js';
 import { attributesMetadata, DEFAULT_TIMEOUT_S, detailBody, e2bState, listedBody, sandboxBody } from './sandbox-mapping.js';
 import { listSnapshots } from './snapshot-list.js';
 import { e2bTemplateName } from './template-aliases.js';
-
-type E2bEnv = { Variables: { requestId: string; who: Principal; view: NodeService; sandbox: string | undefined } };
-type C = Context<E2bEnv>;
+import { body, type C, type E2bEnv } from './e2b-request.js';
+import { registerTemplateBuilds, registerTemplateUploads } from './template-builds.js';
 
 const SANDBOX_ID = new RegExp(`^${SANDBOX_ID_SOURCE}$`);
-
-async function body<T extends z.ZodType>(c: C, schema: T, optional = false): Promise<z.infer<T>> {
-  const text = await c.req.text();
-  if (!text.trim()) {
-    if (optional) return schema.parse({});
-    throw new E2bApiError(400, 'a JSON body is required');
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new E2bApiError(400, 'the body is not valid JSON');
-  }
-  const r = schema.safeParse(json);
-  if (!r.success) throw new E2bApiError(400, r.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
-  return r.data;
-}
 
 /** A sandbox id from the path: anything that is not a forkd id is simply not found. */
 function sandboxParam(c: C): string {
@@ -79,6 +61,8 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
   app.notFound((c) => c.json({ code: 404, message: `no route ${c.req.method} ${c.req.path}` }, 404));
 
   app.get('/health', (c) => c.body(null, 204));
+  // Before the key check and the 1 MiB limit: the SDK PUTs template files to a signed URL, without its key.
+  registerTemplateUploads(app, ctx);
   // Control-plane bodies are small JSON; nothing here streams.
   app.use('*', bodyLimit({ maxSize: 1 << 20, onError: (c) => c.json({ code: 413, message: 'request body too large (1 MiB at most)' }, 413) }));
   // Refused calls are audited too, but a flood of them must not fill the log (as on forkd's own API).
@@ -267,14 +251,18 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
     return c.json(page.items, 200, page.nextToken ? { 'x-next-token': page.nextToken } : {});
   });
 
-  // Template.exists / aliasExists: forkd templates the caller can see (shared ones are public).
+  // Template.exists / aliasExists: forkd templates the caller can see (shared ones are public); `alias:tag` is that tag's.
   app.get('/templates/aliases/:alias', async (c) => {
     const alias = c.req.param('alias');
-    const t = (await c.get('view').templates()).find((x) => x.name === alias);
+    const view = c.get('view');
+    const name = await e2bTemplateName(view, alias).catch(() => undefined);
+    const t = (await view.templates()).find((x) => x.name === name);
     if (!t) throw new ForkdError('NOT_FOUND', `template ${alias} not found`);
     const owner = await control.store.owner('template', t.name);
     return c.json({ templateID: t.name, public: owner === undefined });
   });
+
+  registerTemplateBuilds(app, ctx);
 
   app.delete('/templates/:templateID', async (c) => {
     const name = c.req.param('templateID');

@@ -75,6 +75,13 @@ export async function buildTemplate(m: TemplateBuildHost, templates: TemplateReg
     if (!sources.steps) throw new ForkdError('NOT_IMPLEMENTED', 'this node cannot build templates from Dockerfiles');
     return buildFromDockerfile({ m, templates, images: sources.images, steps: sources.steps }, { ...req, dockerfile: req.dockerfile }, progress, claim);
   }
+  if (req.copy) {
+    const from = req.from!;
+    if (req.name === from) throw new ForkdError('INVALID_ARGUMENT', 'a template cannot be a copy of itself');
+    await progress(`copying template ${from} to ${req.name}`);
+    await templates.copy(from, req.name);
+    return infoOf(templates, req.name);
+  }
   const images = sources.images;
   if (req.fromImage !== undefined) {
     if (!images) throw new ForkdError('NOT_IMPLEMENTED', 'this node cannot build templates from images');

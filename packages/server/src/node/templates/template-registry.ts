@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { exec } from '../../shared/exec.js';
 import { ForkdError, newTemplateId, TEMPLATE_NAME_PATTERN, type TemplateInfo } from '@forkd/protocol';
 import { poolLayout } from '../storage/pool-layout.js';
 import type { Storage } from '../storage/storage.js';
@@ -96,6 +97,28 @@ export class TemplateRegistry {
       ...(src.from ? { from: src.from } : {}),
       ...(src.image ? { image: src.image } : {}),
     });
+  }
+
+  /**
+   * `src` as it is (root, warm memory images, defaults) published as `dst`,
+   * as `docker tag` names an image again: the root shares every extent, the
+   * images are reflinked. The copy is a template of its own from then on.
+   */
+  async copy(src: string, dst: string): Promise<void> {
+    const rec = await this.#store.getTemplate(src);
+    if (!rec || !(await this.has(src))) throw new ForkdError('NOT_FOUND', `template ${src} not found`);
+    let imagesDir: string | undefined;
+    if (rec.images) {
+      // A draft beside the destination (same filesystem, so adoptDir renames it); a crash leaves it to sweep().
+      imagesDir = this.#storage.path(poolLayout.templateImagesDraft(dst, randomBytes(4).toString('hex')));
+      await exec('cp', ['-a', '--reflink=auto', '--', this.imagesDir(src), imagesDir]);
+    }
+    try {
+      await this.publish(dst, { rootfsKey: this.volume(src), imagesDir, from: rec.from, idmap: rec.idmap, image: rec.image });
+    } catch (err) {
+      if (imagesDir) await exec('rm', ['-rf', '--', imagesDir]).catch(() => {});
+      throw err;
+    }
   }
 
   /** A cold template of a build's own (see STAGE_PREFIX) on a read-only root; returns its name. */

@@ -82,6 +82,18 @@ ENTRYPOINT ["/e"]
   assert.equal(run.state.cwd, '/w/app/sub');
 });
 
+test('SHELL: shell-form RUN, CMD and ENTRYPOINT run under it from that line on; exec forms never; its argv is in the key', () => {
+  const df = ok('FROM a\nRUN one\nSHELL ["/bin/bash", "-lc"]\nRUN two\nRUN ["x", "y"]\nCMD serve\n');
+  const p = planDockerfile(df, { env: {} });
+  assert.ok(p.ok, p.ok ? '' : p.error);
+  const runs = p.value.steps.filter((x) => x.kind === 'run');
+  assert.deepEqual(runs.map((r) => r.argv), [['/bin/sh', '-c', 'one'], ['/bin/bash', '-lc', 'two'], ['x', 'y']]);
+  assert.deepEqual(p.value.final.start, ['/bin/bash', '-lc', 'serve']);
+  const plain = planDockerfile(ok('FROM a\nRUN two\n'), { env: {} });
+  assert.ok(plain.ok);
+  assert.notEqual(plain.value.steps.at(-1)!.material, runs[1]!.material, 'same text under another shell is another step');
+});
+
 test('what is refused, by line', () => {
   const refused: [string, RegExp][] = [
     ['FROM a\nFROM b\n', /line 2: a second FROM/],
@@ -90,7 +102,8 @@ test('what is refused, by line', () => {
     ['FROM a\nADD x.tar.gz /x\n', /archive/],
     ['FROM a\nCOPY --from=build /a /b\n', /--from/],
     ['FROM a\nCOPY a b c\n', /ending with \//],
-    ['FROM a\nSHELL ["/bin/bash", "-c"]\n', /line 2: SHELL is not supported/],
+    ['FROM a\nSHELL /bin/bash -c\n', /line 2: SHELL takes a JSON array/],
+    ['FROM a\nHEALTHCHECK NONE\n', /line 2: HEALTHCHECK is not supported/],
     ['FROM a\nRUN --mount=type=cache,target=/x make\n', /--mount/],
     ['FROM a\nENV 1A=x\n', /invalid ENV name/],
     ['FROM a\nUSER "a b"\n', /invalid USER/],

@@ -53,7 +53,6 @@ const MAX_ENV_BYTES = 1024 * 1024;
 const MAX_ENV_VALUE = 65536;
 const USER_NAME = /^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,63}$/;
 const UNSUPPORTED: Record<string, string> = {
-  SHELL: 'SHELL is not supported: RUN uses /bin/sh -c (or give RUN an exec-form argv)',
   HEALTHCHECK: 'HEALTHCHECK is not supported',
   VOLUME: 'VOLUME is not supported: a sandbox keeps all of its files',
   STOPSIGNAL: 'STOPSIGNAL is not supported',
@@ -134,7 +133,7 @@ export function planDockerfile(df: ParsedDockerfile, base: BaseDefaults, buildAr
         throw new PlanError(from.error.replace(/^line \d+: /, ''));
       }
       const global = globalArgs(df, buildArgs, from.value.at);
-      const s = { env: { ...base.env }, args: {} as Record<string, string>, cwd: base.cwd ?? '/', user: base.user, entrypoint: base.entrypoint, cmd: base.cmd };
+      const s: Mutable = { env: { ...base.env }, args: {} as Record<string, string>, cwd: base.cwd ?? '/', user: base.user, entrypoint: base.entrypoint, cmd: base.cmd, shell: [...DEFAULT_SHELL] };
       const steps: Step[] = [];
       let total = 0;
       df.instructions.forEach((ins, i) => {
@@ -155,7 +154,16 @@ export function planDockerfile(df: ParsedDockerfile, base: BaseDefaults, buildAr
   );
 }
 
-type Mutable = { env: Record<string, string>; args: Record<string, string>; cwd: string; user: string | undefined; entrypoint: string[] | undefined; cmd: string[] | undefined };
+type Mutable = { env: Record<string, string>; args: Record<string, string>; cwd: string; user: string | undefined; entrypoint: string[] | undefined; cmd: string[] | undefined; shell: string[] };
+
+/** What runs a shell-form RUN, CMD or ENTRYPOINT until a SHELL says otherwise (as Docker's). */
+export const DEFAULT_SHELL: readonly string[] = ['/bin/sh', '-c'];
+
+/** `SHELL ["exe", "args"...]`: JSON form only, as Docker's. */
+export function shellOf(ins: Instruction): string[] {
+  if (!ins.json || ins.json.length === 0 || ins.json[0] === '') throw new PlanError('SHELL takes a JSON array: SHELL ["/bin/bash", "-c"]');
+  return ins.json;
+}
 
 function step(ins: Instruction, common: { index: number; instruction: string }, s: Mutable, global: Vars, buildArgs: Vars, escape: string): Step {
   const vars = { ...s.args, ...s.env };
@@ -167,7 +175,7 @@ function step(ins: Instruction, common: { index: number; instruction: string }, 
   switch (ins.keyword) {
     case 'RUN': {
       noFlags();
-      const argv = ins.json ?? ['/bin/sh', '-c', ins.args];
+      const argv = ins.json ?? [...s.shell, ins.args];
       if (argv.length === 0 || argv[0] === '' || (!ins.json && !ins.args)) throw new PlanError('RUN needs a command');
       return { ...common, kind: 'run', argv, state: state(), material: `RUN ${JSON.stringify({ argv, args: s.args })}` };
     }
@@ -195,7 +203,7 @@ function step(ins: Instruction, common: { index: number; instruction: string }, 
     }
     case 'CMD':
     case 'ENTRYPOINT': {
-      const argv = ins.json ?? (ins.args ? ['/bin/sh', '-c', ins.args] : []);
+      const argv = ins.json ?? (ins.args ? [...s.shell, ins.args] : []);
       if (ins.keyword === 'CMD') s.cmd = argv;
       else {
         s.entrypoint = argv;
@@ -215,6 +223,9 @@ function step(ins: Instruction, common: { index: number; instruction: string }, 
     }
     case 'MAINTAINER':
       return meta(ins.args);
+    case 'SHELL':
+      s.shell = shellOf(ins);
+      return meta(s.shell);
   }
   throw new PlanError(UNSUPPORTED[ins.keyword] ?? `unknown instruction ${ins.keyword}`);
 }

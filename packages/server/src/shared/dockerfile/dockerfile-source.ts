@@ -1,6 +1,6 @@
 import { ForkdError } from '@forkd/protocol';
 import { parseDockerfile, type ParsedDockerfile } from './dockerfile-parser.js';
-import { resolveFrom, type FromSource } from './dockerfile-plan.js';
+import { DEFAULT_SHELL, resolveFrom, type FromSource } from './dockerfile-plan.js';
 
 /** A Dockerfile request's text parsed and its FROM resolved, or INVALID_ARGUMENT naming the line. */
 export function dockerfileSource(text: string, buildArgs: Readonly<Record<string, string>> = {}): { df: ParsedDockerfile; from: FromSource } {
@@ -24,9 +24,12 @@ export function sourceTemplateOf(req: { from?: string | undefined; fromImage?: s
 export function dockerfileCommands(text: string): { what: string; argv: string[] }[] {
   const { df } = dockerfileSource(text);
   const out: { what: string; argv: string[] }[] = [];
+  let shell = DEFAULT_SHELL;
   for (const i of df.instructions) {
+    // An invalid SHELL fails the build's plan; here it changes nothing.
+    if (i.keyword === 'SHELL') shell = i.json?.length && i.json[0] ? i.json : shell;
     if (i.keyword !== 'RUN' && i.keyword !== 'CMD' && i.keyword !== 'ENTRYPOINT') continue;
-    const argv = i.json ?? ['/bin/sh', '-c', i.args];
+    const argv = i.json ?? [...shell, i.args];
     if (argv.length) out.push({ what: i.keyword === 'RUN' ? `RUN (line ${i.line})` : `${i.keyword} (line ${i.line})`, argv });
   }
   return out;
