@@ -34,6 +34,15 @@ describe("E2B's template builder (Template.build) against forkd serve", { skip: 
       .setWorkdir('/app')
       .setStartCmd("sh -c 'echo up > /tmp/up; exec sleep infinity'", waitForFile('/tmp/up'));
 
+  /** Template.build, with the build's message and log in what a failure says (the SDK's error carries the program's stack only). */
+  async function build(t: ReturnType<typeof program>, name: string, extra: Record<string, unknown> = {}, logs: string[] = []) {
+    try {
+      return await Template.build(t, name, { ...opts, ...extra, onBuildLogs: (l: LogEntry) => void logs.push(l.message) });
+    } catch (err) {
+      throw new Error(`${(err as Error).name}: ${(err as Error).message}\n--- build log:\n${logs.join('\n')}`, { cause: err });
+    }
+  }
+
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'forkd-e2b-tb-'));
     cfg = testConfig(dir);
@@ -56,7 +65,7 @@ describe("E2B's template builder (Template.build) against forkd serve", { skip: 
 
   test('Template.build of a builder program, then Sandbox.create from it: files, users, env, workdir, start command warm', async () => {
     const logs: string[] = [];
-    const info = await Template.build(program(), alias, { ...opts, onBuildLogs: (l: LogEntry) => void logs.push(l.message) });
+    const info = await build(program(), alias, {}, logs);
     assert.equal(info.templateId, alias);
     assert.match(info.buildId, /^[0-9a-f-]{36}$/);
     assert.ok(logs.some((l) => /Step \d+\/\d+ : RUN cat folder\/test.txt/.test(l)), logs.join('\n'));
@@ -79,7 +88,7 @@ describe("E2B's template builder (Template.build) against forkd serve", { skip: 
   test('the same program again comes from the step cache; skipCache runs every step again', async () => {
     const logs: string[] = [];
     const t0 = performance.now();
-    await Template.build(program(), alias, { ...opts, onBuildLogs: (l: LogEntry) => void logs.push(l.message) });
+    await build(program(), alias, {}, logs);
     const cachedMs = performance.now() - t0;
     assert.ok(logs.filter((l) => l.includes('CACHED')).length >= 4, logs.join('\n'));
     assert.ok(!logs.some((l) => / ---> done in/.test(l)), `no step ran:\n${logs.join('\n')}`);

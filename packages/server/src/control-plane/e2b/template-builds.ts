@@ -107,7 +107,8 @@ export function registerTemplateBuilds(app: Hono<E2bEnv>, ctx: E2bContext): void
       await records.setTemplateBuildStatus(b.id, ['building'], 'error', { message, step }, new Date().toISOString());
       throw err;
     }
-    return c.body(null, 202);
+    // A JSON body: the SDK's client parses every answer but a 204.
+    return c.json({}, 202);
   });
 
   app.get('/templates/:templateID/builds/:buildID/status', async (c) => {

@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { parseDockerfile } from '../../shared/dockerfile/dockerfile-parser.js';
 import { planDockerfile, type RunStep } from '../../shared/dockerfile/dockerfile-plan.js';
 import { expandWord } from '../../shared/dockerfile/dockerfile-words.js';
+import { dockerfileCommands } from '../../shared/dockerfile/dockerfile-source.js';
 import { E2bTemplateBody } from './template-build-schemas.js';
 import { dockerfileWord, e2bDockerfile } from './template-steps.js';
 
@@ -95,4 +96,11 @@ test('what cannot be built is refused with the E2B step it is in', () => {
     const base = p.fromTemplate ? { kind: 'template' as const, name: p.fromTemplate } : { kind: 'image' as const, ref: p.fromImage! };
     assert.throws(() => e2bDockerfile(p, base, 'b'), (err: Error & { details?: { step?: string } }) => re.test(err.message) && err.details?.step === step, JSON.stringify(t));
   }
+});
+
+test("a build's policy judges each E2B command as written (sh -c CMD), never the bash-or-sh wrapper around it", () => {
+  const t = program({ fromTemplate: 'base', steps: [{ type: 'RUN', args: ['git push origin main'] }, { type: 'RUN', args: ['echo a\nrm -rf /'] }], startCmd: 'serve --port 1' });
+  const cmds = dockerfileCommands(e2bDockerfile(t, { kind: 'template', name: 'base' }, 'b').dockerfile).map((c) => c.argv);
+  assert.deepEqual(cmds, [['/bin/sh', '-c', 'git push origin main'], ['/bin/sh', '-c', 'echo a\nrm -rf /'], ['/bin/sh', '-c', 'serve --port 1']]);
+  assert.deepEqual(dockerfileCommands('FROM a\nSHELL ["/bin/sh", "-c", "eval \\"$0\\""]\nRUN x\n').map((c) => c.argv), [['/bin/sh', '-c', 'eval "$0"', 'x']], 'any other shell is judged as it runs');
 });

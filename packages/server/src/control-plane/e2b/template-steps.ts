@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
+import { BASH_OR_SH } from '../../shared/dockerfile/bash-or-sh.js';
 import type { E2bTemplateBody } from './template-build-schemas.js';
 
 /**
@@ -24,8 +25,6 @@ export type E2bBase = { kind: 'image'; ref: string } | { kind: 'template'; name:
 /** E2B's own base image and template: forkd's `base` (same `user`, same home). */
 const E2B_BASE_IMAGES = new Set(['e2bdev/base', 'e2bdev/base:latest', 'docker.io/e2bdev/base', 'docker.io/e2bdev/base:latest']);
 
-/** Runs a command by bash where the root has it (E2B's builder runs steps with bash), else by sh; the command is $0, never spliced. */
-const SHELL_WRAPPER = 'if command -v bash >/dev/null 2>&1; then exec bash -c "$0"; fi; exec /bin/sh -c "$0"';
 /** E2B's templates all have `user` (uid 1000, home /home/user): an image without one gets it. */
 const PROVISION_USER = 'id -u user >/dev/null 2>&1 || useradd -m -u 1000 -s /bin/sh user 2>/dev/null || adduser -D -u 1000 user; mkdir -p /home/user && chown user /home/user';
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -44,7 +43,7 @@ function shellFormSafe(cmd: string): boolean {
 }
 
 function commandLine(keyword: 'RUN' | 'CMD', cmd: string): string {
-  return shellFormSafe(cmd) ? `${keyword} ${cmd}` : `${keyword} ${JSON.stringify(['/bin/sh', '-c', SHELL_WRAPPER, cmd])}`;
+  return shellFormSafe(cmd) ? `${keyword} ${cmd}` : `${keyword} ${JSON.stringify([...BASH_OR_SH, cmd])}`;
 }
 
 function noNewline(step: string, what: string, v: string): string {
@@ -74,7 +73,7 @@ function baseLines(l: Lines, base: E2bBase, force: boolean, buildId: string): vo
   const e2bBase = base.kind === 'image' ? E2B_BASE_IMAGES.has(base.ref) : base.name === 'base';
   if (base.kind === 'image' && !e2bBase && !/^\S+$/.test(base.ref)) throw invalid('base', `invalid image reference ${JSON.stringify(base.ref.slice(0, 80))}`);
   l.add(base.kind === 'template' || e2bBase ? `FROM template:${base.kind === 'template' ? base.name : 'base'}` : `FROM ${base.ref}`, 'base');
-  l.add(`SHELL ${JSON.stringify(['/bin/sh', '-c', SHELL_WRAPPER])}`, 'base');
+  l.add(`SHELL ${JSON.stringify(BASH_OR_SH)}`, 'base');
   // A new key from here on: every later step runs again (skipCache).
   if (force) l.add(`LABEL forkd.e2b.force=${buildId}`, 'base');
   if (base.kind === 'image' && !e2bBase) {

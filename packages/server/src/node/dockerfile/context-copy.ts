@@ -20,6 +20,7 @@ export interface Owner {
 export async function copyIntoRoot(root: string, files: ContextFiles, sel: { file: boolean; items: readonly Selected[] }, dest: string, destIsDir: boolean, owner: Owner, chmodTo: number | undefined): Promise<void> {
   // A single file goes to the destination itself unless it names a directory (written so, or there already).
   const intoDir = destIsDir || !sel.file || (await isDirInScope(root, dest));
+  if (intoDir && (owner.uid !== 0 || owner.gid !== 0)) await ownedDirs(root, dest, owner);
   for (const { rel, entry } of sel.items) {
     const target = intoDir ? posix.join(dest, rel) : dest;
     const parts = layerPathParts(target);
@@ -60,6 +61,22 @@ async function place(target: string, entry: Selected['entry'], files: ContextFil
       } finally {
         await out.close();
       }
+    }
+  }
+}
+
+/** The directories of `path` a copy makes, owned as its files are (Docker: "new files and directories" get --chown's ids). */
+async function ownedDirs(root: string, path: string, owner: Owner): Promise<void> {
+  const parts = layerPathParts(path) ?? [];
+  let i = 0;
+  while (i < parts.length && (await isDirInScope(root, `/${parts.slice(0, i + 1).join('/')}`))) i++;
+  for (; i < parts.length; i++) {
+    try {
+      const dir = await resolveDirInScope(root, parts.slice(0, i + 1), true);
+      await lchown(dir, owner.uid, owner.gid);
+    } catch (err) {
+      if (err instanceof ScopeError) throw new ForkdError('INVALID_ARGUMENT', `cannot copy to ${path}: ${err.message}`);
+      throw err;
     }
   }
 }

@@ -1,5 +1,6 @@
 import { ForkdError } from '@forkd/protocol';
 import { parseDockerfile, type ParsedDockerfile } from './dockerfile-parser.js';
+import { judgedArgv } from './bash-or-sh.js';
 import { DEFAULT_SHELL, resolveFrom, type FromSource } from './dockerfile-plan.js';
 
 /** A Dockerfile request's text parsed and its FROM resolved, or INVALID_ARGUMENT naming the line. */
@@ -29,7 +30,7 @@ export function dockerfileCommands(text: string): { what: string; argv: string[]
     // An invalid SHELL fails the build's plan; here it changes nothing.
     if (i.keyword === 'SHELL') shell = i.json?.length && i.json[0] ? i.json : shell;
     if (i.keyword !== 'RUN' && i.keyword !== 'CMD' && i.keyword !== 'ENTRYPOINT') continue;
-    const argv = i.json ?? [...shell, i.args];
+    const argv = judgedArgv(i.json ?? [...shell, i.args]);
     if (argv.length) out.push({ what: i.keyword === 'RUN' ? `RUN (line ${i.line})` : `${i.keyword} (line ${i.line})`, argv });
   }
   return out;
