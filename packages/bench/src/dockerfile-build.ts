@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
-import { createTestNode, run } from '@forkd/server/testing';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTestNode, debianLayer, run, writeTestImage, type TestNode } from '@forkd/server/testing';
 import { summarize, type Summary } from './stats.js';
 import { LiveRows } from './live-rows.js';
 import { rowLine } from './row-line.js';
@@ -40,8 +43,35 @@ export async function dockerfileRows(quick: boolean): Promise<DockerfileRow[]> {
     rows.push({ name: 'template build from a Dockerfile, last RUN changed (warm CMD)', unit: 'ms', summary: summarize(changed) });
     const s = await node.manager.create({ template: 'bench-df' });
     if ((await run(node.manager, s.id, ['cat', '/srv/app/last.txt'])).stdout.trim() !== String(quick ? 1 : 5)) throw new Error('the Dockerfile bench built something else');
+    await node.manager.delete(s.id);
+    rows.push({ name: 'first sandbox from a newly built image template (warm start command): create → first exec completed', unit: 'ms', target: '≤ 50', summary: summarize(await imageTemplateFirsts(node, quick ? 5 : 20)) });
   } finally {
     await node.dispose();
   }
   return [...rows];
+}
+
+/**
+ * An OCI image made here (a Debian-like root of the host's own binaries,
+ * its Cmd a long sleep: a warm template), built as a template, then `n`
+ * sandboxes made from it one at a time, each timed from create to its
+ * first exec completed, and deleted.
+ */
+async function imageTemplateFirsts(node: TestNode, n: number): Promise<number[]> {
+  const dir = await mkdtemp(join(tmpdir(), 'forkd-bench-img-'));
+  try {
+    await writeTestImage(join(dir, 'oci'), 'warm', [await debianLayer()], { Env: ['PATH=/usr/bin:/bin'], Cmd: ['/usr/bin/sleep', '100000'] });
+    await node.service.buildTemplate({ name: 'bench-img', fromImage: `oci:${join(dir, 'oci')}:warm` }, () => {});
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      const s = await node.manager.create({ template: 'bench-img' });
+      if ((await run(node.manager, s.id, ['cat', '/etc/debian_version'])).stdout.trim() !== '12.0') throw new Error('the image template is not the image');
+      out.push(performance.now() - t0);
+      await node.manager.delete(s.id);
+    }
+    return out;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }

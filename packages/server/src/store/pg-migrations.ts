@@ -136,6 +136,7 @@ export const PG_MIGRATIONS: readonly string[] = [
      template TEXT COLLATE "C" NOT NULL,
      record JSONB NOT NULL,
      status TEXT COLLATE "C" NOT NULL,
+     reason TEXT,
      created_at TEXT COLLATE "C" NOT NULL,
      updated_at TEXT COLLATE "C" NOT NULL
    );

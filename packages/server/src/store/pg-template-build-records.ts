@@ -1,5 +1,5 @@
 import type { Sql } from './pg-open.js';
-import { toBuildLog, toTemplateBuild, toTemplateTag } from './sqlite-template-build-records.js';
+import { staticFields, toBuildLog, toTemplateBuild, toTemplateTag } from './sqlite-template-build-records.js';
 import type { TemplateBuildLog, TemplateBuildRecord, TemplateBuildRecords, TemplateBuildStatus, TemplateTagRecord } from './template-build-records.js';
 
 /** TemplateBuildRecords over PostgreSQL (tables of pg-migrations.ts). */
@@ -11,18 +11,18 @@ export class PgTemplateBuildRecords implements TemplateBuildRecords {
   }
 
   async putTemplateBuild(b: TemplateBuildRecord): Promise<void> {
-    await this.#sql`INSERT INTO template_builds (id, tenant, template, record, status, created_at, updated_at)
-      VALUES (${b.id}, ${b.tenant}, ${b.template}, ${JSON.stringify(b)}::jsonb, ${b.status}, ${b.createdAt}, ${b.updatedAt})`;
+    await this.#sql`INSERT INTO template_builds (id, tenant, template, record, status, reason, created_at, updated_at)
+      VALUES (${b.id}, ${b.tenant}, ${b.template}, ${JSON.stringify(staticFields(b))}::jsonb, ${b.status}, ${b.reason ? JSON.stringify(b.reason) : null}, ${b.createdAt}, ${b.updatedAt})`;
   }
 
   async templateBuild(id: string): Promise<TemplateBuildRecord | undefined> {
-    const [r] = await this.#sql<{ record: TemplateBuildRecord; status: TemplateBuildStatus; updated_at: string }[]>`SELECT record, status, updated_at FROM template_builds WHERE id = ${id}`;
+    const [r] = await this.#sql<{ record: TemplateBuildRecord; status: TemplateBuildStatus; reason: string | null; updated_at: string }[]>`SELECT record, status, reason, updated_at FROM template_builds WHERE id = ${id}`;
     return r && toTemplateBuild(r);
   }
 
   async setTemplateBuildStatus(id: string, from: readonly TemplateBuildStatus[], status: TemplateBuildStatus, reason: TemplateBuildRecord['reason'], at: string): Promise<boolean> {
     if (from.length === 0) return false;
-    const r = await this.#sql`UPDATE template_builds SET status = ${status}, updated_at = ${at}, record = jsonb_set(record, '{reason}', ${JSON.stringify(reason ?? null)}::jsonb)
+    const r = await this.#sql`UPDATE template_builds SET status = ${status}, updated_at = ${at}, reason = ${reason ? JSON.stringify(reason) : null}
       WHERE id = ${id} AND status IN ${this.#sql([...from])}`;
     return r.count === 1;
   }

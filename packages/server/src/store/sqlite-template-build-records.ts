@@ -7,6 +7,7 @@ export const TEMPLATE_BUILD_MIGRATION = `CREATE TABLE template_builds (
      template TEXT NOT NULL,
      record TEXT NOT NULL,
      status TEXT NOT NULL,
+     reason TEXT,
      created_at TEXT NOT NULL,
      updated_at TEXT NOT NULL
    );
@@ -32,13 +33,20 @@ export const TEMPLATE_BUILD_MIGRATION = `CREATE TABLE template_builds (
      PRIMARY KEY (template, tag)
    );`;
 
-type BuildRow = { record: string | TemplateBuildRecord; status: TemplateBuildStatus; updated_at: string };
+type BuildRow = { record: string | TemplateBuildRecord; status: TemplateBuildStatus; reason: string | null; updated_at: string };
 type TagRow = { template: string; tag: string; tenant: string; build_id: string; created_at: string };
 
-/** A build row of either database (PostgreSQL hands jsonb back parsed); status and updatedAt live in their own columns. */
+/** A build row of either database (PostgreSQL hands jsonb back parsed); status, reason and updatedAt live in their own columns. */
 export function toTemplateBuild(r: BuildRow): TemplateBuildRecord {
   const rec = typeof r.record === 'string' ? (JSON.parse(r.record) as TemplateBuildRecord) : r.record;
-  return { ...rec, status: r.status, updatedAt: r.updated_at };
+  const reason = r.reason === null ? undefined : (JSON.parse(r.reason) as TemplateBuildRecord['reason']);
+  return { ...rec, status: r.status, updatedAt: r.updated_at, ...(reason ? { reason } : {}) };
+}
+
+/** What the record column keeps: the fields a build never changes. */
+export function staticFields(b: TemplateBuildRecord): Omit<TemplateBuildRecord, 'status' | 'reason' | 'updatedAt'> {
+  const { status: _s, reason: _r, updatedAt: _u, ...rest } = b;
+  return rest;
 }
 
 export const toTemplateTag = (r: TagRow): TemplateTagRecord => ({ template: r.template, tag: r.tag, tenant: r.tenant, buildId: r.build_id, createdAt: r.created_at });
@@ -52,19 +60,21 @@ export class SqliteTemplateBuildRecords implements TemplateBuildRecords {
   }
 
   async putTemplateBuild(b: TemplateBuildRecord): Promise<void> {
-    this.#db.prepare('INSERT INTO template_builds (id, tenant, template, record, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(b.id, b.tenant, b.template, JSON.stringify(b), b.status, b.createdAt, b.updatedAt);
+    this.#db
+      .prepare('INSERT INTO template_builds (id, tenant, template, record, status, reason, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(b.id, b.tenant, b.template, JSON.stringify(staticFields(b)), b.status, b.reason ? JSON.stringify(b.reason) : null, b.createdAt, b.updatedAt);
   }
 
   async templateBuild(id: string): Promise<TemplateBuildRecord | undefined> {
-    const r = this.#db.prepare('SELECT record, status, updated_at FROM template_builds WHERE id = ?').get(id) as BuildRow | undefined;
+    const r = this.#db.prepare('SELECT record, status, reason, updated_at FROM template_builds WHERE id = ?').get(id) as BuildRow | undefined;
     return r && toTemplateBuild(r);
   }
 
   async setTemplateBuildStatus(id: string, from: readonly TemplateBuildStatus[], status: TemplateBuildStatus, reason: TemplateBuildRecord['reason'], at: string): Promise<boolean> {
     if (from.length === 0) return false;
     const r = this.#db
-      .prepare(`UPDATE template_builds SET status = ?, updated_at = ?, record = json_set(record, '$.reason', json(?)) WHERE id = ? AND status IN (${from.map(() => '?').join(', ')})`)
-      .run(status, at, JSON.stringify(reason ?? null), id, ...from);
+      .prepare(`UPDATE template_builds SET status = ?, updated_at = ?, reason = ? WHERE id = ? AND status IN (${from.map(() => '?').join(', ')})`)
+      .run(status, at, reason ? JSON.stringify(reason) : null, id, ...from);
     return r.changes === 1;
   }
 

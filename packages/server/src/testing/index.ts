@@ -13,3 +13,4 @@ export { startTestInternet, FETCH_PY, type TestInternet } from './test-internet.
 export { assertStillServing } from './still-serving.js';
 export { runSdkChild, type SdkChildTarget } from './sdk-child.js';
 export { startCodeInterpreterDaemon, type CodeInterpreterDaemon } from './code-interpreter-daemon.js';
+export { writeTestImage, debianLayer } from './test-images.js';
