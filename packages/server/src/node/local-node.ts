@@ -190,7 +190,14 @@ export class LocalNode implements NodeService {
 
   async buildTemplate(req: BuildTemplateRequest, progress: BuildProgress, claim?: ClaimSandbox): Promise<TemplateInfo> {
     // Policy above the manager: the build drives a sandbox through the manager's public methods.
-    return buildTemplate(this.#m, this.#templates, { images: this.#images, steps: this.#steps }, req, progress, claim);
+    const before = (await this.#templates.get(req.name))?.createdAt;
+    const t = await buildTemplate(this.#m, this.#templates, { images: this.#images, steps: this.#steps }, req, progress, claim);
+    // Its first sandbox is likely soon: one is started ahead (warm-pool.ts), none of what a rebuild replaced kept.
+    if (t.createdAt !== before) this.#m.warmPool.forget(t.name);
+    this.#m.warmPool.want(t.name);
+    // Part of the build's time, so a create right after it (E2B's build-then-create) adopts.
+    await this.#m.warmPool.settled();
+    return t;
   }
 
   async deleteTemplate(name: string): Promise<void> {

@@ -114,6 +114,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
     stagingDir: config.stagingDir,
     logger,
     warmPoolSize: config.warmPool,
+    warmPoolTemplates: config.warmPoolTemplates,
     hotPauseMs: config.hotPauseS * 1000,
     recoverOnStart: config.recoverOnStart,
     userns: config.userns,

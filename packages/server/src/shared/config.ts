@@ -74,6 +74,8 @@ export interface ForkdConfig {
   port: number;
   /** Sandboxes of the base template kept started ahead of demand. */
   warmPool: number;
+  /** Templates besides base kept with one warm member: the most recently built or created from. */
+  warmPoolTemplates: number;
   /** Default rolling-snapshot interval while active (0 = off). */
   snapshotIntervalS: number;
   /** Default idle time before hibernation (0 = never). */
@@ -220,6 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     host: env.FORKD_HOST || '127.0.0.1',
     port: int(env.FORKD_PORT, 8080, 'FORKD_PORT'),
     warmPool: nonNegative(env.FORKD_WARM_POOL, 2, 'FORKD_WARM_POOL'),
+    warmPoolTemplates: nonNegative(env.FORKD_WARM_POOL_TEMPLATES, 2, 'FORKD_WARM_POOL_TEMPLATES'),
     snapshotIntervalS: nonNegative(env.FORKD_SNAPSHOT_INTERVAL_S, 300, 'FORKD_SNAPSHOT_INTERVAL_S'),
     idleTimeoutS: nonNegative(env.FORKD_IDLE_TIMEOUT_S, 600, 'FORKD_IDLE_TIMEOUT_S'),
     hotPauseS: nonNegative(env.FORKD_HOT_PAUSE_S, 60, 'FORKD_HOT_PAUSE_S'),

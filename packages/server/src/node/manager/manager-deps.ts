@@ -27,6 +27,8 @@ export interface ManagerDeps {
   logger: Logger;
   /** Sandboxes per template kept started ahead of demand (0 disables). */
   warmPoolSize?: number;
+  /** Templates besides base that get a warm member: the most recently built or wanted (FORKD_WARM_POOL_TEMPLATES). */
+  warmPoolTemplates?: number;
   /** How long a paused sandbox's frozen processes are kept so a resume is a thaw (0, the default: not kept; see hot-pauses.ts). */
   hotPauseMs?: number;
   /** Bring back sandboxes whose processes were lost when the daemon starts (default true; see recovery.ts). */

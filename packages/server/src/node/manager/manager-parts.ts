@@ -1,3 +1,4 @@
+import { isStageName } from '../templates/template-registry.js';
 import { canTransition, ForkdError, Limits, newSandboxId } from '@forkd/protocol';
 import type { GuestClient } from '../guest/guest-client.js';
 import { GUEST_DEADLINE_MS } from '../guest/guest-connection.js';
@@ -96,10 +97,10 @@ export function assembleManager(deps: ManagerDeps, m: ManagerFacade): ManagerPar
         instances.pooledIdmap.delete(id);
         return release(id);
       },
+      keeps: (template) => !isStageName(template),
       logger: deps.logger,
     },
-    deps.warmPoolSize ?? 0,
-    ['base'],
+    { size: deps.warmPoolSize ?? 0, always: ['base'], recent: deps.warmPoolTemplates ?? 0 },
   );
   const ctx: ManagerContext = {
     ...deps,

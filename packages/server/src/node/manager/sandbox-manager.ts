@@ -432,6 +432,7 @@ export class SandboxManager {
   async deleteTemplate(name: string): Promise<void> {
     if (name === 'base') throw new ForkdError('FAILED_PRECONDITION', 'the base template cannot be deleted');
     if (!(await this.#d.templates.get(name))) throw new ForkdError('NOT_FOUND', `template ${name} not found`);
+    this.#ctx.pool.forget(name);
     await this.#d.templates.remove(name);
   }
 }
