@@ -25,7 +25,7 @@ import { openStagingDir } from './storage/staging-dir.js';
 import type { NodeService } from '../node-contract/node-service.js';
 import { LocalNode } from './local-node.js';
 import type { EgressInterceptor } from './network/egress-interceptor.js';
-import { uplinkForwardingWarning } from './network/uplink-forwarding.js';
+import { enableUplinkForwarding, uplinkForwardingWarning } from './network/uplink-forwarding.js';
 import { CredentialInterceptor } from './secrets/credential-interceptor.js';
 import { NodeCredentials } from './secrets/node-credentials.js';
 import { SandboxCas } from './secrets/sandbox-ca.js';
@@ -85,6 +85,8 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   await tightenPrivateState({ stateDir: config.stateDir, runDir: config.runDir, cacheDir: config.cacheDir, poolMountPoint: config.pool.mountPoint });
   const { storage, quotas, quotaKeeper, lineageSweeper } = await openStorage(config, logger);
   await openStagingDir(config.stagingDir, (m) => logger.warn(m));
+  const routedUplink = config.net.hostForwarding === 'enable' ? await enableUplinkForwarding(join(config.runDir, 'forwarding-by-forkd')).catch((err) => logger.warn('IPv4 forwarding could not be turned on', { error: String(err) })) : undefined;
+  if (routedUplink) logger.info('IPv4 forwarding is on for the uplink for sandboxes\' egress (as Docker does; FORKD_HOST_FORWARDING=leave keeps the host\'s setting); new connections routed through this host from it are refused', { uplink: routedUplink });
   const forwarding = await uplinkForwardingWarning();
   if (forwarding) logger.warn(forwarding);
   // Observed: the policy follows its writes instead of re-reading every sandbox (see PolicyScheduler).
@@ -96,7 +98,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   // A test may put its own interceptor in the proxy; the node's credentials are then not injected.
   // The node's own listeners: refused to sandboxes on the host's and loopback addresses, whatever is allowed.
   const servicePorts = [config.port, config.e2bApiPort, config.e2bEnvdPort].filter((p): p is number => typeof p === 'number' && p > 0);
-  const network = new NetnsNetwork(join(config.runDir, 'netns'), { ...config.net, servicePorts, interceptor: opts.egressInterceptor ?? credentials.interceptor });
+  const network = new NetnsNetwork(join(config.runDir, 'netns'), { ...config.net, routedUplink: routedUplink || undefined, servicePorts, interceptor: opts.egressInterceptor ?? credentials.interceptor });
   const runtime = makeRuntime(config, network);
   await runtime.prepareHost(logger);
   const templates = new TemplateRegistry(storage, store);

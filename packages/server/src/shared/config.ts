@@ -65,6 +65,8 @@ export interface ForkdConfig {
     upstream?: { host: string; port: number } | undefined;
     extraCaFile?: string | undefined;
     operatorAllow?: string[] | undefined;
+    /** `enable` (default): IPv4 forwarding turned on for the uplink when off, as Docker does; `leave`: the host's setting kept (FORKD_HOST_FORWARDING). */
+    hostForwarding: 'enable' | 'leave';
   };
   /** Memory-backed directory where CRIU dumps before images move to the pool (short freezes). */
   stagingDir: string;
@@ -280,7 +282,9 @@ function netConfig(env: NodeJS.ProcessEnv): ForkdConfig['net'] {
   const bad = cidrListError(operatorAllow);
   if (bad) throw new Error(`FORKD_EGRESS_OPERATOR_ALLOW: ${bad} (comma-separated CIDRs)`);
   const upstream = env.FORKD_DNS_UPSTREAM ? parseUpstream(env.FORKD_DNS_UPSTREAM) : undefined;
-  return { table, ifPrefix, hostNet, ports, upstream, extraCaFile: env.FORKD_EGRESS_EXTRA_CA || undefined, ...(operatorAllow.length ? { operatorAllow } : {}) };
+  const hostForwarding = env.FORKD_HOST_FORWARDING || 'enable';
+  if (hostForwarding !== 'enable' && hostForwarding !== 'leave') throw new Error('FORKD_HOST_FORWARDING: enable or leave');
+  return { table, ifPrefix, hostNet, ports, upstream, extraCaFile: env.FORKD_EGRESS_EXTRA_CA || undefined, ...(operatorAllow.length ? { operatorAllow } : {}), hostForwarding };
 }
 
 /** `ip[:port]` (FORKD_DNS_UPSTREAM). */

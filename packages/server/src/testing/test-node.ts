@@ -43,6 +43,8 @@ export function testConfig(dir: string): { config: ForkdConfig; env: NodeJS.Proc
     FORKD_POOL_SIZE_GB: '16',
     FORKD_CGROUP_PARENT: `forkd-test-${randomBytes(4).toString('hex')}`,
     FORKD_WARM_POOL: '0',
+    // Tests leave the host's IPv4 forwarding as it is (uplink-forwarding.ts has its own tests).
+    FORKD_HOST_FORWARDING: 'leave',
     // A node's own nftables table, veth names and host-side addresses (see ForkdConfig.net).
     FORKD_NET_TABLE: `forkdt${tag}`,
     FORKD_NET_IF_PREFIX: `ft${tag}x`,

@@ -43,8 +43,9 @@ export interface Attachment {
  * from a sandbox are redirected to this node's resolver and proxy (`ports`).
  * `never` (NEVER_V4) is dropped first in every sandbox's chain but for what
  * the operator allowed (`operatorAllow`, IPv4 CIDRs; `opallow`).
+ * `routedUplink`: the uplink forkd turned forwarding on for, guarded.
  */
-export function tableScript(table: string, ports: EgressPorts, operatorAllow: readonly string[] = []): string {
+export function tableScript(table: string, ports: EgressPorts, operatorAllow: readonly string[] = [], routedUplink?: string): string {
   const t = `inet ${table}`;
   const v4 = operatorAllow.filter((c) => !c.includes(':'));
   return [
@@ -87,6 +88,9 @@ export function tableScript(table: string, ports: EgressPorts, operatorAllow: re
     // Inbound only through the port proxy (which enters the namespace): replies only.
     `add rule ${t} fwd_sb oifname @ifs ct state established,related accept`,
     `add rule ${t} fwd_sb oifname @ifs drop`,
+    // forkd turned forwarding on for the uplink (uplink-forwarding.ts): a new connection routed through this host from there is
+    // refused, unless something published it (DNAT: a port another tool maps); replies to anyone's connections pass.
+    ...(routedUplink ? [`add rule ${t} fwd_sb iifname "${routedUplink}" ct state new ct status & dnat == 0 drop`] : []),
     // A rule change applies to the next connection: open ones stay.
     `add rule ${t} fwd_sb iifname @ifs ct state established,related accept`,
     `add rule ${t} fwd_sb iifname @ifs iifname vmap @rules`,

@@ -27,6 +27,8 @@ export interface EgressServicesOptions {
   operatorAllow?: readonly string[] | undefined;
   /** The node's other listening ports (API, E2B): refused on the host's and loopback addresses whatever is allowed. */
   servicePorts?: readonly number[] | undefined;
+  /** The uplink forkd turned IPv4 forwarding on for (uplink-forwarding.ts), whose forwarding the table guards. */
+  routedUplink?: string | undefined;
 }
 
 /** The host's resolver: the first IPv4 nameserver of /etc/resolv.conf. */
@@ -62,6 +64,10 @@ export class EgressServices {
 
   get operatorAllow(): readonly string[] {
     return this.#o.operatorAllow ?? [];
+  }
+
+  get routedUplink(): string | undefined {
+    return this.#o.routedUplink;
   }
 
   /** Starts them (once); the ports they listen on. */

@@ -121,7 +121,7 @@ export class Egress {
 
   #script(a: Attachment, rules: NetworkRules, ports: EgressPorts): string {
     const t = this.#o.table;
-    return tableScript(t, ports, this.#o.services.operatorAllow) + limitsTableScript(t) + attachScript(t, a, rules) + limitsAttachScript(t, a, rules);
+    return tableScript(t, ports, this.#o.services.operatorAllow, this.#o.services.routedUplink) + limitsTableScript(t) + attachScript(t, a, rules) + limitsAttachScript(t, a, rules);
   }
 
   /** The link's fail-closed routing rule (see apply); every copy of it, none is fine. */

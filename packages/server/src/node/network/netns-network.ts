@@ -32,7 +32,7 @@ export class NetnsNetwork implements Network {
     this.#dir = dir;
     this.#holder = new NetnsHolder(dir);
     const table = egress.table ?? 'forkd';
-    this.services = new EgressServices({ table, ports: egress.ports ?? { dns: 0, http: 0, tls: 0 }, upstream: egress.upstream, interceptor: egress.interceptor, extraCaFile: egress.extraCaFile, operatorAllow: egress.operatorAllow, servicePorts: egress.servicePorts, ...(egress.onDecision ? { onDecision: egress.onDecision } : {}) });
+    this.services = new EgressServices({ table, ports: egress.ports ?? { dns: 0, http: 0, tls: 0 }, upstream: egress.upstream, interceptor: egress.interceptor, extraCaFile: egress.extraCaFile, operatorAllow: egress.operatorAllow, servicePorts: egress.servicePorts, routedUplink: egress.routedUplink, ...(egress.onDecision ? { onDecision: egress.onDecision } : {}) });
     this.#egress = new Egress({ dir: join(dir, '.egress'), table, ifPrefix: egress.ifPrefix ?? 'fkv', hostNet: egress.hostNet ?? '10.254', services: this.services });
   }
 

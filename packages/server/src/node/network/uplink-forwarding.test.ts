@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { uplinkForwardingWarning } from './uplink-forwarding.js';
+import { enableUplinkForwarding, uplinkForwardingWarning } from './uplink-forwarding.js';
+import { readFile } from 'node:fs/promises';
 
 const HEAD = 'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n';
 const row = (ifname: string, dest: string, metric: number, mask: string) => `${ifname}\t${dest}\t010200C0\t0003\t0\t0\t${metric}\t${mask}\t0\t0\t0\n`;
@@ -37,5 +38,30 @@ test('uplink forwarding: warns naming the default route device when it does not 
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  }
+});
+
+test('forwarding turned on for the uplink when off, remembered across restarts by the marker; a host that already forwards is left alone', async () => {
+  const dir = await fakeProc(row('eth0', '00000000', 0, '00000000'), { eth0: '0' });
+  const marker = join(dir, 'forwarding-by-forkd');
+  try {
+    assert.equal(await enableUplinkForwarding(marker, dir), 'eth0');
+    assert.equal((await readFile(join(dir, 'sys/net/ipv4/conf/eth0/forwarding'), 'utf8')).trim(), '1');
+    assert.equal(await uplinkForwardingWarning(dir), undefined);
+    assert.equal(await enableUplinkForwarding(marker, dir), 'eth0', 'a restart: still forkd\'s to guard');
+    const other = await fakeProc(row('eth0', '00000000', 0, '00000000'), { eth0: '1' });
+    try {
+      assert.equal(await enableUplinkForwarding(join(other, 'm'), other), undefined, "the admin's forwarding is not forkd's to guard");
+    } finally {
+      await rm(other, { recursive: true, force: true });
+    }
+    const offline = await fakeProc(row('eth0', '000200C0', 0, '00FFFFFF'), { eth0: '0' });
+    try {
+      assert.equal(await enableUplinkForwarding(join(offline, 'm'), offline), undefined);
+    } finally {
+      await rm(offline, { recursive: true, force: true });
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 });
