@@ -44,8 +44,9 @@ export async function enableUplinkForwarding(marker: string, proc = '/proc'): Pr
   const file = forwardingFile(proc, uplink);
   const on = (await readFile(file, 'utf8').catch(() => '')).trim();
   if (on === '0') {
-    await writeFile(file, '1\n');
+    // The marker first: forwarding never stays on unguarded after a failure between the two.
     await writeFile(marker, `${uplink}\n`);
+    await writeFile(file, '1\n');
     return uplink;
   }
   const before = (await readFile(marker, 'utf8').catch(() => '')).trim();
