@@ -90,6 +90,8 @@ export type SandboxRecovery = z.infer<typeof SandboxRecovery>;
 
 export const SandboxInfo = z.object({
   id: z.string(),
+  /** Its tenant: in an admin's list of every tenant's sandboxes (`allTenants`) only. */
+  tenant: z.string().optional(),
   template: z.string(),
   /** The template's id (TemplateInfo.id): read-only, tells a deleted template from a later one of the same name. */
   templateId: z.string().optional(),
@@ -136,6 +138,8 @@ export const ListSandboxesQuery = z.strictObject({
   metadata: z.string().max(4096).optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(1000),
   cursor: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/, 'cursor: the nextCursor of the previous page').optional(),
+  /** Admin keys: every tenant's sandboxes, each with its `tenant`. */
+  allTenants: z.enum(['true', 'false']).optional(),
 });
 export type ListSandboxesQuery = z.infer<typeof ListSandboxesQuery>;
 

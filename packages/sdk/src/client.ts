@@ -15,6 +15,8 @@ export interface ForkdClientOptions {
   url?: string;
   /** Sent as `Authorization: Bearer`. Default: env FORKD_API_KEY. Every call but health needs one. */
   apiKey?: string;
+  /** Admin keys: make every call as this tenant (its sandboxes, templates, limits), audited under the admin's key. Default: env FORKD_TENANT. */
+  tenant?: string;
   /** A fetch to use instead of the global one. */
   fetch?: typeof globalThis.fetch;
   /** A WebSocket class to use instead of the global one (interactive streams). */
@@ -43,7 +45,7 @@ export class ForkdClient {
 
   constructor(opts: ForkdClientOptions = {}) {
     this.url = opts.url ?? env('FORKD_URL') ?? DEFAULT_URL;
-    this.#http = new HttpTransport({ url: this.url, apiKey: opts.apiKey ?? env('FORKD_API_KEY'), fetch: opts.fetch });
+    this.#http = new HttpTransport({ url: this.url, apiKey: opts.apiKey ?? env('FORKD_API_KEY'), tenant: opts.tenant ?? env('FORKD_TENANT'), fetch: opts.fetch });
     this.templates = new Templates(this.#http);
     this.sandboxes = new Sandboxes(this.#http, opts.WebSocket, this.templates);
     this.snapshots = new Snapshots(this.#http, opts.WebSocket);

@@ -1,4 +1,4 @@
-import { ERROR_CODES, ForkdError, fromErrorBody, isErrorCode, type ErrorCode } from '@forkd/protocol';
+import { ERROR_CODES, ForkdError, fromErrorBody, isErrorCode, TENANT_HEADER, type ErrorCode } from '@forkd/protocol';
 import { patientDispatcher } from './patient-dispatcher.js';
 import { describeCause } from './wire-error.js';
 
@@ -18,6 +18,8 @@ export interface RequestOptions {
 export interface TransportOptions {
   url: string;
   apiKey?: string | undefined;
+  /** An admin key's calls made as this tenant (TENANT_HEADER). */
+  tenant?: string | undefined;
   fetch?: typeof globalThis.fetch | undefined;
 }
 
@@ -28,6 +30,7 @@ type FetchInit = Omit<RequestInit, 'dispatcher' | 'duplex'> & { duplex?: 'half';
 export class HttpTransport {
   readonly baseUrl: string;
   readonly apiKey: string | undefined;
+  readonly tenant: string | undefined;
   readonly #fetch: typeof globalThis.fetch;
   readonly #customFetch: boolean;
 
@@ -37,6 +40,7 @@ export class HttpTransport {
     if (!URL.canParse(url)) throw new ForkdError('INVALID_ARGUMENT', `invalid forkd URL ${JSON.stringify(opts.url)}`);
     this.baseUrl = url.replace(/\/+$/, '');
     this.apiKey = opts.apiKey || undefined;
+    this.tenant = opts.tenant || undefined;
     this.#customFetch = opts.fetch !== undefined;
     this.#fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
   }
@@ -53,7 +57,7 @@ export class HttpTransport {
   }
 
   authHeaders(): Record<string, string> {
-    return this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {};
+    return { ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}), ...(this.tenant ? { [TENANT_HEADER]: this.tenant } : {}) };
   }
 
   /** Sends a request; resolves only for 2xx answers, whose body is left to the caller. */

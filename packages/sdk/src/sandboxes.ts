@@ -10,6 +10,8 @@ export interface ListSandboxesFilter {
   state?: SandboxState[];
   /** Every pair must match. */
   metadata?: Record<string, string>;
+  /** Admin keys: every tenant's sandboxes, each with its `info.tenant`. */
+  allTenants?: boolean;
 }
 
 export class Sandboxes {
@@ -50,6 +52,7 @@ export class Sandboxes {
       metadata: filter.metadata ? new URLSearchParams(filter.metadata).toString() : undefined,
       limit: filter.limit,
       cursor: filter.cursor,
+      allTenants: filter.allTenants ? 'true' : undefined,
     };
     const r = await this.#http.json<{ sandboxes: SandboxInfo[]; nextCursor?: string }>('GET', '/v1/sandboxes', { query });
     return { sandboxes: r.sandboxes.map((info) => this.#wrap(info)), ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}) };

@@ -109,6 +109,7 @@ test('nodes', () => {
 test('ls filters', () => {
   assert.deepEqual(parseLsArgs(['--state', 'running,paused', '--metadata', 'owner=ci', '--json']), { filter: { state: ['running', 'paused'], metadata: { owner: 'ci' } }, json: true });
   assert.throws(() => parseLsArgs(['--state', 'sleepy']), UsageError);
+  assert.deepEqual(parseLsArgs(['--all-tenants']), { filter: { allTenants: true }, json: false });
 });
 
 test('ls says when a sandbox came back after losing its processes, and what it lost', () => {

@@ -6,18 +6,20 @@ import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';
 import { formatAge, printJson, table } from '../format.js';
 
-const USAGE = `Usage: forkd ls [--state S[,S...]] [--metadata K=V]... [--json]
+const USAGE = `Usage: forkd ls [--state S[,S...]] [--metadata K=V]... [--all-tenants] [--json]
 
 Lists sandboxes, oldest first.
 
 Options:
       --state S        only sandboxes in these states (running, paused, failed, ...)
       --metadata K=V   only sandboxes with this metadata (repeatable: all must match)
+      --all-tenants    every tenant's sandboxes, with a TENANT column (admin keys; act on one
+                       with FORKD_TENANT=<tenant> forkd ...)
       --json           print the sandboxes as a JSON array
 `;
 
 export function parseLsArgs(argv: string[]): { filter: ListSandboxesFilter; json: boolean } {
-  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' }, state: { type: 'string' }, metadata: { type: 'string', multiple: true } } });
+  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' }, state: { type: 'string' }, metadata: { type: 'string', multiple: true }, 'all-tenants': { type: 'boolean' } } });
   expectPositionals(positionals, []);
   const filter: ListSandboxesFilter = {};
   if (values.state !== undefined) {
@@ -28,6 +30,7 @@ export function parseLsArgs(argv: string[]): { filter: ListSandboxesFilter; json
   }
   const metadata = parseLabelPairs('--metadata', values.metadata);
   if (metadata) filter.metadata = metadata;
+  if (values['all-tenants']) filter.allTenants = true;
   return { filter, json: !!values.json };
 }
 
@@ -51,8 +54,8 @@ export const lsCommand: CliCommand = {
       printJson(infos);
       return 0;
     }
-    const rows = infos.map((i) => [i.id, i.template, stateCell(i), `${i.limits.memoryMb}M`, String(i.limits.cpus), formatAge(i.createdAt)]);
-    process.stdout.write(table(['ID', 'TEMPLATE', 'STATE', 'MEM', 'CPUS', 'CREATED'], rows));
+    const rows = infos.map((i) => [i.id, ...(filter.allTenants ? [i.tenant ?? '-'] : []), i.template, stateCell(i), `${i.limits.memoryMb}M`, String(i.limits.cpus), formatAge(i.createdAt)]);
+    process.stdout.write(table(['ID', ...(filter.allTenants ? ['TENANT'] : []), 'TEMPLATE', 'STATE', 'MEM', 'CPUS', 'CREATED'], rows));
     return 0;
   },
 };

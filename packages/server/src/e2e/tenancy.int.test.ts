@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { api, execHttp, type ApiTarget } from '../testing/http-client.js';
-import { startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
+import { runCli, startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
 import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
 import { waitFor } from '../testing/helpers.js';
 
@@ -76,5 +76,33 @@ describe('tenancy fails closed (real daemon, real template build)', { skip: !isR
     const [fork] = (await api(acme, 'POST', `/v1/sandboxes/${s.id}/fork`, { count: 1 })).json.sandboxes;
     assert.equal((await api(dflt, 'GET', `/v1/sandboxes/${fork.id}`)).json.error.code, 'NOT_FOUND');
     assert.equal((await execHttp(acme, fork.id, ['cat', '/root/secret'])).stdout, 'acme-secret\n');
+  });
+
+  test('an operator sees every tenant (ls --all-tenants) and acts as one with x-forkd-tenant; only admin keys may; the audit keeps who', async () => {
+    const admin = { url: daemon.url, apiKey: daemon.apiKey };
+    const a = (await api(acme, 'POST', '/v1/sandboxes', { template: 'base' })).json.id as string;
+    const b = (await api(beta, 'POST', '/v1/sandboxes', { template: 'base' })).json.id as string;
+    assert.equal((await api(acme, 'GET', '/v1/sandboxes?allTenants=true')).json.error.code, 'PERMISSION_DENIED');
+    const all = (await api(admin, 'GET', '/v1/sandboxes?allTenants=true')).json.sandboxes as { id: string; tenant?: string }[];
+    assert.equal(all.find((s) => s.id === a)?.tenant, 'acme');
+    assert.equal(all.find((s) => s.id === b)?.tenant, 'beta');
+    const cli = await runCli(daemon.url, { FORKD_API_KEY: daemon.apiKey }, ['ls', '--all-tenants']);
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.match(cli.stdout, /^ID\s+TENANT\s+TEMPLATE/m);
+    assert.match(cli.stdout, new RegExp(`${b}\\s+beta\\s+base`));
+    const as = (t: { url: string; apiKey: string }, tenant: string, method: string, path: string) => fetch(t.url + path, { method, headers: { authorization: `Bearer ${t.apiKey}`, 'x-forkd-tenant': tenant } });
+    // A plain key naming a tenant is refused, not ignored.
+    assert.equal((await as(acme, 'beta', 'GET', `/v1/sandboxes/${b}`)).status, 403);
+    // The admin, as beta: beta's sandbox and nothing of acme's.
+    assert.equal((await as(admin, 'beta', 'GET', `/v1/sandboxes/${b}`)).status, 200);
+    assert.equal((await as(admin, 'beta', 'GET', `/v1/sandboxes/${a}`)).status, 404);
+    const del = await runCli(daemon.url, { FORKD_API_KEY: daemon.apiKey, FORKD_TENANT: 'beta' }, ['rm', b]);
+    assert.equal(del.code, 0, del.stderr);
+    assert.equal((await api(beta, 'GET', `/v1/sandboxes/${b}`)).json.error.code, 'NOT_FOUND');
+    const audit = (await api(admin, 'GET', `/v1/audit?sandbox=${b}&limit=50`)).json.records as { tenant?: string; keyId?: string; operation: string }[];
+    const byAdmin = audit.find((r) => r.operation.startsWith('DELETE'));
+    assert.equal(byAdmin?.tenant, 'beta');
+    assert.notEqual(byAdmin?.keyId, undefined);
+    await api(acme, 'DELETE', `/v1/sandboxes/${a}`);
   });
 });

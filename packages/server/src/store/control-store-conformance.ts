@@ -70,6 +70,10 @@ export function controlStoreConformance(name: string, open: () => Promise<Contro
       await store.setOwner('sandbox', 'sbx-o3', 'acme');
       assert.deepEqual([...(await store.owned('sandbox', 'acme'))].sort(), ['sbx-o2', 'sbx-o3']);
       assert.deepEqual([...(await store.owned('template', 'acme'))], ['py']);
+      const all = await store.owners('sandbox');
+      assert.equal(all.get('sbx-o2'), 'acme');
+      assert.ok([...all.values()].every((t) => typeof t === 'string'));
+      assert.equal((await store.owners('template')).get('py'), 'acme');
       await store.dropOwner('sandbox', 'sbx-o2');
       assert.equal(await store.owner('sandbox', 'sbx-o2'), undefined);
       assert.deepEqual([...(await store.owned('sandbox', 'acme'))], ['sbx-o3']);

@@ -41,6 +41,8 @@ export interface ControlStore extends SecretRecords, FleetStore, QuotaRecords, A
   owner(kind: OwnedKind, id: string): Promise<string | undefined>;
   /** Every id of a kind a tenant owns. */
   owned(kind: OwnedKind, tenant: string): Promise<Set<string>>;
+  /** Every owned id of a kind, with its owner (an admin's view of all tenants). */
+  owners(kind: OwnedKind): Promise<Map<string, string>>;
   /**
    * The SHA-256 of a sandbox's port-proxy token: minted by the control plane,
    * shown once, never stored in the sandbox nor in plain text here.

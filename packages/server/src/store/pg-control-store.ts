@@ -80,6 +80,10 @@ export class PgControlStore extends DelegatedRecords implements ControlStore {
     return new Set((await this.#sql<{ id: string }[]>`SELECT id FROM owners WHERE kind = ${kind} AND tenant = ${tenant}`).map((r) => r.id));
   }
 
+  async owners(kind: OwnedKind): Promise<Map<string, string>> {
+    return new Map((await this.#sql<{ id: string; tenant: string }[]>`SELECT id, tenant FROM owners WHERE kind = ${kind}`).map((r) => [r.id, r.tenant]));
+  }
+
   async setTokenHash(id: string, hash: string): Promise<void> {
     await this.#sql`INSERT INTO sandbox_token_hashes (id, hash) VALUES (${id}, ${hash}) ON CONFLICT (id) DO UPDATE SET hash = excluded.hash`;
   }

@@ -182,6 +182,10 @@ export class SqliteControlStore extends DelegatedRecords implements ControlStore
     return new Set((this.#db.prepare('SELECT id FROM owners WHERE kind = ? AND tenant = ?').all(kind, tenant) as { id: string }[]).map((r) => r.id));
   }
 
+  async owners(kind: OwnedKind): Promise<Map<string, string>> {
+    return new Map((this.#db.prepare('SELECT id, tenant FROM owners WHERE kind = ?').all(kind) as { id: string; tenant: string }[]).map((r) => [r.id, r.tenant]));
+  }
+
   async setTokenHash(id: string, hash: string): Promise<void> {
     this.#db.prepare('INSERT OR REPLACE INTO sandbox_token_hashes (id, hash) VALUES (?, ?)').run(id, hash);
   }

@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
-import { ForkdError, SANDBOX_ID_SOURCE, SNAPSHOT_ID_SOURCE, toForkdError, type AuditRecord } from '@forkd/protocol';
+import { ForkdError, SANDBOX_ID_SOURCE, SNAPSHOT_ID_SOURCE, TENANT_HEADER, toForkdError, type AuditRecord } from '@forkd/protocol';
 import type { NodeService } from '../../node-contract/index.js';
+import { actingAs } from '../auth/acting-tenant.js';
 import type { Logger } from '../../shared/logger.js';
 import { SERVER_VERSION } from '../../shared/version.js';
 import { presentedKey, refuseKeyInQuery, type Principal } from '../auth/api-keys.js';
@@ -72,7 +73,7 @@ export function createApp({ svc, control, logger, proxyDomain, mcp, fleet }: App
     const source = sourceAddress(c);
     control.keys.throttle.check(source);
     refuseKeyInQuery(new URL(c.req.url).searchParams);
-    return control.keys.authenticate(presentedKey((n) => c.req.header(n), new URLSearchParams()), source);
+    return control.keys.authenticate(presentedKey((n) => c.req.header(n), new URLSearchParams()), source).then((who) => actingAs(who, c.req.header(TENANT_HEADER)));
   };
   const secrets = new SecretService(control.store, control.cipher, svc, logger);
   // Nodes hold credentials in memory only: a restarted daemon (or node) gets every live grant again.

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CreateSandboxRequest, ListSandboxesQuery, PauseRequest, ResumeRequest, SandboxInfo, SandboxMetrics, SetNetworkRequest, SetTimeoutRequest } from '@forkd/protocol';
+import { CreateSandboxRequest, ForkdError, ListSandboxesQuery, PauseRequest, ResumeRequest, SandboxInfo, SandboxMetrics, SetNetworkRequest, SetTimeoutRequest } from '@forkd/protocol';
 import { listPage } from '../list-sandboxes.js';
 import { none, ok, param, route, view as v } from './route.js';
 
@@ -24,9 +24,13 @@ export const SANDBOX_ROUTES = [
     summary: 'List sandboxes (filters: state, metadata; paged by cursor)',
     query: ListSandboxesQuery,
     response: ok(z.object({ sandboxes: z.array(SandboxInfo), nextCursor: z.string().optional() })),
-    handler: async (c, _deps, input) => {
+    handler: async (c, { svc, control }, input) => {
       const q = input.query();
-      return c.json(listPage(await v(c).list(), q));
+      if (q.allTenants !== 'true') return c.json(listPage(await v(c).list(), q));
+      if (!c.get('who').admin) throw new ForkdError('PERMISSION_DENIED', 'allTenants needs an admin key');
+      // The unscoped service: every tenant's, each labelled (unowned ones are the operator's: no label).
+      const owners = await control.store.owners('sandbox');
+      return c.json(listPage((await svc.list()).map((s) => (owners.has(s.id) ? { ...s, tenant: owners.get(s.id)! } : s)), q));
     },
   }),
   route({
