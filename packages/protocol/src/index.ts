@@ -16,3 +16,4 @@ export * from './network-policy.js';
 export * from './fleet.js';
 export * from './image-ref.js';
 export * from './build-context.js';
+export * from './doctor.js';

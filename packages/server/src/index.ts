@@ -21,3 +21,4 @@ export { listen } from './control-plane/http/server.js';
 export { installLastResortHandlers, CorruptStateError } from './shared/last-resort.js';
 export { handlerFaults, guardListener, recordFault, type FaultComponent } from './shared/connection-guard.js';
 export { codeInterpreterRequest, CODE_INTERPRETER_TEMPLATE, E2B_CODE_INTERPRETER_TEMPLATE } from './node/templates/code-interpreter/code-interpreter-recipe.js';
+export { runDoctor, HOST_CHECKS, type DoctorOptions } from './doctor/run-doctor.js';

@@ -7,6 +7,7 @@ import { nodesCommand } from './nodes.js';
 import { tenantsCommand } from './tenants.js';
 import { logsCommand } from './logs.js';
 import { cpCommand } from './cp.js';
+import { doctorCommand } from './doctor.js';
 import { createCommand } from './create.js';
 import { execCommand } from './exec.js';
 import { forkCommand } from './fork.js';
@@ -33,6 +34,7 @@ import { treeCommand } from './tree.js';
 export const COMMANDS: readonly CliCommand[] = [
   setupCommand,
   serveCommand,
+  doctorCommand,
   createCommand,
   lsCommand,
   rmCommand,

@@ -92,7 +92,12 @@ export function criuPath(config: ForkdConfig): string {
 
 export async function criuVersion(criu: string): Promise<number[] | null> {
   const r = await exec(criu, ['--version'], { allowFailure: true }).catch(() => null);
-  const m = r && /Version:\s*(\d+)\.(\d+)/.exec(r.stdout);
+  return r ? parseCriuVersion(r.stdout) : null;
+}
+
+/** [major, minor] of `criu --version`'s output. */
+export function parseCriuVersion(text: string): number[] | null {
+  const m = /Version:\s*(\d+)\.(\d+)/.exec(text);
   return m ? [Number(m[1]), Number(m[2])] : null;
 }
 
@@ -160,9 +165,9 @@ export function privateRoot(config: ForkdConfig): string {
   return join(config.cacheDir, `criu-${CRIU_SUITE}`);
 }
 /** 4.2 is the first CRIU that can dump sockets on Linux ≥ 6.16 (SO_PASSCRED is unix-only there). */
-const CRIU_MIN: [number, number] = [4, 2];
+export const CRIU_MIN: [number, number] = [4, 2];
 
-function atLeast(v: number[] | null, min: [number, number]): boolean {
+export function atLeast(v: number[] | null, min: [number, number]): boolean {
   return !!v && (v[0]! > min[0] || (v[0] === min[0] && v[1]! >= min[1]));
 }
 

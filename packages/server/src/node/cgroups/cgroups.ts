@@ -8,12 +8,20 @@ import type { ResourceUsage } from '../runtime/runtime.js';
 const ROOT = '/sys/fs/cgroup';
 
 /** Production hosts run the unified hierarchy (v2); this machine is v1 (hybrid). Both are read here. */
-export function cgroupVersion(): 1 | 2 {
-  return existsSync(join(ROOT, 'cgroup.controllers')) ? 2 : 1;
+export function cgroupVersion(root = ROOT): 1 | 2 {
+  return existsSync(join(root, 'cgroup.controllers')) ? 2 : 1;
+}
+
+/** The controllers sandboxes' limits and stats use: hierarchies of their own on v1 (see cgroupDirs), listed in cgroup.controllers on v2. */
+export const CGROUP_CONTROLLERS = { 1: ['memory', 'cpu', 'cpuacct', 'pids', 'freezer'], 2: ['memory', 'cpu', 'pids'] } as const;
+
+/** v1 bounds memory plus swap only with swap accounting (the memsw files); v2 always can. */
+export function swapAccountingIn(root: string): boolean {
+  return cgroupVersion(root) === 2 || existsSync(join(root, 'memory', 'memory.memsw.limit_in_bytes'));
 }
 
 export function swapAccounting(): boolean {
-  return cgroupVersion() === 2 || existsSync(join(ROOT, 'memory', 'memory.memsw.limit_in_bytes'));
+  return swapAccountingIn(ROOT);
 }
 
 /** Host directories of a cgroup path, per controller (v1) or the single one (v2). */

@@ -30,7 +30,7 @@ async function mountOptions(path: string): Promise<string[] | undefined> {
   return line?.split(' ')[5]?.split(',');
 }
 
-function unescapeMount(s: string): string {
+export function unescapeMount(s: string): string {
   return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
 }
 

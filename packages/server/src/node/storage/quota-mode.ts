@@ -58,15 +58,15 @@ async function sweep(pool: string): Promise<void> {
 }
 
 /** Simple quotas came with Linux 6.7, which lists them among the filesystem's features. */
-async function kernelHasSimpleQuotas(): Promise<boolean> {
-  return access('/sys/fs/btrfs/features/simple_quota').then(
+export async function kernelHasSimpleQuotas(sys = '/sys'): Promise<boolean> {
+  return access(join(sys, 'fs/btrfs/features/simple_quota')).then(
     () => true,
     () => false,
   );
 }
 
 /** The mode the pool's quotas are in (the sysfs `mode` file came with simple quotas; before it, qgroups were full). */
-async function currentMode(sysfs: string | undefined): Promise<QuotaMode | 'off'> {
+export async function currentMode(sysfs: string | undefined): Promise<QuotaMode | 'off'> {
   if (!sysfs) return 'off';
   const enabled = await readFile(join(sysfs, 'enabled'), 'utf8').catch(() => undefined);
   if (enabled === undefined) return (await access(sysfs).then(() => true, () => false)) ? 'full' : 'off';
