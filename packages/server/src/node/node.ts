@@ -26,6 +26,7 @@ import type { NodeService } from '../node-contract/node-service.js';
 import { LocalNode } from './local-node.js';
 import type { EgressInterceptor } from './network/egress-interceptor.js';
 import { enableUplinkForwarding, uplinkForwardingWarning } from './network/uplink-forwarding.js';
+import { TableWatch } from './network/table-watch.js';
 import { CredentialInterceptor } from './secrets/credential-interceptor.js';
 import { NodeCredentials } from './secrets/node-credentials.js';
 import { SandboxCas } from './secrets/sandbox-ca.js';
@@ -43,6 +44,8 @@ export interface Node {
   egressInterceptor: EgressInterceptor;
   /** Rescans qgroups the kernel left inconsistent (see quota-keeper.ts); a storage without quotas has none. */
   quotaKeeper?: QuotaKeeper | undefined;
+  /** Restores forkd's nftables table when someone else removes it (see table-watch.ts). */
+  tableWatch: TableWatch;
   /** One pass of the node's policy over every sandbox (lifetimes, dead sandboxes, rolling snapshots, hibernation, thinning; see policy/reconciler.ts), at `now`. */
   tick(now?: number): Promise<void>;
   /**
@@ -137,6 +140,9 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
     ...(opts.blobs ? { blobs: opts.blobs } : {}),
   });
   await manager.recover();
+  // After the start-up check (which re-applied every rule): from now on a removed table is restored as it happens.
+  const tableWatch = new TableWatch({ table: config.net.table, restore: () => manager.reapplyNetworks(), logger });
+  tableWatch.start();
   // Policy above the manager, through its public methods only.
   const defaults = { timeline: { ...DEFAULT_TIMELINE_POLICY, intervalMs: config.snapshotIntervalS * 1000 }, idleTimeoutMs: config.idleTimeoutS * 1000 };
   const reconciler = new Reconciler(manager, sandboxTimeoutMs(manager.guestDeadlineMs), defaults);
@@ -151,6 +157,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
     service: new LocalNode(manager, templates, credentials, images, steps),
     egressInterceptor: credentials.interceptor,
     quotaKeeper,
+    tableWatch,
     tick: (now) => reconciler.tick(now),
     async startPolicy() {
       if (!scheduler) {
@@ -163,6 +170,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
       scheduler?.stop();
       await quotaKeeper?.stop();
       await lineageSweeper?.stop();
+      await tableWatch.close();
       await manager.close();
       await network.close();
       await store.close();

@@ -419,6 +419,23 @@ export class SandboxManager {
     return setNetwork(this.#ctx, id, rules);
   }
 
+  /**
+   * Every running sandbox's network rules made again (forkd's nftables table
+   * was removed by someone else: table-watch.ts), each under its lock so a
+   * rewind or a rule change in flight is not raced; failures are logged.
+   */
+  async reapplyNetworks(): Promise<void> {
+    for (const r of await this.#d.store.listSandboxes()) {
+      if (r.state !== 'running' || !r.network || r.network.mode === 'none') continue;
+      await this.#ctx.locks
+        .exclusive(r.id, async () => {
+          const now = await this.#d.store.getSandbox(r.id);
+          if (now?.state === 'running' && now.network) await this.#ctx.instances.setNetwork(now.instance ?? now.id, now.network);
+        })
+        .catch((err: unknown) => this.#d.logger.warn('network rules not applied again', { sandbox: r.id, error: String(err) }));
+    }
+  }
+
   /** The lifetime ran out: pause (the lifetime is spent until a resume) or delete. */
   async timeOut(id: string): Promise<void> {
     return timeOut(this.#ctx, id, (x, opts) => this.hibernate(x, opts));
