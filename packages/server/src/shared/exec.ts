@@ -160,3 +160,39 @@ export function spawnWithSockets(file: string, args: readonly string[], fds: [im
     child.on('close', (code) => resolve(code ?? 1));
   });
 }
+
+/** A resident helper spoken to over Node's IPC channel (JSON lines; sockets cross it as SCM_RIGHTS). */
+export interface IpcChild {
+  pid: number;
+  send(message: string): boolean;
+  onMessage(fn: (message: unknown, handle: unknown) => void): void;
+  /** Once it exits (or cannot start), with the tail of its stderr. */
+  exit: Promise<{ code: number; stderr: string }>;
+  kill(): void;
+}
+
+/**
+ * Starts `file` with an IPC channel (NODE_CHANNEL_FD) and a captured stderr.
+ * Neither the child nor its channel keeps the daemon's event loop alive.
+ */
+export function spawnIpc(file: string, args: readonly string[]): IpcChild {
+  const child = spawn(file, args, { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    stderr = (stderr + d).slice(-TAIL);
+  });
+  const exit = new Promise<{ code: number; stderr: string }>((resolve) => {
+    child.on('error', (err) => resolve({ code: 127, stderr: err.message }));
+    child.on('close', (code) => resolve({ code: code ?? 1, stderr }));
+  });
+  child.unref();
+  child.channel?.unref();
+  (child.stderr as { unref?: () => void } | null)?.unref?.();
+  return {
+    pid: child.pid ?? 0,
+    send: (m) => child.connected && child.send(m, (err) => err && child.kill('SIGKILL')),
+    onMessage: (fn) => child.on('message', fn),
+    exit,
+    kill: () => child.kill('SIGKILL'),
+  };
+}

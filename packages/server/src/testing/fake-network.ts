@@ -98,7 +98,7 @@ export class FakeNetwork implements Network {
     return () => this.#listeners.delete(k);
   }
 
-  connect(id: string, port: number): PortConnection {
+  async connect(id: string, port: number): Promise<PortConnection> {
     const listener = this.namespaces.has(id) ? this.#listeners.get(`${id}:${port}`) : undefined;
     const [ours, theirs] = duplexPair();
     let settle!: (r: { refused: boolean; error?: string }) => void;

@@ -126,7 +126,7 @@ function forwardHeaders(raw: readonly string[], strip: readonly string[], extra:
 async function failure(conn: PortConnection, t: ProxyTarget, err: unknown): Promise<ForkdError> {
   const d = await Promise.race([conn.done, new Promise<undefined>((r) => setTimeout(() => r(undefined), 2000))]);
   if (d?.refused) return new ForkdError('UNAVAILABLE', `nothing listens on port ${t.port} in sandbox ${t.id}`);
-  // The relay's own words (namespace paths) are for the log, not the message.
+  // The dialer's own words (namespace paths) are for the log, not the message.
   return new ForkdError('UNAVAILABLE', `proxy connection to port ${t.port} of ${t.id} failed`, { cause: d?.error ?? (err as Error).message });
 }
 

@@ -38,9 +38,10 @@ import { exportTemplate } from './export-template.js';
 import { importTemplate } from './import-template.js';
 
 /**
- * Port-proxy connections open at once, per sandbox and on the node: each is a
- * root forkd-netns-connect process, so a client opening them without end
- * would fill the host's process table (refused with RESOURCE_EXHAUSTED).
+ * Port-proxy connections open at once, per sandbox and on the node: each is
+ * a socket of the daemon (and one being made a request to forkd-netns-dial),
+ * so a client opening them without end would use up the daemon's file
+ * descriptors (refused with RESOURCE_EXHAUSTED).
  */
 export const MAX_PORT_CONNECTIONS_PER_SANDBOX = 64;
 export const MAX_PORT_CONNECTIONS = 512;
@@ -190,7 +191,7 @@ export class SandboxManager {
     }
     let c: PortConnection;
     try {
-      c = this.#d.network.connect(await this.#ctx.instances.key(id), port);
+      c = await this.#d.network.connect(await this.#ctx.instances.key(id), port);
     } catch (err) {
       release();
       throw err;

@@ -1,17 +1,18 @@
 import { mkdir, readdir, rm, statfs, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { exec, spawnStream } from '../../shared/exec.js';
+import { Duplex } from 'node:stream';
+import { exec } from '../../shared/exec.js';
 import { REPO_ROOT } from '../../shared/config.js';
 import type { NetworkRules } from '@forkd/protocol';
 import type { Network, PortConnection, VethEnds } from './network.js';
 import { Egress, SANDBOX_IF, type EgressOptions } from './egress.js';
 import { EgressServices, type EgressServicesOptions } from './egress-services.js';
 import { NetnsHolder } from './netns-holder.js';
+import { NetnsDialer, type Dialer } from './netns-dialer.js';
 
 /** A node's egress settings (see ForkdConfig.net): table, names, addresses, and its resolver's and proxy's. */
 export type NetnsEgressOptions = Partial<Omit<EgressOptions, 'dir' | 'services'>> & Partial<Omit<EgressServicesOptions, 'table'>>;
 
-const NETNS_CONNECT = join(REPO_ROOT, 'packages/host-tools/build/forkd-netns-connect');
 const NETNS_ADOPT = join(REPO_ROOT, 'packages/host-tools/build/forkd-netns-adopt');
 
 const NSFS_MAGIC = 0x6e736673;
@@ -26,18 +27,21 @@ export class NetnsNetwork implements Network {
   readonly #dir: string;
   readonly #egress: Egress;
   readonly #holder: NetnsHolder;
+  readonly #dialer: Dialer;
   readonly services: EgressServices;
 
-  constructor(dir: string, egress: NetnsEgressOptions = {}) {
+  constructor(dir: string, egress: NetnsEgressOptions = {}, dialer: Dialer = new NetnsDialer()) {
     this.#dir = dir;
+    this.#dialer = dialer;
     this.#holder = new NetnsHolder(dir);
     const table = egress.table ?? 'forkd';
     this.services = new EgressServices({ table, ports: egress.ports ?? { dns: 0, http: 0, tls: 0 }, upstream: egress.upstream, interceptor: egress.interceptor, extraCaFile: egress.extraCaFile, operatorAllow: egress.operatorAllow, servicePorts: egress.servicePorts, routedUplink: egress.routedUplink, ...(egress.onDecision ? { onDecision: egress.onDecision } : {}) });
     this.#egress = new Egress({ dir: join(dir, '.egress'), table, ifPrefix: egress.ifPrefix ?? 'fkv', hostNet: egress.hostNet ?? '10.254', services: this.services });
   }
 
-  /** Stops the resolver and proxy (the node's close). */
+  /** Stops the resolver, the proxy and the dialer (the node's close). */
   close(): Promise<void> {
+    this.#dialer.close();
     return this.services.close();
   }
 
@@ -104,16 +108,27 @@ export class NetnsNetwork implements Network {
     return this.#holder.end();
   }
 
-  /** One relay process per connection: it enters the namespace, connects, and pipes bytes. */
-  connect(id: string, port: number): PortConnection {
-    const h = spawnStream(NETNS_CONNECT, [this.path(id), String(port)]);
-    const done = h.exit.then(({ code, stderr }) => ({ refused: code === 2, ...(code !== 0 ? { error: stderr.trim() || `exit ${code}` } : {}) }));
-    return { stream: h.stream, done, close: h.kill };
+  /** A socket connected in the sandbox's namespace by the resident dialer (no process per connection). */
+  async connect(id: string, port: number): Promise<PortConnection> {
+    const r = await this.#dialer.dial(this.path(id), port);
+    if (!('socket' in r)) return endedConnection('refused' in r ? { refused: true } : { refused: false, error: r.error });
+    const s = r.socket;
+    let error: string | undefined;
+    s.on('error', (err) => (error = err.message));
+    const done = new Promise<{ refused: boolean; error?: string }>((resolve) => s.once('close', () => resolve({ refused: false, ...(error ? { error } : {}) })));
+    return { stream: s, done, close: () => s.destroy() };
   }
 
   async list(): Promise<string[]> {
     return (await readdir(this.#dir).catch(() => [])).filter((n) => /^[a-z0-9][a-z0-9.-]*$/.test(n));
   }
+}
+
+/** A connection that never was: its stream ends at once (what a relay that could not connect looked like). */
+function endedConnection(result: { refused: boolean; error?: string }): PortConnection {
+  const stream = new Duplex({ read() {}, write: (_c, _e, cb) => cb() });
+  stream.push(null);
+  return { stream, done: Promise.resolve(result), close: () => stream.destroy() };
 }
 
 async function isNamespace(p: string): Promise<boolean> {

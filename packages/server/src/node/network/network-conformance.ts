@@ -80,7 +80,7 @@ export function networkConformance(name: string, open: () => Promise<NetworkHarn
       assert.equal(await h.network.held(id('never')), false);
       const stop = await h.echo(a, path, 7001);
       try {
-        const c = h.network.connect(a, 7001);
+        const c = await h.network.connect(a, 7001);
         assert.equal(await roundTrip(c.stream, 'ping'), 'ping');
         c.close();
         assert.equal((await c.done).refused, false);
@@ -97,11 +97,11 @@ export function networkConformance(name: string, open: () => Promise<NetworkHarn
     test('connect to a port nothing listens on is refused; to an id without a namespace it fails, not refused', async () => {
       const a = id('refused');
       await h.network.prepare(a);
-      const c = h.network.connect(a, 7002);
+      const c = await h.network.connect(a, 7002);
       quiet(c.stream).resume();
       assert.deepEqual((await c.done).refused, true);
       await h.network.release(a);
-      const gone = h.network.connect(id('nons'), 7002);
+      const gone = await h.network.connect(id('nons'), 7002);
       quiet(gone.stream).resume();
       const r = await gone.done;
       assert.equal(r.refused, false);
@@ -118,7 +118,7 @@ export function networkConformance(name: string, open: () => Promise<NetworkHarn
         assert.ok((await h.network.list()).includes(a));
         const stop = await h.echo(a, path, 7003);
         try {
-          const c = h.network.connect(a, 7003);
+          const c = await h.network.connect(a, 7003);
           assert.equal(await roundTrip(c.stream, 'pong'), 'pong');
           c.close();
           await c.done;

@@ -58,7 +58,7 @@ export interface Network extends RuntimeNetwork {
   /** Changes a running sandbox's mode and rules; the next connection follows them. */
   setRules(id: string, rules: NetworkRules): Promise<void>;
   /** A TCP connection to `port` on the sandbox's loopback (the port proxy). */
-  connect(id: string, port: number): PortConnection;
+  connect(id: string, port: number): Promise<PortConnection>;
 }
 
 export type { PortConnection };
