@@ -11,6 +11,7 @@ import type { Logger } from '../../shared/logger.js';
 import { ownerView } from './caller-view.js';
 import { destroyQuietly, guardListener } from '../../shared/connection-guard.js';
 import { closeWhenHalfClosed } from '../../shared/half-closed.js';
+import { endSpan, profiling } from '../../shared/profile.js';
 
 export interface ProxyTarget {
   id: string;
@@ -159,12 +160,18 @@ function badGateway(t: ProxyTarget, err: unknown): Response {
 
 /** One HTTP request through the proxy; the answer streams back as it comes. */
 export async function proxyHttp(svc: NodeService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage): Promise<Response> {
+  const t0 = profiling() ? performance.now() : 0;
   const { strip } = await authorizeProxy(control, t, (n) => headerOf(req, n), req.socket.remoteAddress);
+  const t1 = t0 && performance.now();
+  if (t0) endSpan('port proxy: authorize', t0);
   const conn = await (await ownerView(svc, control, t.id)).connectPort(t.id, t.port);
+  const t2 = t0 && performance.now();
+  if (t0) endSpan('port proxy: connectPort', t1);
   const headers = forwardHeaders(req.rawHeaders, strip, { 'x-forwarded-for': req.socket.remoteAddress ?? '', 'x-forwarded-host': req.headers.host ?? '' });
   return new Promise<Response>((resolve, reject) => {
     // No agent: createConnection is only used then. One connection per request.
     const out = http.request({ method: req.method, path: stripTokenParam(t.path), headers: [...headers, ['connection', 'close']].flat(), createConnection: () => conn.stream as unknown as Socket }, (res) => {
+      if (t0) endSpan("port proxy: request sent, sandbox server's reply head", t2);
       res.on('close', () => conn.close());
       // Anything thrown here is outside every handler and would end the daemon:
       // a reply that cannot be passed on becomes the proxy's own 502.

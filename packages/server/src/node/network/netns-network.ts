@@ -113,6 +113,8 @@ export class NetnsNetwork implements Network {
     const r = await this.#dialer.dial(this.path(id), port);
     if (!('socket' in r)) return endedConnection('refused' in r ? { refused: true } : { refused: false, error: r.error });
     const s = r.socket;
+    // Requests and replies are small writes each (the head, then the body): none waits for the other's ack.
+    s.setNoDelay(true);
     let error: string | undefined;
     s.on('error', (err) => (error = err.message));
     const done = new Promise<{ refused: boolean; error?: string }>((resolve) => s.once('close', () => resolve({ refused: false, ...(error ? { error } : {}) })));
