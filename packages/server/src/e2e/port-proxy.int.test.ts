@@ -1,5 +1,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import http from 'node:http';
+import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -10,6 +12,23 @@ import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
 import { NetnsHolder } from '../node/network/netns-holder.js';
 import { waitFor } from '../testing/helpers.js';
 import { WS_ECHO } from '../testing/sandbox-servers.js';
+
+/** In the sandbox: 8005 reads a request and never answers; 8006 answers half of what it announced and closes. */
+const HOSTILE = `
+import socket, threading, time
+def silent(c):
+    c.recv(65536); time.sleep(3600)
+def half(c):
+    c.recv(65536); c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: 1000\\r\\n\\r\\n0123456789'); c.close()
+for port, fn in ((8005, silent), (8006, half)):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', port)); s.listen(256)
+    def loop(s=s, fn=fn):
+        while True:
+            c, _ = s.accept(); threading.Thread(target=fn, args=(c,), daemon=True).start()
+    threading.Thread(target=loop, daemon=True).start()
+print('ready', flush=True)
+time.sleep(1e9)
+`;
 
 /** A GET with any Host header (fetch refuses to set one). */
 function get(url: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
@@ -82,6 +101,47 @@ describe('port proxy (real daemon)', { skip: !isRoot && 'needs root' }, () => {
     });
     ws.close();
     assert.equal(echoed, 'ping through the proxy');
+  });
+
+  test('clients that leave before a silent server answers, and a server that closes mid-answer, hold no connection: past the cap (64) the sandbox is still served', async () => {
+    assert.equal((await api(daemon, 'POST', `/v1/sandboxes/${id}/exec`, { cmd: ['python3', '-c', HOSTILE], background: true, tag: 'hostile' })).status, 201);
+    const u = new URL(daemon.url);
+    // The first line of the proxy's answer on 8006 (its answer is cut, so no whole-answer helper).
+    const statusLine = () =>
+      new Promise<string>((resolve) => {
+        const s = connect(Number(u.port), u.hostname);
+        const done = (line: string) => {
+          s.destroy();
+          resolve(line);
+        };
+        s.on('error', () => done(''));
+        s.once('data', (d: Buffer) => done(d.toString('latin1').split('\r\n')[0] ?? ''));
+        s.on('close', () => done(''));
+        s.write(`GET /sandboxes/${id}/ports/8006/ HTTP/1.1\r\nhost: x\r\nx-forkd-token: ${token}\r\n\r\n`);
+      });
+    await waitFor(async () => (await statusLine()).startsWith('HTTP/1.1 200'), 10_000, 'hostile servers up');
+    // Each waits long enough to be connected to the silent server, then goes: 80 in all, more than the sandbox's 64.
+    for (let batch = 0; batch < 8; batch++) {
+      const left = Array.from({ length: 10 }, async () => {
+        const s = connect(Number(u.port), u.hostname);
+        s.on('error', () => {});
+        s.write(`GET /sandboxes/${id}/ports/8005/ HTTP/1.1\r\nhost: x\r\nx-forkd-token: ${token}\r\n\r\n`);
+        await sleep(300);
+        s.destroy();
+      });
+      await Promise.all(left);
+    }
+    const cut = await new Promise<string>((resolve) => {
+      http.get({ host: u.hostname, port: u.port, path: `/sandboxes/${id}/ports/8006/`, headers: { 'x-forkd-token': token } }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (d: string) => (body += d));
+        res.on('error', () => resolve(`cut after ${JSON.stringify(body)}`));
+        res.on('end', () => resolve(`ended after ${JSON.stringify(body)}`));
+        res.on('close', () => resolve(`cut after ${JSON.stringify(body)}`));
+      }).on('error', (err) => resolve(`error ${err.message}`));
+    });
+    assert.match(cut, /^cut after "0123456789"|^error/, 'a short answer reaches the client as cut, not as complete');
+    assert.equal((await get(daemon.url, `/sandboxes/${id}/ports/8000/hello.txt`, { 'x-forkd-token': token })).status, 200, 'no connection was left held');
   });
 
   test('a paused sandbox is resumed by incoming traffic; a fork has its own token', async () => {

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { ForkdError, SANDBOX_ID_SOURCE, SNAPSHOT_ID_SOURCE, TENANT_HEADER, toForkdError, type AuditRecord } from '@forkd/protocol';
 import type { NodeService } from '../../node-contract/index.js';
@@ -115,9 +115,9 @@ export function createApp({ svc, control, logger, proxyDomain, mcp, fleet }: App
     const url = new URL(c.req.url);
     const t = proxyTarget(c.req.header('host'), url.pathname + url.search, proxyDomain);
     if (!t) return next();
-    const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-    if (!incoming) throw new ForkdError('NOT_IMPLEMENTED', 'the port proxy runs only in the Node server');
-    return proxyHttp(svc, control, t, incoming);
+    const env = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
+    if (!env?.incoming) throw new ForkdError('NOT_IMPLEMENTED', 'the port proxy runs only in the Node server');
+    return proxyHttp(svc, control, t, env.incoming, env.outgoing);
   });
 
   const openapi = openApiDocument(SERVER_VERSION);

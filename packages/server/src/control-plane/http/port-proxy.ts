@@ -1,4 +1,4 @@
-import http, { type IncomingMessage } from 'node:http';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable, type Duplex } from 'node:stream';
 import { ForkdError, SANDBOX_ID_SOURCE, type ErrorBody } from '@forkd/protocol';
@@ -158,8 +158,14 @@ function badGateway(t: ProxyTarget, err: unknown): Response {
   return new Response(JSON.stringify(body), { status: 502, headers: { 'content-type': 'application/json' } });
 }
 
-/** One HTTP request through the proxy; the answer streams back as it comes. */
-export async function proxyHttp(svc: NodeService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage): Promise<Response> {
+/**
+ * One HTTP request through the proxy; the answer streams back as it comes.
+ * `outgoing` (the client's response): the sandbox's connection is closed with
+ * it, so a client gone before the answer began, whose answer nobody will
+ * read, holds no connection (nor its slot) however the sandbox's server
+ * behaves.
+ */
+export async function proxyHttp(svc: NodeService, control: ControlPlane, t: ProxyTarget, req: IncomingMessage, outgoing?: ServerResponse): Promise<Response> {
   const t0 = profiling() ? performance.now() : 0;
   const { strip } = await authorizeProxy(control, t, (n) => headerOf(req, n), req.socket.remoteAddress);
   const t1 = t0 && performance.now();
@@ -167,6 +173,8 @@ export async function proxyHttp(svc: NodeService, control: ControlPlane, t: Prox
   const conn = await (await ownerView(svc, control, t.id)).connectPort(t.id, t.port);
   const t2 = t0 && performance.now();
   if (t0) endSpan('port proxy: connectPort', t1);
+  outgoing?.once('close', () => conn.close());
+  if (req.socket.destroyed) conn.close();
   const headers = forwardHeaders(req.rawHeaders, strip, { 'x-forwarded-for': req.socket.remoteAddress ?? '', 'x-forwarded-host': req.headers.host ?? '' });
   return new Promise<Response>((resolve, reject) => {
     // No agent: createConnection is only used then. One connection per request.
