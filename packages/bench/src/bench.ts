@@ -21,6 +21,7 @@ import { rowLine } from './row-line.js';
 import { densityRows } from './density.js';
 import { transferRows } from './transfer.js';
 import { dockerfileRows } from './dockerfile-build.js';
+import { cliRows } from './cli-latency.js';
 
 /**
  * `npm run bench`: speed and memory of the sandbox core on this machine, then
@@ -280,8 +281,12 @@ async function main(): Promise<void> {
     await transferRows(quick);
     return;
   }
+  if (process.argv.includes('--cli-only')) {
+    await cliRows(quick);
+    return;
+  }
   const date = new Date().toISOString();
-  const rows = [...(await coreBench()), ...(await leverRows(quick)), ...(await density()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await cleanupBacklogRows(quick)), ...(await e2bSdkRows(quick)), ...(await codeInterpreterRows(quick)), ...(await egressProxyRows(quick)), ...(await transferRows(quick)), ...(await dockerfileRows(quick))];
+  const rows = [...(await coreBench()), ...(await leverRows(quick)), ...(await density()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await cleanupBacklogRows(quick)), ...(await e2bSdkRows(quick)), ...(await codeInterpreterRows(quick)), ...(await egressProxyRows(quick)), ...(await transferRows(quick)), ...(await dockerfileRows(quick)), ...(await cliRows(quick))];
   const lines = ['| measurement | unit | n | p50 | p95 | min | max | target |', '|---|---|---|---|---|---|---|---|'];
   for (const r of rows) lines.push(`| ${r.name} | ${r.unit} | ${r.summary.n} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${fmt(r.summary.min)} | ${fmt(r.summary.max)} | ${r.target ?? ''} |`);
   console.log(lines.join('\n'));

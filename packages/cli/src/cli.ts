@@ -45,11 +45,12 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   if (name === 'help') {
     const target = rest[0] === undefined ? undefined : findCommand(rest[0]);
     if (rest[0] !== undefined && !target) return reportError(new UsageError(`unknown command ${JSON.stringify(rest[0])}`));
-    process.stdout.write(target ? target.usage : overview());
+    process.stdout.write(target ? (await target.load()).usage : overview());
     return 0;
   }
-  const command = findCommand(name);
-  if (!command) return reportError(new UsageError(name.startsWith('-') ? `unknown option ${JSON.stringify(name)}` : `unknown command ${JSON.stringify(name)}`));
+  const entry = findCommand(name);
+  if (!entry) return reportError(new UsageError(name.startsWith('-') ? `unknown option ${JSON.stringify(name)}` : `unknown command ${JSON.stringify(name)}`));
+  const command = await entry.load();
   if (wantsHelp(rest)) {
     process.stdout.write(command.usage);
     return 0;

@@ -1,4 +1,4 @@
-import { ForkdError, type ErrorCode } from '@forkd/protocol';
+import { ForkdError, type ErrorCode } from '@forkd/protocol/errors';
 import { UsageError } from './usage-error.js';
 
 const ERRNO_CODES: Record<string, ErrorCode> = {

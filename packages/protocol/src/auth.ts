@@ -3,12 +3,7 @@ import { z } from 'zod';
 /** Tenants are named by the operator; the name is part of every key's scope. */
 export const TenantName = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'tenant: lowercase letters, digits and dashes, at most 63');
 
-/**
- * An admin key's call made as another tenant: this header names it, and the
- * call sees and does what a key of that tenant would (audited under the
- * admin's key id and that tenant). Any other key sending it is refused.
- */
-export const TENANT_HEADER = 'x-forkd-tenant';
+export { TENANT_HEADER } from './tenant-header.js';
 
 export const CreateKeyRequest = z.strictObject({
   /** Default: the calling key's own tenant. */

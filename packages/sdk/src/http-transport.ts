@@ -1,4 +1,5 @@
-import { ERROR_CODES, ForkdError, fromErrorBody, isErrorCode, TENANT_HEADER, type ErrorCode } from '@forkd/protocol';
+import { ERROR_CODES, ForkdError, fromErrorBody, isErrorCode, type ErrorCode } from '@forkd/protocol/errors';
+import { TENANT_HEADER } from '@forkd/protocol/tenant-header';
 import { patientDispatcher } from './patient-dispatcher.js';
 import { describeCause } from './wire-error.js';
 

@@ -1,4 +1,4 @@
-import { ForkdError } from '@forkd/protocol';
+import { ForkdError } from '@forkd/protocol/errors';
 import { streamReadError } from './wire-error.js';
 
 /**

@@ -1,4 +1,5 @@
-import { ForkdError, type FileEntry, type WatchEvent } from '@forkd/protocol';
+import { ForkdError } from '@forkd/protocol/errors';
+import type { FileEntry, WatchEvent } from '@forkd/protocol';
 import { iterableToStream, toBytes } from './bytes.js';
 import type { HttpTransport } from './http-transport.js';
 import { readNdjson } from './ndjson.js';

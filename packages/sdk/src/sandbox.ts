@@ -1,4 +1,5 @@
-import { ForkdError, type ForkRequest, type PolicyAnswer, type PolicyDocument, type ProcessInfo, type SandboxInfo, type SetNetworkRequest, type SnapshotInfo, type CreateGrantRequest, type GrantInfo } from '@forkd/protocol';
+import { ForkdError } from '@forkd/protocol/errors';
+import type { ForkRequest, PolicyAnswer, PolicyDocument, ProcessInfo, SandboxInfo, SetNetworkRequest, SnapshotInfo, CreateGrantRequest, GrantInfo } from '@forkd/protocol';
 import { toBase64 } from './base64.js';
 import { ByteCollector, toBytes } from './bytes.js';
 import type { HttpTransport } from './http-transport.js';

@@ -1,4 +1,4 @@
-import { ForkdError } from '@forkd/protocol';
+import { ForkdError } from '@forkd/protocol/errors';
 import type { ProcessSelector } from './types.js';
 
 /** The `{sel}` URL segment: a pid or `tag:<tag>`. */

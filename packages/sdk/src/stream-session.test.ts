@@ -115,3 +115,19 @@ test('closing without exit resolves exit with null (detached), and writes then f
   assert.equal(await s.exit, null);
   await assert.rejects(s.write('x'), { name: 'ForkdError', code: 'FAILED_PRECONDITION' });
 });
+
+test('waiting frames: the context when well-formed, callbacks in the order of the frames', async () => {
+  const ws = new FakeSocket();
+  const seen: string[] = [];
+  const opening = StreamSession.open(ws, { op: 'spawn', spawn: { cmd: ['make'] } }, (w) => seen.push(`waiting ${w.approvalId} ${JSON.stringify(w.context ?? null)}`));
+  ws.serverOpen();
+  // The first waiting frame loads the schema: the frames behind it wait for it.
+  ws.serverText({ type: 'waiting', approvalId: 'apr-1', rule: 'r', expiresAt: 'x', context: { env: { A: '1' }, cwd: '/w' } });
+  ws.serverText({ type: 'waiting', approvalId: 'apr-2', rule: 'r', expiresAt: 'x', context: { env: 'not a record' } });
+  ws.serverText({ type: 'started', pid: 7, pty: false });
+  const s = await opening.then((session) => (seen.push('started'), session));
+  ws.serverText({ type: 'exit', exitCode: 0, signal: 0, oomKilled: false });
+  ws.serverClose(1000);
+  assert.deepEqual(await s.exit, { exitCode: 0, signal: 0, oomKilled: false });
+  assert.deepEqual(seen, ['waiting apr-1 {"env":{"A":"1"},"cwd":"/w"}', 'waiting apr-2 null', 'started']);
+});

@@ -1,4 +1,5 @@
-import { ExecContext, ForkdError } from '@forkd/protocol';
+import type { ExecContext } from '@forkd/protocol';
+import { ForkdError } from '@forkd/protocol/errors';
 import { toBytes } from './bytes.js';
 import type { ProcessExit, SignalSpec, StartedProcess, WaitingForApproval } from './types.js';
 import { WS_OPEN, type WebSocketLike } from './websocket.js';
@@ -39,10 +40,19 @@ interface Deferred<T> {
   settled: boolean;
 }
 
-/** A waiting message's context, when it is a well-formed one (a frame from an older or odd server is shown without it). */
-function waitingContext(raw: unknown): { context?: ExecContext } {
-  const p = ExecContext.safeParse(raw);
-  return p.success ? { context: p.data } : {};
+let contextParser: Promise<(raw: unknown) => { context?: ExecContext }> | undefined;
+
+/**
+ * A waiting message's context, when it is a well-formed one (a frame from an
+ * older or odd server is shown without it). The schemas load on the first
+ * waiting frame only: loading them costs a CLI call more than its round trip.
+ */
+function waitingContext(): Promise<(raw: unknown) => { context?: ExecContext }> {
+  contextParser ??= import('@forkd/protocol').then(({ ExecContext: schema }) => (raw: unknown) => {
+    const p = schema.safeParse(raw);
+    return p.success ? { context: p.data } : {};
+  });
+  return contextParser;
 }
 
 function deferred<T>(): Deferred<T> {
@@ -89,16 +99,28 @@ export class StreamSession implements PtySession {
   #info: StartedProcess = { pid: 0, pty: false };
   #socketFailed = false;
   readonly #onWaiting: ((w: WaitingForApproval) => void) | undefined;
+  #pending: Promise<void> | undefined;
 
   private constructor(ws: WebSocketLike, open: StreamOpen, onWaiting?: (w: WaitingForApproval) => void) {
     this.#ws = ws;
     this.#onWaiting = onWaiting;
     ws.addEventListener('open', () => ws.send(JSON.stringify(open)));
-    ws.addEventListener('message', (ev: { data: unknown }) => this.#onMessage(ev.data));
+    ws.addEventListener('message', (ev: { data: unknown }) => this.#inOrder(() => this.#onMessage(ev.data)));
     ws.addEventListener('error', () => {
       this.#socketFailed = true;
     });
-    ws.addEventListener('close', (ev: { code?: number; reason?: string }) => this.#onClose(ev.code ?? 0, ev.reason ?? ''));
+    ws.addEventListener('close', (ev: { code?: number; reason?: string }) => this.#inOrder(() => this.#onClose(ev.code ?? 0, ev.reason ?? '')));
+  }
+
+  /** Handles an event now, or after the ones still being handled (a waiting frame loading its schema): callbacks keep the wire's order. */
+  #inOrder(handle: () => Promise<void> | void): void {
+    const pending = this.#pending ? this.#pending.then(handle) : handle();
+    if (!pending) return;
+    const settled = pending.catch(() => {});
+    this.#pending = settled;
+    void settled.then(() => {
+      if (this.#pending === settled) this.#pending = undefined;
+    });
   }
 
   /** Sends the open request and resolves once the process runs (rejects with the server's error otherwise). */
@@ -209,7 +231,7 @@ export class StreamSession implements PtySession {
     this.#unheardBytes.set(stream, held);
   }
 
-  #onMessage(data: unknown): void {
+  #onMessage(data: unknown): Promise<void> | void {
     if (typeof data !== 'string') {
       const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : null;
       if (bytes && bytes.byteLength > 0) this.#emit(bytes[0]!, bytes.subarray(1));
@@ -235,9 +257,12 @@ export class StreamSession implements PtySession {
       case 'rewound':
         for (const cb of this.#rewound) cb();
         break;
-      case 'waiting':
-        this.#onWaiting?.({ approvalId: String(msg.approvalId), rule: String(msg.rule), expiresAt: String(msg.expiresAt), ...waitingContext(msg.context) });
-        break;
+      case 'waiting': {
+        const notify = this.#onWaiting;
+        if (!notify) break;
+        const w = { approvalId: String(msg.approvalId), rule: String(msg.rule), expiresAt: String(msg.expiresAt) };
+        return waitingContext().then((parse) => notify({ ...w, ...parse(msg.context) }));
+      }
       case 'error': {
         const err = wireError(msg.error as { code?: unknown; message?: unknown });
         // Before `started` the open failed; after, it is a refused control message and the process runs on.

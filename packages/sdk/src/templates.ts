@@ -1,4 +1,5 @@
-import { ForkdError, type BuildStep, type BuildTemplateRequest, type NetworkRulesInput, type TemplateInfo, type TemplateNetworkInfo, type PolicyAnswer, type PolicyDocument } from '@forkd/protocol';
+import { ForkdError } from '@forkd/protocol/errors';
+import type { BuildStep, BuildTemplateRequest, NetworkRulesInput, TemplateInfo, TemplateNetworkInfo, PolicyAnswer, PolicyDocument } from '@forkd/protocol';
 import type { HttpTransport } from './http-transport.js';
 import { readNdjson } from './ndjson.js';
 import type { BuildTemplateOptions } from './types.js';

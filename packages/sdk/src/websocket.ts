@@ -1,4 +1,4 @@
-import { ForkdError } from '@forkd/protocol';
+import { ForkdError } from '@forkd/protocol/errors';
 
 /** The part of the WHATWG WebSocket the SDK uses (Node's global, browsers', or an injected one). */
 export interface WebSocketLike {

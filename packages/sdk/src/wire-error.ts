@@ -1,4 +1,4 @@
-import { ForkdError, isErrorCode } from '@forkd/protocol';
+import { ForkdError, isErrorCode } from '@forkd/protocol/errors';
 
 /** The `{code, message, details?, requestId?}` carried inside stream events (NDJSON `error` lines, WebSocket `error` messages). */
 export function wireError(e: { code?: unknown; message?: unknown; details?: unknown; requestId?: unknown } | undefined): ForkdError {

@@ -38,7 +38,6 @@ export function approvalsTable(list: readonly ApprovalInfo[], now = Date.now()):
 
 export const approvalsCommand: CliCommand = {
   name: 'approvals',
-  summary: 'list calls waiting for approval',
   usage: LIST_USAGE,
   async run(argv) {
     const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' } } });
@@ -53,7 +52,6 @@ export const approvalsCommand: CliCommand = {
 function decideCommand(name: 'approve' | 'deny'): CliCommand {
   return {
     name,
-    summary: name === 'approve' ? 'approve a waiting call (it runs)' : 'deny a waiting call (it fails with PERMISSION_DENIED)',
     usage: `Usage: forkd ${name} ID\n\n${name === 'approve' ? 'Approves the waiting call ID: it runs.' : 'Denies the waiting call ID: it ends with PERMISSION_DENIED.'} See \`forkd approvals\`.\n`,
     async run(argv) {
       const { positionals } = parseOptions({ args: argv, allowPositionals: true, options: {} });

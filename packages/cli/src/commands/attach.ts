@@ -12,7 +12,6 @@ then exits with its status. Ctrl-C detaches; the process keeps running.
 
 export const attachCommand: CliCommand = {
   name: 'attach',
-  summary: "follow a running process's output",
   usage: USAGE,
   async run(argv) {
     const { positionals } = parseOptions({ args: argv, allowPositionals: true, options: {} });

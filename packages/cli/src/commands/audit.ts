@@ -43,7 +43,6 @@ export function auditTable(records: readonly AuditRecord[]): string {
 
 export const auditCommand: CliCommand = {
   name: 'audit',
-  summary: 'show the audit log of API calls',
   usage: USAGE,
   async run(argv) {
     const { filter, json } = parseAuditArgs(argv);

@@ -117,7 +117,6 @@ async function download(sb: Sandbox, args: Extract<CpArgs, { direction: 'downloa
 
 export const cpCommand: CliCommand = {
   name: 'cp',
-  summary: 'copy a file into or out of a sandbox',
   usage: USAGE,
   async run(argv) {
     const args = parseCpArgs(argv);

@@ -90,7 +90,6 @@ export function parseCreateArgs(argv: string[]): CreateArgs {
 
 export const createCommand: CliCommand = {
   name: 'create',
-  summary: 'create a sandbox and print its id',
   usage: USAGE,
   async run(argv) {
     const args = parseCreateArgs(argv);

@@ -39,7 +39,6 @@ export function renderReport(report: DoctorReport, s: Style): string {
 
 export const doctorCommand: CliCommand = {
   name: 'doctor',
-  summary: 'check this host for what forkd needs (each finding with its fix)',
   usage: USAGE,
   async run(argv) {
     const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' } } });

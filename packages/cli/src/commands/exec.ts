@@ -1,4 +1,4 @@
-import { grantHostError, parseHeaderTemplate, SecretName } from '@forkd/protocol';
+import { grantHostError, parseHeaderTemplate, SECRET_NAME_PATTERN } from '@forkd/protocol/grant-syntax';
 import { ForkdError, type GrantSpecInput, type ProcessExit, type Sandbox, type SpawnOptions, type WaitingForApproval } from '@forkd/sdk';
 import { parseEnvPairs, parseOptions, parsePositiveNumber, splitAtTerminator } from '../args.js';
 import type { CliCommand } from '../command.js';
@@ -59,7 +59,7 @@ export function parseGrantOption(v: string): GrantSpecInput {
   const secret = v.slice(0, i);
   const hosts = v.slice(i + 1, j).split(',').map((h) => h.trim().toLowerCase());
   const header = v.slice(j + 1);
-  if (!SecretName.safeParse(secret).success) throw new UsageError(`--grant: invalid secret name ${JSON.stringify(secret)}`);
+  if (!SECRET_NAME_PATTERN.test(secret)) throw new UsageError(`--grant: invalid secret name ${JSON.stringify(secret)}`);
   for (const h of hosts) {
     const err = grantHostError(h);
     if (err) throw new UsageError(`--grant: ${err}`);
@@ -196,7 +196,6 @@ function trySignal(session: { signal(s: string): void }, sig: string): void {
 
 export const execCommand: CliCommand = {
   name: 'exec',
-  summary: 'run a command in a sandbox',
   usage: USAGE,
   async run(argv) {
     const args = parseExecArgs(argv);

@@ -54,7 +54,6 @@ export function parseForkArgs(argv: string[]): ForkArgs {
 
 export const forkCommand: CliCommand = {
   name: 'fork',
-  summary: 'fork a sandbox or a snapshot into new sandboxes',
   usage: USAGE,
   async run(argv) {
     const args = parseForkArgs(argv);

@@ -88,7 +88,6 @@ export function grantsTable(grants: readonly GrantInfo[], now = Date.now()): str
 
 export const grantCommand: CliCommand = {
   name: 'grant',
-  summary: "grant a sandbox's requests a secret as a header; list and revoke grants",
   usage: USAGE,
   async run(argv) {
     const args = parseGrantArgs(argv);

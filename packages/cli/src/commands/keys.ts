@@ -76,7 +76,6 @@ export function keysTable(keys: readonly KeyInfo[], now = Date.now()): string {
 
 export const keysCommand: CliCommand = {
   name: 'keys',
-  summary: 'create, list and revoke API keys',
   usage: USAGE,
   async run(argv) {
     const args = parseKeysArgs(argv);

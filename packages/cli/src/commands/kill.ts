@@ -33,7 +33,6 @@ export function parseKillArgs(argv: string[]): { id: string; process: number | s
 
 export const killCommand: CliCommand = {
   name: 'kill',
-  summary: 'signal a process in a sandbox',
   usage: USAGE,
   async run(argv) {
     const args = parseKillArgs(argv);

@@ -40,7 +40,6 @@ export function parseTimeoutArgs(argv: string[]): { id: string; seconds: number;
 
 export const timeoutCommand: CliCommand = {
   name: 'timeout',
-  summary: "set a sandbox's lifetime",
   usage: TIMEOUT_USAGE,
   async run(argv) {
     const { id, seconds, json } = parseTimeoutArgs(argv);
@@ -85,7 +84,6 @@ function printInfo(info: SandboxInfo, json: boolean): number {
 
 export const pauseCommand: CliCommand = {
   name: 'pause',
-  summary: 'snapshot a sandbox and stop it',
   usage: PAUSE_USAGE,
   async run(argv) {
     const { id, memory, json } = parseMemoryArgs(argv);
@@ -95,7 +93,6 @@ export const pauseCommand: CliCommand = {
 
 export const resumeCommand: CliCommand = {
   name: 'resume',
-  summary: 'resume a paused sandbox',
   usage: RESUME_USAGE,
   async run(argv) {
     const { id, memory, json } = parseMemoryArgs(argv);
@@ -105,7 +102,6 @@ export const resumeCommand: CliCommand = {
 
 export const rewindCommand: CliCommand = {
   name: 'rewind',
-  summary: 'put a sandbox back to one of its snapshots',
   usage: REWIND_USAGE,
   async run(argv) {
     const args = parseRewindArgs(argv);

@@ -30,7 +30,6 @@ export function logLine(r: AuditRecord): string {
 
 export const logsCommand: CliCommand = {
   name: 'logs',
-  summary: "show a sandbox's event log",
   usage: USAGE,
   async run(argv) {
     const { id, follow, json } = parseLogsArgs(argv);

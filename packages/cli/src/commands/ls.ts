@@ -45,7 +45,6 @@ export function stateCell(i: SandboxInfo, now = Date.now()): string {
 
 export const lsCommand: CliCommand = {
   name: 'ls',
-  summary: 'list sandboxes',
   usage: USAGE,
   async run(argv) {
     const { filter, json } = parseLsArgs(argv);

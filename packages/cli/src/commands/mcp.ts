@@ -20,7 +20,6 @@ stops when the client closes stdin. Client configuration:
 
 export const mcpCommand: CliCommand = {
   name: 'mcp',
-  summary: 'serve forkd\'s tools to an MCP client over stdio',
   usage: USAGE,
   async run(argv) {
     const { positionals } = parseOptions({ args: argv, allowPositionals: true, options: {} });

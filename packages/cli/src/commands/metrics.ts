@@ -13,7 +13,6 @@ Options:
 
 export const metricsCommand: CliCommand = {
   name: 'metrics',
-  summary: "show a sandbox's resource usage",
   usage: USAGE,
   async run(argv) {
     const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' } } });

@@ -70,7 +70,6 @@ export function formatRules(r: NetworkRules): string {
 
 export const networkCommand: CliCommand = {
   name: 'network',
-  summary: "show or replace a sandbox's network mode and egress rules",
   usage: USAGE,
   async run(argv) {
     const args = parseNetworkArgs(argv);

@@ -55,7 +55,6 @@ export function nodesTable(nodes: readonly NodeInfo[], now = Date.now()): string
 
 export const nodesCommand: CliCommand = {
   name: 'nodes',
-  summary: 'list, drain and remove the nodes of a fleet',
   usage: USAGE,
   async run(argv) {
     const args = parseNodesArgs(argv);

@@ -80,7 +80,6 @@ async function apply(client: ForkdClient, a: PolicyArgs, doc: PolicyDocument | u
 
 export const policyCommand: CliCommand = {
   name: 'policy',
-  summary: 'set or show the per-call policy of a sandbox, template or tenant',
   usage: USAGE,
   async run(argv) {
     const args = parsePolicyArgs(argv);

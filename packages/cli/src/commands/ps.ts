@@ -23,7 +23,6 @@ export function processStatus(p: ProcessInfo): string {
 
 export const psCommand: CliCommand = {
   name: 'ps',
-  summary: 'list processes in a sandbox',
   usage: USAGE,
   async run(argv) {
     const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' } } });

@@ -22,7 +22,6 @@ export function parseRmArgs(argv: string[]): { ids: string[]; all: boolean } {
 
 export const rmCommand: CliCommand = {
   name: 'rm',
-  summary: 'delete sandboxes',
   usage: USAGE,
   async run(argv) {
     const args = parseRmArgs(argv);

@@ -67,7 +67,6 @@ export function secretsTable(secrets: readonly SecretInfo[], now = Date.now()): 
 
 export const secretCommand: CliCommand = {
   name: 'secret',
-  summary: 'set, list and remove secrets (values go in, never out)',
   usage: USAGE,
   async run(argv) {
     const args = parseSecretArgs(argv);

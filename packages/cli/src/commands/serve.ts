@@ -46,7 +46,6 @@ export function parseServeArgs(argv: string[]): Partial<ForkdConfig> {
 
 export const serveCommand: CliCommand = {
   name: 'serve',
-  summary: 'run the API server in the foreground',
   usage: USAGE,
   async run(argv) {
     // First: forkd's state is private, and so is whatever the tools it runs create (umask 077).

@@ -18,7 +18,6 @@ path) or FORKD_POOL_SIZE_GB (size of the loop image, default 64).
 
 export const setupCommand: CliCommand = {
   name: 'setup',
-  summary: 'prepare this host (packages, CRIU, storage pool, base template)',
   usage: USAGE,
   async run(argv) {
     // First: forkd's state is private, and so is whatever the tools it runs create (umask 077).

@@ -42,7 +42,6 @@ export function parseShellArgs(argv: string[]): ShellArgs {
 
 export const shellCommand: CliCommand = {
   name: 'shell',
-  summary: 'open an interactive terminal in a sandbox',
   usage: USAGE,
   async run(argv) {
     const args = parseShellArgs(argv);

@@ -29,7 +29,6 @@ export function parseSnapshotArgs(argv: string[]): { id: string; name: string | 
 
 export const snapshotCommand: CliCommand = {
   name: 'snapshot',
-  summary: 'snapshot a sandbox and print the snapshot id',
   usage: USAGE,
   async run(argv) {
     const args = parseSnapshotArgs(argv);
@@ -61,7 +60,6 @@ export function parseSnapshotRmArgs(argv: string[]): { ids: string[] } {
 
 export const snapshotRmCommand: CliCommand = {
   name: 'snapshot-rm',
-  summary: 'delete snapshots',
   usage: RM_USAGE,
   async run(argv) {
     const { ids } = parseSnapshotRmArgs(argv);
@@ -93,7 +91,6 @@ export function parsePinArgs(argv: string[]): { id: string; pinned: boolean; jso
 
 export const pinCommand: CliCommand = {
   name: 'pin',
-  summary: 'pin or unpin a snapshot',
   usage: PIN_USAGE,
   async run(argv) {
     const { id, pinned, json } = parsePinArgs(argv);

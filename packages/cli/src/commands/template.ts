@@ -3,7 +3,6 @@ import { dirname } from 'node:path';
 import { DebianPackageName, parseImageRef, TEMPLATE_NAME_PATTERN } from '@forkd/protocol';
 import type { BuildStep, BuildTemplateRequest, TemplateInfo } from '@forkd/sdk';
 import { readBuildContext } from '@forkd/sdk/build-context';
-import { codeInterpreterRequest } from '@forkd/server';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';
@@ -268,7 +267,6 @@ async function removeTemplates(names: readonly string[]): Promise<number> {
 
 export const templateCommand: CliCommand = {
   name: 'template',
-  summary: 'list, build and delete templates',
   usage: USAGE,
   run(argv) {
     const args = parseTemplateArgs(argv);
@@ -276,7 +274,8 @@ export const templateCommand: CliCommand = {
       case 'ls':
         return listTemplates(args.json);
       case 'build':
-        if ('recipe' in args) return codeInterpreterRequest(args.name).then((r) => buildTemplate(r, args.json));
+        // The recipe ships with the server package: loaded for this build only, not for every template command.
+        if ('recipe' in args) return import('@forkd/server').then(({ codeInterpreterRequest }) => codeInterpreterRequest(args.name)).then((r) => buildTemplate(r, args.json));
         return buildTemplate(args.request, args.json, args.dockerfile);
       case 'rm':
         return removeTemplates(args.names);
@@ -298,7 +297,6 @@ Options:
 /** The older name of `template ls`, kept working. */
 export const templatesCommand: CliCommand = {
   name: 'templates',
-  summary: "list templates (same as 'template ls')",
   usage: LS_USAGE,
   async run(argv) {
     return listTemplates(parseTemplateLsArgs(argv).json);

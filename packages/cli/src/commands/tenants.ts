@@ -91,7 +91,6 @@ export function limitsTable(info: TenantLimitsInfo): string {
 
 export const tenantsCommand: CliCommand = {
   name: 'tenants',
-  summary: "show and set a tenant's limits and network policy",
   usage: USAGE,
   async run(argv) {
     if (argv[0] === 'network') return runTenantNetwork(argv.slice(1));

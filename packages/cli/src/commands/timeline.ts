@@ -35,7 +35,6 @@ export function timelineTable(snaps: readonly SnapshotInfo[], now = Date.now()):
 
 export const timelineCommand: CliCommand = {
   name: 'timeline',
-  summary: "list a sandbox's snapshots",
   usage: USAGE,
   async run(argv) {
     const args = parseTimelineArgs(argv);

@@ -41,7 +41,6 @@ export function renderTree(tree: ForkTree): string {
 
 export const treeCommand: CliCommand = {
   name: 'tree',
-  summary: 'show the sandboxes forked from a sandbox',
   usage: USAGE,
   async run(argv) {
     const args = parseTreeArgs(argv);
