@@ -156,5 +156,10 @@ describe("E2B's template builder (Template.build) against forkd serve", { skip: 
     const { buildID } = (await req.json()) as { buildID: string };
     assert.equal((await fetch(`${opts.apiUrl}/templates/${alias}-x/builds/${buildID}/status`, { headers: { 'x-api-key': other } })).status, 404);
     assert.equal((await fetch(`${opts.apiUrl}/v3/templates`, { method: 'POST', headers: { 'x-api-key': other, 'content-type': 'application/json' }, body: JSON.stringify({ name: alias }) })).status, 409, "another tenant's alias is taken");
+    // A tenant cannot pile up builds: 20 requested or running at once (this one's `-x` is one of them).
+    const request = (name: string) => fetch(`${opts.apiUrl}/v3/templates`, { method: 'POST', headers: { 'x-api-key': opts.apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ name }) });
+    for (let i = 1; i < 20; i++) assert.equal((await request(`${alias}-pile${i}`)).status, 202);
+    const refused = await request(`${alias}-pile20`);
+    assert.equal(refused.status, 429, await refused.text());
   });
 });

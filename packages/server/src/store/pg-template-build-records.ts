@@ -73,6 +73,17 @@ export class PgTemplateBuildRecords implements TemplateBuildRecords {
     return rows.map(toTemplateTag);
   }
 
+  async activeTemplateBuilds(tenant: string, since: { waiting: string; building: string }): Promise<number> {
+    const [r] = await this.#sql<{ n: number }[]>`SELECT COUNT(*)::int AS n FROM template_builds WHERE tenant = ${tenant}
+      AND ((status = 'waiting' AND updated_at >= ${since.waiting}) OR (status = 'building' AND updated_at >= ${since.building}))`;
+    return r?.n ?? 0;
+  }
+
+  async templateFileBytes(tenant: string): Promise<number> {
+    const [r] = await this.#sql<{ n: string }[]>`SELECT COALESCE(SUM(octet_length(data)), 0)::text AS n FROM template_files WHERE tenant = ${tenant}`;
+    return Number(r?.n ?? 0);
+  }
+
   async pruneTemplateBuilds(before: string): Promise<void> {
     await this.#sql.begin(async (tx) => {
       await tx`DELETE FROM template_build_logs WHERE build_id IN (SELECT id FROM template_builds WHERE updated_at < ${before})`;

@@ -120,6 +120,18 @@ export class SqliteTemplateBuildRecords implements TemplateBuildRecords {
     return (this.#db.prepare('SELECT template, tag, tenant, build_id, created_at FROM template_tags WHERE template = ? ORDER BY created_at, tag').all(template) as TagRow[]).map(toTemplateTag);
   }
 
+  async activeTemplateBuilds(tenant: string, since: { waiting: string; building: string }): Promise<number> {
+    return (
+      this.#db
+        .prepare("SELECT COUNT(*) AS n FROM template_builds WHERE tenant = ? AND ((status = 'waiting' AND updated_at >= ?) OR (status = 'building' AND updated_at >= ?))")
+        .get(tenant, since.waiting, since.building) as { n: number }
+    ).n;
+  }
+
+  async templateFileBytes(tenant: string): Promise<number> {
+    return (this.#db.prepare('SELECT COALESCE(SUM(length(data)), 0) AS n FROM template_files WHERE tenant = ?').get(tenant) as { n: number }).n;
+  }
+
   async pruneTemplateBuilds(before: string): Promise<void> {
     this.#db.transaction(() => {
       this.#db.prepare('DELETE FROM template_build_logs WHERE build_id IN (SELECT id FROM template_builds WHERE updated_at < ?)').run(before);

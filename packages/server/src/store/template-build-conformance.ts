@@ -31,6 +31,13 @@ export function templateBuildConformance(records: () => TemplateBuildRecords): v
     assert.deepEqual((await r.templateBuildLogs('bld-1', 0, 100)).map((e) => e.message), ['one', 'two', 'three']);
     assert.deepEqual(await r.templateBuildLogs('bld-1', 1, 1), [{ timestamp: 't2', level: 'info', message: 'two', step: '1' }]);
     assert.deepEqual(await r.templateBuildLogs('bld-1', 3, 10), []);
+    await r.putTemplateBuild(build('bld-w1', { tenant: 'quota' }));
+    await r.putTemplateBuild(build('bld-w2', { tenant: 'quota', status: 'building' }));
+    await r.putTemplateBuild(build('bld-w3', { tenant: 'quota', status: 'ready' }));
+    await r.putTemplateBuild(build('bld-w4', { tenant: 'quota', updatedAt: '2025-12-01T00:00:00.000Z' }));
+    const since = { waiting: '2025-12-31T00:00:00.000Z', building: '2025-12-31T00:00:00.000Z' };
+    assert.equal(await r.activeTemplateBuilds('quota', since), 2, 'waiting and building count; ready, and one abandoned long ago, do not');
+    assert.equal(await r.activeTemplateBuilds('quota', { ...since, building: '2026-06-01T00:00:00.000Z' }), 1, 'a build silent since then was cut');
     const reason = { message: 'step 2 failed', step: '2' };
     assert.equal(await r.setTemplateBuildStatus('bld-1', ['building'], 'error', reason, '2026-01-01T00:00:07.000Z'), true);
     const done = await r.templateBuild('bld-1');
@@ -45,6 +52,9 @@ export function templateBuildConformance(records: () => TemplateBuildRecords): v
     assert.equal(await r.hasTemplateFile('acme', 'h1'), true);
     assert.equal(await r.hasTemplateFile('beta', 'h1'), false, "another tenant's upload is not this one's");
     assert.deepEqual(await r.templateFile('acme', 'h1'), Buffer.from('again'));
+    await r.putTemplateFile('acme', 'h2', Buffer.alloc(1000), '2026-01-01T00:00:01.000Z');
+    assert.equal(await r.templateFileBytes('acme'), 1005, 'what the tenant keeps, replaced uploads counted once');
+    assert.equal(await r.templateFileBytes('nobody'), 0);
     assert.equal(await r.templateFile('beta', 'h1'), undefined);
   });
 

@@ -56,6 +56,10 @@ export interface TemplateBuildRecords {
   dropTemplateTags(template: string, tags: readonly string[]): Promise<number>;
   /** A template's tags, oldest first. */
   templateTags(template: string): Promise<TemplateTagRecord[]>;
+  /** How many of a tenant's builds are waiting (requested since `since.waiting`) or building (alive since `since.building`): a tenant may not pile them up. */
+  activeTemplateBuilds(tenant: string, since: { waiting: string; building: string }): Promise<number>;
+  /** The bytes of a tenant's uploads kept (a tenant may not fill the store). */
+  templateFileBytes(tenant: string): Promise<number>;
   /** Forgets builds (and their logs) and uploaded files older than `before`. */
   pruneTemplateBuilds(before: string): Promise<void>;
 }

@@ -17,6 +17,11 @@ const KEEP_MS = 7 * 86_400_000;
 const UPLOAD_URL_TTL_S = 3600;
 const HASH = /^[a-f0-9]{64}$/;
 const LOG_PAGE = 1000;
+/** What one tenant may have at once: builds requested or running, and bytes of uploads kept (a week). */
+export const MAX_ACTIVE_BUILDS = 20;
+export const MAX_UPLOAD_BYTES = 1024 * 1024 * 1024;
+/** A requested build not started within this long was abandoned (its client went): it no longer counts. */
+const WAITING_MS = 3600_000;
 
 const tenantOf = (c: C) => c.get('who').tenant;
 
@@ -53,6 +58,9 @@ export function registerTemplateUploads(app: Hono<E2bEnv>, ctx: E2bContext): voi
     const tenant = q.get('tenant') ?? '';
     if (!ctx.tokens.matchesUpload(tenant, hash, Number(q.get('expires')), q.get('token') ?? undefined)) return c.json({ code: 401, message: 'invalid or expired upload URL' }, 401);
     const data = Buffer.from(await c.req.arrayBuffer());
+    if ((await ctx.control.store.templateBuilds.templateFileBytes(tenant)) + data.length > MAX_UPLOAD_BYTES) {
+      return c.json({ code: 429, message: `this tenant's template uploads exceed ${MAX_UPLOAD_BYTES} bytes (kept a week)` }, 429);
+    }
     await ctx.control.store.templateBuilds.putTemplateFile(tenant, hash, data, new Date().toISOString());
     await ctx.control.store.appendAudit({ at: new Date().toISOString(), tenant, operation: 'E2B PUT /templates/:templateID/files/:hash/upload', code: 'OK', status: 200, durationMs: 0, requestId: `upload-${hash.slice(0, 12)}` });
     return c.body(null, 200);
@@ -71,6 +79,8 @@ export function registerTemplateBuilds(app: Hono<E2bEnv>, ctx: E2bContext): void
     if (owner !== undefined && owner !== tenantOf(c)) throw new ForkdError('ALREADY_EXISTS', `template name ${alias} is taken`);
     const now = new Date().toISOString();
     await records.pruneTemplateBuilds(new Date(Date.now() - KEEP_MS).toISOString());
+    const since = { waiting: new Date(Date.now() - WAITING_MS).toISOString(), building: new Date(Date.now() - STALE_MS).toISOString() };
+    if ((await records.activeTemplateBuilds(tenantOf(c), since)) >= MAX_ACTIVE_BUILDS) throw new ForkdError('RESOURCE_EXHAUSTED', `${MAX_ACTIVE_BUILDS} template builds of this tenant are already requested or running`);
     const build: TemplateBuildRecord = { id: randomUUID(), tenant: tenantOf(c), template: alias, target, tags, status: 'waiting', createdAt: now, updatedAt: now };
     await records.putTemplateBuild(build);
     return c.json({ templateID: alias, buildID: build.id, public: false, aliases: [alias], names: [alias], tags }, 202);
