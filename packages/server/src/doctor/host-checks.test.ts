@@ -1,3 +1,5 @@
+import { mkdir, symlink } from 'node:fs/promises';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DoctorReport, type DoctorFinding } from '@forkd/protocol';
@@ -144,6 +146,26 @@ test('quota mode: off is a warning, full qgroups where the kernel has no simple 
   assert.match(only(await doctor(full), 'quota-mode').summary, /switched to simple quotas at the next start/);
   assert.equal(only(await doctor(full, { FORKD_QUOTA_MODE: 'full' }), 'quota-mode').status, 'ok');
   assert.equal(only(await doctor(withFiles(full, { '/sys/fs/btrfs/features/simple_quota': undefined })), 'quota-mode').status, 'warn');
+});
+
+test('quota mode of a pool on device-mapper: found by the device link\'s kernel name', async () => {
+  const fsid = '/sys/fs/btrfs/9592cd38-1246-40cb-94dd-abc8cf7c7cdc';
+  const spec = withFiles(healthyHost(), {
+    '/proc/self/mountinfo': '22 1 8:1 / / rw - ext4 /dev/sda1 rw\n47 22 0:41 / /srv/pool rw - btrfs /dev/mapper/vg-pool rw\n',
+    [`${fsid}/devices/loop0`]: undefined,
+    [`${fsid}/devices/dm-3`]: '',
+    '/dev/dm-3': '',
+  });
+  const h = await fakeHost(spec, { FORKD_POOL: '/srv/pool' });
+  try {
+    await mkdir(join(h.host.root, 'dev/mapper'), { recursive: true });
+    await symlink('../dm-3', join(h.host.root, 'dev/mapper/vg-pool'));
+    const r = await runDoctor(h.config, { host: h.host, daemonUrl: 'http://127.0.0.1:8080' });
+    assert.equal(only(r, 'quota-mode').summary, 'simple quotas');
+    assert.equal(only(r, 'pool').status, 'ok');
+  } finally {
+    await h.dispose();
+  }
 });
 
 const LISTEN_8080_ANY = '   1: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 100 0 0 10 0\n';

@@ -28,6 +28,8 @@ export interface HostView {
 }
 
 const HEALTH_TIMEOUT_MS = 3000;
+/** FORKD_URL may name anything: what answers is read only this far. */
+const HEALTH_BODY_MAX = 4096;
 
 /** The host as it is (`root` '/'), or a tree of the same shape with some probes replaced. */
 export function hostView(root = '/', replaced: Partial<Omit<HostView, 'root'>> = {}): HostView {
@@ -69,8 +71,24 @@ async function askHealth(url: string): Promise<HealthAnswer> {
     const cause = (err as { cause?: { code?: string } }).cause?.code;
     return { kind: 'down', detail: cause ?? (err instanceof Error ? err.name : String(err)) };
   }
-  const body = await res.text().catch(() => '');
+  const body = await head(res, HEALTH_BODY_MAX).catch(() => '');
   if (res.status === 200 && /"ok"\s*:\s*true/.test(body)) return { kind: 'healthy' };
   if (res.status === 503) return { kind: 'unhealthy', detail: body.slice(0, 300) };
   return { kind: 'foreign', detail: `HTTP ${res.status}` };
+}
+
+/** The first `max` bytes of a response's body (the rest is not read). */
+async function head(res: Response, max: number): Promise<string> {
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let n = 0;
+  while (n < max) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    n += value.length;
+  }
+  await reader.cancel().catch(() => {});
+  return Buffer.concat(chunks).subarray(0, max).toString('utf8');
 }

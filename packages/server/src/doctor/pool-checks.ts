@@ -1,3 +1,4 @@
+import { realpath } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { unescapeMount } from '../node/storage/btrfs-pool.js';
 import { minFreeBytes } from '../node/storage/pool-space.js';
@@ -72,7 +73,8 @@ export const poolSpaceCheck: HostCheck = async (ctx) => {
 
 /** The pool's qgroups in sysfs, found by its device (/sys/fs/btrfs/<fsid>/devices/<dev>). */
 async function qgroupDir(ctx: DoctorContext, m: Mount): Promise<string | undefined> {
-  const dev = basename(m.source);
+  // A device-mapper source (/dev/mapper/x) is listed by its kernel name (dm-N), its link's target.
+  const dev = basename(await realpath(join(ctx.host.root, m.source)).catch(() => m.source));
   for (const fsid of await ctx.host.list('/sys/fs/btrfs')) {
     if ((await ctx.host.presence(join('/sys/fs/btrfs', fsid, 'devices', dev))) === 'present') return join(ctx.host.root, '/sys/fs/btrfs', fsid, 'qgroups');
   }
