@@ -9,6 +9,12 @@ import { startE2bServers, type E2bServers } from './e2b/e2b-servers.js';
 import type { McpEndpoint } from './http/mcp-endpoint.js';
 import { serveSandboxHosts } from './http/sandbox-hosts.js';
 import { apiHandlers, serveApi } from './http/server.js';
+import { Metrics } from './http/metrics.js';
+import { instrumentNode } from '../node-contract/instrumented-node.js';
+import { OtlpExporter } from '../shared/otlp-exporter.js';
+import { setSpanSink } from '../shared/profile.js';
+import { noTracer, SpanTracer, type Tracer } from '../shared/tracer.js';
+import { SERVER_VERSION } from '../shared/version.js';
 
 export interface PublicServersOptions {
   svc: NodeService;
@@ -30,15 +36,42 @@ export interface PublicServers {
 }
 
 /**
+ * The metrics every server renders, and the tracer of lifecycle operations:
+ * spans to FORKD_OTLP_ENDPOINT's collector, with the profile spans of the
+ * node's work (shared/profile.ts) as their children; without it, none.
+ */
+function observability(config: ForkdConfig, logger: Logger): { metrics: Metrics; tracer: Tracer; close: () => Promise<void> } {
+  if (!config.otlpTracesUrl) return { metrics: new Metrics(), tracer: noTracer, close: async () => {} };
+  const exporter = new OtlpExporter({ url: config.otlpTracesUrl, serviceName: 'forkd', serviceVersion: SERVER_VERSION });
+  const tracer = new SpanTracer((s) => exporter.add(s));
+  const toTrace = tracer.profileSink();
+  // FORKD_PROFILE's stderr lines (or a bench's sink) keep coming.
+  const before = setSpanSink((s) => (before?.(s), toTrace(s)));
+  logger.info('tracing', { otlp: config.otlpTracesUrl });
+  return {
+    metrics: new Metrics(() => exporter.stats()),
+    tracer,
+    close: async () => {
+      setSpanSink(before);
+      await exporter.close();
+    },
+  };
+}
+
+/**
  * What a control plane serves to callers over one node service: forkd's API,
  * E2B's API and envd gateway, and the sandbox hosts' HTTPS listener, which
  * serves the same API handlers (one port proxy, one authentication) and the
  * same E2B listeners by host name. Closed in the reverse order.
  */
 export async function startPublicServers(o: PublicServersOptions): Promise<PublicServers> {
-  const { svc, control, logger, config } = o;
-  const api = apiHandlers({ svc, control, logger, proxyDomain: config.proxyDomain, mcp: o.mcp, fleet: o.fleet });
+  const { control, logger, config } = o;
   const opened: (() => Promise<void>)[] = [];
+  const { metrics, tracer, close: closeTracing } = observability(config, logger);
+  opened.push(closeTracing);
+  // Timed and traced once here, for every caller: forkd's API and E2B's alike.
+  const svc = instrumentNode(o.svc, metrics, tracer);
+  const api = apiHandlers({ svc, control, logger, proxyDomain: config.proxyDomain, mcp: o.mcp, fleet: o.fleet, metrics });
   const close = async () => {
     for (const c of opened.splice(0).reverse()) await c();
   };

@@ -1,4 +1,4 @@
-import { label } from '../control-plane/http/metrics.js';
+import { label } from '../shared/histogram.js';
 import type { NodeRecord } from './fleet-store.js';
 
 /**

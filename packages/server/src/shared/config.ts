@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import type { EffectiveTenantLimits } from '@forkd/protocol';
 import { fileURLToPath } from 'node:url';
 import { cidrListError } from './cidr.js';
+import { tracesUrl } from './otlp-exporter.js';
 import { fleetConfig, type FleetConfig } from './fleet-config.js';
 import { proxyConfig, type ProxyTlsConfig } from './proxy-config.js';
 import { parseBlobStoreConfig, type BlobStoreConfig } from '../blob/blob-store-config.js';
@@ -102,6 +103,8 @@ export interface ForkdConfig {
   auditRetentionDays: number;
   /** POSTed a JSON note whenever a call starts waiting for approval (FORKD_APPROVAL_WEBHOOK; see docs/SECURITY.md). */
   approvalWebhook?: string | undefined;
+  /** OTLP/HTTP JSON traces of lifecycle operations go to this collector's `/v1/traces` (FORKD_OTLP_ENDPOINT); unset: no tracing. */
+  otlpTracesUrl?: string | undefined;
   /** Every tenant's limits unless an admin key set its own (FORKD_TENANT_MAX_*; unset: none). */
   tenantLimits: EffectiveTenantLimits;
   /** The largest memory, CPUs and pids one sandbox may ask for (FORKD_MAX_*; unset: from the host, see sandbox-maxima.ts). */
@@ -237,6 +240,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     proxyTls: proxy.tls,
     auditRetentionDays: nonNegative(env.FORKD_AUDIT_RETENTION_DAYS, 30, 'FORKD_AUDIT_RETENTION_DAYS'),
     approvalWebhook: env.FORKD_APPROVAL_WEBHOOK || undefined,
+    otlpTracesUrl: env.FORKD_OTLP_ENDPOINT ? tracesUrl(env.FORKD_OTLP_ENDPOINT) : undefined,
     databaseUrl: databaseUrl(env.FORKD_DATABASE_URL),
     tenantLimits: {
       runningSandboxes: limit(env.FORKD_TENANT_MAX_SANDBOXES, 'FORKD_TENANT_MAX_SANDBOXES'),

@@ -8,6 +8,7 @@ import { presentedKey, type Principal } from '../auth/api-keys.js';
 import { KeyedBuckets } from '../../shared/keyed-buckets.js';
 import { callerView } from '../http/caller-view.js';
 import { logRequestError, newRequestId } from '../http/public-error.js';
+import { withContext } from '../../shared/request-context.js';
 import { ConnectBody, ForkBody, NetworkConfig, NewSandbox, PauseBody, SnapshotBody, TimeoutBody } from './api-schemas.js';
 import { e2bCreateNetwork, e2bUpdateNetwork } from './e2b-network.js';
 import { apiError, E2bApiError } from './e2b-errors.js';
@@ -81,7 +82,8 @@ export function createE2bApi(ctx: E2bContext): Hono<E2bEnv> {
       who = await control.keys.authenticate(presentedKey((n) => c.req.header(n), new URLSearchParams()), source);
       c.set('who', who);
       c.set('view', callerView(svc, control, who));
-      await next();
+      // Its log lines and spans under its request id, as on forkd's own API.
+      await withContext({ requestId: c.get('requestId') }, next);
       if (c.error) code = codeOf(c.error);
       else if (c.res.status >= 400) code = c.res.status === 404 ? 'NOT_FOUND' : c.res.status === 409 ? 'CONFLICT' : 'INVALID_ARGUMENT';
     } catch (err) {

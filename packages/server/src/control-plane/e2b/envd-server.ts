@@ -5,6 +5,7 @@ import type { NodeService } from '../../node-contract/index.js';
 import { DEFAULT_TENANT } from '../auth/api-keys.js';
 import { callerView } from '../http/caller-view.js';
 import { logRequestError, newRequestId } from '../http/public-error.js';
+import { currentContext, withContext } from '../../shared/request-context.js';
 import { signingRefusal } from './access-tokens.js';
 import { connectTimeoutMs, jsonPayload, keepaliveMs, streamRequestMessage } from './connect-framing.js';
 import type { EnvdCall, RpcService } from './envd-call.js';
@@ -56,7 +57,7 @@ export function createEnvdHandler(ctx: E2bContext): EnvdListener {
 
   const handle = async (req: IncomingMessage, res: ServerResponse, hostId: string | undefined) => {
     const t0 = performance.now();
-    const requestId = newRequestId();
+    const requestId = currentContext()?.requestId ?? newRequestId();
     const url = requestUrl(req, 'http://envd');
     if (!url) return sendJson(res, 400, { code: 400, message: 'malformed request target' });
     const { id } = hostId !== undefined ? { id: hostId } : await routeEnvd(svc, tokens, req, url);
@@ -185,10 +186,12 @@ export function createEnvdHandler(ctx: E2bContext): EnvdListener {
   // A failure of the request is its 500; one that escapes even that ends only this connection (guarded).
   return (req, res, hostId) =>
     guardListener('envd', () => destroyQuietly(req.socket), async () => {
+      const requestId = newRequestId();
       try {
-        await handle(req, res, hostId);
+        // Its log lines and spans under its request id, as on forkd's own API.
+        await withContext({ requestId }, () => handle(req, res, hostId));
       } catch (err) {
-        logRequestError(logger, err instanceof ForkdError ? err : toForkdError(err), { requestId: 'envd', path: req.url, surface: 'e2b-envd' });
+        logRequestError(logger, err instanceof ForkdError ? err : toForkdError(err), { requestId, path: req.url, surface: 'e2b-envd' });
         if (!res.headersSent) sendJson(res, 500, { code: 500, message: 'internal error' });
         else res.destroy();
       }

@@ -11,6 +11,7 @@ import type { ControlPlane } from '../control-plane.js';
 import type { AppEnv } from './app-env.js';
 import { callerView } from './caller-view.js';
 import { Metrics } from './metrics.js';
+import { withContext } from '../../shared/request-context.js';
 import { openApiDocument } from './openapi.js';
 import { proxyHttp, proxyTarget } from './port-proxy.js';
 import { errorBody, logRequestError, newRequestId, REQUEST_ID_HEADER } from './public-error.js';
@@ -32,6 +33,8 @@ export interface AppDeps {
   mcp?: McpEndpoint | undefined;
   /** The fleet `svc` routes over, when nodes join this control plane (the nodes routes). */
   fleet?: Fleet | undefined;
+  /** What /metrics renders; the same object times the lifecycle operations of `svc` (see public-servers.ts). Absent: a new one. */
+  metrics?: Metrics | undefined;
 }
 
 const SANDBOX_IN_PATH = new RegExp(`^/v1/sandboxes/(${SANDBOX_ID_SOURCE})`);
@@ -65,9 +68,8 @@ function sourceAddress(c: Context<AppEnv>): string {
  * The REST API (`/v1`): request ids, errors, the port proxy, authentication
  * and the audit record around the route table (routes/index.ts).
  */
-export function createApp({ svc, control, logger, proxyDomain, mcp, fleet }: AppDeps): Hono<AppEnv> {
+export function createApp({ svc, control, logger, proxyDomain, mcp, fleet, metrics = new Metrics() }: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const metrics = new Metrics();
   // Keys only in headers here: `?api_key=` is for WebSocket upgrades (stream-socket.ts), whose browsers cannot set headers.
   const caller = (c: Context<AppEnv>) => {
     const source = sourceAddress(c);
@@ -88,7 +90,8 @@ export function createApp({ svc, control, logger, proxyDomain, mcp, fleet }: App
     const requestId = newRequestId();
     c.set('requestId', requestId);
     c.set('logger', logger);
-    await next();
+    // Everything the request awaits logs (and traces) under its id, the node's own lines included.
+    await withContext({ requestId }, next);
     // Set on the response made, not on the context: a proxied answer keeps its own server's x-request-id.
     if (!c.res.headers.has(REQUEST_ID_HEADER)) {
       try {

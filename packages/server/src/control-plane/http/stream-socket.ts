@@ -9,6 +9,7 @@ import { signalNumber } from './process-request.js';
 import { headerOf, refuseUpgrade, requestUrl } from './raw-http.js';
 import { callerView } from './caller-view.js';
 import { logRequestError, newRequestId, publicError } from './public-error.js';
+import { withContext } from '../../shared/request-context.js';
 import { destroyQuietly, guardListener } from '../../shared/connection-guard.js';
 import { parseControl, parseOpen, rawBytes } from './stream-messages.js';
 import { StdinFlow } from './stdin-flow.js';
@@ -67,7 +68,8 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
     ws.on('message', guardListener('websocket', close, (data: RawData, binary: boolean) => {
       if (!opened) {
         opened = true;
-        return open(data, binary);
+        // The stream's calls log under its request id, as a REST call's do.
+        return withContext({ requestId }, () => open(data, binary));
       } else if (onMessage) onMessage(data, binary);
       else {
         earlyBytes += rawLength(data);

@@ -50,10 +50,10 @@ export const ADMIN_ROUTES = [
     path: '/metrics',
     summary: 'Prometheus metrics (admin keys only)',
     undocumented: true,
-    handler: async (c, { svc, metrics, caller, fleet }) => {
+    handler: async (c, { svc, control, metrics, caller, fleet }) => {
       const who = await caller(c);
       if (!who.admin) throw new ForkdError('PERMISSION_DENIED', 'metrics need an admin key');
-      const text = metrics.render(await svc.list(), await svc.stats()) + (fleet ? await fleetMetrics(fleet) : '');
+      const text = metrics.render(await svc.list(), await svc.stats(), { owners: await control.store.owners('sandbox') }) + (fleet ? await fleetMetrics(fleet) : '');
       return c.text(text, 200, { 'content-type': 'text/plain; version=0.0.4' });
     },
   }),
