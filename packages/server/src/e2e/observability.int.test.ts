@@ -73,7 +73,9 @@ describe('observability of a real daemon: lifecycle histograms on /metrics, OTLP
     const id = created.json.id as string;
     const snap = await fetchJson(daemon, 'POST', `/v1/sandboxes/${id}/snapshots`, {});
     assert.equal(snap.status, 201, snap.text);
-    const del = await fetchJson(daemon, 'DELETE', `/v1/sandboxes/${id}`);
+    // A caller's W3C traceparent: the delete's span joins its trace.
+    const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const del = await fetchJson(daemon, 'DELETE', `/v1/sandboxes/${id}`, undefined, { traceparent: `00-${callerTrace}-00f067aa0ba902b7-01` });
     assert.ok(del.status < 300, del.text);
 
     const afterCounts = await lifecycleCounts(daemon);
@@ -91,6 +93,10 @@ describe('observability of a real daemon: lifecycle histograms on /metrics, OTLP
       assert.ok(Math.abs(Number(BigInt(s.startTimeUnixNano) / 1_000_000n) - Date.now()) < 120_000, `${name} starts now`);
       assert.ok(s.attributes.some((a) => a.key === 'forkd.sandbox_id' && a.value.stringValue === id) || name === 'forkd.create', name);
     }
+    const delSpan = find('forkd.delete', del.requestId)!;
+    assert.equal(delSpan.traceId, callerTrace);
+    assert.equal(delSpan.parentSpanId, '00f067aa0ba902b7');
+    assert.notEqual(find('forkd.create', created.requestId)!.traceId, find('forkd.snapshot', snap.requestId)!.traceId, 'one trace per request');
     // The node's own work inside the snapshot (CRIU, the storage's snapshot) is traced as its children.
     const snapSpan = find('forkd.snapshot', snap.requestId)!;
     const children = collector.spans.filter((s) => s.parentSpanId === snapSpan.spanId);
@@ -104,8 +110,8 @@ describe('observability of a real daemon: lifecycle histograms on /metrics, OTLP
 });
 
 /** A call and its x-request-id. */
-async function fetchJson(t: ApiTarget, method: string, path: string, body?: unknown): Promise<{ status: number; json: any; text: string; requestId: string | null }> {
-  const r = await fetch(t.url + path, { method, headers: { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}` }, body: body === undefined ? null : JSON.stringify(body) });
+async function fetchJson(t: ApiTarget, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; text: string; requestId: string | null }> {
+  const r = await fetch(t.url + path, { method, headers: { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}`, ...headers }, body: body === undefined ? null : JSON.stringify(body) });
   const text = await r.text();
   return { status: r.status, json: text ? JSON.parse(text) : undefined, text, requestId: r.headers.get('x-request-id') };
 }

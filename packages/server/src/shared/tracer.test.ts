@@ -37,6 +37,14 @@ test('a traced operation: its request id, its profile spans as children, nested 
   assert.ok(root.endNs >= root.startNs);
 });
 
+test("a caller's trace (traceparent in the request context) is the operation's parent", async () => {
+  const spans: FinishedSpan[] = [];
+  const trace = { traceId: 'ab'.repeat(16), spanId: 'cd'.repeat(8) };
+  await withContext({ trace }, () => new SpanTracer((s) => spans.push(s)).span('forkd.pause', {}, async () => {}));
+  assert.equal(spans[0]?.traceId, trace.traceId);
+  assert.equal(spans[0]?.parentSpanId, trace.spanId);
+});
+
 test('a failed operation: its span carries the error code and the error goes on unchanged', async () => {
   const spans: FinishedSpan[] = [];
   const err = new ForkdError('NOT_FOUND', 'no such sandbox');

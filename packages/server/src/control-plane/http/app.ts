@@ -12,6 +12,7 @@ import type { AppEnv } from './app-env.js';
 import { callerView } from './caller-view.js';
 import { Metrics } from './metrics.js';
 import { withContext } from '../../shared/request-context.js';
+import { parseTraceparent } from '../../shared/traceparent.js';
 import { openApiDocument } from './openapi.js';
 import { proxyHttp, proxyTarget } from './port-proxy.js';
 import { errorBody, logRequestError, newRequestId, REQUEST_ID_HEADER } from './public-error.js';
@@ -90,8 +91,8 @@ export function createApp({ svc, control, logger, proxyDomain, mcp, fleet, metri
     const requestId = newRequestId();
     c.set('requestId', requestId);
     c.set('logger', logger);
-    // Everything the request awaits logs (and traces) under its id, the node's own lines included.
-    await withContext({ requestId }, next);
+    // Everything the request awaits logs (and traces) under its id, the node's own lines included; a caller's traceparent makes its spans the caller's trace's.
+    await withContext({ requestId, trace: parseTraceparent(c.req.header('traceparent')) }, next);
     // Set on the response made, not on the context: a proxied answer keeps its own server's x-request-id.
     if (!c.res.headers.has(REQUEST_ID_HEADER)) {
       try {
