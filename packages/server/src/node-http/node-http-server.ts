@@ -8,6 +8,12 @@ import { mountStreamRoutes } from './node-stream-routes.js';
 import { PortResults, portUpgrade } from './node-port-upgrade.js';
 import { presentsToken } from './node-token.js';
 import { NODE_PREFIX } from './node-wire.js';
+import { NODE_REQUEST_ID_HEADER, requestIdFrom, withContext } from '../shared/request-context.js';
+
+const requestIdOf = (h: string | undefined) => {
+  const requestId = requestIdFrom(h);
+  return requestId ? { requestId } : {};
+};
 
 /*
  * The node contract (node-contract/node-service.ts) over HTTP: what
@@ -83,13 +89,14 @@ export function createNodeApp({ node, token, logger }: NodeHttpDeps, results: Po
   const app = new Hono();
   app.onError((err, c) => {
     const fe = toForkdError(err);
-    if (fe.status >= 500) logger.error('node request failed', { method: c.req.method, path: c.req.path, code: fe.code, error: fe.message, ...(fe.details ? { details: fe.details } : {}) });
+    if (fe.status >= 500) logger.error('node request failed', { ...requestIdOf(c.req.header(NODE_REQUEST_ID_HEADER)), method: c.req.method, path: c.req.path, code: fe.code, error: fe.message, ...(fe.details ? { details: fe.details } : {}) });
     return c.json(fe.toJSON(), fe.status as 400);
   });
   app.notFound((c) => c.json(new ForkdError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`).toJSON(), 404));
   app.use(`${NODE_PREFIX}/*`, async (c, next) => {
     if (!presentsToken(c.req.header('authorization'), token)) throw new ForkdError('UNAUTHENTICATED', 'this node answers only its control plane (node token)');
-    await next();
+    // The node's lines logged for this call carry the control plane's request id.
+    await withContext({ requestId: requestIdFrom(c.req.header(NODE_REQUEST_ID_HEADER)) }, next);
   });
   const api = new Hono();
   mountNodeRoutes(api, node);

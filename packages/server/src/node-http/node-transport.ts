@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ForkdError, fromErrorBody } from '@forkd/protocol';
 import { NODE_PREFIX } from './node-wire.js';
+import { currentContext, NODE_REQUEST_ID_HEADER } from '../shared/request-context.js';
 import { CallDeadline, DEFAULT_NODE_CALL_TIMEOUTS, timeoutOf, type CallKind, type NodeCallTimeouts } from './call-deadline.js';
 
 /** The most a unary answer (a list of 10,000 sandboxes is ~10 MiB) or one NDJSON line may hold: a node answering more is not buffered. */
@@ -33,6 +34,12 @@ export interface RequestOptions {
    * deadline ends when the head arrives.
    */
   deadline?: CallDeadline;
+}
+
+/** The id of the request this call serves, for the node's log lines. */
+function requestIdHeader(): Record<string, string> {
+  const id = currentContext()?.requestId;
+  return id ? { [NODE_REQUEST_ID_HEADER]: id } : {};
 }
 
 /**
@@ -72,7 +79,7 @@ export class NodeTransport {
       port: this.#base.port,
       method,
       path: `${this.#base.pathname.replace(/\/$/, '')}${NODE_PREFIX}${path}${q ? `?${q}` : ''}`,
-      headers: { authorization: `Bearer ${this.#token}`, ...headers },
+      headers: { authorization: `Bearer ${this.#token}`, ...requestIdHeader(), ...headers },
       agent: this.#agent,
     };
   }

@@ -26,3 +26,11 @@ export function withContext<T>(ctx: RequestContext, fn: () => T): T {
 export function currentContext(): RequestContext | undefined {
   return storage.getStore();
 }
+
+/** How a node call carries the request id it serves (the control plane's `x-request-id`), so the node's lines carry it too. */
+export const NODE_REQUEST_ID_HEADER = 'x-request-id';
+
+/** A request id as forkd makes them (`req-` + 16 hex digits); anything else in the header is not an id. */
+export function requestIdFrom(header: string | undefined): string | undefined {
+  return header !== undefined && /^req-[0-9a-f]{16}$/.test(header) ? header : undefined;
+}
