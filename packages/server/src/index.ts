@@ -5,6 +5,8 @@ export { setSpanSink, type Span } from './shared/profile.js';
 export { usePrivateUmask } from './shared/private-state.js';
 export { setup, startControlPlaneDaemon, startDaemon, startNodeDaemon, type ApiExtras, type ControlPlaneDaemon, type Daemon, type NodeDaemon } from './daemon.js';
 export type { McpCaller, McpEndpoint } from './control-plane/http/mcp-endpoint.js';
+export { installService, uninstallService, systemdRunning, type ServiceReport } from './setup/service-install.js';
+export { parseEnvironmentFile, serviceUnit, SERVICE_PATHS } from './setup/service-unit.js';
 export { setupHost, criuPath, baseRootfsDir, installPackages, type Progress } from './setup/setup.js';
 export { openNode, type Node } from './node/node.js';
 export { NODE_IN_USE } from './node/node-lock.js';

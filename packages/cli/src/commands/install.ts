@@ -1,0 +1,96 @@
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { installService, loadConfig, parseEnvironmentFile, SERVICE_PATHS, uninstallService, type ServiceReport } from '@forkd/server';
+import { expectPositionals, parseOptions } from '../args.js';
+import type { CliCommand } from '../command.js';
+import { UsageError } from '../usage-error.js';
+
+const INSTALL_USAGE = `Usage: forkd install [--no-start] [--root DIR]
+
+Installs forkd as a systemd service (root): ${SERVICE_PATHS.unit}
+(runs \`forkd serve\` from this checkout, restarts on failure, logs to the
+journal; a stop or restart leaves sandboxes running and the next start adopts
+them), ${SERVICE_PATHS.envFile} (FORKD_* settings, made from this shell's
+when missing, kept when there) and ${SERVICE_PATHS.wrapper} (the CLI on PATH);
+then enables and starts the service. Run \`forkd setup\` first.
+
+Options:
+  --no-start   write the files only
+  --root DIR   install under DIR instead of / (a staged image; never starts anything)
+`;
+
+const UNINSTALL_USAGE = `Usage: forkd uninstall [--root DIR]
+
+Stops and disables forkd.service and removes the unit and ${SERVICE_PATHS.wrapper}.
+Running sandboxes, the state, the storage pool and ${SERVICE_PATHS.envFile} are kept;
+it prints how to remove them.
+
+Options:
+  --root DIR   uninstall what \`forkd install --root DIR\` wrote
+`;
+
+/** This CLI's checkout: dist/commands/install.js → the repository root. */
+const checkout = () => resolve(fileURLToPath(new URL('../../../../', import.meta.url)));
+
+function parseRoot(argv: string[], withNoStart: boolean): { root: string; noStart: boolean } {
+  const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { root: { type: 'string' }, ...(withNoStart ? { 'no-start': { type: 'boolean' } } : {}) } });
+  expectPositionals(positionals, []);
+  const root = values.root === undefined ? '/' : resolve(values.root);
+  if (root === '/' && process.getuid?.() !== 0) throw new UsageError('forkd install and uninstall need root (or --root DIR)');
+  return { root, noStart: values['no-start'] === true };
+}
+
+function print(report: ServiceReport, verb: string): void {
+  for (const line of report.done) process.stdout.write(`${line}\n`);
+  if (report.notRunning) process.stdout.write(`not ${verb} forkd.service: ${report.notRunning}\n`);
+}
+
+export const installCommand: CliCommand = {
+  name: 'install',
+  usage: INSTALL_USAGE,
+  async run(argv) {
+    const { root, noStart } = parseRoot(argv, true);
+    const report = await installService({ root, noStart, node: process.execPath, checkout: checkout(), env: process.env });
+    print(report, 'starting');
+    if (report.notRunning) {
+      process.stdout.write(root === '/' ? 'Start it where systemd runs with: systemctl enable --now forkd.service (or run: forkd serve)\n' : '');
+    } else process.stdout.write('Logs: journalctl -u forkd -f\n');
+    return 0;
+  },
+};
+
+/** The daemon's settings as the installed unit would see them: this shell's, then the environment file's. */
+function serviceConfig(root: string) {
+  let fromFile: Record<string, string> = {};
+  try {
+    fromFile = parseEnvironmentFile(readFileSync(join(root, SERVICE_PATHS.envFile), 'utf8'));
+  } catch {
+    // No file: the defaults.
+  }
+  return loadConfig({ ...process.env, ...fromFile });
+}
+
+export const uninstallCommand: CliCommand = {
+  name: 'uninstall',
+  usage: UNINSTALL_USAGE,
+  async run(argv) {
+    const { root } = parseRoot(argv, false);
+    const report = await uninstallService({ root });
+    print(report, 'stopping');
+    const config = serviceConfig(root);
+    const pool = config.pool.image ? `${config.pool.mountPoint} (loop image ${config.pool.image})` : `${config.pool.mountPoint} (FORKD_POOL, yours)`;
+    process.stdout.write(
+      [
+        'Kept (remove them to remove forkd completely):',
+        `  settings   ${SERVICE_PATHS.envFile}`,
+        `  state      ${config.stateDir} (database, keys, snapshots)`,
+        `  pool       ${pool}`,
+        `  cache      ${config.cacheDir}`,
+        'Running sandboxes keep running (delete them with `forkd rm --all` while a daemon serves); to remove the rest:',
+        `  umount ${config.pool.mountPoint}; rm -rf ${[config.stateDir, config.cacheDir, SERVICE_PATHS.envFile].join(' ')}`,
+      ].join('\n') + '\n',
+    );
+    return 0;
+  },
+};
