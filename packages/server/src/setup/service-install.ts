@@ -38,10 +38,13 @@ async function systemctl(args: string[], allowFailure = false): Promise<void> {
   await exec('systemctl', args, { allowFailure, timeoutMs: 120_000 });
 }
 
-/** Writes `text` at `path` unless a file without the install marker is there (someone else's forkd). */
-async function writeOwned(path: string, shown: string, text: string, mode: number): Promise<void> {
+/** Refuses before anything is written when a file install would replace is someone else's (no install marker). */
+async function assertOwned(path: string, shown: string): Promise<void> {
   const old = await readFile(path, 'utf8').catch(() => undefined);
   if (old !== undefined && !old.includes(INSTALL_MARKER)) throw new ForkdError('ALREADY_EXISTS', `${shown} exists and was not written by forkd install: move it away first`);
+}
+
+async function writeOwned(path: string, text: string, mode: number): Promise<void> {
   await mkdir(dirname(path), { recursive: true, mode: 0o755 });
   await writeFile(path, text, { mode });
   await chmod(path, mode);
@@ -53,7 +56,9 @@ export async function installService(opts: ServiceInstallOptions): Promise<Servi
   const unit = serviceUnit(opts);
   const wrapper = wrapperScript(opts);
   const done: string[] = [];
-  await writeOwned(at(SERVICE_PATHS.unit), SERVICE_PATHS.unit, unit, 0o644);
+  await assertOwned(at(SERVICE_PATHS.unit), SERVICE_PATHS.unit);
+  await assertOwned(at(SERVICE_PATHS.wrapper), SERVICE_PATHS.wrapper);
+  await writeOwned(at(SERVICE_PATHS.unit), unit, 0o644);
   done.push(`wrote ${SERVICE_PATHS.unit}`);
   if (existsSync(at(SERVICE_PATHS.envFile))) done.push(`kept ${SERVICE_PATHS.envFile}`);
   else {
@@ -62,7 +67,7 @@ export async function installService(opts: ServiceInstallOptions): Promise<Servi
     await writeFile(at(SERVICE_PATHS.envFile), environmentFile(opts.env), { mode: 0o600, flag: 'wx' });
     done.push(`wrote ${SERVICE_PATHS.envFile} (FORKD_* settings of this shell)`);
   }
-  await writeOwned(at(SERVICE_PATHS.wrapper), SERVICE_PATHS.wrapper, wrapper, 0o755);
+  await writeOwned(at(SERVICE_PATHS.wrapper), wrapper, 0o755);
   done.push(`wrote ${SERVICE_PATHS.wrapper} (runs ${opts.checkout})`);
   const notRunning = whyNotSystemctl(opts);
   if (notRunning) return { done, notRunning };
