@@ -10,6 +10,7 @@ import { parseCreateArgs } from './create.js';
 import { parseKillArgs, parseSignal } from './kill.js';
 import { parseRmArgs } from './rm.js';
 import { parseServeArgs } from './serve.js';
+import { SERVE_ROLES } from '@forkd/server';
 import { parseShellArgs } from './shell.js';
 
 test('create', () => {
@@ -61,13 +62,13 @@ test('shell', () => {
 });
 
 test('serve: --port and --host override the environment', () => {
-  assert.deepEqual(parseServeArgs([]), {});
-  assert.deepEqual(parseServeArgs(['--port', '9000', '--host', '0.0.0.0']), { port: 9000, host: '0.0.0.0' });
-  assert.throws(() => parseServeArgs(['--port', '70000']), UsageError);
-  assert.throws(() => parseServeArgs(['--port', 'http']), UsageError);
-  assert.deepEqual(parseServeArgs(['--role', 'control-plane', '--node', 'http://10.0.0.5:8081']), { role: 'control-plane', nodeUrl: 'http://10.0.0.5:8081' });
-  assert.deepEqual(parseServeArgs(['--role', 'node']), { role: 'node' });
-  assert.throws(() => parseServeArgs(['--role', 'scheduler']), UsageError);
+  assert.deepEqual(parseServeArgs([], SERVE_ROLES), {});
+  assert.deepEqual(parseServeArgs(['--port', '9000', '--host', '0.0.0.0'], SERVE_ROLES), { port: 9000, host: '0.0.0.0' });
+  assert.throws(() => parseServeArgs(['--port', '70000'], SERVE_ROLES), UsageError);
+  assert.throws(() => parseServeArgs(['--port', 'http'], SERVE_ROLES), UsageError);
+  assert.deepEqual(parseServeArgs(['--role', 'control-plane', '--node', 'http://10.0.0.5:8081'], SERVE_ROLES), { role: 'control-plane', nodeUrl: 'http://10.0.0.5:8081' });
+  assert.deepEqual(parseServeArgs(['--role', 'node'], SERVE_ROLES), { role: 'node' });
+  assert.throws(() => parseServeArgs(['--role', 'scheduler'], SERVE_ROLES), UsageError);
 });
 
 test('create: lifetime and metadata; timeout', async () => {

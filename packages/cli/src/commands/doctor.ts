@@ -1,6 +1,7 @@
 import type { DoctorFinding, DoctorReport } from '@forkd/protocol';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
+import { loadServer } from '../load-server.js';
 import { styleFor, type Style } from '../style.js';
 
 const USAGE = `Usage: forkd doctor [--json]
@@ -44,7 +45,7 @@ export const doctorCommand: CliCommand = {
     const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' } } });
     expectPositionals(positionals, []);
     // Loaded here, not at start: the checks live with the daemon's code, which no other client command needs.
-    const { loadConfig, runDoctor } = await import('@forkd/server');
+    const { loadConfig, runDoctor } = await loadServer('doctor');
     const report = await runDoctor(loadConfig(process.env));
     process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report, styleFor(process.stdout)));
     return report.ok ? 0 : 1;

@@ -1,18 +1,19 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { installService, loadConfig, parseEnvironmentFile, SERVICE_PATHS, uninstallService, type ServiceReport } from '@forkd/server';
+import type { ServiceReport } from '@forkd/server';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
+import { loadServer, type ServerModule } from '../load-server.js';
 import { UsageError } from '../usage-error.js';
 
 const INSTALL_USAGE = `Usage: forkd install [--no-start] [--root DIR]
 
-Installs forkd as a systemd service (root): ${SERVICE_PATHS.unit}
+Installs forkd as a systemd service (root): /etc/systemd/system/forkd.service
 (runs \`forkd serve\` from this checkout, restarts on failure, logs to the
 journal; a stop or restart leaves sandboxes running and the next start adopts
-them), ${SERVICE_PATHS.envFile} (FORKD_* settings, made from this shell's
-when missing, kept when there) and ${SERVICE_PATHS.wrapper} (the CLI on PATH);
+them), /etc/forkd/forkd.env (FORKD_* settings, made from this shell's
+when missing, kept when there) and /usr/local/bin/forkd (the CLI on PATH);
 then enables and starts the service. Run \`forkd setup\` first.
 
 Options:
@@ -22,8 +23,8 @@ Options:
 
 const UNINSTALL_USAGE = `Usage: forkd uninstall [--root DIR]
 
-Stops and disables forkd.service and removes the unit and ${SERVICE_PATHS.wrapper}.
-Running sandboxes, the state, the storage pool and ${SERVICE_PATHS.envFile} are kept;
+Stops and disables forkd.service and removes the unit and /usr/local/bin/forkd.
+Running sandboxes, the state, the storage pool and /etc/forkd/forkd.env are kept;
 it prints how to remove them.
 
 Options:
@@ -51,6 +52,7 @@ export const installCommand: CliCommand = {
   usage: INSTALL_USAGE,
   async run(argv) {
     const { root, noStart } = parseRoot(argv, true);
+    const { installService } = await loadServer('install');
     const report = await installService({ root, noStart, node: process.execPath, checkout: checkout(), env: process.env });
     print(report, 'starting');
     if (report.notRunning) {
@@ -61,7 +63,8 @@ export const installCommand: CliCommand = {
 };
 
 /** The daemon's settings as the installed unit would see them: this shell's, then the environment file's. */
-function serviceConfig(root: string) {
+function serviceConfig(server: ServerModule, root: string) {
+  const { loadConfig, parseEnvironmentFile, SERVICE_PATHS } = server;
   let fromFile: Record<string, string> = {};
   try {
     fromFile = parseEnvironmentFile(readFileSync(join(root, SERVICE_PATHS.envFile), 'utf8'));
@@ -76,19 +79,20 @@ export const uninstallCommand: CliCommand = {
   usage: UNINSTALL_USAGE,
   async run(argv) {
     const { root } = parseRoot(argv, false);
-    const report = await uninstallService({ root });
+    const server = await loadServer('uninstall');
+    const report = await server.uninstallService({ root });
     print(report, 'stopping');
-    const config = serviceConfig(root);
+    const config = serviceConfig(server, root);
     const pool = config.pool.image ? `${config.pool.mountPoint} (loop image ${config.pool.image})` : `${config.pool.mountPoint} (FORKD_POOL, yours)`;
     process.stdout.write(
       [
         'Kept (remove them to remove forkd completely):',
-        `  settings   ${SERVICE_PATHS.envFile}`,
+        `  settings   ${server.SERVICE_PATHS.envFile}`,
         `  state      ${config.stateDir} (database, keys, snapshots)`,
         `  pool       ${pool}`,
         `  cache      ${config.cacheDir}`,
         'Running sandboxes keep running (delete them with `forkd rm --all` while a daemon serves); to remove the rest:',
-        `  umount ${config.pool.mountPoint}; rm -rf ${[config.stateDir, config.cacheDir, SERVICE_PATHS.envFile].join(' ')}`,
+        `  umount ${config.pool.mountPoint}; rm -rf ${[config.stateDir, config.cacheDir, server.SERVICE_PATHS.envFile].join(' ')}`,
       ].join('\n') + '\n',
     );
     return 0;

@@ -1,7 +1,8 @@
-import { createLogger, installLastResortHandlers, loadConfig, SERVE_ROLES, startControlPlaneDaemon, startDaemon, startNodeDaemon, usePrivateUmask, type ForkdConfig, type ServeRole } from '@forkd/server';
+import type { ForkdConfig, ServeRole } from '@forkd/server';
 import { mcpHttpEndpoint } from '@forkd/mcp';
 import { expectPositionals, parseOptions, parsePositiveInt } from '../args.js';
 import type { CliCommand } from '../command.js';
+import { loadServer } from '../load-server.js';
 import { StepProgress } from '../step-progress.js';
 import { UsageError } from '../usage-error.js';
 import { cliVersion } from '../version.js';
@@ -26,7 +27,8 @@ Options:
                  is read from $FORKD_NODE_TOKEN_FILE (default <state dir>/node.token)
 `;
 
-export function parseServeArgs(argv: string[]): Partial<ForkdConfig> {
+/** `roles`: the server's SERVE_ROLES (passed in: this module must load without the server). */
+export function parseServeArgs(argv: string[], roles: readonly ServeRole[]): Partial<ForkdConfig> {
   const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { port: { type: 'string', short: 'p' }, host: { type: 'string' }, role: { type: 'string' }, node: { type: 'string' } } });
   expectPositionals(positionals, []);
   const overrides: Partial<ForkdConfig> = {};
@@ -37,7 +39,7 @@ export function parseServeArgs(argv: string[]): Partial<ForkdConfig> {
   }
   if (values.host !== undefined) overrides.host = values.host;
   if (values.role !== undefined) {
-    if (!(SERVE_ROLES as readonly string[]).includes(values.role)) throw new UsageError(`--role must be one of ${SERVE_ROLES.join(', ')}`);
+    if (!(roles as readonly string[]).includes(values.role)) throw new UsageError(`--role must be one of ${roles.join(', ')}`);
     overrides.role = values.role as ServeRole;
   }
   if (values.node !== undefined) overrides.nodeUrl = values.node;
@@ -48,9 +50,10 @@ export const serveCommand: CliCommand = {
   name: 'serve',
   usage: USAGE,
   async run(argv) {
+    const { createLogger, installLastResortHandlers, loadConfig, SERVE_ROLES, startControlPlaneDaemon, startDaemon, startNodeDaemon, usePrivateUmask } = await loadServer('serve');
     // First: forkd's state is private, and so is whatever the tools it runs create (umask 077).
     usePrivateUmask();
-    const overrides = parseServeArgs(argv);
+    const overrides = parseServeArgs(argv, SERVE_ROLES);
     const config = loadConfig(process.env, overrides);
     const progress = new StepProgress(process.stderr);
     let daemon;

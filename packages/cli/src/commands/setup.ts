@@ -1,8 +1,8 @@
 import { ForkdError } from '@forkd/protocol';
-import { createLogger, loadConfig, NODE_IN_USE, setup, usePrivateUmask } from '@forkd/server';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { formatBytes, formatDuration } from '../format.js';
+import { loadServer } from '../load-server.js';
 import { StepProgress } from '../step-progress.js';
 import { styleFor } from '../style.js';
 
@@ -20,6 +20,7 @@ export const setupCommand: CliCommand = {
   name: 'setup',
   usage: USAGE,
   async run(argv) {
+    const { createLogger, loadConfig, NODE_IN_USE, setup, usePrivateUmask } = await loadServer('setup');
     // First: forkd's state is private, and so is whatever the tools it runs create (umask 077).
     usePrivateUmask();
     const { positionals } = parseOptions({ args: argv, allowPositionals: true, options: {} });

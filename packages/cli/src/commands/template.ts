@@ -6,6 +6,7 @@ import { readBuildContext } from '@forkd/sdk/build-context';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';
+import { loadServer } from '../load-server.js';
 import { formatAge, printJson, table } from '../format.js';
 import { reportError } from '../report-error.js';
 import { styleFor } from '../style.js';
@@ -275,7 +276,7 @@ export const templateCommand: CliCommand = {
         return listTemplates(args.json);
       case 'build':
         // The recipe ships with the server package: loaded for this build only, not for every template command.
-        if ('recipe' in args) return import('@forkd/server').then(({ codeInterpreterRequest }) => codeInterpreterRequest(args.name)).then((r) => buildTemplate(r, args.json));
+        if ('recipe' in args) return loadServer('template build --recipe').then(({ codeInterpreterRequest }) => codeInterpreterRequest(args.name)).then((r) => buildTemplate(r, args.json));
         return buildTemplate(args.request, args.json, args.dockerfile);
       case 'rm':
         return removeTemplates(args.names);
