@@ -38,7 +38,8 @@ export class TableWatch {
 
   start(): void {
     if (this.#closed) return;
-    const m = spawnStream('nft', ['monitor', 'tables']);
+    // Dies with the daemon (a kill -9 left it behind, orphaned, until the next table event's SIGPIPE).
+    const m = spawnStream('setpriv', ['--pdeathsig', 'KILL', '--', 'nft', 'monitor', 'tables']);
     this.#kill = m.kill;
     // Its end (killed at close, or dead) is `exit`'s: a stream error must never become the daemon's uncaught one.
     m.stream.on('error', () => {});
