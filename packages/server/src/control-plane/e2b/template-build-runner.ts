@@ -76,7 +76,7 @@ export function failedStep(err: unknown, stepOf: readonly string[], last: BuildS
 }
 
 /** What a tenant is told of a failure: a ForkdError's own message (never a tool's stderr), else that it was internal. */
-const publicMessage = (err: unknown): string => (err instanceof ForkdError ? err.message : 'internal error');
+export const publicMessage = (err: unknown): string => (err instanceof ForkdError ? err.message : 'internal error');
 
 /** Runs a started build to ready or error; never throws (its outcome is the record's). */
 export async function runTemplateBuild(run: BuildRun): Promise<void> {

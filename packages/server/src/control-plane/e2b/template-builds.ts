@@ -7,7 +7,7 @@ import type { E2bContext } from './e2b-context.js';
 import { E2bApiError } from './e2b-errors.js';
 import { body, type C, type E2bEnv } from './e2b-request.js';
 import { AssignTagsBody, E2bTemplateBody, RemoveTagsBody, RequestBuildBody } from './template-build-schemas.js';
-import { runTemplateBuild, STALE_MS } from './template-build-runner.js';
+import { publicMessage, runTemplateBuild, STALE_MS } from './template-build-runner.js';
 import { checkTag, DEFAULT_TAG, e2bRefOf, forkdTemplateName, parseE2bRef } from './template-refs.js';
 import { e2bDockerfile, type E2bBase } from './template-steps.js';
 import { uploadsContext } from './upload-context.js';
@@ -112,9 +112,9 @@ export function registerTemplateBuilds(app: Hono<E2bEnv>, ctx: E2bContext): void
         onReady: () => setTags(ctx, b),
       });
     } catch (err) {
-      const message = err instanceof ForkdError ? err.message : 'internal error';
+      // Refused before any step ran: the runner's words for it, at the step the error names (if any).
       const step = err instanceof ForkdError ? (err.details as { step?: string } | undefined)?.step : undefined;
-      await records.setTemplateBuildStatus(b.id, ['building'], 'error', { message, step }, new Date().toISOString());
+      await records.setTemplateBuildStatus(b.id, ['building'], 'error', { message: publicMessage(err), step }, new Date().toISOString());
       throw err;
     }
     // A JSON body: the SDK's client parses every answer but a 204.

@@ -43,7 +43,7 @@ export async function uploadsContext(uploads: readonly Upload[]): Promise<Upload
   const blobs: Record<string, string> = {};
   let bytes = 0;
   for (const u of uploads) {
-    const tar = tarBytes(u.data, Math.max(0, 4 * CONTEXT_MAX_BYTES));
+    const tar = tarBytes(u.data, 4 * CONTEXT_MAX_BYTES);
     if (!tar.ok) return tar;
     const buf = tar.value;
     const shaOf = new Map<string, string>();

@@ -107,16 +107,13 @@ export class TemplateRegistry {
   async copy(src: string, dst: string): Promise<void> {
     const rec = await this.#store.getTemplate(src);
     if (!rec || !(await this.has(src))) throw new ForkdError('NOT_FOUND', `template ${src} not found`);
-    let imagesDir: string | undefined;
-    if (rec.images) {
-      // A draft beside the destination (same filesystem, so adoptDir renames it); a crash leaves it to sweep().
-      imagesDir = this.#storage.path(poolLayout.templateImagesDraft(dst, randomBytes(4).toString('hex')));
-      await exec('cp', ['-a', '--reflink=auto', '--', this.imagesDir(src), imagesDir]);
-    }
+    // A draft beside the destination (same filesystem, so adoptDir renames it); a crash leaves it to sweep().
+    const draft = rec.images ? poolLayout.templateImagesDraft(dst, randomBytes(4).toString('hex')) : undefined;
     try {
-      await this.publish(dst, { rootfsKey: this.volume(src), imagesDir, from: rec.from, idmap: rec.idmap, image: rec.image });
+      if (draft) await exec('cp', ['-a', '--reflink=auto', '--', this.imagesDir(src), this.#storage.path(draft)]);
+      await this.publish(dst, { rootfsKey: this.volume(src), imagesDir: draft && this.#storage.path(draft), from: rec.from, idmap: rec.idmap, image: rec.image });
     } catch (err) {
-      if (imagesDir) await exec('rm', ['-rf', '--', imagesDir]).catch(() => {});
+      if (draft) await this.#storage.removeDir(draft).catch(() => {});
       throw err;
     }
   }
