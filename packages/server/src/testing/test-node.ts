@@ -171,9 +171,19 @@ export async function hostFootprint(node: Node, cgroupParent: string): Promise<{
   }
   const containers = (await node.runtime.list()).length;
   const fds = (await readdir('/proc/self/fd')).length;
-  const ps = await exec('pgrep', ['-f', '^/.forkd/init'], { allowFailure: true });
-  const guests = ps.stdout.split('\n').filter(Boolean).length;
+  const guests = await guestsUnder(cgroupParent);
   return { mounts, subvolumes, cgroups, containers, fds, guests };
+}
+
+/** Guest inits in this node's cgroups only: other nodes (a CI run, a bench) may run guests at the same time. */
+async function guestsUnder(cgroupParent: string): Promise<number> {
+  const ps = await exec('pgrep', ['-f', '^/.forkd/init'], { allowFailure: true });
+  let n = 0;
+  for (const pid of ps.stdout.split('\n').filter(Boolean)) {
+    const cg = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
+    if (cg.includes(`/${cgroupParent}/`) || cg.includes(`/${cgroupParent}\n`)) n++;
+  }
+  return n;
 }
 
 /**

@@ -25,3 +25,20 @@ export function setNetwork(c: ManagerContext, id: string, input: unknown): Promi
     return toInfo(await c.record(id));
   });
 }
+
+/**
+ * Every running sandbox's network rules made again (forkd's nftables table
+ * was removed by someone else: table-watch.ts), each under its lock so a
+ * rewind or a rule change in flight is not raced; failures are logged.
+ */
+export async function reapplyNetworks(c: ManagerContext): Promise<void> {
+  for (const r of await c.store.listSandboxes()) {
+    if (r.state !== 'running' || !r.network || r.network.mode === 'none') continue;
+    await c.locks
+      .exclusive(r.id, async () => {
+        const now = await c.store.getSandbox(r.id);
+        if (now?.state === 'running' && now.network) await c.instances.setNetwork(now.instance ?? now.id, now.network);
+      })
+      .catch((err: unknown) => c.logger.warn('network rules not applied again', { sandbox: r.id, error: String(err) }));
+  }
+}

@@ -28,24 +28,17 @@ import type { ManagerDeps } from './manager-deps.js';
 import { assembleManager, type ManagerParts } from './manager-parts.js';
 import { deleteSnapshot, forkTree, pinSnapshot, snapshotSandbox } from './snapshot-ops.js';
 import { policySnapshot, setLifetime, timeOut } from './lifetime.js';
-import { setNetwork } from './network-rules.js';
+import { reapplyNetworks, setNetwork } from './network-rules.js';
 import { toInfo, toSnapshotInfo } from './sandbox-info.js';
-import { OwnerSlots } from '../network/owner-slots.js';
+import { PortConnections } from './port-connections.js';
+import { sandboxMetrics } from './sandbox-metrics.js';
 import { TemplateTransfer } from '../transfer/template-transfer.js';
 import { exportSnapshot, type BlobTransfer } from './export-snapshot.js';
 import { importSnapshot } from './import-snapshot.js';
 import { exportTemplate } from './export-template.js';
 import { importTemplate } from './import-template.js';
 
-/**
- * Port-proxy connections open at once, per sandbox and on the node: each is
- * a socket of the daemon (and one being made a request to forkd-netns-dial),
- * so a client opening them without end would use up the daemon's file
- * descriptors (refused with RESOURCE_EXHAUSTED).
- */
-export const MAX_PORT_CONNECTIONS_PER_SANDBOX = 64;
-export const MAX_PORT_CONNECTIONS = 512;
-
+export { MAX_PORT_CONNECTIONS, MAX_PORT_CONNECTIONS_PER_SANDBOX } from './port-connections.js';
 export type { ManagerDeps } from './manager-deps.js';
 export type { ExecExit, ForkTree, NodeStats } from '../../node-contract/node-types.js';
 
@@ -66,7 +59,7 @@ export class SandboxManager {
   /** Last API use per sandbox (idle hibernation). */
   readonly #activity = new Map<string, number>();
   readonly #activityListeners = new Set<(id: string) => void>();
-  readonly #portSlots = new OwnerSlots({ total: MAX_PORT_CONNECTIONS, perOwner: MAX_PORT_CONNECTIONS_PER_SANDBOX });
+  readonly #ports: PortConnections;
   readonly #transfer: BlobTransfer | undefined;
   /** Template imports under way, by name (one receive of a template at a time). */
   readonly #templateImports = new Map<string, Promise<TemplateInfo>>();
@@ -79,6 +72,7 @@ export class SandboxManager {
     this.#maxima = parts.maxima;
     this.#disk = parts.diskUse;
     this.#guestDeadline = parts.guestDeadlineMs;
+    this.#ports = new PortConnections(deps.network, (id) => this.markActive(id));
     this.#transfer = deps.blobs && { blobs: deps.blobs, templates: new TemplateTransfer(deps.storage, deps.blobs, deps.logger) };
   }
 
@@ -182,26 +176,7 @@ export class SandboxManager {
   /** A connection to a port inside the sandbox; a hibernated one is resumed first, and traffic counts as activity. */
   async connectPort(id: string, port: number): Promise<PortConnection> {
     await this.guest(id);
-    const release = this.#portSlots.take(id);
-    if (!release) {
-      throw new ForkdError('RESOURCE_EXHAUSTED', `too many port connections open (at most ${MAX_PORT_CONNECTIONS_PER_SANDBOX} per sandbox, ${MAX_PORT_CONNECTIONS} per node)`, {
-        limitPerSandbox: MAX_PORT_CONNECTIONS_PER_SANDBOX,
-        limitPerNode: MAX_PORT_CONNECTIONS,
-      });
-    }
-    let c: PortConnection;
-    try {
-      c = await this.#d.network.connect(await this.#ctx.instances.key(id), port);
-    } catch (err) {
-      release();
-      throw err;
-    }
-    const tick = setInterval(() => this.markActive(id), 10_000);
-    void c.done.finally(() => {
-      clearInterval(tick);
-      release();
-    }).catch(() => {});
-    return c;
+    return this.#ports.open(id, await this.#ctx.instances.key(id), port);
   }
 
   spawn(id: string, opts: SpawnOptions, handlers: OutputHandlers = {}): Promise<ProcessStream> {
@@ -220,17 +195,9 @@ export class SandboxManager {
     return this.#d.templates.list();
   }
 
-  /** Usage plus disk; disk is measured by walking the volume (~0.2 s for 300 MB), so at most every 30 s. */
+  /** Usage plus disk (sandbox-metrics.ts). */
   async metrics(id: string): Promise<SandboxMetrics> {
-    const u = await this.usage(id);
-    let d = this.#disk.get(id);
-    if (!d || Date.now() - d.at > 30_000) {
-      d = { at: Date.now(), value: await this.#d.storage.diskUsage(await this.volume(id)) };
-      this.#disk.set(id, d);
-    }
-    const r = await this.#ctx.record(id);
-    const q = await this.#ctx.space.usage(await this.rootfs(id), await this.#ctx.instances.templateRoot(r), r.limits.diskMb);
-    return { ...u, diskBytes: d.value.totalBytes, diskWrittenBytes: d.value.exclusiveBytes, ...(q ? { diskQuotaUsedBytes: q.usedBytes, diskQuotaBytes: q.limitBytes } : {}) };
+    return sandboxMetrics(this.#ctx, this.#d.storage, this.#disk, id, await this.usage(id));
   }
 
   async stats(): Promise<NodeStats> {
@@ -426,15 +393,7 @@ export class SandboxManager {
    * rewind or a rule change in flight is not raced; failures are logged.
    */
   async reapplyNetworks(): Promise<void> {
-    for (const r of await this.#d.store.listSandboxes()) {
-      if (r.state !== 'running' || !r.network || r.network.mode === 'none') continue;
-      await this.#ctx.locks
-        .exclusive(r.id, async () => {
-          const now = await this.#d.store.getSandbox(r.id);
-          if (now?.state === 'running' && now.network) await this.#ctx.instances.setNetwork(now.instance ?? now.id, now.network);
-        })
-        .catch((err: unknown) => this.#d.logger.warn('network rules not applied again', { sandbox: r.id, error: String(err) }));
-    }
+    return reapplyNetworks(this.#ctx);
   }
 
   /** The lifetime ran out: pause (the lifetime is spent until a resume) or delete. */
