@@ -18,6 +18,7 @@ import type { Storage } from './storage/storage.js';
 import { TemplateRegistry } from './templates/template-registry.js';
 import { ImageVolumes } from './images/image-volumes.js';
 import { StepCache } from './dockerfile/step-cache.js';
+import { CachePruner } from './storage/cache-pruner.js';
 import { checkDrivers, makeRuntime, openStorage } from './drivers.js';
 import { lockNode, type NodeLock } from './node-lock.js';
 import { privateDir, tightenPrivateState, usePrivateUmask } from '../shared/private-state.js';
@@ -109,6 +110,8 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   await images.sweep();
   const steps = new StepCache(storage);
   await steps.sweep();
+  const cachePruner = new CachePruner({ steps, images }, config.buildCacheDays, logger);
+  cachePruner.start();
   const manager = new SandboxManager({
     store,
     storage,
@@ -170,6 +173,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
       scheduler?.stop();
       await quotaKeeper?.stop();
       await lineageSweeper?.stop();
+      await cachePruner.stop();
       await tableWatch.close();
       await manager.close();
       await network.close();

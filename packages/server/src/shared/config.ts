@@ -135,6 +135,8 @@ export interface ForkdConfig {
   registries: RegistryAccess;
   /** What one image may unpack to, in MiB (FORKD_IMAGE_MAX_MB, default 16384). */
   imageMaxMb: number;
+  /** Days a Dockerfile step or image layer is kept unused before it is pruned (FORKD_BUILD_CACHE_DAYS, default 7; 0 keeps them). */
+  buildCacheDays: number;
   /** The E2B-compatible control-plane API's port (FORKD_E2B_API_PORT, default 3000; 0 or `off`: not served). */
   e2bApiPort: number | null;
   /** The E2B-compatible envd gateway's port (FORKD_E2B_ENVD_PORT, default 49983; 0 or `off`: not served). */
@@ -262,6 +264,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     blobStore: parseBlobStoreConfig(env.FORKD_BLOB_STORE || `dir:${join(stateDir, 'blobs')}`),
     registries: registryAccessFromEnv(env),
     imageMaxMb: int(env.FORKD_IMAGE_MAX_MB, 16384, 'FORKD_IMAGE_MAX_MB'),
+    buildCacheDays: nonNegative(env.FORKD_BUILD_CACHE_DAYS, 7, 'FORKD_BUILD_CACHE_DAYS'),
     e2bApiPort: optionalPort(env.FORKD_E2B_API_PORT, 3000, 'FORKD_E2B_API_PORT'),
     e2bEnvdPort: optionalPort(env.FORKD_E2B_ENVD_PORT, 49983, 'FORKD_E2B_ENVD_PORT'),
     ...overrides,

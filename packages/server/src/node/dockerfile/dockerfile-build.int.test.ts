@@ -9,6 +9,10 @@ import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.j
 import { run } from '../../testing/helpers.js';
 import { startTestRegistry, type TestRegistry } from '../../testing/test-registry.js';
 import { debianLayer, writeTestImage } from '../../testing/test-images.js';
+import { silentLogger } from '../../shared/logger.js';
+import { poolLayout } from '../storage/pool-layout.js';
+import { ImageVolumes } from '../images/image-volumes.js';
+import { StepCache } from './step-cache.js';
 
 const dockerfile = (lastRun: string) => `# syntax=docker/dockerfile:1
 ARG BASE
@@ -144,5 +148,29 @@ describe('templates from Dockerfiles (a registry on loopback, an image made offl
     const s3 = await node.manager.create({ template: 'df-base' });
     assert.equal((await run(node.manager, s3.id, 'cat /opt/b.txt')).stdout, 'file a, changed\nfile a, changed\n', 'the failed builds left the template as it was');
     assert.equal((await node.manager.templates()).filter((x) => x.name.startsWith('forkd-stage-')).length, 0);
+  });
+
+  test('steps and image layers unused for the cache age are pruned; templates made from them keep working; a rebuild runs them again', async () => {
+    const req = { name: 'df-app', dockerfile: dockerfile('RUN echo three > /tmp/last'), buildArgs: { BASE: `${registry.host}/deb:1` } };
+    await build(req);
+    const steps = new StepCache(node.storage);
+    const images = new ImageVolumes({ storage: node.storage, access: node.config.registries, maxBytes: 2 ** 30, logger: silentLogger });
+    const volumes = async () => ({ steps: (await node.storage.list(poolLayout.buildSteps)).length, layers: (await node.storage.list(poolLayout.imageLayers)).length });
+    const made = await volumes();
+    assert.ok(made.steps > 0 && made.layers > 0, JSON.stringify(made));
+    // Used just now: a week's age keeps everything.
+    assert.deepEqual((await steps.prune(7 * 86_400_000)).removed, []);
+    assert.deepEqual((await images.prune(7 * 86_400_000)).removed, []);
+    const later = Date.now() + 8 * 86_400_000;
+    const pruned = { steps: await steps.prune(7 * 86_400_000, later), layers: await images.prune(7 * 86_400_000, later) };
+    assert.equal(pruned.steps.failed + pruned.layers.failed, 0);
+    assert.deepEqual(await volumes(), { steps: 0, layers: 0 });
+    const s = await node.manager.create({ template: 'df-app' });
+    assert.equal((await run(node.manager, s.id, 'cat /tmp/last a.txt')).stdout, 'three\nfile a, changed\n', 'the template keeps its files');
+    const again = await build({ ...req, dockerfile: dockerfile('RUN echo four > /tmp/last') });
+    assert.ok(again.lines.some((l) => /pulling 2 layer/.test(l)), again.lines.join('\n'));
+    assert.equal(again.steps.filter((x) => x.status === 'cached').length, 0, 'nothing left to take from the cache');
+    const s2 = await node.manager.create({ template: 'df-app' });
+    assert.equal((await run(node.manager, s2.id, 'cat /tmp/last')).stdout, 'four\n');
   });
 });

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, lstat, mkdir, readFile, rm } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkdError, formatImageRef, isLocalImageRef, parseImageRef, type ImageRef, type RegistryAuth } from '@forkd/protocol';
 import type { Logger } from '../../shared/logger.js';
 import { poolLayout } from '../storage/pool-layout.js';
 import type { Storage } from '../storage/storage.js';
+import { VolumeUse } from '../storage/volume-use.js';
 import { chainIds, parseImageConfig, parseManifest, type ImageConfig, type ImageDefaults } from './image-config.js';
 import { applyLayer, fileDigest, LayerError, type UnpackBudget } from './layer-apply.js';
 import type { RegistryAccess } from './registry-access.js';
@@ -42,21 +43,47 @@ const MOUNT_POINTS: [string, number][] = [['proc', 0o555], ['sys', 0o555], ['dev
  * copies it (layers decompressed) into a private directory, each layer is
  * checked against its diff id and applied onto a snapshot of the chain
  * below it (shared by every image with the same lower layers), and the
- * top chain gets its mount points. One pull at a time per node.
+ * top chain gets its mount points. One pull (or prune) at a time per node.
  */
 export class ImageVolumes {
   readonly #d: ImageVolumesDeps;
+  readonly #use: VolumeUse;
   #queue: Promise<unknown> = Promise.resolve();
 
   constructor(deps: ImageVolumesDeps) {
     this.#d = deps;
+    this.#use = new VolumeUse(deps.storage.path(poolLayout.buildCacheUse));
   }
 
   /** The root volume for an image reference (pulled and unpacked when not cached). */
   volumeFor(refText: string, opts: { auth?: RegistryAuth | undefined; progress: (line: string) => void | Promise<void> }): Promise<ImageVolume> {
     const parsed = parseImageRef(refText);
     if (!parsed.ok) throw new ForkdError('INVALID_ARGUMENT', `invalid image reference: ${parsed.error}`);
-    const run = this.#queue.then(() => this.#pull(parsed.ref, opts.auth, opts.progress));
+    return this.#queued(() => this.#pull(parsed.ref, opts.auth, opts.progress));
+  }
+
+  /**
+   * Removes layer volumes neither made nor used within `maxAgeMs`, between
+   * pulls (a pull marks what it returns as used, so its build keeps it).
+   * Templates made from an image keep their files (snapshots share extents).
+   */
+  prune(maxAgeMs: number, now = Date.now()): Promise<{ removed: string[]; failed: number }> {
+    const { storage } = this.#d;
+    return this.#queued(() =>
+      this.#use.prune(
+        {
+          keys: async () => (await storage.list(poolLayout.imageLayers).catch(() => [])).filter((k) => !poolLayout.isDraft(k)),
+          madeAt: async (key) => (await stat(storage.path(key)).catch(() => undefined))?.ctimeMs,
+          remove: (key) => storage.remove(key),
+        },
+        maxAgeMs,
+        now,
+      ),
+    );
+  }
+
+  #queued<T>(job: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(job);
     this.#queue = run.catch(() => {});
     return run;
   }
@@ -85,6 +112,7 @@ export class ImageVolumes {
         await this.#root(chains.at(-1)!);
       } else await progress(`image ${name}: cached`);
       const rootKey = poolLayout.imageRoot(chains.at(-1)!);
+      for (const key of [rootKey, ...chains.map((c) => poolLayout.imageLayer(c))]) await this.#use.use(key);
       const rootPath = storage.path(rootKey);
       const shell = !(await existsInScope(rootPath, '/bin/bash')) && (await existsInScope(rootPath, '/bin/sh')) ? ['/bin/sh', '-c'] : undefined;
       return { rootKey, cacheKey: chains.at(-1)!, ref: name, defaults: config.defaults, ...(shell ? { shell } : {}) };

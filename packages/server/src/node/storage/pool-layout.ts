@@ -50,6 +50,8 @@ export const poolLayout = {
   buildStepDraft: (suffix: string): string => `build-steps/.tmp-${suffix}`,
   /** Keys of Dockerfile steps that change no files (ENV, USER...), as empty files: a plain directory, so a rebuild can say they were CACHED. */
   buildStepMarks: 'build-step-marks',
+  /** When each build-cache entry (a step, a step mark, an image layer) was last used, as empty files' mtimes (storage/volume-use.ts). */
+  buildCacheUse: 'build-cache-use',
   /** Plain directories of pulls under way (skopeo's copies, credentials); removed after each, and at start. */
   imagePulls: 'image-pulls',
 } as const;
