@@ -17,7 +17,8 @@ Run 'forkd COMMAND --help' for a command's options.
 
 Environment:
   FORKD_URL       server of the remote commands (default http://127.0.0.1:8080)
-  FORKD_API_KEY   sent as a bearer token
+  FORKD_API_KEY   sent as a bearer token (default: as root on the server, its admin key)
+  FORKD_TENANT    with an admin key: act as this tenant
   FORKD_DEBUG=1   more detail on errors
 `;
 }

@@ -14,7 +14,7 @@ The nodes of a fleet (admin keys only): a control plane started without
 --node serves every node that joined it (FORKD_CONTROL_PLANE_URL and the
 control plane's join.token on the node).
 
-  ls      Lists nodes: id, state, memory free, pool free, sandboxes, last heartbeat.
+  ls       Lists nodes: id, state, memory free, pool free, sandboxes, last heartbeat.
   drain    The node takes no new sandboxes, and every sandbox on it moves to
            another node (same id, processes and memory); prints what moved.
   rm       Forgets a node (refused while sandboxes are placed on it, unless it is lost).

@@ -6,14 +6,25 @@ import { UsageError } from '../usage-error.js';
 import { NETWORK_LIMIT_OPTIONS, parseNetworkLimits } from './network-limit-args.js';
 import { formatRules, parseMode } from './network.js';
 
-export const TEMPLATE_NETWORK_USAGE = `       forkd template network NAME [--mode none|egress] [--allow-out RULE]...
+/** `forkd template network`'s synopsis, what it does and its options, for `forkd template --help`. */
+export const TEMPLATE_NETWORK_SYNOPSIS = `       forkd template network NAME [--mode none|egress] [--allow-out RULE]...
                      [--deny-out RULE]... [--bandwidth MBPS] [--max-connections N]
                      [--clear] [--json]
+`;
 
-  network Shows template NAME's default network (what a create from it that
+export const TEMPLATE_NETWORK_SUMMARY = `  network Shows template NAME's default network (what a create from it that
           names none gets; its tenant's policy still caps it); with --mode it
           is replaced, with --clear removed. Its owner sets it (admin keys
           for shared templates: the key's own tenant's).
+`;
+
+export const TEMPLATE_NETWORK_OPTIONS = `      --mode M          network: none or egress
+      --allow-out RULE  network: an allowed destination (repeatable)
+      --deny-out RULE   network: a denied destination (repeatable)
+      --bandwidth MBPS  network: bandwidth cap in Mbit/s, each direction
+      --max-connections N
+                        network: concurrent connections
+      --clear           network: remove the template's default network
 `;
 
 export interface TemplateNetworkArgs {

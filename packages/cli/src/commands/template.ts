@@ -11,14 +11,14 @@ import { formatAge, printJson, table } from '../format.js';
 import { reportError } from '../report-error.js';
 import { styleFor } from '../style.js';
 import { UsageError } from '../usage-error.js';
-import { parseTemplateNetworkArgs, runTemplateNetwork, TEMPLATE_NETWORK_USAGE, type TemplateNetworkArgs } from './template-network.js';
+import { parseTemplateNetworkArgs, runTemplateNetwork, TEMPLATE_NETWORK_OPTIONS, TEMPLATE_NETWORK_SUMMARY, TEMPLATE_NETWORK_SYNOPSIS, type TemplateNetworkArgs } from './template-network.js';
 
 const USAGE = `Usage: forkd template ls [--json]
-       forkd template build NAME [--from TEMPLATE | --from-image REF] [--apt PKG]... [--shared] [--run CMD]... [--start CMD [--ready CMD]] [--json]
+       forkd template build NAME [--from TEMPLATE | --from-image REF [--registry-user USER]] [--apt PKG]... [--shared] [--run CMD]... [--start CMD [--ready CMD]] [--json]
        forkd template build NAME --recipe code-interpreter [--json]
        forkd template build NAME --dockerfile PATH [--context DIR] [--build-arg NAME=VALUE]... [--json]
        forkd template rm NAME...
-${TEMPLATE_NETWORK_USAGE}
+${TEMPLATE_NETWORK_SYNOPSIS}
 Templates are what sandboxes are created from (forkd create --template NAME).
 
   ls      Lists the templates. A WARM one starts its sandboxes with the
@@ -52,7 +52,7 @@ Templates are what sandboxes are created from (forkd create --template NAME).
           CACHED for the steps whose inputs did not change and runs the rest.
   rm      Deletes templates (not base). Prints each name deleted; carries on
           past failures and exits 1 if any failed.
-
+${TEMPLATE_NETWORK_SUMMARY}
 Options:
       --from TEMPLATE   build: the template to start from (default base)
       --from-image REF  build: the OCI image to start from
@@ -71,8 +71,8 @@ Options:
       --start CMD       build: a long-running command left running in the template
       --ready CMD       build: run until it exits 0 before the template is
                         taken (e.g. curl -sf localhost:8000/health), at most 120 s
-      --json            ls: print the templates as a JSON array;
-                        build: print the template as JSON
+${TEMPLATE_NETWORK_OPTIONS}      --json            ls: print the templates as a JSON array;
+                        build: print the template as JSON; network: print it as JSON
 `;
 
 const SUBCOMMANDS = ['ls', 'build', 'rm', 'network'] as const;

@@ -6,17 +6,33 @@ import { printJson } from '../format.js';
 import { UsageError } from '../usage-error.js';
 import { formatRules, parseMode } from './network.js';
 
-export const TENANT_NETWORK_USAGE = `       forkd tenants network TENANT [--egress allow|deny] [--deny-out RULE]...
+/** `forkd tenants network`'s synopsis, for `forkd tenants --help`'s usage lines. */
+export const TENANT_NETWORK_SYNOPSIS = `       forkd tenants network TENANT [--egress allow|deny] [--deny-out RULE]...
                      [--max-bandwidth MBPS|unlimited] [--max-connections N|unlimited]
                      [--default-network none|egress] [--default-allow-out RULE]...
                      [--default-deny-out RULE]... [--no-default] [--reset] [--json]
+`;
 
-network: shows a tenant's network policy; with options, changes it (admin
-keys only). --egress deny refuses egress to its sandboxes; --deny-out is
-forced (a sandbox's allow never overrides it; given, it replaces the list);
-the maxima are what a sandbox gets when it asks for none and the most it may
-ask for. The default network is what its creates get when neither they nor
-their template name one. A call past the policy answers PERMISSION_DENIED.
+/** What it does, and its options, for `forkd tenants --help`. */
+export const TENANT_NETWORK_SUMMARY = `  network  Shows a tenant's network policy; with options, changes it (admin
+           keys only; every key may read its own tenant's). A call past the
+           policy answers PERMISSION_DENIED.
+`;
+
+export const TENANT_NETWORK_OPTIONS = `Options of network:
+      --egress allow|deny      deny: its sandboxes may not have egress
+      --deny-out RULE          a forced denial: a sandbox's allow never overrides
+                               it (repeatable; given, it replaces the list)
+      --max-bandwidth MBPS     what a sandbox gets when it asks for none and the
+                               most it may ask for, in Mbit/s (or unlimited)
+      --max-connections N      the same for concurrent connections (or unlimited)
+      --default-network MODE   none or egress: what its creates get when neither
+                               they nor their template name a network
+      --default-allow-out RULE the default network's allowed destinations (repeatable)
+      --default-deny-out RULE  the default network's denied destinations (repeatable)
+      --no-default             remove the default network
+      --reset                  remove the whole policy (before the other options)
+      --json                   print JSON
 `;
 
 export interface TenantNetworkArgs {

@@ -5,19 +5,19 @@ import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';
 import { printJson, table } from '../format.js';
 import { UsageError } from '../usage-error.js';
-import { runTenantNetwork, TENANT_NETWORK_USAGE } from './tenant-network.js';
+import { runTenantNetwork, TENANT_NETWORK_OPTIONS, TENANT_NETWORK_SUMMARY, TENANT_NETWORK_SYNOPSIS } from './tenant-network.js';
 
 const USAGE = `Usage: forkd tenants limits TENANT [--sandboxes N] [--memory MB] [--cpus N]
                      [--snapshots N] [--disk MB] [--reset] [--json]
-
-Shows a tenant's limits and what it uses now; with options, changes them
-(admin keys only; every key may read its own tenant's). A call that would
-take a tenant past a limit answers RESOURCE_EXHAUSTED naming the limit.
-
-Each option takes a number, "unlimited", or "default" (the server's
-FORKD_TENANT_MAX_* value); limits not named keep what they were.
-
-Options:
+${TENANT_NETWORK_SYNOPSIS}
+  limits   Shows a tenant's limits and what it uses now; with options,
+           changes them (admin keys only; every key may read its own
+           tenant's). A call that would take a tenant past a limit answers
+           RESOURCE_EXHAUSTED naming the limit. Each option takes a number,
+           "unlimited", or "default" (the server's FORKD_TENANT_MAX_* value);
+           limits not named keep what they were.
+${TENANT_NETWORK_SUMMARY}
+Options of limits:
       --sandboxes N     running sandboxes (creating or running; paused ones do not count)
       --memory MB       total memory limit of the running sandboxes
       --cpus N          total CPUs of the running sandboxes
@@ -26,7 +26,7 @@ Options:
       --reset           every limit back to the server's default
       --json            print JSON
 
-${TENANT_NETWORK_USAGE}`;
+${TENANT_NETWORK_OPTIONS}`;
 
 const FLAGS: Record<string, TenantLimitName> = { sandboxes: 'runningSandboxes', memory: 'memoryMb', cpus: 'cpus', snapshots: 'snapshots', disk: 'diskMb' };
 
