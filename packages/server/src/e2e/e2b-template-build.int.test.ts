@@ -102,7 +102,8 @@ describe("E2B's template builder (Template.build) against forkd serve", { skip: 
 
   test('tags: alias:tag builds its own template; assignTags copies it under more tags; getTags lists; removeTags deletes', async () => {
     const v1 = `${alias}:v1`;
-    const b = await Template.build(Template().fromTemplate('base').runCmd('echo one > /tmp/version'), v1, opts);
+    // v1 is warm (its start command running), so the tags copied from it carry its memory images too.
+    const b = await Template.build(Template().fromTemplate('base').runCmd('echo one > /tmp/version').setStartCmd("sh -c 'echo up > /tmp/up; exec sleep 7777'", waitForFile('/tmp/up')), v1, opts);
     await Template.build(Template().fromTemplate('base').runCmd('echo two > /tmp/version'), alias, opts);
     const tagged = await Template.assignTags(v1, ['prod', 'stable'], opts);
     assert.equal(tagged.buildId, b.buildId);
@@ -114,6 +115,8 @@ describe("E2B's template builder (Template.build) against forkd serve", { skip: 
       const s = await Sandbox.create(name, { timeoutMs: 60_000 });
       try {
         assert.equal((await s.files.read('/tmp/version')).trim(), want, name);
+        const started = await s.commands.run('pgrep -f "^sleep 7777" || true');
+        assert.equal(started.stdout.trim() !== '', want === 'one', `${name}: the start command ${want === 'one' ? 'runs, restored from the copied images' : 'is not there'}`);
       } finally {
         await s.kill();
       }
