@@ -23,9 +23,10 @@ export const PACKAGES = ['btrfs-progs', 'debootstrap', 'runc', 'patchelf', 'ipro
  * (testing/postgres-server.ts; forkd itself only connects to one,
  * FORKD_DATABASE_URL; Debian's package also makes a `main` cluster); the
  * image tests start a registry (docker-registry, distribution 2.8) on
- * loopback and build images offline from a static busybox and musl programs.
+ * loopback and build images offline from a static busybox and musl programs;
+ * the web console's end-to-end test drives Debian's chromium (playwright-core).
  */
-const SETUP_ONLY_PACKAGES = ['postgresql', 'docker-registry', 'busybox-static', 'musl-tools'];
+const SETUP_ONLY_PACKAGES = ['postgresql', 'docker-registry', 'busybox-static', 'musl-tools', 'chromium'];
 
 /**
  * umask of the tools that build root filesystems sandboxes will run on
@@ -53,7 +54,7 @@ export async function dpkgInstalled(pkg: string): Promise<boolean> {
 
 /** `forkd setup`'s packages beyond what every start needs (SETUP_ONLY_PACKAGES). */
 export async function installSetupOnlyPackages(progress: Progress): Promise<void> {
-  await step(progress, 'packages for the tests (PostgreSQL, a registry, busybox, musl)', (d) => installPackages(SETUP_ONLY_PACKAGES, d));
+  await step(progress, 'packages for the tests (PostgreSQL, a registry, busybox, musl, chromium)', (d) => installPackages(SETUP_ONLY_PACKAGES, d));
   // Debian starts the registry as a service on :5000 of every address: the tests start their own on loopback.
   if (existsSync('/run/systemd/system')) await exec('systemctl', ['disable', '--now', 'docker-registry'], { allowFailure: true });
 }

@@ -20,6 +20,7 @@ import { mountRoutes } from './routes/index.js';
 import { SecretService } from '../secrets/secret-service.js';
 import { mcpHandler, type McpEndpoint } from './mcp-endpoint.js';
 import type { Fleet } from '../../fleet/fleet.js';
+import { mountConsole } from './console-assets.js';
 
 export type { AppEnv } from './app-env.js';
 
@@ -127,6 +128,8 @@ export function createApp({ svc, control, logger, proxyDomain, mcp, fleet, metri
   const openapi = openApiDocument(SERVER_VERSION);
   app.get('/openapi.json', (c) => c.json(openapi));
   mountRoutes(app, deps, 'public');
+  // The web console's static files (no key: the page signs in with one and calls the API like any client).
+  mountConsole(app);
 
   // Every other call: who is calling (the key's tenant scopes all it sees), then one audit record.
   const authenticated: MiddlewareHandler<AppEnv> = async (c, next) => {

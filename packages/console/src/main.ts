@@ -1,0 +1,66 @@
+import { ApiClient } from './api.js';
+import { ROUTES, HOME } from './routes.js';
+import { matchRoute, parseHash, toHash } from './router.js';
+import { sessionKeyStore } from './session.js';
+import { h, replace } from './ui/dom.js';
+import { layout, type Layout } from './ui/layout.js';
+import type { Mounted, ViewContext } from './view.js';
+import { signInView } from './views/sign-in.js';
+
+const keys = sessionKeyStore(sessionStorage);
+const root = document.getElementById('app')!;
+let frame: Layout | undefined;
+let current: Mounted | undefined;
+
+function signOut(): void {
+  keys.clear();
+  frame = undefined;
+  showSignIn();
+}
+
+function showSignIn(): void {
+  current?.dispose?.();
+  current = undefined;
+  document.title = 'Sign in · forkd';
+  replace(root, signInView((key) => {
+    keys.set(key);
+    if (parseHash(location.hash).path === '/') location.hash = toHash(HOME);
+    render();
+  }));
+}
+
+/** Shows the page the hash names (the sign-in page without a key). */
+function render(): void {
+  const key = keys.get();
+  if (!key) return showSignIn();
+  const loc = parseHash(location.hash);
+  const match = matchRoute(ROUTES, loc.path);
+  if (!match) {
+    location.replace(toHash(HOME));
+    return;
+  }
+  if (!frame) {
+    frame = layout(ROUTES, signOut);
+    replace(root, frame.el);
+  }
+  current?.dispose?.();
+  const ctx: ViewContext = {
+    api: new ApiClient(key),
+    params: match.params,
+    query: loc.query,
+    navigate: (path, query) => void (location.hash = toHash(path, query)),
+    signOut,
+  };
+  try {
+    current = match.route.view(ctx);
+  } catch (err) {
+    current = { el: h('p', { class: 'notice notice-error', role: 'alert' }, String(err)) };
+  }
+  document.title = `${match.route.title} · forkd`;
+  frame.setCurrent(loc.path);
+  replace(frame.main, current.el);
+  frame.main.focus({ preventScroll: true });
+}
+
+window.addEventListener('hashchange', render);
+render();

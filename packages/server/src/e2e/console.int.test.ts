@@ -1,0 +1,109 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { api } from '../testing/http-client.js';
+import { hasChromium, PHONE, startConsoleHarness, type ConsoleHarness } from '../testing/console-browser.js';
+import { isRoot } from '../testing/test-node.js';
+
+describe('web console in a real browser (Chromium) against a real forkd serve', { skip: (!isRoot && 'needs root') || (!hasChromium && 'needs chromium (forkd setup installs it)') }, () => {
+  let h: ConsoleHarness;
+  let acmeKey = '';
+  let betaKey = '';
+  let sandboxId = '';
+
+  before(async () => {
+    h = await startConsoleHarness('console');
+    acmeKey = await h.key('acme');
+    betaKey = await h.key('beta');
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  test('a wrong key is refused on the sign-in page, with the reason', async () => {
+    const page = await h.page();
+    await page.goto(`${h.url}/`);
+    await h.screenshot(page, 'sign-in');
+    await page.getByLabel('API key').fill('fk_wrong_key_000000000000000000000');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'UNAUTHENTICATED' }).waitFor();
+    await h.screenshot(page, 'sign-in-refused');
+    assert.equal(await page.getByRole('heading', { name: 'Sandboxes' }).count(), 0);
+    assert.equal(await page.evaluate('sessionStorage.length'), 0, 'a refused key is not kept');
+    await page.context().close();
+  });
+
+  test('sign in, create a sandbox from the form, see it listed running; sign out forgets the key', async () => {
+    const page = await h.page();
+    await h.signIn(page, acmeKey);
+    assert.equal(await page.evaluate('localStorage.length'), 0, 'nothing in localStorage');
+    await page.getByText('New sandbox').click();
+    await page.getByLabel('Metadata', { exact: true }).last().fill('owner=console-test');
+    await page.getByRole('button', { name: 'Create sandbox' }).click();
+    const created = page.getByRole('status').filter({ hasText: /Created sbx-/ });
+    await created.waitFor({ timeout: 120_000 });
+    sandboxId = /Created (sbx-\S+)/.exec((await created.textContent()) ?? '')![1]!;
+    const row = page.getByRole('row').filter({ hasText: sandboxId });
+    await row.getByText('running').waitFor();
+    assert.equal((await api({ url: h.url, apiKey: acmeKey }, 'GET', `/v1/sandboxes/${sandboxId}`)).json.metadata.owner, 'console-test');
+    await h.screenshot(page, 'sandboxes');
+    // Filters go through the API's own (state, metadata).
+    await page.getByLabel('Metadata').first().fill('owner=nobody');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByText('No sandboxes here yet.').waitFor();
+    await page.getByLabel('Metadata').first().fill('owner=console-test');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByRole('row').filter({ hasText: sandboxId }).waitFor();
+    const phone = await h.page(PHONE);
+    await h.signIn(phone, acmeKey);
+    await phone.getByRole('row').filter({ hasText: sandboxId }).waitFor();
+    await h.screenshot(phone, 'sandboxes-phone');
+    assert.deepEqual(page.errors, []);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').waitFor();
+    assert.equal(await page.evaluate('sessionStorage.length'), 0);
+    await page.context().close();
+    await phone.context().close();
+  });
+
+  test('the sandbox page: type in the terminal and see the output; upload a file and see it in the file browser', async () => {
+    assert.ok(sandboxId, 'an earlier test made one');
+    const page = await h.page();
+    await h.signIn(page, acmeKey);
+    await page.getByRole('link', { name: sandboxId }).click();
+    await page.getByRole('heading', { name: sandboxId }).waitFor();
+    const screen = page.getByRole('group', { name: 'Terminal' });
+    await screen.locator('.xterm-rows').waitFor();
+    const shows = (text: string) => screen.locator('.xterm-rows', { hasText: text }).waitFor({ timeout: 30_000 });
+    await shows('#');
+    await screen.click();
+    // What the shell prints (42) is not what was typed ($((6*7))): the output came from the sandbox.
+    await page.keyboard.type('echo console-$((6*7))\n');
+    await shows('console-42');
+    const file = join(await mkdtemp(join(tmpdir(), 'forkd-console-upload-')), 'hello-console.txt');
+    await writeFile(file, 'uploaded from the browser\n');
+    await page.getByLabel('Upload files').setInputFiles(file);
+    await page.getByRole('status').filter({ hasText: 'Uploaded /root/hello-console.txt' }).waitFor();
+    await page.getByRole('table', { name: 'Files in /root' }).getByText('hello-console.txt').waitFor();
+    await screen.click();
+    await page.keyboard.type("cat /root/hello-console.txt | tr ' a-z' '_A-Z'\n");
+    await shows('UPLOADED_FROM_THE_BROWSER');
+    await h.screenshot(page, 'sandbox');
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  });
+
+  test('another tenant never sees the sandbox: not listed, and its page is NOT_FOUND', async () => {
+    assert.ok(sandboxId, 'the previous test made one');
+    const page = await h.page();
+    await h.signIn(page, betaKey);
+    await page.getByText('No sandboxes here yet.').waitFor();
+    assert.equal(await page.getByText(sandboxId).count(), 0);
+    await page.goto(`${h.url}/#/sandboxes/${sandboxId}`);
+    await page.getByRole('alert').filter({ hasText: 'NOT_FOUND' }).waitFor();
+    await h.screenshot(page, 'other-tenant');
+    await page.context().close();
+  });
+});
