@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ForkdClient, ForkdError, type Sandbox } from '@forkd/sdk';
+import { httpFetch } from './http-fetch.js';
 
 /**
  * The client for remote commands: FORKD_URL selects the server, FORKD_API_KEY
@@ -8,7 +9,7 @@ import { ForkdClient, ForkdError, type Sandbox } from '@forkd/sdk';
  * `forkd setup` left in the state dir.
  */
 export function connect(): ForkdClient {
-  return new ForkdClient({ apiKey: process.env.FORKD_API_KEY || localAdminKey() });
+  return new ForkdClient({ apiKey: process.env.FORKD_API_KEY || localAdminKey(), fetch: httpFetch });
 }
 
 function localAdminKey(): string | undefined {

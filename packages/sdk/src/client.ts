@@ -9,6 +9,7 @@ import { Tenants } from './tenants.js';
 import { Secrets } from './secrets.js';
 import { Approvals } from './approvals.js';
 import type { WebSocketConstructor } from './websocket.js';
+import type { FetchLike } from './fetch-like.js';
 
 export interface ForkdClientOptions {
   /** Default: env FORKD_URL, else http://127.0.0.1:8080. */
@@ -17,8 +18,8 @@ export interface ForkdClientOptions {
   apiKey?: string;
   /** Admin keys: make every call as this tenant (its sandboxes, templates, limits), audited under the admin's key. Default: env FORKD_TENANT. */
   tenant?: string;
-  /** A fetch to use instead of the global one. */
-  fetch?: typeof globalThis.fetch;
+  /** A fetch to use instead of the global one (it may answer with anything shaped like a Response). */
+  fetch?: FetchLike;
   /** A WebSocket class to use instead of the global one (interactive streams). */
   WebSocket?: WebSocketConstructor;
 }

@@ -2,6 +2,7 @@ import { ERROR_CODES, ForkdError, fromErrorBody, isErrorCode, type ErrorCode } f
 import { TENANT_HEADER } from '@forkd/protocol/tenant-header';
 import { patientDispatcher } from './patient-dispatcher.js';
 import { describeCause } from './wire-error.js';
+import type { FetchLike, WireRequestInit, WireResponse } from './fetch-like.js';
 
 export type QueryValue = string | number | boolean | undefined;
 
@@ -21,18 +22,15 @@ export interface TransportOptions {
   apiKey?: string | undefined;
   /** An admin key's calls made as this tenant (TENANT_HEADER). */
   tenant?: string | undefined;
-  fetch?: typeof globalThis.fetch | undefined;
+  fetch?: FetchLike | undefined;
 }
-
-/** undici's extensions of RequestInit; other runtimes ignore them. */
-type FetchInit = Omit<RequestInit, 'dispatcher' | 'duplex'> & { duplex?: 'half'; dispatcher?: object };
 
 /** The one place that talks HTTP: URLs, auth, and turning every failure into a ForkdError. */
 export class HttpTransport {
   readonly baseUrl: string;
   readonly apiKey: string | undefined;
   readonly tenant: string | undefined;
-  readonly #fetch: typeof globalThis.fetch;
+  readonly #fetch: FetchLike;
   readonly #customFetch: boolean;
 
   constructor(opts: TransportOptions) {
@@ -43,7 +41,7 @@ export class HttpTransport {
     this.apiKey = opts.apiKey || undefined;
     this.tenant = opts.tenant || undefined;
     this.#customFetch = opts.fetch !== undefined;
-    this.#fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.#fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init as RequestInit));
   }
 
   url(path: string, query?: Record<string, QueryValue>): string {
@@ -62,16 +60,16 @@ export class HttpTransport {
   }
 
   /** Sends a request; resolves only for 2xx answers, whose body is left to the caller. */
-  async request(method: string, path: string, opts: RequestOptions = {}): Promise<Response> {
+  async request(method: string, path: string, opts: RequestOptions = {}): Promise<WireResponse> {
     const headers: Record<string, string> = { accept: 'application/json', ...this.authHeaders() };
-    const init: FetchInit = { method, headers };
+    const init: WireRequestInit = { method, headers };
     if (opts.signal) init.signal = opts.signal;
     if (opts.json !== undefined) {
       headers['content-type'] = 'application/json';
       init.body = JSON.stringify(opts.json);
     } else if (opts.body !== undefined) {
       headers['content-type'] = 'application/octet-stream';
-      init.body = opts.body as NonNullable<RequestInit['body']>;
+      init.body = opts.body;
       if (opts.body instanceof ReadableStream) {
         init.duplex = 'half';
         // A stream body cannot be replayed for a redirect anyway, and with redirects allowed
@@ -80,12 +78,13 @@ export class HttpTransport {
       }
     }
     if (opts.streaming && !this.#customFetch) {
+      // undici's extension of RequestInit, for the global fetch only.
       const dispatcher = await patientDispatcher();
-      if (dispatcher) init.dispatcher = dispatcher;
+      if (dispatcher) Object.assign(init, { dispatcher });
     }
-    let res: Response;
+    let res: WireResponse;
     try {
-      res = await this.#fetch(this.url(path, opts.query), init as RequestInit);
+      res = await this.#fetch(this.url(path, opts.query), init);
     } catch (err) {
       throw this.#networkError(err, opts.signal);
     }
@@ -118,7 +117,7 @@ export class HttpTransport {
 }
 
 /** Rebuilds the server's ForkdError; a body that is not ours (a proxy's page) is mapped by status. */
-export async function errorFromResponse(res: Response): Promise<ForkdError> {
+export async function errorFromResponse(res: WireResponse): Promise<ForkdError> {
   const text = await res.text().catch(() => '');
   let body: unknown = null;
   try {

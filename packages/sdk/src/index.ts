@@ -13,6 +13,7 @@ export { SandboxFiles, type Watcher } from './sandbox-files.js';
 export { StreamSession, type PtySession } from './stream-session.js';
 export { utf8Chunks } from './bytes.js';
 export type { WebSocketConstructor, WebSocketLike } from './websocket.js';
+export type { FetchLike, WireRequestInit, WireResponse } from './fetch-like.js';
 export type * from './types.js';
 export { ForkdError, isErrorCode, ERROR_CODES, type ErrorCode } from '@forkd/protocol/errors';
 export type { SandboxInfo, SandboxState, SnapshotInfo, TemplateInfo, BuildTemplateRequest, BuildStep, BuildContext, ContextEntry, ProcessInfo, FileEntry, WatchEvent, KeyInfo, CreatedKey, CreateKeyRequest, AuditRecord, TenantLimits, TenantLimitsInfo, TenantUsage, EffectiveTenantLimits, PutTenantLimitsRequest, TenantLimitName, NetworkRules, NetworkRulesInput, NetworkMode, SetNetworkRequest, TenantNetworkPolicy, TenantNetworkInfo, PutTenantNetworkRequest, TemplateNetworkInfo, PolicyDocument, PolicyRules, ExecRules, ExecContext, PolicyAnswer, ApprovalInfo, SecretInfo, GrantInfo, CreateGrantRequest, GrantSpecInput, NodeInfo, NodeCapacity, NodeState, MigrationInfo, DrainResult } from '@forkd/protocol';

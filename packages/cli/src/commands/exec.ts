@@ -6,6 +6,7 @@ import { openSandbox, requireWebSocket } from '../connect.js';
 import { exitStatus } from '../exit-status.js';
 import { printJson } from '../format.js';
 import { forwardInterrupts } from '../interrupts.js';
+import { stdinKind } from '../stdin-kind.js';
 import { UsageError } from '../usage-error.js';
 import { contextSummary } from './approvals.js';
 
@@ -21,8 +22,8 @@ shell explicitly:
 
 Piped stdin is streamed to the process as it comes:
   tar c src | forkd exec ID -- tar x -C /work
-From a terminal the process gets no stdin (use forkd shell for interactive
-programs). Ctrl-C is passed to the process; a second Ctrl-C detaches.
+From a terminal or /dev/null the process gets no stdin (use forkd shell for
+interactive programs). Ctrl-C is passed to the process; a second Ctrl-C detaches.
 
 Options:
   -b, --background    start it, print its pid and return; it keeps running
@@ -126,7 +127,7 @@ function notifyWaiting(w: WaitingForApproval): void {
   process.stderr.write(`forkd: waiting for approval ${w.approvalId} (rule ${w.rule}; until ${w.expiresAt}${ctx ? `; with ${ctx}` : ''}): forkd approve ${w.approvalId}\n`);
 }
 
-/** From a terminal: the NDJSON exec route, stdin empty. */
+/** Nothing to stream (a terminal, /dev/null, per-call grants): one NDJSON exec request, no WebSocket; the process's stdin is empty. */
 async function viaExecRoute(sb: Sandbox, args: ExecArgs): Promise<Outcome> {
   let pid = 0;
   const restore = forwardInterrupts((sig) => {
@@ -207,7 +208,7 @@ export const execCommand: CliCommand = {
       return 0;
     }
     // Per-call grants ride on the exec route (the stream route has none): stdin is not streamed then.
-    const outcome = process.stdin.isTTY || args.grants.length ? await viaExecRoute(sb, args) : await viaStream(sb, args);
+    const outcome = stdinKind() !== 'data' || args.grants.length ? await viaExecRoute(sb, args) : await viaStream(sb, args);
     if (args.json) {
       printJson({ pid: outcome.pid, ...outcome.exit, stdout: outcome.stdout, stderr: outcome.stderr });
       return outcome.exit.signal ? 128 + outcome.exit.signal : outcome.exit.exitCode;

@@ -74,6 +74,22 @@ describe('CLI against a real daemon', { skip: !isRoot && 'needs root' }, () => {
     }
   });
 
+  test('with stdin /dev/null (one HTTP request, no WebSocket): stdout and stderr apart, the exit code, a signal to forkd reaches the process', async () => {
+    const r = await forkd(daemon!.url, ['exec', id, '--', 'bash', '-c', 'echo out; echo err >&2; exit 4'], 'devnull');
+    assert.deepEqual([r.stdout, r.stderr, r.code], ['out\n', 'err\n', 4]);
+    for (const [signal, status] of [['SIGINT', 7], ['SIGTERM', 8]] as const) {
+      const script = `trap 'echo got ${signal}; exit ${status}' ${signal.slice(3)}; echo ready; sleep 30 & wait`;
+      const child = spawn(process.execPath, [...NODE_FLAGS, CLI, 'exec', id, '--', 'bash', '-c', script], { env: { ...process.env, ...cliEnv, FORKD_API_KEY: '', FORKD_URL: daemon!.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      const ready = new Promise<void>((resolve) => child.stdout!.on('data', (d: Buffer) => ((out += d.toString()), out.includes('ready') && resolve())));
+      const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+      await ready;
+      child.kill(signal);
+      assert.equal(await exited, status, out);
+      assert.equal(out, `ready\ngot ${signal}\n`);
+    }
+  });
+
   test('--background returns the pid at once and the process keeps running', async () => {
     const r = await forkd(daemon!.url, ['exec', '--background', '--tag', 'bg', '--json', id, '--', 'sleep', '300']);
     assert.equal(r.code, 0, r.stderr);
