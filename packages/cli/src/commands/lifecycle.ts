@@ -8,12 +8,15 @@ import { UsageError } from '../usage-error.js';
 
 const PAUSE_USAGE = `Usage: forkd pause [--no-memory] ID [--json]
 
-Snapshots a sandbox and stops it, releasing its memory. forkd resume brings
-it back as it was; exec, cp and other calls on it resume it by themselves.
+Snapshots a sandbox and stops it: it uses no CPU, and its memory is released
+once the server's hot window (FORKD_HOT_PAUSE_S, 60 s; a resume within it
+is a thaw) ends or room runs out. forkd resume brings it back as it was;
+exec, cp and other calls on it resume it by themselves.
 
   --no-memory   keep only its files: its processes are stopped without a
                 memory image, and the resume starts it cold (same id, files,
                 limits and env; new processes)
+  --json        print the sandbox as JSON (otherwise nothing: the exit status says it worked)
 `;
 
 const RESUME_USAGE = `Usage: forkd resume [--no-memory] ID [--json]
@@ -22,6 +25,7 @@ Brings a paused sandbox back, its processes where they were (or, after a
 pause --no-memory, started afresh on its files).
 
   --no-memory   start it cold from its files even if its pause kept memory
+  --json        print the sandbox as JSON (otherwise nothing: the exit status says it worked)
 `;
 
 const TIMEOUT_USAGE = `Usage: forkd timeout ID SECONDS [--json]
@@ -29,6 +33,8 @@ const TIMEOUT_USAGE = `Usage: forkd timeout ID SECONDS [--json]
 Sets a sandbox's lifetime: it times out SECONDS from now (0: never), which
 pauses it or deletes it as its --on-timeout says (forkd create). Prints the
 time it now times out.
+
+  --json        print the sandbox as JSON
 `;
 
 export function parseTimeoutArgs(argv: string[]): { id: string; seconds: number; json: boolean } {
@@ -55,6 +61,8 @@ const REWIND_USAGE = `Usage: forkd rewind ID SNAPSHOT [--json]
 Puts a sandbox back to one of its own snapshots (see forkd timeline):
 memory, processes and files. The state it leaves is snapshotted first
 (reason rewind), so you can rewind forward again.
+
+  --json        print the sandbox as JSON (otherwise nothing: the exit status says it worked)
 `;
 
 export function parseIdArg(argv: string[]): { id: string; json: boolean } {
