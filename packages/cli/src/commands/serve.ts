@@ -9,8 +9,12 @@ import { cliVersion } from '../version.js';
 
 const USAGE = `Usage: forkd serve [--port N] [--host H] [--role all|node|control-plane] [--node URL]
 
-Runs the forkd API in the foreground (set-up first when needed). Ctrl-C or
-SIGTERM stops it; sandboxes keep running and are adopted on the next start.
+Runs forkd in the foreground (set-up first when needed): its API on --port
+(with /mcp, /metrics, /openapi.json and the web console at /), E2B's API on
+$FORKD_E2B_API_PORT (3000) and E2B's envd on $FORKD_E2B_ENVD_PORT (49983), all
+on --host. Ctrl-C or SIGTERM stops it; sandboxes keep running and are adopted
+on the next start. Every setting is an environment variable (FORKD_*: see the
+README's Configuration).
 
 Options:
   -p, --port N   port to listen on (default $FORKD_PORT or 8080)
