@@ -24,7 +24,9 @@ Options:
       --format F        create: forkd (default) or e2b (e2b_ + 40 hex digits,
                         for the official e2b SDKs)
       --name N          create: a label shown by list
-      --admin           create: the key may manage keys and read every audit record
+      --admin           create: an admin key (every tenant's keys, limits, network
+                        policies, audit records and sandboxes, the fleet's nodes,
+                        shared templates, /metrics)
       --json            print JSON
 `;
 
