@@ -33,6 +33,7 @@ describe('code interpreter: @e2b/code-interpreter against the code-interpreter t
     target = c.target;
     assert.equal(c.template.warm, true, 'the kernel is running in the template');
     assert.match(c.buildLog, /apt: \d+ packages fetched by the host/);
+    console.log(`# code-interpreter template build: ${(c.buildMs / 1000).toFixed(0)} s, ${/apt: (\d+) packages/.exec(c.buildLog)?.[1]} packages`);
   });
 
   after(async () => {
@@ -68,6 +69,9 @@ describe('code interpreter: @e2b/code-interpreter against the code-interpreter t
     assert.equal(out.restarted, 'NameError', 'a restarted context starts afresh');
     assert.equal(out.removed, true);
     assert.deepEqual(out.envs, { during: 'for this run', after: 'unset' }, "runCode's envs are for that run only");
+    assert.deepEqual(out.child, ['from a child\n', 'after it\n'], "a subprocess's output (fd 1) comes before what the cell printed after it");
+    assert.equal(out.died, 'DeadKernelError', 'a kernel that exits ends its cell with an error');
+    assert.equal(out.afterDeath, '2', 'and the context has a new kernel');
     const timedOut = out.timedOut as { stuck: string; next: string | null; ms: number };
     assert.equal(timedOut.stuck, 'TimeoutError');
     assert.equal(timedOut.next, '2', 'the loop was interrupted when its client went: the context serves again');

@@ -42,6 +42,10 @@ async function create(): Promise<void> {
     during: (await sbx.runCode('import os\nos.environ["CI_VAR"]', { envs: { CI_VAR: 'for this run' } })).text ?? null,
     after: (await sbx.runCode('import os\nos.environ.get("CI_VAR", "unset")')).text ?? null,
   };
+  const child = await sbx.runCode('import subprocess\nsubprocess.run(["echo", "from a child"])\nprint("after it")');
+  report.child = child.logs.stdout;
+  report.died = (await sbx.runCode('import os\nos._exit(3)')).error?.name ?? null;
+  report.afterDeath = (await sbx.runCode('1+1')).text ?? null;
   const t0 = performance.now();
   const stuck = await sbx.runCode('while True: pass', { timeoutMs: 1500 }).then(
     () => 'finished',

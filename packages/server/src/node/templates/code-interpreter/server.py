@@ -1,31 +1,33 @@
 """forkd's code interpreter server: what @e2b/code-interpreter's SDK talks to on port 49999.
 
-One Jupyter kernel (ipykernel, driven by jupyter_client) per context; POST /execute
+One kernel process (kernel.py: IPython's shell) per context; POST /execute
 streams the kernel's output as JSON lines in the shapes the SDK parses (stdout,
 stderr, result, error, number_of_executions, end_of_execution). It runs as a
 warm template's start command, so sandboxes start with the default kernel
-already up; the kernels talk to it over Unix sockets, which CRIU restores as
-they were on a snapshot, rewind or fork (a kernel's variables survive them).
+already up; the kernels talk to it over a socket pair and pipes, which CRIU
+restores as they were on a snapshot, rewind or fork (a kernel's variables
+survive them).
 
-Standard library, pyzmq and jupyter_client only. The port is reached only through
+Standard library only (the kernel needs IPython). The port is reached only through
 forkd's port proxy, which checks the sandbox's tokens: nothing is checked here.
 """
 
+import codecs
 import json
 import os
+import queue
 import re
 import select
+import signal
 import socket
+import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import zmq
-from jupyter_client.manager import KernelManager
-
+KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel.py")
 PORT = int(os.environ.get("FORKD_CODE_INTERPRETER_PORT", "49999"))
 DEFAULT_CWD = os.environ.get("FORKD_CODE_INTERPRETER_CWD", "/home/user")
 MAX_BODY = 16 * 1024 * 1024
@@ -54,161 +56,195 @@ class RequestError(Exception):
         self.status = status
 
 
+class KernelDied(Exception):
+    pass
+
+
+class Kernel:
+    """
+    A kernel process (kernel.py), the socket it takes requests and sends
+    events on, and the pipes of its fd 1 and 2 (what a subprocess writes),
+    all read by one thread; before "done" it reads what the pipes hold, so
+    everything a cell wrote comes before its end.
+    """
+
+    def __init__(self, cwd):
+        env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline")
+        ours, theirs = socket.socketpair()
+        self.proc = subprocess.Popen(
+            [sys.executable, KERNEL, str(theirs.fileno())],
+            cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(theirs.fileno(),),
+        )
+        theirs.close()
+        self.channel = ours
+        self.sink = None
+        self.sink_lock = threading.Lock()
+        self.pipes = {self.proc.stdout.fileno(): "stdout", self.proc.stderr.fileno(): "stderr"}
+        self.decoders = {fd: codecs.getincrementaldecoder("utf-8")("replace") for fd in self.pipes}
+        for fd in self.pipes:
+            os.set_blocking(fd, False)
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def request(self, req, sink):
+        """Sends a request; sink (a queue) gets its events until ("done",) or ("died", code)."""
+        with self.sink_lock:
+            self.sink = sink
+        self.channel.sendall((json.dumps(req) + "\n").encode())
+
+    def release(self):
+        with self.sink_lock:
+            self.sink = None
+
+    def interrupt(self):
+        try:
+            os.kill(self.proc.pid, signal.SIGINT)
+        except OSError:
+            pass
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.channel.close()
+
+    def _deliver(self, item):
+        with self.sink_lock:
+            if self.sink is not None:
+                self.sink.put(item)
+
+    def _read_pipes(self, fds):
+        for fd in fds:
+            while True:
+                try:
+                    data = os.read(fd, 65536)
+                except BlockingIOError:
+                    break
+                except OSError:
+                    data = b""
+                if not data:
+                    self.pipes.pop(fd, None)
+                    break
+                text = self.decoders[fd].decode(data)
+                if text:
+                    self._deliver(("out", self.pipes[fd], text))
+
+    def _pump(self):
+        try:
+            self._pump_until_eof()
+        except (OSError, ValueError):
+            pass  # stopped: its socket and pipes are closed
+
+    def _pump_until_eof(self):
+        buf = b""
+        while True:
+            ready, _, _ = select.select([self.channel, *self.pipes], [], [])
+            self._read_pipes([fd for fd in ready if fd in self.pipes])
+            if self.channel not in ready:
+                continue
+            try:
+                data = self.channel.recv(1 << 20)
+            except OSError:
+                data = b""
+            if not data:
+                self._read_pipes(list(self.pipes))
+                self._deliver(("died", self.proc.wait()))
+                return
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                event = json.loads(line)
+                if event.get("t") == "done":
+                    self._read_pipes(list(self.pipes))
+                self._deliver(("event", event))
+
+
 class Context:
-    """A kernel and the one client that drives it; one execution at a time."""
+    """A kernel and the one execution it runs at a time; a kernel that died is started again."""
 
     def __init__(self, language, cwd):
         self.id = str(uuid.uuid4())
         self.language = language
         self.cwd = cwd
         self.lock = threading.Lock()
-        runtime = tempfile.mkdtemp(prefix="forkd-kernel-")
-        env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline", PYDEVD_DISABLE_FILE_VALIDATION="1")
-        self.km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(runtime, "k"))
-        # History in memory only (Out, _ and execution counts work): IPython's SQLite file costs ~3 ms a cell.
-        self.km.start_kernel(cwd=cwd, env=env, extra_arguments=["--HistoryManager.enabled=False"])
-        self.wire = Wire(self.km)
+        self.kernel = Kernel(cwd)
 
     def describe(self):
         return {"id": self.id, "language": self.language, "cwd": self.cwd}
 
     def restart(self):
         with self.lock:
-            self.wire.close()
-            self.km.restart_kernel(now=True)
-            self.wire = Wire(self.km)
+            self.kernel.stop()
+            self.kernel = Kernel(self.cwd)
 
     def shutdown(self):
         with self.lock:
-            self.wire.close()
-            self.km.shutdown_kernel(now=True)
+            self.kernel.stop()
 
     def execute(self, code, env_vars, emit, client_gone):
         """Runs code, calling emit(dict) for each output; a client gone (an emit that raises, or client_gone()) interrupts the kernel."""
         with self.lock:
-            if env_vars:
-                self._silent("import os as _o; _o.environ.update(%r); del _o" % (env_vars,))
-            try:
-                self._run(code, emit, client_gone)
-            finally:
-                if env_vars:
-                    self._silent("import os as _o\nfor _k in %r: _o.environ.pop(_k, None)\ndel _o" % (list(env_vars),))
+            self._run({"op": "execute", "code": code, "silent": False, "env": env_vars or {}}, emit, client_gone)
 
     def warm(self):
         """Imports what charts and tables need, binding no name, so the template is taken with them loaded."""
         with self.lock:
-            self._silent("__import__('matplotlib.pyplot'); __import__('pandas')")
+            self._run({"op": "execute", "code": "__import__('matplotlib.pyplot'); __import__('pandas')", "silent": True}, lambda _o: None, lambda: False)
 
-    def _silent(self, code):
-        msg_id = self.wire.execute(code, silent=True, store_history=False)
-        self.wire.drain(msg_id, lambda _m: None)
-
-    def _run(self, code, emit, client_gone):
-        msg_id = self.wire.execute(code, silent=False, store_history=True)
+    def _run(self, req, emit, client_gone):
+        sink = queue.Queue()
         gone = []
 
-        def leave():
-            # A silent loop writes nothing that could fail: the client's timeout must still free the context.
-            if not gone and client_gone():
+        def interrupt():
+            if not gone:
                 gone.append(True)
-                self.km.interrupt_kernel()
+                self.kernel.interrupt()
 
-        def forward(msg):
-            if gone:
-                return
-            out = translate(msg)
-            if out is None:
-                return
-            try:
-                emit(out)
-            except OSError:
-                gone.append(True)
-                self.km.interrupt_kernel()
-
-        self.wire.drain(msg_id, forward, leave)
+        self.kernel.request(req, sink)
+        try:
+            while True:
+                try:
+                    item = sink.get(timeout=1)
+                except queue.Empty:
+                    # A silent loop writes nothing that could fail: the client's timeout must still free the context.
+                    if client_gone():
+                        interrupt()
+                    continue
+                if item[0] == "died":
+                    self.kernel.channel.close()
+                    self.kernel = Kernel(self.cwd)
+                    if not gone:
+                        emit({"type": "error", "name": "DeadKernelError", "value": "the kernel exited (status %s); a new one was started" % item[1], "traceback": ""})
+                    break
+                out = translate(item)
+                if out is None:
+                    break
+                if not gone and out is not True:
+                    try:
+                        emit(out)
+                    except OSError:
+                        interrupt()
+        finally:
+            self.kernel.release()
         if not gone:
             emit({"type": "end_of_execution"})
 
 
-class Wire:
-    """
-    The kernel's shell and IOPub sockets, driven directly with its Session:
-    jupyter_client's blocking client runs an asyncio loop for every message
-    it reads, which costs more than the kernel's own work on a short cell.
-    """
-
-    def __init__(self, km):
-        info = km.get_connection_info()
-        self.session = km.session
-        ctx = zmq.Context.instance()
-        self.shell = ctx.socket(zmq.DEALER)
-        self.iopub = ctx.socket(zmq.SUB)
-        self.iopub.setsockopt(zmq.SUBSCRIBE, b"")
-        for sock, port in ((self.shell, "shell_port"), (self.iopub, "iopub_port")):
-            sock.linger = 0
-            sock.connect(channel_url(info, port))
-        self.wait_ready()
-
-    def wait_ready(self, timeout=60):
-        """kernel_info requests until IOPub answers too: a SUB socket misses what is published before it has joined."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            msg_id = self.session.send(self.shell, "kernel_info_request", {})["header"]["msg_id"]
-            if self.iopub.poll(500):
-                self.drain(msg_id, lambda _m: None)
-                self.discard_replies()
-                return
-        raise RuntimeError("the kernel did not answer within %d s" % timeout)
-
-    def execute(self, code, silent, store_history):
-        self.discard_replies()
-        content = {"code": code, "silent": silent, "store_history": store_history, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
-        return self.session.send(self.shell, "execute_request", content)["header"]["msg_id"]
-
-    def drain(self, msg_id, handle, quiet=None):
-        """Hands handle() each IOPub message of request msg_id until the kernel is idle again; quiet() after each second without one."""
-        while True:
-            if not self.iopub.poll(1000):
-                if quiet:
-                    quiet()
-                continue
-            _idents, parts = self.session.feed_identities(self.iopub.recv_multipart())
-            msg = self.session.deserialize(parts)
-            if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                continue
-            if msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
-                return
-            handle(msg)
-
-    def discard_replies(self):
-        """Shell replies say nothing IOPub did not: read so they do not pile up."""
-        while self.shell.poll(0):
-            self.shell.recv_multipart()
-
-    def close(self):
-        self.shell.close(0)
-        self.iopub.close(0)
-
-
-def channel_url(info, port):
-    if info["transport"] == "ipc":
-        return "ipc://%s-%s" % (info["ip"], info[port])
-    return "tcp://%s:%s" % (info["ip"], info[port])
-
-
-def translate(msg):
-    """A Jupyter IOPub message in the SDK's shape, or None for one it does not show."""
-    kind, content = msg["msg_type"], msg["content"]
-    now = time.time()
-    if kind == "stream":
-        return {"type": "stdout" if content.get("name") == "stdout" else "stderr", "text": content.get("text", ""), "timestamp": now}
-    if kind in ("execute_result", "display_data"):
-        return result_of(content.get("data", {}), kind == "execute_result")
+def translate(item):
+    """A kernel event in the SDK's shape; None at the end of the cell, True for one it does not show."""
+    if item[0] == "out":
+        return {"type": item[1], "text": item[2], "timestamp": time.time()}
+    event = item[1]
+    kind = event.get("t")
+    if kind == "done":
+        return None
+    if kind == "out":
+        return {"type": "stdout" if event.get("name") == "stdout" else "stderr", "text": event.get("text", ""), "timestamp": time.time()}
+    if kind == "count":
+        return {"type": "number_of_executions", "execution_count": event.get("n")}
+    if kind == "display":
+        return result_of(event.get("data") or {}, bool(event.get("main")))
     if kind == "error":
-        return {"type": "error", "name": content.get("ename", ""), "value": content.get("evalue", ""), "traceback": "\n".join(content.get("traceback", []))}
-    if kind == "execute_input":
-        return {"type": "number_of_executions", "execution_count": content.get("execution_count")}
-    return None
+        return {"type": "error", "name": event.get("ename", ""), "value": event.get("evalue", ""), "traceback": "\n".join(event.get("traceback") or [])}
+    return True
 
 
 def result_of(data, is_main):
