@@ -97,6 +97,10 @@ describe('forkd.env', () => {
     assert.deepEqual(parseEnvironmentFile(`# c\n  FORKD_A=1\nexport FORKD_B='x y'\nFORKD_C="q\\"r"\nnot a line\nFORKD_D="open\n`), { FORKD_A: '1', FORKD_B: 'x y', FORKD_C: 'q"r' });
   });
 
+  test('a value with a Unicode line or paragraph separator reads back (JS regex . stops at them; systemd does not)', () => {
+    for (const v of ['\u2028', 'a\u2029b']) assert.deepEqual(parseEnvironmentFile(environmentFile({ FORKD_A: v })), { FORKD_A: v });
+  });
+
   test('what it writes it reads back (property)', () => {
     const name = fc.stringMatching(/^FORKD_[A-Z0-9_]{1,12}$/).filter((n) => !['FORKD_URL', 'FORKD_API_KEY', 'FORKD_TENANT', 'FORKD_DEBUG'].includes(n));
     const value = fc.string({ unit: 'binary', maxLength: 40 }).filter((v) => !/[\n\r\0]/.test(v));

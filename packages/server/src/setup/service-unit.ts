@@ -127,7 +127,7 @@ export function parseEnvironmentFile(text: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const raw of text.split('\n')) {
     const line = raw.trim();
-    const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
+    const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(line);
     if (!m || line.startsWith('#')) continue;
     const value = unquote(m[2]!);
     if (value !== undefined) out[m[1]!] = value;

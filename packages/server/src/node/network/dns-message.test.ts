@@ -48,6 +48,11 @@ function ednsQuery(name: string, type: number): Buffer {
 
 const isQuad = (a: string) => /^\d{1,3}(\.\d{1,3}){3}$/.test(a) && a.split('.').every((n) => Number(n) <= 255);
 
+test('a question whose name is a compression pointer is no question (a reply echoing it would point past its end)', () => {
+  const b = Buffer.from([190, 239, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 192, 17, 0, 0, 41, 4, 208, 0, 0, 0, 0, 0, 0]);
+  assert.equal(parseQuestion(b), undefined);
+});
+
 test('fuzz: truncated, mutated, oversized and random messages never throw; what parses is well-formed', () => {
   const q = dnsQuery(7, 'www.a.test')!;
   const valid = [q, ednsQuery('a.test', 28), answer(q), answer(dnsQuery(9, `${'x'.repeat(63)}.test`)!)];

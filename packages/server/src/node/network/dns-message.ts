@@ -22,8 +22,11 @@ export interface DnsAddresses {
   a: Array<{ addr: string; ttl: number }>;
 }
 
-/** A name at `off` (labels, or a compression pointer); throws on a malformed or looping one. */
-export function readName(b: Buffer, off: number): { name: string; end: number } {
+/**
+ * A name at `off` (labels, or a compression pointer unless `pointers` is
+ * false); throws on a malformed or looping one.
+ */
+export function readName(b: Buffer, off: number, pointers = true): { name: string; end: number } {
   const labels: string[] = [];
   let end = -1;
   for (let hops = 0; hops < 64; hops++) {
@@ -31,6 +34,7 @@ export function readName(b: Buffer, off: number): { name: string; end: number } 
     if (len === undefined) throw new Error('truncated name');
     if (len === 0) return { name: labels.join('.').toLowerCase(), end: end < 0 ? off + 1 : end };
     if ((len & 0xc0) === 0xc0) {
+      if (!pointers) throw new Error('compressed name');
       const lo = b[off + 1];
       if (lo === undefined) throw new Error('truncated pointer');
       if (end < 0) end = off + 2;
@@ -48,7 +52,8 @@ export function readName(b: Buffer, off: number): { name: string; end: number } 
 export function parseQuestion(b: Buffer): DnsQuestion | undefined {
   try {
     if (b.length < 12 || (b[2]! & 0x80) !== 0 || b.readUInt16BE(4) !== 1) return undefined;
-    const { name, end } = readName(b, 12);
+    // Nothing precedes a query's only name for it to point at: a pointer there points forward, past what a reply echoes.
+    const { name, end } = readName(b, 12, false);
     if (end + 4 > b.length) return undefined;
     return { id: b.readUInt16BE(0), name, type: b.readUInt16BE(end), end: end + 4 };
   } catch {
