@@ -45,10 +45,43 @@ export const ExecRequest = z.intersection(
 );
 export type ExecRequest = z.infer<typeof ExecRequest>;
 
+/**
+ * Where a process stream is, to resume it after its connection went (a
+ * daemon restart): the process's spawn `token` (48 bits, so a pid reused by
+ * another process is refused) and the ring `offset` received up to. A
+ * stream's position is the `offset` of its `started` event (or of the last
+ * `position` event), plus 5 + the byte length of each stdout/stderr event
+ * after it (the guest's ring counts each output frame's 5 header bytes).
+ */
+export const ResumePoint = z.strictObject({
+  token: z.number().int().min(0).max(2 ** 48 - 1),
+  offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+});
+export type ResumePoint = z.infer<typeof ResumePoint>;
+
+/** An attach over the node contract (control plane to node): resuming, or not. */
+export const NodeAttachRequest = z.strictObject({ resume: ResumePoint.optional() });
+
+/** The query of a re-attach that resumes (`GET .../processes/{sel}/output?token=&offset=`): both or neither (see resumeOf). */
+export const AttachQuery = z.strictObject({
+  token: z.coerce.number().int().min(0).max(2 ** 48 - 1).optional(),
+  offset: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+});
+
+/** The resume point an attach query names, or undefined for a plain attach; one without the other is refused. */
+export function resumeOf(q: z.infer<typeof AttachQuery>): ResumePoint | undefined | null {
+  if (q.token === undefined && q.offset === undefined) return undefined;
+  if (q.token === undefined || q.offset === undefined) return null;
+  return { token: q.token, offset: q.offset };
+}
+
 /** One line of an NDJSON exec/attach stream. Output is base64 so any bytes survive. */
 export const ExecEvent = z.union([
-  z.object({ type: z.literal('started'), pid: z.number(), tag: z.string().optional(), pty: z.boolean() }),
+  /** `token` and `offset` (a resumable stream): see ResumePoint. */
+  z.object({ type: z.literal('started'), pid: z.number(), tag: z.string().optional(), pty: z.boolean(), token: z.number().optional(), offset: z.number().optional() }),
   z.object({ type: z.enum(['stdout', 'stderr']), data: z.string() }),
+  /** The stream's position moved other than by its output (a re-attach after output was dropped, a rewind): see ResumePoint. */
+  z.object({ type: z.literal('position'), offset: z.number() }),
   z.object({ type: z.literal('dropped'), bytes: z.number() }),
   /** The sandbox was rewound under the stream; its process exists in that state and the stream goes on. */
   z.object({ type: z.literal('rewound') }),

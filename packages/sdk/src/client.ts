@@ -22,6 +22,13 @@ export interface ForkdClientOptions {
   fetch?: FetchLike;
   /** A WebSocket class to use instead of the global one (interactive streams). */
   WebSocket?: WebSocketConstructor;
+  /**
+   * How long an exec, attach or interactive stream whose connection went (a
+   * daemon stop, restart or upgrade: the process runs on in its sandbox)
+   * keeps trying to resume, in ms; it then goes on where it was. Default
+   * 60 s; 0 turns resuming off (the stream then ends as detached).
+   */
+  reconnectTimeoutMs?: number;
 }
 
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
@@ -46,7 +53,7 @@ export class ForkdClient {
 
   constructor(opts: ForkdClientOptions = {}) {
     this.url = opts.url ?? env('FORKD_URL') ?? DEFAULT_URL;
-    this.#http = new HttpTransport({ url: this.url, apiKey: opts.apiKey ?? env('FORKD_API_KEY'), tenant: opts.tenant ?? env('FORKD_TENANT'), fetch: opts.fetch });
+    this.#http = new HttpTransport({ url: this.url, apiKey: opts.apiKey ?? env('FORKD_API_KEY'), tenant: opts.tenant ?? env('FORKD_TENANT'), fetch: opts.fetch, reconnectTimeoutMs: opts.reconnectTimeoutMs });
     this.templates = new Templates(this.#http);
     this.sandboxes = new Sandboxes(this.#http, opts.WebSocket, this.templates);
     this.snapshots = new Snapshots(this.#http, opts.WebSocket);

@@ -1,6 +1,7 @@
 import { ERROR_CODES, ForkdError, fromErrorBody, isErrorCode, type ErrorCode } from '@forkd/protocol/errors';
 import { TENANT_HEADER } from '@forkd/protocol/tenant-header';
 import { patientDispatcher } from './patient-dispatcher.js';
+import { DEFAULT_RECONNECT_MS } from './resume.js';
 import { describeCause } from './wire-error.js';
 import type { FetchLike, WireRequestInit, WireResponse } from './fetch-like.js';
 
@@ -23,6 +24,8 @@ export interface TransportOptions {
   /** An admin key's calls made as this tenant (TENANT_HEADER). */
   tenant?: string | undefined;
   fetch?: FetchLike | undefined;
+  /** How long a process stream whose connection went keeps trying to resume (ms; 0: never). Default 60 s. */
+  reconnectTimeoutMs?: number | undefined;
 }
 
 /** The one place that talks HTTP: URLs, auth, and turning every failure into a ForkdError. */
@@ -30,6 +33,7 @@ export class HttpTransport {
   readonly baseUrl: string;
   readonly apiKey: string | undefined;
   readonly tenant: string | undefined;
+  readonly reconnectTimeoutMs: number;
   readonly #fetch: FetchLike;
   readonly #customFetch: boolean;
 
@@ -40,6 +44,7 @@ export class HttpTransport {
     this.baseUrl = url.replace(/\/+$/, '');
     this.apiKey = opts.apiKey || undefined;
     this.tenant = opts.tenant || undefined;
+    this.reconnectTimeoutMs = opts.reconnectTimeoutMs ?? DEFAULT_RECONNECT_MS;
     this.#customFetch = opts.fetch !== undefined;
     this.#fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init as RequestInit));
   }

@@ -11,6 +11,9 @@ export interface ProcessEventHandlers {
   onRewound?: (() => void) | undefined;
   onWaiting?: ((w: WaitingForApproval) => void) | undefined;
   onLimit?: ((l: PolicyLimitHit) => void) | undefined;
+  /** The `started` event's resume point fields, and `position` events (see StreamPosition). */
+  onStartedAt?: ((e: { token?: unknown; offset?: unknown }) => void) | undefined;
+  onPosition?: ((offset: number) => void) | undefined;
 }
 
 /**
@@ -23,7 +26,11 @@ export async function consumeProcessEvents(events: AsyncIterable<unknown>, h: Pr
     const e = raw as ExecEvent;
     switch (e?.type) {
       case 'started':
+        h.onStartedAt?.(e);
         h.onStarted?.({ pid: e.pid, tag: e.tag, pty: e.pty });
+        break;
+      case 'position':
+        h.onPosition?.(e.offset);
         break;
       case 'stdout':
         h.onStdout?.(fromBase64(e.data));

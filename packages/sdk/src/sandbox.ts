@@ -3,9 +3,10 @@ import type { ForkRequest, PolicyAnswer, PolicyDocument, ProcessInfo, SandboxInf
 import { toBase64 } from './base64.js';
 import { ByteCollector, toBytes } from './bytes.js';
 import type { HttpTransport } from './http-transport.js';
-import { readNdjson } from './ndjson.js';
+import type { WireResponse } from './fetch-like.js';
+import { followProcess } from './follow-process.js';
 import { outputSinks } from './output-sink.js';
-import { consumeProcessEvents } from './process-events.js';
+import type { ProcessEventHandlers } from './process-events.js';
 import { SandboxFiles } from './sandbox-files.js';
 import { selectorObject, selectorSegment } from './selector.js';
 import { spawnRequest } from './spawn-request.js';
@@ -207,7 +208,7 @@ export class Sandbox {
     const stderr = new ByteCollector();
     const sinks = outputSinks(opts);
     let started: StartedProcess | undefined;
-    const exit = await consumeProcessEvents(readNdjson(res.body!), {
+    const exit = await this.#follow(res, opts.abortSignal, {
       onStarted: (p) => {
         started = p;
         opts.onStarted?.(p);
@@ -251,13 +252,22 @@ export class Sandbox {
   async attach<E extends OutputEncoding = 'bytes'>(sel: ProcessSelector, handlers: AttachHandlers<E> = {}): Promise<ProcessExit | null> {
     const res = await this.#http.request('GET', `${this.#base}/processes/${selectorSegment(sel)}/output`, { streaming: true, signal: handlers.abortSignal });
     const sinks = outputSinks(handlers);
-    return consumeProcessEvents(readNdjson(res.body!), {
+    return this.#follow(res, handlers.abortSignal, {
       onStarted: handlers.onStarted,
       onStdout: sinks.stdout,
       onStderr: sinks.stderr,
       onDropped: handlers.onDropped,
       onRewound: handlers.onRewound,
       onLimit: handlers.onLimit,
+    });
+  }
+
+  /** Follows a process stream to its exit, resuming it across a daemon restart (see followProcess). */
+  #follow(res: WireResponse, signal: AbortSignal | undefined, h: ProcessEventHandlers): Promise<ProcessExit | null> {
+    return followProcess(res, h, {
+      reconnectMs: this.#http.reconnectTimeoutMs,
+      signal,
+      reopen: (pid, at) => this.#http.request('GET', `${this.#base}/processes/${pid}/output`, { query: { ...at }, streaming: true, signal }),
     });
   }
 
@@ -289,8 +299,8 @@ export class Sandbox {
 
   #openStream(open: StreamOpen, onWaiting?: StreamOptions['onWaiting']): Promise<StreamSession> {
     const ctor = resolveWebSocket(this.#WebSocket);
-    const ws = openWebSocket(ctor, this.#http.wsUrl(`${this.#base}/stream`), this.#http.authHeaders());
-    return StreamSession.open(ws, open, onWaiting);
+    const connect = () => openWebSocket(ctor, this.#http.wsUrl(`${this.#base}/stream`), this.#http.authHeaders());
+    return StreamSession.open(connect(), open, onWaiting, { connect, reconnectMs: this.#http.reconnectTimeoutMs });
   }
 }
 

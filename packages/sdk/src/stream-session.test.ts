@@ -131,3 +131,89 @@ test('waiting frames: the context when well-formed, callbacks in the order of th
   assert.deepEqual(await s.exit, { exitCode: 0, signal: 0, oomKilled: false });
   assert.deepEqual(seen, ['waiting apr-1 {"env":{"A":"1"},"cwd":"/w"}', 'waiting apr-2 null', 'started']);
 });
+
+test('a socket gone before the exit (a daemon restart) resumes on a new one from the position received, writes waiting meanwhile', async () => {
+  const sockets: FakeSocket[] = [];
+  const connect = () => {
+    const ws = new FakeSocket();
+    sockets.push(ws);
+    return ws;
+  };
+  const opening = StreamSession.open(connect(), { op: 'spawn', spawn: {} }, undefined, { connect, reconnectMs: 10_000 });
+  const first = sockets[0]!;
+  first.serverOpen();
+  first.serverText({ type: 'started', pid: 9, pty: false, token: 77, offset: 0 });
+  const s = await opening;
+  let out = '';
+  s.onStdout((c) => (out += new TextDecoder().decode(c)));
+  first.serverBinary(1, 'one\n');
+  first.serverBinary(2, 'e\n');
+  first.serverClose(1012);
+  const writing = s.write('later');
+  // forkd is down: the first attempt cannot connect, the next one (after the backoff) is answered.
+  await waitUntil(() => sockets.length === 2);
+  sockets[1]!.emit('error', {});
+  sockets[1]!.serverClose(1006);
+  await waitUntil(() => sockets.length === 3);
+  const third = sockets[2]!;
+  third.serverOpen();
+  assert.deepEqual(JSON.parse(third.sent[0] as string), { op: 'attach', pid: 9, resume: { token: 77, offset: 5 + 4 + 5 + 2 } });
+  third.serverText({ type: 'started', pid: 9, pty: false, token: 77, offset: 16 });
+  third.serverBinary(1, 'two\n');
+  await writing;
+  assert.equal(new TextDecoder().decode(third.sent[1] as Uint8Array), 'later');
+  third.serverText({ type: 'exit', exitCode: 3, signal: 0, oomKilled: false });
+  third.serverClose(1000);
+  assert.deepEqual(await s.exit, { exitCode: 3, signal: 0, oomKilled: false });
+  assert.equal(out, 'one\ntwo\n');
+  assert.equal(s.pid, 9);
+});
+
+test('resuming stops at a refusal (the process is gone) and at the time limit; without a resume point the exit is null', async () => {
+  const sockets: FakeSocket[] = [];
+  const connect = () => {
+    const ws = new FakeSocket();
+    sockets.push(ws);
+    return ws;
+  };
+  const opening = StreamSession.open(connect(), { op: 'attach', pid: 2 }, undefined, { connect, reconnectMs: 10_000 });
+  sockets[0]!.serverOpen();
+  sockets[0]!.serverText({ type: 'started', pid: 2, pty: false, token: 1, offset: 100 });
+  const s = await opening;
+  sockets[0]!.serverClose(1006);
+  await waitUntil(() => sockets.length === 2);
+  sockets[1]!.serverOpen();
+  sockets[1]!.serverText({ type: 'error', error: { code: 'NOT_FOUND', message: 'no such process' } });
+  sockets[1]!.serverClose(1011);
+  await assert.rejects(s.exit, { name: 'ForkdError', code: 'NOT_FOUND' });
+
+  const again: FakeSocket[] = [];
+  const connect2 = () => {
+    const ws = new FakeSocket();
+    again.push(ws);
+    // As Node 20's WebSocket reports a refused connection: an error event, no close.
+    queueMicrotask(() => ws.emit('error', {}));
+    return ws;
+  };
+  const firstSock = new FakeSocket();
+  const opening3 = StreamSession.open(firstSock, { op: 'attach', pid: 2 }, undefined, { connect: connect2, reconnectMs: 250 });
+  firstSock.serverOpen();
+  firstSock.serverText({ type: 'started', pid: 2, pty: false, token: 1, offset: 0 });
+  const s3 = await opening3;
+  firstSock.serverClose(1006);
+  await assert.rejects(s3.exit, (err: unknown) => err instanceof ForkdError && err.code === 'UNAVAILABLE' && /could not resume/.test(err.message));
+  assert.ok(again.length >= 2, `${again.length} attempts`);
+
+  const plain = new FakeSocket();
+  const opening4 = StreamSession.open(plain, { op: 'attach', pid: 2 }, undefined, { connect: connect2, reconnectMs: 10_000 });
+  plain.serverOpen();
+  plain.serverText({ type: 'started', pid: 2, pty: false });
+  const s4 = await opening4;
+  plain.serverClose(1000);
+  assert.equal(await s4.exit, null);
+});
+
+async function waitUntil(ok: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(ok(), 'condition not reached');
+}

@@ -4,6 +4,8 @@ import { toBytes } from './bytes.js';
 import type { ProcessExit, SignalSpec, StartedProcess, WaitingForApproval } from './types.js';
 import { WS_OPEN, type WebSocketLike } from './websocket.js';
 import { wireError } from './wire-error.js';
+import { deferred, type Deferred } from './deferred.js';
+import { retryable, StreamPosition, withReconnect, type ResumePoint } from './resume.js';
 
 const STDOUT = 1;
 const STDERR = 2;
@@ -30,14 +32,25 @@ export interface PtySession {
   close(): void;
 }
 
-/** The first message of a stream: start a process, or attach to a running one. */
-export type StreamOpen = { op: 'spawn'; spawn: unknown } | { op: 'attach'; pid: number } | { op: 'attach'; tag: string };
+/** The first message of a stream: start a process, or attach to a running one (`resume`: from where a stream was). */
+export type StreamOpen = { op: 'spawn'; spawn: unknown } | { op: 'attach'; pid: number; resume?: ResumePoint } | { op: 'attach'; tag: string };
 
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve(v: T): void;
-  reject(e: unknown): void;
-  settled: boolean;
+/** How a session resumes after its socket went (a daemon restart): a new socket to the same place, for so long. */
+export interface StreamResume {
+  connect(): WebSocketLike;
+  reconnectMs: number;
+}
+
+/** One socket of a session: a resumed session has had several. */
+interface Conn {
+  ws: WebSocketLike;
+  /** Settles once the server said `started` on it, or refused. */
+  started: Deferred<void>;
+  /** An error the server sent after the start: the stream's end if the server then closes with 1011. */
+  lastError?: ForkdError | undefined;
+  failed: boolean;
+  /** Its close (or failure to connect) was handled. */
+  ended?: boolean;
 }
 
 let contextParser: Promise<(raw: unknown) => { context?: ExecContext }> | undefined;
@@ -55,29 +68,18 @@ function waitingContext(): Promise<(raw: unknown) => { context?: ExecContext }> 
   return contextParser;
 }
 
-function deferred<T>(): Deferred<T> {
-  const d = { settled: false } as Deferred<T>;
-  d.promise = new Promise<T>((res, rej) => {
-    d.resolve = (v) => {
-      d.settled = true;
-      res(v);
-    };
-    d.reject = (e) => {
-      d.settled = true;
-      rej(e);
-    };
-  });
-  // Nobody may ever await it (a detached session); that is not an unhandled rejection.
-  d.promise.catch(() => {});
-  return d;
-}
-
 /**
  * A process over the interactive WebSocket: live stdin, output as it comes,
  * resize and signals. Closing the session detaches; the process keeps running.
+ * When the socket goes before the exit (a daemon stop, restart or upgrade)
+ * and the server gave a resume point, it re-attaches from where it was on a
+ * new socket (retrying while forkd is down, see withReconnect): output goes
+ * on with nothing lost or repeated, and writes wait meanwhile.
  */
 export class StreamSession implements PtySession {
-  readonly #ws: WebSocketLike;
+  #conn: Conn;
+  readonly #resume: StreamResume | undefined;
+  readonly #pos = new StreamPosition();
   readonly #started = deferred<StartedProcess>();
   readonly #exit = deferred<ProcessExit | null>();
   readonly #listeners = new Map<number, Set<Listener>>([
@@ -94,22 +96,30 @@ export class StreamSession implements PtySession {
   ]);
   readonly #dropped = new Set<(bytes: number) => void>();
   readonly #rewound = new Set<() => void>();
-  /** An error the server sent after the start: the stream's end if the server then closes with 1011. */
-  #lastError: ForkdError | undefined;
   #info: StartedProcess = { pid: 0, pty: false };
-  #socketFailed = false;
   readonly #onWaiting: ((w: WaitingForApproval) => void) | undefined;
   #pending: Promise<void> | undefined;
+  #closing = false;
+  /** While the session re-attaches: writes and control messages wait for it. */
+  #resuming: Promise<void> | undefined;
 
-  private constructor(ws: WebSocketLike, open: StreamOpen, onWaiting?: (w: WaitingForApproval) => void) {
-    this.#ws = ws;
+  private constructor(ws: WebSocketLike, open: StreamOpen, onWaiting?: (w: WaitingForApproval) => void, resume?: StreamResume) {
     this.#onWaiting = onWaiting;
+    this.#resume = resume;
+    this.#conn = this.#bind(ws, open);
+  }
+
+  #bind(ws: WebSocketLike, open: StreamOpen): Conn {
+    const conn: Conn = { ws, started: deferred<void>(), failed: false };
     ws.addEventListener('open', () => ws.send(JSON.stringify(open)));
-    ws.addEventListener('message', (ev: { data: unknown }) => this.#inOrder(() => this.#onMessage(ev.data)));
+    ws.addEventListener('message', (ev: { data: unknown }) => this.#inOrder(() => this.#onMessage(conn, ev.data)));
     ws.addEventListener('error', () => {
-      this.#socketFailed = true;
+      conn.failed = true;
+      // Node 20's WebSocket reports a refused connection with this event only (no close follows).
+      if (ws.readyState !== WS_OPEN) this.#inOrder(() => this.#onClose(conn, 1006, 'cannot connect'));
     });
-    ws.addEventListener('close', (ev: { code?: number; reason?: string }) => this.#inOrder(() => this.#onClose(ev.code ?? 0, ev.reason ?? '')));
+    ws.addEventListener('close', (ev: { code?: number; reason?: string }) => this.#inOrder(() => this.#onClose(conn, ev.code ?? 0, ev.reason ?? '')));
+    return conn;
   }
 
   /** Handles an event now, or after the ones still being handled (a waiting frame loading its schema): callbacks keep the wire's order. */
@@ -124,8 +134,8 @@ export class StreamSession implements PtySession {
   }
 
   /** Sends the open request and resolves once the process runs (rejects with the server's error otherwise). */
-  static async open(ws: WebSocketLike, open: StreamOpen, onWaiting?: (w: WaitingForApproval) => void): Promise<StreamSession> {
-    const s = new StreamSession(ws, open, onWaiting);
+  static async open(ws: WebSocketLike, open: StreamOpen, onWaiting?: (w: WaitingForApproval) => void, resume?: StreamResume): Promise<StreamSession> {
+    const s = new StreamSession(ws, open, onWaiting, resume);
     await s.#started.promise;
     return s;
   }
@@ -170,13 +180,13 @@ export class StreamSession implements PtySession {
     return () => this.#rewound.delete(cb);
   }
 
-  /** Sends stdin; resolves when the socket has room again. */
+  /** Sends stdin; resolves when the socket has room again (while the session resumes, once it has). */
   async write(data: string | Uint8Array): Promise<void> {
     const bytes = toBytes(data);
     for (let at = 0; at < bytes.byteLength; at += MAX_FRAME) {
-      this.#assertOpen();
-      this.#ws.send(bytes.subarray(at, at + MAX_FRAME));
-      while (this.#ws.bufferedAmount > HIGH_WATER && this.#ws.readyState === WS_OPEN) await new Promise((r) => setTimeout(r, 5));
+      const ws = await this.#open();
+      ws.send(bytes.subarray(at, at + MAX_FRAME));
+      while (ws.bufferedAmount > HIGH_WATER && ws.readyState === WS_OPEN) await new Promise((r) => setTimeout(r, 5));
     }
   }
 
@@ -194,16 +204,33 @@ export class StreamSession implements PtySession {
 
   /** Detaches: the process keeps running and can be attached again. */
   close(): void {
-    if (this.#ws.readyState <= WS_OPEN) this.#ws.close(1000);
+    this.#closing = true;
+    if (this.#conn.ws.readyState <= WS_OPEN) this.#conn.ws.close(1000);
   }
 
+  /** Sent now, or once the session has resumed (in the order given). */
   #control(msg: object): void {
+    const text = JSON.stringify(msg);
+    if (!this.#resuming) {
+      this.#assertOpen();
+      this.#conn.ws.send(text);
+      return;
+    }
+    void this.#open().then(
+      (ws) => ws.send(text),
+      () => {},
+    );
+  }
+
+  /** The socket to send on: the current one, or the next once the session has resumed. */
+  async #open(): Promise<WebSocketLike> {
+    if (this.#resuming) await this.#resuming;
     this.#assertOpen();
-    this.#ws.send(JSON.stringify(msg));
+    return this.#conn.ws;
   }
 
   #assertOpen(): void {
-    if (this.#ws.readyState !== WS_OPEN) throw new ForkdError('FAILED_PRECONDITION', 'the stream is closed');
+    if (this.#conn.ws.readyState !== WS_OPEN) throw new ForkdError('FAILED_PRECONDITION', 'the stream is closed');
   }
 
   #listen(stream: number, cb: Listener): () => void {
@@ -219,6 +246,7 @@ export class StreamSession implements PtySession {
   }
 
   #emit(stream: number, chunk: Uint8Array): void {
+    this.#pos.output(chunk.byteLength);
     const set = this.#listeners.get(stream);
     if (!set) return;
     if (set.size) {
@@ -231,7 +259,8 @@ export class StreamSession implements PtySession {
     this.#unheardBytes.set(stream, held);
   }
 
-  #onMessage(data: unknown): Promise<void> | void {
+  #onMessage(conn: Conn, data: unknown): Promise<void> | void {
+    if (conn !== this.#conn) return;
     if (typeof data !== 'string') {
       const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : null;
       if (bytes && bytes.byteLength > 0) this.#emit(bytes[0]!, bytes.subarray(1));
@@ -243,10 +272,20 @@ export class StreamSession implements PtySession {
     } catch {
       return;
     }
+    return this.#onEvent(conn, msg);
+  }
+
+  #onEvent(conn: Conn, msg: { type?: string; [k: string]: unknown }): Promise<void> | void {
     switch (msg.type) {
       case 'started':
+        this.#pos.started({ token: msg.token, offset: msg.offset });
+        conn.started.resolve();
+        if (this.#started.settled) break;
         this.#info = { pid: Number(msg.pid), tag: typeof msg.tag === 'string' ? msg.tag : undefined, pty: msg.pty === true };
         this.#started.resolve(this.#info);
+        break;
+      case 'position':
+        this.#pos.moved(Number(msg.offset));
         break;
       case 'exit':
         this.#exit.resolve({ exitCode: Number(msg.exitCode), signal: Number(msg.signal), oomKilled: msg.oomKilled === true });
@@ -266,26 +305,57 @@ export class StreamSession implements PtySession {
       case 'error': {
         const err = wireError(msg.error as { code?: unknown; message?: unknown });
         // Before `started` the open failed; after, it is a refused control message and the process runs on.
-        if (!this.#started.settled) {
-          this.#started.reject(err);
-          this.#exit.reject(err);
-        } else this.#lastError = err;
+        if (!conn.started.settled) this.#refused(conn, err);
+        else conn.lastError = err;
         break;
       }
     }
   }
 
-  #onClose(code: number, reason: string): void {
+  /** The socket's open was refused (or it closed before `started`): the session's, or one resume attempt's. */
+  #refused(conn: Conn, err: ForkdError): void {
+    conn.started.reject(err);
+    if (this.#started.settled) return;
+    this.#started.reject(err);
+    this.#exit.reject(err);
+  }
+
+  #onClose(conn: Conn, code: number, reason: string): void {
+    if (conn !== this.#conn || conn.ended) return;
+    conn.ended = true;
     const why = `stream closed (code ${code}${reason ? `: ${reason}` : ''})`;
-    if (!this.#started.settled) {
-      const err = new ForkdError('UNAVAILABLE', this.#socketFailed ? `cannot open the stream: ${why}` : `${why} before the process started`);
-      this.#started.reject(err);
-      this.#exit.reject(err);
-    } else if (!this.#exit.settled) {
-      if (this.#socketFailed) this.#exit.reject(new ForkdError('UNAVAILABLE', `connection to forkd lost: ${why}`));
-      // 1011: the server ended the stream with the error it sent last (REWOUND, the sandbox deleted, ...).
-      else if (code === 1011 && this.#lastError) this.#exit.reject(this.#lastError);
-      else this.#exit.resolve(null);
+    if (!conn.started.settled) {
+      this.#refused(conn, new ForkdError('UNAVAILABLE', conn.failed ? `cannot open the stream: ${why}` : `${why} before the process started`));
+      return;
     }
+    if (this.#exit.settled || this.#resuming) return;
+    // 1011: the server ended the stream with the error it sent last (REWOUND, the sandbox deleted, ...).
+    const ended = code === 1011 && conn.lastError ? conn.lastError : undefined;
+    if (ended && !retryable(ended)) this.#exit.reject(ended);
+    else if (!this.#closing && this.#pos.point && this.#resume && this.#resume.reconnectMs > 0) this.#resumeStream(this.#pos.point, this.#resume);
+    else if (ended) this.#exit.reject(ended);
+    else if (conn.failed) this.#exit.reject(new ForkdError('UNAVAILABLE', `connection to forkd lost: ${why}`));
+    else this.#exit.resolve(null);
+  }
+
+  /** Re-attaches on new sockets until one starts, forkd refuses, or the time is up (the exit then fails with why). */
+  #resumeStream(at: ResumePoint, r: StreamResume): void {
+    const once = async () => {
+      if (this.#closing) throw new ForkdError('CANCELLED', 'the session was closed');
+      const conn = this.#bind(r.connect(), { op: 'attach', pid: this.#info.pid, resume: this.#pos.point ?? at });
+      this.#conn = conn;
+      await conn.started.promise;
+    };
+    this.#resuming = withReconnect(once, { timeoutMs: r.reconnectMs, what: `the stream of process ${this.#info.pid}` }).then(
+      () => {
+        this.#resuming = undefined;
+        if (this.#closing) this.close();
+      },
+      (err: unknown) => {
+        this.#resuming = undefined;
+        if (this.#closing) this.#exit.resolve(null);
+        else this.#exit.reject(err);
+      },
+    );
   }
 }

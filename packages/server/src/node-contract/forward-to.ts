@@ -17,7 +17,7 @@ export function forwardTo(svc: NodeService): NodeService {
     setCredentials: (id, creds) => svc.setCredentials(id, creds),
     metrics: (id) => svc.metrics(id),
     spawn: (id, opts, handlers) => svc.spawn(id, opts, handlers),
-    attach: (id, sel, handlers) => svc.attach(id, sel, handlers),
+    attach: (id, sel, handlers, resume) => svc.attach(id, sel, handlers, resume),
     listProcesses: (id) => svc.listProcesses(id),
     signal: (id, sel, signal) => svc.signal(id, sel, signal),
     writeStdin: (id, sel, data, eof) => svc.writeStdin(id, sel, data, eof),

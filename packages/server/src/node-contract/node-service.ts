@@ -12,7 +12,7 @@ import type {
   NodeCredential,
   BuildProgress,
 } from '@forkd/protocol';
-import type { ClaimSandbox, FileContent, ForkOptions, ForkTree, ImportSnapshotOptions, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SnapshotExport, SpawnOptions, TemplateExport, WatchHandle, WriteFileOptions } from './node-types.js';
+import type { ClaimSandbox, FileContent, ForkOptions, ForkTree, ImportSnapshotOptions, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, ResumePoint, SnapshotExport, SpawnOptions, TemplateExport, WatchHandle, WriteFileOptions } from './node-types.js';
 
 /**
  * Everything the control plane needs from a node: the one seam between them
@@ -43,7 +43,8 @@ export interface NodeService {
 
   /** Process streams survive snapshots, pauses and rewinds. */
   spawn(id: string, opts: SpawnOptions, handlers?: OutputHandlers): Promise<ProcessStream>;
-  attach(id: string, sel: ProcessSelector, handlers?: OutputHandlers): Promise<ProcessStream>;
+  /** With `resume`: that very spawn (its token; NOT_FOUND otherwise), from that ring offset: a client's stream going on after a daemon restart. */
+  attach(id: string, sel: ProcessSelector, handlers?: OutputHandlers, resume?: ResumePoint): Promise<ProcessStream>;
   listProcesses(id: string): Promise<ProcessInfo[]>;
   signal(id: string, sel: ProcessSelector, signal: number): Promise<void>;
   writeStdin(id: string, sel: ProcessSelector, data: Buffer | undefined, eof: boolean): Promise<void>;

@@ -34,6 +34,12 @@ export interface OutputHandlers {
   onDropped?: (bytes: number) => void | Promise<void>;
   /** The sandbox went back to an earlier state under a stream that goes on. */
   onRewound?: () => void | Promise<void>;
+  /**
+   * The stream's ring offset moved other than by its output (a re-attach
+   * found output dropped, or the state rewound to is behind): called before
+   * any output that follows it (see ResumePoint).
+   */
+  onPosition?: (offset: number) => void | Promise<void>;
   /** The call waits for an approver (the control plane's policy gate; nodes never call it). */
   onWaiting?: (w: WaitingCall) => void | Promise<void>;
   /** Aborts when the reader went away: a call still waiting for approval is then dropped (the control plane's policy gate). */
@@ -52,11 +58,23 @@ export interface ExecExit extends ProcessExit {
   oomKilled: boolean;
 }
 
+/**
+ * Where a process stream starts, for its client to resume it after a
+ * daemon restart: the spawn's token and the ring offset (the protocol's
+ * ResumePoint; output moves it by 5 + its length, `onPosition` sets it).
+ */
+export interface ResumePoint {
+  token: number;
+  offset: number;
+}
+
 /** A process as a client-facing stream sees it: the same whether or not the connection under it was replaced. */
 export interface ProcessHandle {
   readonly pid: number;
   readonly tag: string | undefined;
   readonly pty: boolean;
+  /** Where this stream started; absent for an agent too old to resume streams (protocol 1). */
+  readonly resume?: ResumePoint | undefined;
   write(data: Buffer): Promise<void>;
   closeStdin(): void;
   signal(signal: number): void;

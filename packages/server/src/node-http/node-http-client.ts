@@ -16,6 +16,7 @@ import type {
   OutputHandlers,
   PortConnection,
   ProcessSelector,
+  ResumePoint,
   ProcessStream,
   SnapshotExport,
   SpawnOptions,
@@ -103,8 +104,8 @@ export class NodeHttpClient implements NodeService {
     return openProcessStream(this.#t, id, `${sbx(id)}/processes`, toSpawnRequest(opts), handlers);
   }
 
-  async attach(id: string, sel: ProcessSelector, handlers?: OutputHandlers): Promise<ProcessStream> {
-    return openProcessStream(this.#t, id, `${sbx(id)}/processes/${e(selectorSegment(sel))}/attach`, {}, handlers);
+  async attach(id: string, sel: ProcessSelector, handlers?: OutputHandlers, resume?: ResumePoint): Promise<ProcessStream> {
+    return openProcessStream(this.#t, id, `${sbx(id)}/processes/${e(selectorSegment(sel))}/attach`, resume ? { resume } : {}, handlers);
   }
 
   async listProcesses(id: string): Promise<ProcessInfo[]> {

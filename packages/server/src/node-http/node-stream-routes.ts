@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Context, Hono } from 'hono';
-import { BuildTemplateRequest, ForkdError, PathQuery, SpawnRequest, toForkdError } from '@forkd/protocol';
+import { BuildTemplateRequest, ForkdError, NodeAttachRequest, PathQuery, SpawnRequest, toForkdError } from '@forkd/protocol';
 import type { NodeService } from '../node-contract/node-service.js';
 import type { OutputHandlers, ProcessHandle, ProcessStream } from '../node-contract/node-types.js';
 import type { Logger } from '../shared/logger.js';
@@ -70,10 +70,11 @@ async function processStream(c: Context, registry: StreamRegistry, logger: Logge
     onStderr: (d) => line({ type: 'stderr', data: d.toString('base64') }),
     onDropped: (n) => line({ type: 'dropped', bytes: n }),
     onRewound: () => line({ type: 'rewound' }),
+    onPosition: (offset) => line({ type: 'position', offset }),
   });
   const stream = registry.add(sandbox, process);
   detach = () => process.detach();
-  void out.write({ type: 'started', pid: process.pid, ...(process.tag ? { tag: process.tag } : {}), pty: process.pty, stream } satisfies ProcessLine);
+  void out.write({ type: 'started', pid: process.pid, ...(process.tag ? { tag: process.tag } : {}), pty: process.pty, stream, ...process.resume } satisfies ProcessLine);
   opened();
   gone(out.abandon);
   void (async () => {
@@ -101,7 +102,8 @@ export function mountStreamRoutes(app: Hono, node: NodeService, logger: Logger):
   });
   app.post('/sandboxes/:id/processes/:sel/attach', async (c) => {
     const sel = selectorParam(c);
-    return processStream(c, registry, logger, (h) => node.attach(c.req.param('id'), sel, h));
+    const { resume } = validate(NodeAttachRequest, await jsonOf(c));
+    return processStream(c, registry, logger, (h) => node.attach(c.req.param('id'), sel, h, resume));
   });
 
   const handle = '/sandboxes/:id/processes/:pid/streams/:stream';

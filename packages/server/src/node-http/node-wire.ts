@@ -14,8 +14,9 @@ export const PORT_CONNECTION_HEADER = 'x-forkd-port-connection';
 
 /** A spawn/attach stream's lines; `started` names the stream's handle on the node (`stream`). */
 export type ProcessLine =
-  | { type: 'started'; pid: number; tag?: string; pty: boolean; stream: string }
+  | { type: 'started'; pid: number; tag?: string; pty: boolean; stream: string; token?: number; offset?: number }
   | { type: 'stdout' | 'stderr'; data: string }
+  | { type: 'position'; offset: number }
   | { type: 'dropped'; bytes: number }
   | { type: 'rewound' }
   | { type: 'exit'; exitCode: number; signal: number; oomKilled: boolean }

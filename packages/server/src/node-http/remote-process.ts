@@ -1,5 +1,5 @@
 import { ForkdError, fromErrorBody } from '@forkd/protocol';
-import type { ExecExit, OutputHandlers, ProcessHandle, ProcessStream } from '../node-contract/node-types.js';
+import type { ExecExit, OutputHandlers, ProcessHandle, ProcessStream, ResumePoint } from '../node-contract/node-types.js';
 import type { NodeTransport } from './node-transport.js';
 import type { ProcessLine } from './node-wire.js';
 
@@ -14,6 +14,7 @@ class RemoteProcessHandle implements ProcessHandle {
   readonly pid: number;
   readonly tag: string | undefined;
   readonly pty: boolean;
+  readonly resume: ResumePoint | undefined;
   readonly #t: NodeTransport;
   readonly #path: string;
   readonly #abort: AbortController;
@@ -24,6 +25,7 @@ class RemoteProcessHandle implements ProcessHandle {
     this.pid = s.pid;
     this.tag = s.tag;
     this.pty = s.pty;
+    this.resume = s.token !== undefined && s.offset !== undefined ? { token: s.token, offset: s.offset } : undefined;
     this.#t = t;
     this.#path = `/sandboxes/${encodeURIComponent(sandbox)}/processes/${s.pid}/streams/${encodeURIComponent(s.stream)}`;
     this.#abort = abort;
@@ -93,6 +95,9 @@ export async function openProcessStream(t: NodeTransport, sandbox: string, path:
             break;
           case 'rewound':
             await deliver(() => handlers.onRewound?.());
+            break;
+          case 'position':
+            await deliver(() => handlers.onPosition?.(l.offset));
             break;
           case 'exit':
             return { exitCode: l.exitCode, signal: l.signal, oomKilled: l.oomKilled };

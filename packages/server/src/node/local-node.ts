@@ -5,6 +5,7 @@ import type {
   ForkOptions,
   PauseOptions,
   ResumeOptions,
+  ResumePoint,
   FileContent,
   ForkTree,
   ImportSnapshotOptions,
@@ -89,8 +90,8 @@ export class LocalNode implements NodeService {
     return this.#m.spawn(id, opts, handlers);
   }
 
-  async attach(id: string, sel: ProcessSelector, handlers?: OutputHandlers): Promise<ProcessStream> {
-    return this.#m.attach(id, sel, handlers);
+  async attach(id: string, sel: ProcessSelector, handlers?: OutputHandlers, resume?: ResumePoint): Promise<ProcessStream> {
+    return this.#m.attach(id, sel, handlers, resume);
   }
 
   async listProcesses(id: string): Promise<ProcessInfo[]> {

@@ -28,7 +28,12 @@ export interface HttpServerOptions {
   message?: string;
   /** Serve HTTPS with this certificate chain and key (PEM); absent: plain HTTP. */
   tls?: TlsFiles | undefined;
+  /** Ends the process streams open to clients cleanly (see OpenStreams), returning how many; close() then waits for them (bounded). */
+  endStreams?: () => number;
 }
+
+/** How long a stopping server waits for the streams it ended to reach their clients before it cuts every connection. */
+const STREAM_END_GRACE_MS = 2000;
 
 /** A server's certificate chain and private key, PEM, as read at start; with `source`, re-read when its files change. */
 export interface TlsFiles extends TlsPair {
@@ -52,7 +57,9 @@ function makeServer(o: HttpServerOptions): Server {
  * API, its node contract and its E2B surfaces all do. Streams and uploads last for minutes or
  * hours: the request timeout is off (headers must still come within 60 s).
  * Upgraded sockets are no longer the server's to close: close() destroys
- * them too, so nothing outlives it.
+ * them too, so nothing outlives it. Process streams are ended first and
+ * given up to 2 s to reach their clients (their output up to the end, so
+ * they resume on the next daemon with nothing lost).
  */
 export async function serveHttp(o: HttpServerOptions): Promise<RunningServer> {
   const server = makeServer(o);
@@ -80,12 +87,24 @@ export async function serveHttp(o: HttpServerOptions): Promise<RunningServer> {
   return {
     url,
     port: addr.port,
-    close: () =>
-      new Promise((resolve) => {
-        stopWatching?.();
-        server.closeAllConnections();
-        for (const s of upgraded) s.destroy();
-        server.close(() => resolve());
-      }),
+    close: async () => {
+      stopWatching?.();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      if (o.endStreams?.()) await settle(server, upgraded, STREAM_END_GRACE_MS);
+      server.closeAllConnections();
+      for (const s of upgraded) s.destroy();
+      await closed;
+    },
   };
+}
+
+/** Waits until every connection has ended (idle keep-alive ones are closed), or `ms`. */
+async function settle(server: Server, upgraded: Set<Duplex>, ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  const open = () => new Promise<number>((r) => server.getConnections((err, n) => r(err ? 0 : n)));
+  while (Date.now() < until) {
+    server.closeIdleConnections();
+    if ((await open()) === 0 && upgraded.size === 0) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

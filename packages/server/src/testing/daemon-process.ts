@@ -17,13 +17,17 @@ export interface CliResult {
  * Runs the real `forkd` CLI binary at `url` with `env` (no key of the
  * caller's own environment: FORKD_API_KEY is cleared unless `env` sets it
  * after). `stdin`: bytes piped and closed, or `devnull` for none at all.
+ * `onStdout` sees its output as it comes.
  */
-export function runCli(url: string, env: NodeJS.ProcessEnv, args: string[], stdin: string | Buffer | 'devnull' = 'devnull'): Promise<CliResult> {
+export function runCli(url: string, env: NodeJS.ProcessEnv, args: string[], stdin: string | Buffer | 'devnull' = 'devnull', onStdout?: (text: string) => void): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], { env: { ...process.env, FORKD_API_KEY: '', ...env, FORKD_URL: url }, stdio: [stdin === 'devnull' ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    child.stdout!.on('data', (d: Buffer) => out.push(d));
+    child.stdout!.on('data', (d: Buffer) => {
+      out.push(d);
+      onStdout?.(Buffer.concat(out).toString());
+    });
     child.stderr!.on('data', (d: Buffer) => err.push(d));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
@@ -52,11 +56,17 @@ export function randomPort(): number {
   return 20000 + Math.floor(Math.random() * 12000);
 }
 
+/** Where a daemon runs from and listens: another build's CLI (an upgrade test's older commit), a port of its own (a restart on the same URL). */
+export interface ServeOptions {
+  cli?: string;
+  port?: number;
+}
+
 /** Runs `forkd serve ARGS` on a random port; resolves with its URL and log once it listens. */
-function startServe(env: NodeJS.ProcessEnv, args: string[], wrap: string[] = []): Promise<{ child: ChildProcess; url: string; log(): string }> {
-  const argv = [...wrap, process.execPath, ...NODE_FLAGS, CLI, 'serve', ...args];
+function startServe(env: NodeJS.ProcessEnv, args: string[], wrap: string[] = [], o: ServeOptions = {}): Promise<{ child: ChildProcess; url: string; log(): string }> {
+  const argv = [...wrap, process.execPath, ...NODE_FLAGS, o.cli ?? CLI, 'serve', ...args];
   const child = spawn(argv[0]!, argv.slice(1), {
-    env: { ...env, FORKD_PORT: String(randomPort()) },
+    env: { ...env, FORKD_PORT: String(o.port ?? randomPort()) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
@@ -75,9 +85,9 @@ function startServe(env: NodeJS.ProcessEnv, args: string[], wrap: string[] = [])
 const stateDir = (env: NodeJS.ProcessEnv) => env.FORKD_STATE_DIR ?? '/var/lib/forkd';
 
 /** Starts a real `forkd serve` on a random port and resolves once it listens. */
-export async function startDaemonProcess(env: NodeJS.ProcessEnv): Promise<DaemonProcess> {
+export async function startDaemonProcess(env: NodeJS.ProcessEnv, o: ServeOptions = {}): Promise<DaemonProcess> {
   await sweepStaleTestDirs();
-  const d = await startServe(env, []);
+  const d = await startServe(env, [], [], o);
   return { ...d, apiKey: readFileSync(join(stateDir(env), 'admin.key'), 'utf8').trim() };
 }
 

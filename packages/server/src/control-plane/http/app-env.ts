@@ -1,5 +1,6 @@
 import type { NodeService } from '../../node-contract/index.js';
 import type { Logger } from '../../shared/logger.js';
+import type { OpenStreams } from '../../shared/open-streams.js';
 import type { Principal } from '../auth/api-keys.js';
 
 /** What the middleware leaves on a request's context for the handlers (and the audit record). */
@@ -14,5 +15,7 @@ export type AppEnv = {
     sandbox: string | undefined;
     requestId: string;
     logger: Logger;
+    /** The process streams open to clients, ended cleanly when the daemon stops. */
+    streams: OpenStreams;
   };
 };

@@ -21,6 +21,7 @@ import { SecretService } from '../secrets/secret-service.js';
 import { mcpHandler, type McpEndpoint } from './mcp-endpoint.js';
 import type { Fleet } from '../../fleet/fleet.js';
 import { mountConsole } from './console-assets.js';
+import { OpenStreams } from '../../shared/open-streams.js';
 
 export type { AppEnv } from './app-env.js';
 
@@ -37,6 +38,8 @@ export interface AppDeps {
   fleet?: Fleet | undefined;
   /** What /metrics renders; the same object times the lifecycle operations of `svc` (see public-servers.ts). Absent: a new one. */
   metrics?: Metrics | undefined;
+  /** Process streams open to clients (ended cleanly when the server stops). Absent: a new one. */
+  streams?: OpenStreams | undefined;
 }
 
 const SANDBOX_IN_PATH = new RegExp(`^/v1/sandboxes/(${SANDBOX_ID_SOURCE})`);
@@ -70,7 +73,7 @@ function sourceAddress(c: Context<AppEnv>): string {
  * The REST API (`/v1`): request ids, errors, the port proxy, authentication
  * and the audit record around the route table (routes/index.ts).
  */
-export function createApp({ svc, control, logger, proxyDomain, mcp, fleet, metrics = new Metrics() }: AppDeps): Hono<AppEnv> {
+export function createApp({ svc, control, logger, proxyDomain, mcp, fleet, metrics = new Metrics(), streams = new OpenStreams() }: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   // Keys only in headers here: `?api_key=` is for WebSocket upgrades (stream-socket.ts), whose browsers cannot set headers.
   const caller = (c: Context<AppEnv>) => {
@@ -92,6 +95,7 @@ export function createApp({ svc, control, logger, proxyDomain, mcp, fleet, metri
     const requestId = newRequestId();
     c.set('requestId', requestId);
     c.set('logger', logger);
+    c.set('streams', streams);
     // Everything the request awaits logs (and traces) under its id, the node's own lines included; a caller's traceparent makes its spans the caller's trace's.
     await withContext({ requestId, trace: parseTraceparent(c.req.header('traceparent')) }, next);
     // Set on the response made, not on the context: a proxied answer keeps its own server's x-request-id.

@@ -2,6 +2,7 @@ import type { IncomingMessage, RequestListener } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { getRequestListener } from '@hono/node-server';
 import { serveHttp, type RunningServer, type TlsFiles } from '../../shared/http-server.js';
+import { OpenStreams } from '../../shared/open-streams.js';
 import type { Logger } from '../../shared/logger.js';
 import { createApp, type AppDeps } from './app.js';
 import { attachStreamSocket } from './stream-socket.js';
@@ -22,6 +23,8 @@ export interface ApiHandlers {
   /** Only the port proxy's upgrades. */
   proxyUpgrade: UpgradeHandler;
   logger: Logger;
+  /** The process streams open to clients: a stopping server ends them cleanly first. */
+  streams: OpenStreams;
 }
 
 /** A throw in an upgrade handler would leave the server's 'upgrade' listener: it ends this socket, never the process. */
@@ -36,7 +39,8 @@ function guarded(h: UpgradeHandler): UpgradeHandler {
   };
 }
 
-export function apiHandlers(deps: AppDeps): ApiHandlers {
+export function apiHandlers(given: AppDeps): ApiHandlers {
+  const deps = { ...given, streams: given.streams ?? new OpenStreams() };
   const { logger } = deps;
   const app = createApp(deps);
   const streams = attachStreamSocket(deps);
@@ -55,12 +59,12 @@ export function apiHandlers(deps: AppDeps): ApiHandlers {
     return true;
   };
   const any = (req: IncomingMessage, socket: Duplex, head: Buffer): boolean => (target(req) === undefined ? streams(req, socket, head) : proxy(req, socket, head));
-  return { listener: getRequestListener(app.fetch), upgrade: guarded(any), proxyUpgrade: guarded(proxy), logger };
+  return { listener: getRequestListener(app.fetch), upgrade: guarded(any), proxyUpgrade: guarded(proxy), logger, streams: deps.streams };
 }
 
 /** Serves the API over HTTP/1.1 (HTTPS with `tls`) with WebSocket upgrades for interactive streams (and the port proxy's). */
 export function serveApi(h: ApiHandlers, host: string, port: number, tls?: TlsFiles): Promise<RunningServer> {
-  return serveHttp({ listener: h.listener, host, port, upgrade: h.upgrade, logger: h.logger, tls });
+  return serveHttp({ listener: h.listener, host, port, upgrade: h.upgrade, logger: h.logger, tls, endStreams: () => h.streams.endAll() });
 }
 
 export async function listen(deps: AppDeps, host: string, port: number, tls?: TlsFiles): Promise<RunningServer> {

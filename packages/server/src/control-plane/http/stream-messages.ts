@@ -1,6 +1,6 @@
 import type { RawData } from 'ws';
 import { z } from 'zod';
-import { ForkdError, SpawnRequest, TAG_PATTERN } from '@forkd/protocol';
+import { ForkdError, ResumePoint, SpawnRequest, TAG_PATTERN } from '@forkd/protocol';
 import { validate } from './validate.js';
 
 /**
@@ -11,7 +11,8 @@ import { validate } from './validate.js';
 
 const Open = z.union([
   z.object({ op: z.literal('spawn'), spawn: SpawnRequest }),
-  z.object({ op: z.literal('attach'), pid: z.number().int().positive().optional(), tag: z.string().regex(TAG_PATTERN).optional() }),
+  /** `resume`: that very spawn, from that offset (a client resuming after a daemon restart; see ResumePoint). */
+  z.object({ op: z.literal('attach'), pid: z.number().int().positive().optional(), tag: z.string().regex(TAG_PATTERN).optional(), resume: ResumePoint.optional() }),
 ]);
 export type OpenRequest = z.infer<typeof Open>;
 

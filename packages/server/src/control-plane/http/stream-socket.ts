@@ -13,6 +13,7 @@ import { withContext } from '../../shared/request-context.js';
 import { destroyQuietly, guardListener } from '../../shared/connection-guard.js';
 import { parseControl, parseOpen, rawBytes } from './stream-messages.js';
 import { StdinFlow } from './stdin-flow.js';
+import type { OpenStreams } from '../../shared/open-streams.js';
 
 const PATH = new RegExp(`^/v1/sandboxes/(${SANDBOX_ID_SOURCE})/stream$`);
 
@@ -36,7 +37,45 @@ export const STREAM_STDERR = 2;
  * sessions and execs with live stdin. Binary frames carry data (server→client
  * prefixed by a stream byte), text frames carry JSON control messages.
  */
-export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean {
+/**
+ * The handlers that send a socket's output and events. Output waits for
+ * `started` (`opened`): a client counts its position from the offset that
+ * `started` gives (see the protocol's ResumePoint). Back-pressure: past
+ * 1 MiB buffered, the next guest frame waits until this message is written
+ * out to the kernel (ws calls back then), so a client that does not read
+ * stops the process's output (the guest's ring keeps it) instead of growing
+ * the daemon's memory.
+ */
+function socketHandlers(ws: WebSocket, gone: Promise<void>, abort: AbortSignal) {
+  let opened!: () => void;
+  const started = new Promise<void>((r) => (opened = r));
+  const after = (f: () => Promise<void> | void) => started.then(f);
+  const send = (stream: number) => (d: Buffer) =>
+    after(() => {
+      const frame = Buffer.concat([Buffer.from([stream]), d]);
+      if (ws.readyState !== ws.OPEN) return undefined;
+      if (ws.bufferedAmount + frame.length <= MAX_BUFFERED) {
+        ws.send(frame);
+        return undefined;
+      }
+      return Promise.race([new Promise<void>((r) => ws.send(frame, () => r())), gone]);
+    });
+  const json = (msg: object) => after(() => ws.send(JSON.stringify(msg)));
+  const handlers = {
+    onStdout: send(STREAM_STDOUT),
+    onStderr: send(STREAM_STDERR),
+    onDropped: (n: number) => json({ type: 'dropped', bytes: n }),
+    onRewound: () => json({ type: 'rewound' }),
+    onPosition: (offset: number) => json({ type: 'position', offset }),
+    // Policy: held for approval (before `started`), or ended by a limit. Clients that do not know them ignore them.
+    onWaiting: (w: WaitingCall) => ws.send(JSON.stringify({ type: 'waiting', ...w })),
+    onLimit: (l: { limit: string; rule: string }) => json({ type: 'limit', ...l }),
+    abort,
+  };
+  return { handlers, opened };
+}
+
+export function attachStreamSocket({ svc, control, logger, streams }: AppDeps & { streams: OpenStreams }): (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
   wss.on('connection', (ws: WebSocket, id: string, who: Principal) => {
     // A bad frame (unmasked, too large, a bad opcode) is an 'error' on the socket: without a listener, a throw.
@@ -102,34 +141,12 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
         if (!opening.ok) throw opening.error;
         const req = opening.value;
         target = req.op === 'spawn' ? (req.spawn.cmd?.join(' ') ?? req.spawn.command) : `attach ${req.pid ?? `tag:${req.tag}`}`;
-        // Back-pressure: past 1 MiB buffered, the next guest frame waits until this
-        // message is written out to the kernel (ws calls back then), so a client
-        // that does not read stops the process's output (the guest's ring keeps it)
-        // instead of growing the daemon's memory.
-        const send = (stream: number) => (d: Buffer): Promise<void> | undefined => {
-          const frame = Buffer.concat([Buffer.from([stream]), d]);
-          if (ws.readyState !== ws.OPEN) return undefined;
-          if (ws.bufferedAmount + frame.length <= MAX_BUFFERED) {
-            ws.send(frame);
-            return undefined;
-          }
-          return Promise.race([new Promise<void>((r) => ws.send(frame, () => r())), gone]);
-        };
-        const handlers = {
-          onStdout: send(STREAM_STDOUT),
-          onStderr: send(STREAM_STDERR),
-          onDropped: (n: number) => ws.send(JSON.stringify({ type: 'dropped', bytes: n })),
-          onRewound: () => ws.send(JSON.stringify({ type: 'rewound' })),
-          // Policy: held for approval (before `started`), or ended by a limit. Clients that do not know them ignore them.
-          onWaiting: (w: WaitingCall) => ws.send(JSON.stringify({ type: 'waiting', ...w })),
-          onLimit: (l: { limit: string; rule: string }) => ws.send(JSON.stringify({ type: 'limit', ...l })),
-          abort: closed.signal,
-        };
+        const { handlers, opened } = socketHandlers(ws, gone, closed.signal);
         let started;
         if (req.op === 'spawn') {
           started = await view.spawn(id, spawnOptions({ ...req.spawn, stdin: true }), handlers);
         } else {
-          started = await view.attach(id, req.pid !== undefined ? { pid: req.pid } : { tag: req.tag! }, handlers);
+          started = await view.attach(id, req.pid !== undefined ? { pid: req.pid } : { tag: req.tag! }, handlers, req.resume);
         }
         const { process, exit } = started;
         audit();
@@ -137,7 +154,14 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
           process.detach();
           return;
         }
-        ws.send(JSON.stringify({ type: 'started', pid: process.pid, tag: process.tag, pty: process.pty }));
+        ws.send(JSON.stringify({ type: 'started', pid: process.pid, tag: process.tag, pty: process.pty, ...process.resume }));
+        opened();
+        // A stopping daemon lets go of the process and says so (1012): the client resumes from the next one.
+        let stopping = false;
+        const unregister = streams.add(() => {
+          stopping = true;
+          process.detach();
+        });
         const stdin = new StdinFlow(process, ws, MAX_STDIN_IN_FLIGHT);
         onMessage = (data: RawData, binary: boolean) => {
           const buf = rawBytes(data);
@@ -154,9 +178,9 @@ export function attachStreamSocket({ svc, control, logger }: AppDeps): (req: Inc
         };
         for (const [d, b] of early.splice(0)) onMessage(d, b);
         ws.on('close', guardListener('websocket', () => {}, () => process.detach()));
-        const e = await exit;
+        const e = await exit.finally(unregister);
         if (e) ws.send(JSON.stringify({ type: 'exit', exitCode: e.exitCode, signal: e.signal, oomKilled: e.oomKilled }));
-        ws.close(1000);
+        ws.close(stopping ? 1012 : 1000, stopping ? 'forkd is restarting' : undefined);
       } catch (err) {
         if (!audited) audit(err);
         sendError(ws, err, who, requestId, id);

@@ -8,14 +8,9 @@ import { SealGate } from './seal-gate.js';
 export { GuestProcess, type DetachReason, type OutputHandlers, type ProcessExit } from './guest-process.js';
 
 // The contract's types: a remote node's client speaks them too (node-contract/node-types.ts).
-import type { SpawnOptions, ProcessSelector, WriteFileOptions } from '../../node-contract/node-types.js';
-export type { SpawnOptions, ProcessSelector, WriteFileOptions };
-
-/** Where a re-attach resumes a stream (protocol 2): that very process, from that ring offset. */
-export interface ResumePoint {
-  token: number;
-  offset: number;
-}
+import type { SpawnOptions, ProcessSelector, ResumePoint, WriteFileOptions } from '../../node-contract/node-types.js';
+/** ResumePoint: where a re-attach resumes a stream (protocol 2): that very process, from that ring offset. */
+export type { SpawnOptions, ProcessSelector, ResumePoint, WriteFileOptions };
 
 /** How long a snapshot waits for short requests (file transfers, listings) to finish before it cuts them. */
 const REQUEST_DRAIN_MS = 1000;
@@ -182,6 +177,11 @@ export class GuestClient {
     }
   }
 
+  /** The protocol this agent speaks, as far as the host has learnt (its newest until an agent refused it). */
+  get protocol(): number {
+    return this.#version ?? FORKD_GUEST_PROTOCOL;
+  }
+
   /** `deadlineMs`: shorter than the client's for a liveness probe (see SandboxManager#waitReady). */
   async info(deadlineMs?: number): Promise<{ version: number; agent: string; pid: number; rssBytes: number; processes: number }> {
     const t = await this.#simple(T.INFO, [], deadlineMs);
@@ -201,13 +201,13 @@ export class GuestClient {
   /** With `resume`, only the process that carries that token, from that offset (see ResumePoint). */
   async attach(sel: ProcessSelector, handlers: OutputHandlers = {}, resume?: ResumePoint): Promise<GuestProcess> {
     const conn = await this.#request(T.ATTACH, [...selectorFields(sel), [K.TOKEN, resume?.token], [K.OFFSET, resume?.offset]]);
-    return this.#started(conn, handlers);
+    return this.#started(conn, handlers, resume?.offset);
   }
 
-  async #started(conn: GuestConnection, handlers: OutputHandlers): Promise<GuestProcess> {
+  async #started(conn: GuestConnection, handlers: OutputHandlers, expectOffset?: number): Promise<GuestProcess> {
     try {
       const f = await conn.expect(T.STARTED);
-      return new GuestProcess(conn, new Tlv(f.payload), handlers);
+      return new GuestProcess(conn, new Tlv(f.payload), handlers, expectOffset);
     } catch (err) {
       conn.close();
       throw err;

@@ -44,7 +44,8 @@ export class GuestProcess {
   #acked: number;
   #ackQueued = false;
 
-  constructor(conn: GuestConnection, started: Tlv, handlers: OutputHandlers) {
+  /** `expectOffset`: where a resuming attach asked to start; starting elsewhere is told first (`onPosition`). */
+  constructor(conn: GuestConnection, started: Tlv, handlers: OutputHandlers, expectOffset?: number) {
     this.#conn = conn;
     this.pid = started.reqInt(K.PID);
     this.tag = started.str(K.TAG);
@@ -53,7 +54,7 @@ export class GuestProcess {
     this.startOffset = started.int(K.OFFSET) ?? 0;
     this.#offset = this.#acked = this.startOffset;
     conn.onQuiesce = () => this.#letGo();
-    this.done = this.#pump(handlers);
+    this.done = this.#pump(handlers, expectOffset);
     this.done.catch(() => {});
   }
 
@@ -66,8 +67,9 @@ export class GuestProcess {
     return this.#offset;
   }
 
-  async #pump(h: OutputHandlers): Promise<ProcessExit | null> {
+  async #pump(h: OutputHandlers, expectOffset: number | undefined): Promise<ProcessExit | null> {
     try {
+      if (expectOffset !== undefined && this.token !== undefined && this.startOffset !== expectOffset) await h.onPosition?.(this.startOffset);
       for (;;) {
         const f = await this.#conn.next();
         if (!f) return null;

@@ -3,7 +3,7 @@ import { ForkdError } from '@forkd/protocol';
 import type { GuestClient } from '../guest/guest-client.js';
 import type { GuestProcess, OutputHandlers, ProcessExit } from '../guest/guest-process.js';
 
-import type { ProcessHandle } from '../../node-contract/node-types.js';
+import type { ProcessHandle, ResumePoint } from '../../node-contract/node-types.js';
 export type { ProcessHandle };
 
 /** What a session needs of the node to come back after its guest connection went away. */
@@ -40,6 +40,8 @@ export class ProcessSession implements ProcessHandle {
   readonly pid: number;
   readonly tag: string | undefined;
   readonly pty: boolean;
+  /** Where the stream started (its client resumes from here plus what it received, after a daemon restart). */
+  readonly resume: ResumePoint | undefined;
   readonly done: Promise<ProcessExit | null>;
   readonly #host: SessionHost;
   readonly #id: string;
@@ -65,6 +67,7 @@ export class ProcessSession implements ProcessHandle {
     this.pid = gp.pid;
     this.tag = gp.tag;
     this.pty = gp.pty;
+    this.resume = gp.token === undefined ? undefined : { token: gp.token, offset: gp.startOffset };
     this.done = this.#run();
     this.done.catch(() => {});
   }

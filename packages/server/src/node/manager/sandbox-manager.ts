@@ -8,7 +8,7 @@ import {
   type WatchEvent,
   type SetNetworkRequest,
 } from '@forkd/protocol';
-import type { ClaimSandbox, ForkOptions, ForkTree, ImportSnapshotOptions, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, SnapshotExport, SpawnOptions, TemplateExport, WatchHandle } from '../../node-contract/node-types.js';
+import type { ClaimSandbox, ForkOptions, ForkTree, ImportSnapshotOptions, NodeStats, OutputHandlers, PauseOptions, PortConnection, ProcessSelector, ProcessStream, ResumeOptions, ResumePoint, SnapshotExport, SpawnOptions, TemplateExport, WatchHandle } from '../../node-contract/node-types.js';
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
 import type { GuestClient } from '../guest/guest-client.js';
@@ -183,8 +183,8 @@ export class SandboxManager {
     return this.#streams.spawn(id, opts, handlers);
   }
 
-  attach(id: string, sel: ProcessSelector, handlers: OutputHandlers = {}): Promise<ProcessStream> {
-    return this.#streams.attach(id, sel, handlers);
+  attach(id: string, sel: ProcessSelector, handlers: OutputHandlers = {}, resume?: ResumePoint): Promise<ProcessStream> {
+    return this.#streams.attach(id, sel, handlers, resume);
   }
 
   watch(id: string, path: string, recursive: boolean, onEvent: (e: WatchEvent) => void | Promise<void>): Promise<WatchHandle> {

@@ -1,7 +1,7 @@
 import { constants as osConstants } from 'node:os';
 import { withSpawnDefaults } from './spawn-defaults.js';
 import { ForkdError, type WatchEvent } from '@forkd/protocol';
-import type { ExecExit, OutputHandlers, ProcessExit, ProcessSelector, ProcessStream, SpawnOptions, WatchHandle } from '../../node-contract/node-types.js';
+import type { ExecExit, OutputHandlers, ProcessExit, ProcessSelector, ProcessStream, ResumePoint, SpawnOptions, WatchHandle } from '../../node-contract/node-types.js';
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, Store } from '../../store/store.js';
 import type { GuestClient, GuestProcess } from '../guest/guest-client.js';
@@ -56,11 +56,12 @@ export class SandboxStreams {
     return this.#session(id, key, gp, handlers, before);
   }
 
-  async attach(id: string, sel: ProcessSelector, handlers: OutputHandlers = {}): Promise<ProcessStream> {
+  /** With `resume`: only the process of that spawn, from that offset (a client's stream resumed after a daemon restart). */
+  async attach(id: string, sel: ProcessSelector, handlers: OutputHandlers = {}, resume?: ResumePoint): Promise<ProcessStream> {
     const guest = await this.#d.guest(id);
     const key = await this.#d.key(id);
     const before = await this.#d.runtime.usage(key).catch(() => undefined);
-    const gp = await guest.attach(sel, handlers);
+    const gp = await guest.attach(sel, handlers, resume);
     return this.#session(id, key, gp, handlers, before);
   }
 

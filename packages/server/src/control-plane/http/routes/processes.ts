@@ -1,6 +1,6 @@
 import { constants as osConstants } from 'node:os';
 import type { Context } from 'hono';
-import { ExecEvent, ExecRequest, ForkdError, parseProcessSelector, ProcessInfo, SignalRequest, StdinRequest } from '@forkd/protocol';
+import { AttachQuery, ExecEvent, ExecRequest, ForkdError, parseProcessSelector, ProcessInfo, resumeOf, SignalRequest, StdinRequest } from '@forkd/protocol';
 import type { AppEnv } from '../app-env.js';
 import { spawnOptions, type ProcessSelector } from '../../../node-contract/index.js';
 import { signalNumber } from '../process-request.js';
@@ -67,12 +67,15 @@ export const PROCESS_ROUTES = [
   route({
     method: 'get',
     path: '/v1/sandboxes/:id/processes/:sel/output',
-    summary: 'Re-attach to a process (pid or tag:NAME)',
+    summary: 'Re-attach to a process (pid or tag:NAME); with token and offset, resume a stream where it was (that very spawn only)',
+    query: AttachQuery,
     ndjson: ExecEvent,
-    handler: (c) => {
+    handler: (c, _deps, input) => {
       const id = param(c, 'id');
       const sel = selector(c);
-      return processStream(c, (h) => v(c).attach(id, sel, h));
+      const resume = resumeOf(input.query());
+      if (resume === null) throw new ForkdError('INVALID_ARGUMENT', 'give both token and offset, or neither');
+      return processStream(c, (h) => v(c).attach(id, sel, h, resume));
     },
   }),
   route({

@@ -1,0 +1,24 @@
+/**
+ * The process streams a server has open to its clients, so that a stopping
+ * daemon ends them cleanly instead of cutting their connections: each lets
+ * go of its process (which runs on in the sandbox, its unacknowledged output
+ * kept by the guest) and ends its response after the output already handed
+ * to it, so a client resumes where it is with nothing lost or repeated.
+ */
+export class OpenStreams {
+  readonly #open = new Set<() => void>();
+
+  /** Registers a stream's `end`; the returned function unregisters it (call it when the stream ends anyway). */
+  add(end: () => void): () => void {
+    this.#open.add(end);
+    return () => this.#open.delete(end);
+  }
+
+  /** Ends every open stream; says how many there were. */
+  endAll(): number {
+    const ends = [...this.#open];
+    this.#open.clear();
+    for (const end of ends) end();
+    return ends.length;
+  }
+}
