@@ -9,6 +9,7 @@ import { btrfsCheck, idmappedMountsCheck, kernelCheck, loopDevicesCheck, seccomp
 import { forwardingCheck, portsCheck } from './network-checks.js';
 import { poolCheck, poolSpaceCheck, quotaModeCheck } from './pool-checks.js';
 import { criuCheck, runcCheck } from './tool-checks.js';
+import { snapshotsCheck } from './snapshot-check.js';
 
 /** In the order `forkd doctor` prints them: the kernel, forkd's tools, the pool, the network, the daemon. */
 export const HOST_CHECKS: readonly [string, HostCheck][] = [
@@ -25,6 +26,7 @@ export const HOST_CHECKS: readonly [string, HostCheck][] = [
   ['pool', poolCheck],
   ['pool-space', poolSpaceCheck],
   ['quota-mode', quotaModeCheck],
+  ['snapshots', snapshotsCheck],
   ['forwarding', forwardingCheck],
   ['clock', clockCheck],
   ['ports', portsCheck],

@@ -6,6 +6,9 @@ import { runcPath } from '../setup/private-runc.js';
 import type { Network } from './network/network.js';
 import { RuncRuntime } from './runtime/runc-runtime.js';
 import type { Runtime } from './runtime/runtime.js';
+import { StampedRuntime } from './runtime/stamped-runtime.js';
+import { installedVersions } from './runtime/installed-versions.js';
+import type { InstalledVersions } from './runtime/snapshot-compat.js';
 import { ensurePool } from './storage/btrfs-pool.js';
 import { BtrfsStorage } from './storage/btrfs-storage.js';
 import { btrfsQuotas, type DiskQuotas } from './storage/disk-quota.js';
@@ -51,8 +54,17 @@ const STORAGES: Record<string, StorageDriver> = {
 };
 
 const RUNTIMES: Record<string, RuntimeDriver> = {
-  runc: (config, network) =>
-    new RuncRuntime({
+  runc: (config, network) => stamped(config, runcRuntime(config, network)),
+};
+
+/** Checkpoints say what made them and restores refuse what the installed tools cannot restore (StampedRuntime). */
+function stamped(config: ForkdConfig, inner: Runtime): Runtime {
+  let versions: Promise<InstalledVersions> | undefined;
+  return new StampedRuntime(inner, () => (versions ??= installedVersions(criuPath(config), runcPath(config))), config.pool.mountPoint);
+}
+
+function runcRuntime(config: ForkdConfig, network: Network): Runtime {
+  return new RuncRuntime({
       network,
       stateRoot: join(config.runDir, 'runc'),
       bundleRoot: join(config.stateDir, 'bundles'),
@@ -69,8 +81,8 @@ const RUNTIMES: Record<string, RuntimeDriver> = {
       uffdBroker: join(REPO_ROOT, 'packages/host-tools/build/forkd-uffd-broker'),
       // At least a few guest deadlines (a test's short deadline must not cut real dumps short).
       checkpointDeadlineMs: Math.max(60_000, 4 * config.guestDeadlineS * 1000),
-    }),
-};
+  });
+}
 
 /** The driver `name` of a registry; an unknown name fails start-up, naming the choices. */
 function pick<T>(registry: Record<string, T>, name: string, variable: string): T {

@@ -39,6 +39,7 @@ async function dumpOnce(c: SnapshotContext, r: SandboxRecord, key: string, draft
         workDir: draft.workDir,
         leaveRunning,
         whileFrozen: await c.storage.frozenCommit(draft.rootfsKey, c.instances.volumeOf(key)),
+        guestProtocol: guest.protocol,
       });
       crashPoint('snapshot:dumped');
       return stats;

@@ -44,6 +44,8 @@ export interface CheckpointOptions {
   leaveRunning: boolean;
   /** The filesystem snapshot to make while the tree is frozen (from Storage.frozenCommit). */
   whileFrozen?: FrozenCommit;
+  /** The guest protocol the sandbox's agent speaks (recorded with the images; see snapshot-stamp.ts). */
+  guestProtocol?: number;
 }
 
 export interface CheckpointStats {
