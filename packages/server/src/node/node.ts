@@ -19,6 +19,7 @@ import { TemplateRegistry } from './templates/template-registry.js';
 import { ImageVolumes } from './images/image-volumes.js';
 import { StepCache } from './dockerfile/step-cache.js';
 import { CachePruner } from './storage/cache-pruner.js';
+import { letSandboxesThrough } from './network/host-firewall.js';
 import { checkDrivers, makeRuntime, openStorage } from './drivers.js';
 import { lockNode, type NodeLock } from './node-lock.js';
 import { privateDir, tightenPrivateState, usePrivateUmask } from '../shared/private-state.js';
@@ -144,7 +145,9 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   });
   await manager.recover();
   // After the start-up check (which re-applied every rule): from now on a removed table is restored as it happens.
-  const tableWatch = new TableWatch({ table: config.net.table, restore: () => manager.reapplyNetworks(), logger });
+  const firewall = () => letSandboxesThrough(config.net.ifPrefix, logger);
+  await firewall();
+  const tableWatch = new TableWatch({ table: config.net.table, restore: () => manager.reapplyNetworks(), firewall, logger });
   tableWatch.start();
   // Policy above the manager, through its public methods only.
   const defaults = { timeline: { ...DEFAULT_TIMELINE_POLICY, intervalMs: config.snapshotIntervalS * 1000 }, idleTimeoutMs: config.idleTimeoutS * 1000 };
