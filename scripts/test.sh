@@ -17,7 +17,7 @@ else
   if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
     npm ci --no-audit --no-fund --loglevel=error
   fi
-  npx tsc -b && make -s -C packages/host-tools
+  npx tsc -b && node scripts/bundle-cli.mjs && make -s -C packages/host-tools
 fi
 mapfile -t files < <(find packages/*/dist -name '*.test.js' | sort)
 if [ "$unit_only" = 1 ]; then

@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ForkdError } from '@forkd/protocol/errors';
 import type { ServiceReport } from '@forkd/server';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { loadServer, type ServerModule } from '../load-server.js';
+import { cliPackage } from '../package-dir.js';
 import { UsageError } from '../usage-error.js';
 
 const INSTALL_USAGE = `Usage: forkd install [--no-start] [--root DIR]
@@ -31,8 +32,12 @@ Options:
   --root DIR   uninstall what \`forkd install --root DIR\` wrote
 `;
 
-/** This CLI's checkout: dist/commands/install.js → the repository root. */
-const checkout = () => resolve(fileURLToPath(new URL('../../../../', import.meta.url)));
+/** This CLI's checkout: packages/cli → the repository root. */
+function checkout(): string {
+  const pkg = cliPackage();
+  if (!pkg) throw new ForkdError('FAILED_PRECONDITION', 'forkd install runs from a checkout of forkd; this CLI is not in one');
+  return resolve(pkg.dir, '../..');
+}
 
 function parseRoot(argv: string[], withNoStart: boolean): { root: string; noStart: boolean } {
   const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { root: { type: 'string' }, ...(withNoStart ? { 'no-start': { type: 'boolean' } } : {}) } });

@@ -36,6 +36,8 @@ describe('the published packages: packed, installed from their tarballs, run', {
       assert.deepEqual(paths.filter((f) => /\.test\.|\.map$|\/e2e\/|tsbuildinfo|\/src\//.test(f)), [], p.name);
     }
     assert.ok(packed[3]!.files.some((f) => f.path === 'dist/main.js'));
+    // The bin: the bundle (scripts/bundle-cli.mjs), its chunks beside it.
+    assert.ok(packed[3]!.files.some((f) => f.path === 'dist/bundle/forkd.js') && packed[3]!.files.some((f) => f.path.startsWith('dist/bundle/chunks/')));
     tarballs = packed.map((p) => join(dir, p.filename));
   });
 

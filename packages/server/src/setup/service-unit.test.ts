@@ -60,7 +60,7 @@ describe('forkd.service', () => {
     assert.ok(serviceUnit(opts).includes(INSTALL_MARKER));
     const w = wrapperScript(opts);
     assert.ok(w.startsWith('#!/bin/sh\n') && w.includes(INSTALL_MARKER));
-    assert.match(w, /\nexec \/usr\/bin\/node --experimental-websocket .* \/opt\/forkd\/packages\/cli\/dist\/main\.js "\$@"\n$/);
+    assert.match(w, /\nexec \/usr\/bin\/node --experimental-websocket .* \/opt\/forkd\/packages\/cli\/dist\/bundle\/forkd\.js "\$@"\n$/);
   });
 
   test('a path systemd or sh would read as more than a path is refused', () => {

@@ -36,6 +36,11 @@ export function cliEntry(checkout: string): string {
   return `${checkout.replace(/\/+$/, '')}/packages/cli/dist/main.js`;
 }
 
+/** The CLI as `./forkd` runs it (scripts/bundle-cli.mjs): what the wrapper on PATH runs. */
+export function cliBundle(checkout: string): string {
+  return `${checkout.replace(/\/+$/, '')}/packages/cli/dist/bundle/forkd.js`;
+}
+
 /** `forkd serve` as the unit's ExecStart runs it (argv). */
 export function serveArgv(opts: ServiceUnitOptions): string[] {
   assertPlainPath('node', opts.node);
@@ -86,9 +91,10 @@ WantedBy=multi-user.target
 `;
 }
 
-/** /usr/local/bin/forkd: the checkout's CLI with the flags `./forkd` gives it (no build step: install runs from a built checkout). */
+/** /usr/local/bin/forkd: the checkout's CLI bundle with the flags `./forkd` gives it (no build step: install runs from a built checkout). */
 export function wrapperScript(opts: ServiceUnitOptions): string {
-  const argv = [...serveArgv(opts).slice(0, -1), '"$@"'];
+  serveArgv(opts); // the same paths, checked the same way
+  const argv = [opts.node, ...NODE_FLAGS, cliBundle(opts.checkout), '"$@"'];
   return `#!/bin/sh
 # ${INSTALL_MARKER} from ${opts.checkout}; \`forkd uninstall\` removes it.
 exec ${argv.join(' ')}
