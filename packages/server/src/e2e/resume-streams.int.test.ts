@@ -8,7 +8,7 @@ import { api } from '../testing/http-client.js';
 import { randomPort, runCli, startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
 import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
 import { waitFor } from '../testing/helpers.js';
-import { attachCounters, counterCommand, finishCounters, lines, startTimes } from '../testing/resumed-counters.js';
+import { attachBurst, attachCounters, counterCommand, finishCounters, lines, startTimes } from '../testing/resumed-counters.js';
 
 /**
  * Clients' streams across a daemon stop and start: the processes run on in
@@ -34,7 +34,8 @@ describe('streams resume across a daemon restart', { skip: !isRoot && 'needs roo
 
   test('SIGTERM (systemctl stop), down for a while, start: same processes, every stream resumes with nothing lost or repeated and ends with its exit code', async () => {
     const sb = await client().sandboxes.create({ memoryMb: 128 });
-    const counters = await attachCounters(sb);
+    const counters = [...(await attachCounters(sb)), attachBurst(sb)];
+    await waitFor(() => lines(counters[3]!).length > 20, 20_000, 'the burst printing');
     const pids = counters.map((c) => c.pid());
     const before = await startTimes(sb, pids);
     const t0 = performance.now();

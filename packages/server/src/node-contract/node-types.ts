@@ -79,8 +79,13 @@ export interface ProcessHandle {
   closeStdin(): void;
   signal(signal: number): void;
   resize(cols: number, rows: number): void;
-  /** Lets go of the process; it keeps running in the sandbox. */
-  detach(): void;
+  /**
+   * Lets go of the process; it keeps running in the sandbox. `hold`: the
+   * daemon is stopping and the client will resume the stream, so the guest
+   * holds the process's output meanwhile (back-pressure, up to 30 s) rather
+   * than dropping what its ring cannot keep.
+   */
+  detach(opts?: { hold?: boolean }): void;
 }
 
 /** A started or attached process; `exit` is null when the stream was let go (detach), and rejects with REWOUND when a rewind took the process away. */

@@ -14,7 +14,7 @@ import { sandboxInfo } from '../testing/sandbox-info.js';
 const info = (id: string): SandboxInfo => sandboxInfo(id);
 
 /** What the fake node saw, for the tests to check. */
-const seen = { deleted: [] as string[], ops: [] as string[], detached: 0, written: Buffer.alloc(0) };
+const seen = { deleted: [] as string[], ops: [] as string[], detached: 0, held: 0, written: Buffer.alloc(0) };
 const files = new Map<string, Buffer>();
 let echo: net.Server;
 
@@ -54,8 +54,9 @@ const impl: Partial<NodeService> = {
         seen.ops.push(`signal:${n}`);
       },
       resize() {},
-      detach() {
+      detach(o) {
         seen.detached++;
+        if (o?.hold) seen.held++;
         exited(null);
       },
     };
@@ -193,6 +194,14 @@ test('detach closes the stream: the node detaches, exit is null; a rejected exit
   assert.equal(seen.detached, before + 1);
   const gone = await client.spawn('sbx-aaaaaaaaaaaa', { argv: ['gone'] });
   await assert.rejects(gone.exit, { code: 'REWOUND', message: 'process 42 is gone' });
+});
+
+test('a held detach (a stopping control plane) asks the node to let go as for a snapshot; the stream then ends on its own with exit null', async () => {
+  const before = seen.held;
+  const { process, exit } = await client.spawn('sbx-aaaaaaaaaaaa', { argv: ['long'] });
+  process.detach({ hold: true });
+  assert.equal(await exit, null);
+  assert.equal(seen.held, before + 1);
 });
 
 test('a control plane gone while its spawn was starting: the node detaches the process', async () => {

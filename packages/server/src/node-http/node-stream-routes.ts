@@ -121,6 +121,10 @@ export function mountStreamRoutes(app: Hono, node: NodeService, logger: Logger):
     p.signal(intIn((await jsonOf(c) as { signal?: unknown }).signal, 1, 64, 'signal'));
     return c.body(null, 204);
   });
+  app.post(`${handle}/detach`, async (c) => {
+    registry.get(c).detach({ hold: (await jsonOf(c) as { hold?: unknown }).hold === true });
+    return c.body(null, 204);
+  });
   app.post(`${handle}/resize`, async (c) => {
     const p = registry.get(c);
     const r = (await jsonOf(c)) as { cols?: unknown; rows?: unknown };

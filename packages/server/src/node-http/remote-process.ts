@@ -54,10 +54,15 @@ class RemoteProcessHandle implements ProcessHandle {
     void this.#send('resize', { json: { cols, rows } }).catch(() => {});
   }
 
-  /** Closes the stream: the node detaches its handle and the process keeps running. */
-  detach(): void {
+  /**
+   * Closes the stream: the node detaches its handle and the process keeps
+   * running. `hold`: the node lets go as for a snapshot and ends the stream
+   * after the output the guest sent before it (or, unreachable, it is cut).
+   */
+  detach(opts: { hold?: boolean } = {}): void {
     this.detached = true;
-    this.#abort.abort();
+    if (opts.hold) void this.#send('detach', { json: { hold: true } }).catch(() => this.#abort.abort());
+    else this.#abort.abort();
   }
 }
 

@@ -9,7 +9,7 @@ export function counterCommand(tag: string, code: number): string[] {
 
 /** One attached counter: what it printed, and its exit (or the stream's failure). */
 export interface AttachedCounter {
-  kind: 'exec' | 'stream' | 'pty';
+  kind: 'exec' | 'stream' | 'pty' | 'burst';
   tag: string;
   code: number;
   pid: () => number;
@@ -52,13 +52,28 @@ export async function attachCounters(sb: Sandbox): Promise<AttachedCounter[]> {
   return counters;
 }
 
+/**
+ * A counter printing ~800 KiB/s (8 KiB lines, 100 a second) through the
+ * NDJSON exec: a few seconds of a stopped daemon are more than the guest's
+ * 1 MiB ring, so its output must be held for the resumed stream, not dropped.
+ */
+export function attachBurst(sb: Sandbox): AttachedCounter {
+  let text = '';
+  const dropped: number[] = [];
+  let pid = 0;
+  const cmd = ['sh', '-c', 'i=0; while [ ! -e /tmp/stop-burst ]; do i=$((i+1)); printf "%s %08190d\\n" $i 0; sleep 0.01; done; exit 6'];
+  const exit = sb.exec(cmd, { capture: false, onStarted: (p) => (pid = p.pid), onStdout: (c) => void (text += Buffer.from(c).toString()), onDropped: (n) => dropped.push(n) });
+  exit.catch(() => {});
+  return { kind: 'burst', tag: 'burst', code: 6, pid: () => pid, text: () => text, dropped, exit };
+}
+
 /** The numbers a counter printed (a terminal ends its lines with \r\n). */
 export function lines(c: AttachedCounter): number[] {
   return c
     .text()
     .split(/\r?\n/)
     .filter((l) => l !== '')
-    .map(Number);
+    .map((l) => parseInt(l, 10));
 }
 
 /** The start time of each process (field 22 of /proc/PID/stat): the same pid and start time is the same process, not a restored one. */

@@ -160,7 +160,7 @@ export function attachStreamSocket({ svc, control, logger, streams }: AppDeps & 
         let stopping = false;
         const unregister = streams.add(() => {
           stopping = true;
-          process.detach();
+          process.detach({ hold: true });
         });
         const stdin = new StdinFlow(process, ws, MAX_STDIN_IN_FLIGHT);
         onMessage = (data: RawData, binary: boolean) => {

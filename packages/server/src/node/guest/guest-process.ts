@@ -165,4 +165,9 @@ export class GuestProcess {
     this.reason = 'client';
     this.#conn.close();
   }
+
+  /** Lets go as before a snapshot (DETACH): the guest holds the output for a re-attach instead of dropping it. */
+  release(): void {
+    void this.#letGo();
+  }
 }

@@ -204,10 +204,11 @@ export class ProcessSession implements ProcessHandle {
     this.#send({ kind: 'resize', cols, rows });
   }
 
-  detach(): void {
+  detach(opts: { hold?: boolean } = {}): void {
     this.#closed = true;
     this.#abort.abort();
-    this.#gp.detach();
+    if (opts.hold && this.#gp.resumable) this.#gp.release();
+    else this.#gp.detach();
   }
 }
 

@@ -84,7 +84,7 @@ export function processStream(c: Context, start: (h: StreamHandlers) => Promise<
   const run = start(h).then(
     ({ process, exit }) => {
       detach = () => process.detach();
-      const unregister = (c.get('streams') as OpenStreams | undefined)?.add(() => process.detach());
+      const unregister = (c.get('streams') as OpenStreams | undefined)?.add(() => process.detach({ hold: true }));
       void out.write({ type: 'started', pid: process.pid, ...(process.tag ? { tag: process.tag } : {}), pty: process.pty, ...process.resume });
       opened();
       void (async () => {
