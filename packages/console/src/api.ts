@@ -85,6 +85,11 @@ export class ApiClient {
     await this.request('DELETE', path, query ? { query } : {});
   }
 
+  /** Whether the key starts with `prefix` (a KeyInfo's shown prefix), without handing the key out. */
+  keyHasPrefix(prefix: string): boolean {
+    return prefix.length > 0 && this.#key.startsWith(prefix);
+  }
+
   /**
    * A WebSocket URL of the API. Browsers cannot set headers on a WebSocket,
    * so the key goes as `?api_key=`, which the server accepts on upgrades only.

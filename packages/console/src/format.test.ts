@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatAge, formatBytes, formatCpus, formatMb, formatPercent, parsePairs } from './format.js';
+import { formatAge, formatBytes, formatClock, formatCpus, formatMb, formatMs, formatPercent, parsePairs } from './format.js';
 
 test('formatBytes', () => {
   assert.equal(formatBytes(0), '0 B');
@@ -36,4 +36,19 @@ test('parsePairs: comma or newline separated k=v; a value may hold =; a bare wor
   assert.deepEqual(parsePairs('  '), { ok: true, value: {} });
   assert.equal(parsePairs('a=1, oops').ok, false);
   assert.equal(parsePairs('=1').ok, false);
+});
+
+test('formatMs: milliseconds, seconds, minutes; nonsense is a dash', () => {
+  assert.equal(formatMs(35.4), '35 ms');
+  assert.equal(formatMs(1234), '1.2 s');
+  assert.equal(formatMs(12_345), '12 s');
+  assert.equal(formatMs(125_000), '2m 5s');
+  assert.equal(formatMs(-1), '–');
+});
+
+test('formatClock: the time of day today; the date too on another day', () => {
+  const now = Date.parse('2026-01-02T12:00:00');
+  assert.match(formatClock('2026-01-02T09:08:07', now), /^09:08:07$/);
+  assert.match(formatClock('2025-12-31T09:08:07', now), /2025.*09:08:07$|31.*09:08:07$/);
+  assert.equal(formatClock('nope', now), '–');
 });

@@ -51,3 +51,20 @@ export function parsePairs(text: string): { ok: true; value: Record<string, stri
   }
   return { ok: true, value };
 }
+
+/** A duration in milliseconds ("35 ms", "1.2 s", "2m 5s"). */
+export function formatMs(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return '–';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  const s = Math.round(ms / 1000);
+  return `${Math.floor(s / 60)}m ${s % 60}s`;
+}
+
+/** The time of day of `iso` in the browser's zone, to the second ("14:03:27"); another day's also gets its date. */
+export function formatClock(iso: string, now: number): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '–';
+  const time = d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+  return new Date(now).toDateString() === d.toDateString() ? time : `${d.toLocaleDateString()} ${time}`;
+}

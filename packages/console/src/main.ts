@@ -1,4 +1,5 @@
 import { ApiClient } from './api.js';
+import { isAdminKey } from './api/admin.js';
 import { ROUTES, HOME } from './routes.js';
 import { matchRoute, parseHash, toHash } from './router.js';
 import { sessionKeyStore } from './session.js';
@@ -40,8 +41,9 @@ function render(): void {
     return;
   }
   if (!frame) {
-    frame = layout(ROUTES, signOut);
-    replace(root, frame.el);
+    const f = (frame = layout(ROUTES, signOut));
+    replace(root, f.el);
+    isAdminKey(new ApiClient(key)).then((admin) => f.setAdmin(admin), () => {});
   }
   current?.dispose?.();
   const ctx: ViewContext = {

@@ -30,9 +30,10 @@ test('matchRoute: literal segments, params decoded, first match wins, no partial
   assert.equal(matchRoute(routes, '/a/%E0%A4%A'), undefined, 'a malformed escape matches nothing');
 });
 
-test('the route table has the console pages, the coming ones included', () => {
+test('the route table has every console page; the Admin link is for admin keys only', () => {
   for (const p of ['/sandboxes', '/sandboxes/sbx-1', '/sandboxes/sbx-1/timeline', '/sandboxes/sbx-1/lineage', '/approvals', '/admin']) {
     assert.ok(matchRoute(ROUTES, p), p);
   }
   assert.deepEqual(ROUTES.filter((r) => r.nav).map((r) => r.pattern), ['/sandboxes', '/approvals', '/admin']);
+  assert.deepEqual(ROUTES.filter((r) => r.adminOnly).map((r) => r.pattern), ['/admin']);
 });

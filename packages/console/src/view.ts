@@ -26,4 +26,6 @@ export interface RouteEntry {
   title: string;
   view: View;
   nav?: boolean;
+  /** Its nav link is shown to admin keys only (the page itself also says when a key is not one). */
+  adminOnly?: boolean;
 }
