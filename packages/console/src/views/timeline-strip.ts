@@ -6,7 +6,8 @@ import { h } from '../ui/dom.js';
 /**
  * The timeline as a strip, oldest on the left: one button per snapshot (its
  * time, name or reason, size and freeze), a bar as tall as its memory images
- * against the largest, a pin mark. The pressed one is the one shown below.
+ * against the largest, a pin mark. The pressed one is the one shown below;
+ * arrows move along it.
  */
 export function timelineStrip(items: readonly StripItem[], selected: string | undefined, onSelect: (s: SnapshotInfo) => void): HTMLElement {
   const now = Date.now();
@@ -32,5 +33,17 @@ export function timelineStrip(items: readonly StripItem[], selected: string | un
     return h('li', {}, b);
   });
   if (!cards.length) return h('p', { class: 'muted empty' }, 'No snapshots yet: take one, or wait for the rolling timeline.');
-  return h('ol', { class: 'strip', 'aria-label': 'Snapshots, oldest first' }, ...cards);
+  const list = h('ol', { class: 'strip', 'aria-label': 'Snapshots, oldest first' }, ...cards);
+  list.addEventListener('keydown', (ev) => arrows(list, ev));
+  return list;
+}
+
+/** Left and right arrows (Home, End) move along the strip, as in a toolbar; Tab still leaves it. */
+function arrows(list: HTMLElement, ev: KeyboardEvent): void {
+  const all = [...list.querySelectorAll<HTMLButtonElement>('button.strip-item')];
+  const at = all.indexOf(document.activeElement as HTMLButtonElement);
+  const to = { ArrowLeft: at - 1, ArrowRight: at + 1, Home: 0, End: all.length - 1 }[ev.key];
+  if (at < 0 || to === undefined || !all[to]) return;
+  ev.preventDefault();
+  all[to].focus();
 }

@@ -80,7 +80,17 @@ describe('web console views in a real browser: timeline, lineage, approvals, adm
     const page = await open();
     await h.signIn(page, acmeKey);
     await timeline(page);
-    await page.locator('[data-snapshot]', { hasText: 'before-delete' }).click();
+    // By keyboard: the strip's arrows reach the snapshot, Enter selects it.
+    const strip = page.getByRole('list', { name: 'Snapshots, oldest first' });
+    await strip.locator('[data-snapshot]').last().focus();
+    await page.keyboard.press('Home');
+    const named = strip.locator('[data-snapshot]', { hasText: 'before-delete' });
+    const want = await named.getAttribute('data-snapshot');
+    const focused = async () => (await page.evaluate('document.activeElement?.dataset.snapshot')) === want;
+    for (let i = 0; i < 10 && !(await focused()); i++) await page.keyboard.press('ArrowRight');
+    assert.ok(await focused(), 'the arrows reached the named snapshot');
+    await page.keyboard.press('Enter');
+    assert.equal(await named.getAttribute('aria-pressed'), 'true');
     await page.getByLabel('Forks').fill('2');
     await page.getByRole('button', { name: 'Fork', exact: true }).click();
     await page.getByRole('status').filter({ hasText: /Forked snap-\S+ into 2 sandboxes/ }).waitFor({ timeout: 120_000 });
@@ -95,7 +105,8 @@ describe('web console views in a real browser: timeline, lineage, approvals, adm
     // From a fork's own page the lineage is the same tree (walked up to its root), the fork marked.
     await page.goto(`${h.url}/#/sandboxes/${forks[0]}/lineage`);
     await page.getByRole('link', { name: `${forks[0]}, running (this sandbox)` }).waitFor();
-    await page.getByRole('link', { name: new RegExp(`^${sb.id},`) }).click();
+    await page.getByRole('link', { name: new RegExp(`^${sb.id},`) }).focus();
+    await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: sb.id }).waitFor();
     const phone = await open(PHONE);
     await h.signIn(phone, acmeKey);
