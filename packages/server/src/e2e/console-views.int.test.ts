@@ -129,17 +129,21 @@ describe('web console views in a real browser: timeline, lineage, approvals, adm
     await h.signIn(page, acmeKey);
     await page.getByRole('link', { name: 'Approvals' }).click();
     await page.getByText('Nothing is waiting for approval.').waitFor();
-    const result = sb.exec(['echo', 'approved-by-console'], { env: { DEPLOY_TARGET: 'staging' }, cwd: '/tmp' });
+    // The command and its env are the tenant's own bytes: shown as text, never as markup.
+    const hostile = '<img src=x onerror=alert(1)>';
+    const result = sb.exec(['echo', 'approved-by-console', hostile], { env: { DEPLOY_TARGET: 'staging', NOTE: hostile }, cwd: '/tmp' });
     result.catch(() => {});
     const card = page.locator('article.approval', { hasText: 'echo approved-by-console' });
     await card.waitFor({ timeout: 10_000 });
     await card.getByText(/requireApproval\[0\]/).waitFor();
     await card.getByText('DEPLOY_TARGET=staging').waitFor();
+    await card.getByText(`NOTE=${hostile}`).waitFor();
+    assert.equal(await page.locator('article.approval img').count(), 0, 'no element made of the command or env');
     await card.getByText('/tmp').waitFor();
     await h.screenshot(page, 'approvals');
-    await card.getByRole('button', { name: 'Approve: echo approved-by-console' }).click();
+    await card.getByRole('button', { name: /^Approve: echo approved-by-console/ }).click();
     const r = await result;
-    assert.equal(r.stdout, 'approved-by-console\n');
+    assert.equal(r.stdout, `approved-by-console ${hostile}\n`);
     await page.getByText('Nothing is waiting for approval.').waitFor();
     await sb.setPolicy({});
     assert.deepEqual(page.errors, []);
