@@ -22,6 +22,10 @@ import { densityRows } from './density.js';
 import { transferRows } from './transfer.js';
 import { dockerfileRows } from './dockerfile-build.js';
 import { cliRows } from './cli-latency.js';
+import { Sections } from './sections.js';
+
+/** The sections of a whole run, in order (see Sections). */
+const SECTIONS = ['core', 'levers', 'density', 'user namespaces', 'disk quotas', 'cleanup backlog', 'E2B SDK', 'code interpreter', 'egress proxy', 'transfers', 'Dockerfile builds', 'CLI', 'Podman side by side'];
 
 /**
  * `npm run bench`: speed and memory of the sandbox core on this machine, then
@@ -286,7 +290,23 @@ async function main(): Promise<void> {
     return;
   }
   const date = new Date().toISOString();
-  const rows = [...(await coreBench()), ...(await leverRows(quick)), ...(await density()), ...(await usernsCostRows(quick)), ...(await quotaCostRows(baseRootfsDir(loadConfig()), quick)), ...(await cleanupBacklogRows(quick)), ...(await e2bSdkRows(quick)), ...(await codeInterpreterRows(quick)), ...(await egressProxyRows(quick)), ...(await transferRows(quick)), ...(await dockerfileRows(quick)), ...(await cliRows(quick))];
+  const s = new Sections(quick ? 'bench-quick' : 'bench', SECTIONS);
+  // Sections that print their rows as measured run bare; the others' rows print as each ends.
+  const printed = (rows: Row[]) => rows.forEach((r) => console.log(rowLine(r)));
+  const rows = [
+    ...(await s.run('core', coreBench)),
+    ...(await s.run('levers', () => leverRows(quick), printed)),
+    ...(await s.run('density', density)),
+    ...(await s.run('user namespaces', () => usernsCostRows(quick), printed)),
+    ...(await s.run('disk quotas', () => quotaCostRows(baseRootfsDir(loadConfig()), quick), printed)),
+    ...(await s.run('cleanup backlog', () => cleanupBacklogRows(quick), printed)),
+    ...(await s.run('E2B SDK', () => e2bSdkRows(quick), printed)),
+    ...(await s.run('code interpreter', () => codeInterpreterRows(quick), printed)),
+    ...(await s.run('egress proxy', () => egressProxyRows(quick), printed)),
+    ...(await s.run('transfers', () => transferRows(quick))),
+    ...(await s.run('Dockerfile builds', () => dockerfileRows(quick))),
+    ...(await s.run('CLI', () => cliRows(quick))),
+  ];
   const lines = ['| measurement | unit | n | p50 | p95 | min | max | target |', '|---|---|---|---|---|---|---|---|'];
   for (const r of rows) lines.push(`| ${r.name} | ${r.unit} | ${r.summary.n} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${fmt(r.summary.min)} | ${fmt(r.summary.max)} | ${r.target ?? ''} |`);
   console.log(lines.join('\n'));
@@ -294,7 +314,8 @@ async function main(): Promise<void> {
   await mkdir(outDir, { recursive: true });
   await writeFile(join(outDir, 'core.json'), JSON.stringify({ date, quick, rows }, null, 2));
 
-  const { rows: compared, podmanVersion } = await podmanBench();
+  const { rows: compared, podmanVersion } = await s.run('Podman side by side', podmanBench);
+  s.finish();
   const machine = await describeMachine(criuPath(loadConfig()), podmanVersion);
   await writeFile(join(outDir, 'compare.json'), JSON.stringify({ date, quick, machine, rows: compared }, null, 2));
   await writeReport(machine, compared, rows, date, quick);

@@ -1,4 +1,7 @@
+import type { RememberedStep } from './duration-memory.js';
+import { formatRemaining } from '@forkd/protocol/progress-estimate';
 import { formatDuration } from './format.js';
+import { StepPlan, type PlannedStep } from './step-plan.js';
 import { styleFor, type Style } from './style.js';
 
 export interface ProgressEvent {
@@ -14,25 +17,38 @@ interface Output {
   columns?: number;
 }
 
+export interface StepProgressOptions {
+  /** The steps expected, with how long each took last time: shows `step i/n` and the time left. */
+  plan?: readonly PlannedStep[] | undefined;
+  /** Milliseconds; tests pass their own. */
+  now?: () => number;
+}
+
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 /**
  * Renders set-up progress. On a terminal each step is one line, redrawn with
- * a spinner, the elapsed seconds and its latest detail (dimmed), then frozen
- * with ✓ when done. Elsewhere (logs, CI) it prints plain lines, one per event.
+ * a spinner, its place in the plan, the elapsed seconds, the time left and
+ * its latest detail (dimmed), then frozen with ✓ when done. Elsewhere (logs,
+ * CI) it prints plain lines, one per event, and never redraws.
  */
 export class StepProgress {
   readonly #out: Output;
   readonly #style: Style;
   readonly #tty: boolean;
-  #current: { step: string; t0: number; detail: string } | undefined;
+  readonly #plan: StepPlan | undefined;
+  readonly #now: () => number;
+  readonly #ran: RememberedStep[] = [];
+  #current: { step: string; t0: number; detail: string; position: string } | undefined;
   #frame = 0;
   #timer: ReturnType<typeof setInterval> | undefined;
 
-  constructor(out: Output = process.stderr) {
+  constructor(out: Output = process.stderr, opts: StepProgressOptions = {}) {
     this.#out = out;
     this.#tty = !!out.isTTY;
     this.#style = styleFor(out);
+    this.#plan = opts.plan ? new StepPlan(opts.plan) : undefined;
+    this.#now = opts.now ?? Date.now;
   }
 
   /** Bound, so it can be handed to setup() as its Progress callback. */
@@ -41,6 +57,11 @@ export class StepProgress {
     if (this.#current?.step !== e.step) this.#start(e.step);
     if (e.detail !== undefined) this.#detail(e.detail);
   };
+
+  /** The steps that finished and how long each took, for the next run's plan (DurationMemory). */
+  get ran(): readonly RememberedStep[] {
+    return this.#ran;
+  }
 
   /** Marks the running step failed (call before reporting the error). */
   fail(): void {
@@ -52,14 +73,16 @@ export class StepProgress {
   }
 
   #start(step: string): void {
-    if (this.#current) this.#finish(this.#current.step, Date.now() - this.#current.t0);
-    this.#current = { step, t0: Date.now(), detail: '' };
+    if (this.#current) this.#finish(this.#current.step, this.#now() - this.#current.t0);
+    const at = this.#plan?.begin(step);
+    this.#current = { step, t0: this.#now(), detail: '', position: at ? `step ${at.index}/${at.total} · ` : '' };
     if (this.#tty) {
       this.#render();
       this.#timer = setInterval(() => this.#render(), 100);
       this.#timer.unref();
     } else {
-      this.#out.write(`${step} ...\n`);
+      const left = this.#left(0);
+      this.#out.write(`${this.#current.position}${step} ...${left ? ` (${left})` : ''}\n`);
     }
   }
 
@@ -73,7 +96,8 @@ export class StepProgress {
   }
 
   #finish(step: string, ms: number | undefined): void {
-    const took = ms ?? (this.#current ? Date.now() - this.#current.t0 : 0);
+    const took = ms ?? (this.#current ? this.#now() - this.#current.t0 : 0);
+    this.#ran.push({ name: step, ms: took });
     this.#stop();
     if (this.#tty) this.#out.write(`\r\x1b[K${this.#style.green('✓')} ${step} ${this.#style.dim(formatDuration(took))}\n`);
     else this.#out.write(`${step}: done (${formatDuration(took)})\n`);
@@ -85,11 +109,19 @@ export class StepProgress {
     this.#current = undefined;
   }
 
+  /** "~40s left" for the whole plan, `elapsedMs` into the running step; empty when unknown. */
+  #left(elapsedMs: number): string {
+    const ms = this.#plan?.remainingMs(elapsedMs);
+    return ms === undefined ? '' : formatRemaining(ms);
+  }
+
   #render(): void {
     const c = this.#current;
     if (!c) return;
     const spin = SPINNER[this.#frame++ % SPINNER.length]!;
-    const head = `${spin} ${c.step} ${Math.floor((Date.now() - c.t0) / 1000)}s`;
+    const elapsed = this.#now() - c.t0;
+    const left = this.#left(elapsed);
+    const head = `${spin} ${c.position}${c.step} · ${Math.floor(elapsed / 1000)}s${left ? ` · ${left}` : ''}`;
     const room = (this.#out.columns || 80) - head.length - 3;
     const detail = c.detail && room > 10 ? `  ${this.#style.dim(c.detail.length > room ? c.detail.slice(0, room - 1) + '…' : c.detail)}` : '';
     this.#out.write(`\r\x1b[K${head}${detail}`);

@@ -5,6 +5,7 @@ import { openNode, type Node } from './node/node.js';
 import { openBlobStore } from './blob/blob-store-config.js';
 import { openControlPlane, type ControlPlane } from './control-plane/control-plane.js';
 import { installSetupOnlyPackages, setupHost, type Progress } from './setup/setup.js';
+import { SETUP_STEPS } from './setup/setup-steps.js';
 import { auditNodeEvents } from './control-plane/node-audit.js';
 import { privateDir, usePrivateUmask } from './shared/private-state.js';
 import type { NodeEventSink } from './node/node-event.js';
@@ -51,18 +52,18 @@ async function setupWithControl(config: ForkdConfig, logger: Logger, progress: P
 
 /** The pool opened (lost sandboxes recovered, their events to `onEvent`) and the `base` template in it. */
 async function openSetUpNode(config: ForkdConfig, logger: Logger, progress: Progress, baseRootfs: string, onEvent: NodeEventSink): Promise<Node> {
-  progress({ step: 'storage pool' });
+  progress({ step: SETUP_STEPS.pool.name });
   const t0 = Date.now();
   // Where snapshots are exported to (FORKD_BLOB_STORE): a store that cannot open (no credentials) stops the start.
   const blobs = await openBlobStore(config.blobStore);
   logger.info('blob store', { store: blobs.describe() });
   const node = await openNode(config, logger, { onEvent, blobs });
-  progress({ step: 'storage pool', done: true, ms: Date.now() - t0 });
+  progress({ step: SETUP_STEPS.pool.name, done: true, ms: Date.now() - t0 });
   if (!(await node.templates.has('base'))) {
     const t1 = Date.now();
-    progress({ step: 'template base', detail: 'importing into the pool' });
+    progress({ step: SETUP_STEPS.baseTemplate.name, detail: 'importing into the pool' });
     await node.templates.importDir('base', baseRootfs);
-    progress({ step: 'template base', done: true, ms: Date.now() - t1 });
+    progress({ step: SETUP_STEPS.baseTemplate.name, done: true, ms: Date.now() - t1 });
   }
   return node;
 }

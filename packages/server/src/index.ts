@@ -8,6 +8,7 @@ export type { McpCaller, McpEndpoint } from './control-plane/http/mcp-endpoint.j
 export { installService, uninstallService, systemdRunning, type ServiceReport } from './setup/service-install.js';
 export { parseEnvironmentFile, serviceUnit, SERVICE_PATHS } from './setup/service-unit.js';
 export { setupHost, criuPath, baseRootfsDir, installPackages, type Progress } from './setup/setup.js';
+export { SETUP_STEPS, typicalSetupSteps } from './setup/setup-steps.js';
 export { openNode, type Node } from './node/node.js';
 export { NODE_IN_USE } from './node/node-lock.js';
 export { SandboxManager } from './node/manager/sandbox-manager.js';

@@ -3,6 +3,8 @@ import { mcpHttpEndpoint } from '@forkd/mcp';
 import { expectPositionals, parseOptions, parsePositiveInt } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { loadServer } from '../load-server.js';
+import { DurationMemory } from '../duration-memory.js';
+import { planFor } from '../setup-plan.js';
 import { StepProgress } from '../step-progress.js';
 import { UsageError } from '../usage-error.js';
 import { cliVersion } from '../version.js';
@@ -54,12 +56,13 @@ export const serveCommand: CliCommand = {
   name: 'serve',
   usage: USAGE,
   async run(argv) {
-    const { createLogger, installLastResortHandlers, loadConfig, SERVE_ROLES, startControlPlaneDaemon, startDaemon, startNodeDaemon, usePrivateUmask } = await loadServer('serve');
+    const { createLogger, installLastResortHandlers, loadConfig, SERVE_ROLES, startControlPlaneDaemon, startDaemon, startNodeDaemon, typicalSetupSteps, usePrivateUmask } = await loadServer('serve');
     // First: forkd's state is private, and so is whatever the tools it runs create (umask 077).
     usePrivateUmask();
     const overrides = parseServeArgs(argv, SERVE_ROLES);
     const config = loadConfig(process.env, overrides);
-    const progress = new StepProgress(process.stderr);
+    const memory = new DurationMemory();
+    const progress = new StepProgress(process.stderr, { plan: planFor(memory, 'serve', typicalSetupSteps()) });
     let daemon;
     try {
       const logger = createLogger();
@@ -73,6 +76,7 @@ export const serveCommand: CliCommand = {
       progress.fail();
       throw err;
     }
+    if (progress.ran.length) memory.remember('serve', progress.ran);
     if ('tokenPath' in daemon) process.stderr.write(`forkd node serving on ${daemon.server.url}, token in ${daemon.tokenPath} (Ctrl-C to stop)\n`);
     else {
       if ('nodeUrl' in daemon) process.stderr.write(`forkd control plane serving on ${daemon.server.url} over ${daemon.nodeUrl} (Ctrl-C to stop)\n`);

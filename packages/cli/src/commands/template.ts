@@ -7,6 +7,9 @@ import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';
 import { loadServer } from '../load-server.js';
+import { BuildEstimate } from '../build-estimate.js';
+import { DurationMemory } from '../duration-memory.js';
+import { formatRemaining } from '@forkd/protocol/progress-estimate';
 import { formatAge, printJson, table } from '../format.js';
 import { reportError } from '../report-error.js';
 import { styleFor } from '../style.js';
@@ -218,19 +221,24 @@ async function listTemplates(json: boolean): Promise<number> {
   return 0;
 }
 
-/** Progress lines go to stderr, dimmed on a terminal, so stdout carries only the result. */
-function progressPrinter(out: NodeJS.WriteStream = process.stderr): (line: string, step?: BuildStep) => void {
+/**
+ * Progress lines go to stderr, dimmed on a terminal, so stdout carries only
+ * the result; line by line on a terminal too (a build's output streams in
+ * between). A Dockerfile step's start says the time left when the
+ * template's last build had the same steps.
+ */
+export function progressPrinter(out: { write(s: string): unknown; isTTY?: boolean } = process.stderr, estimate?: BuildEstimate): (line: string, step?: BuildStep) => void {
   const style = styleFor(out);
   return (line, step) => {
+    const left = step && estimate ? estimate.onStep(step) : undefined;
     if (!line) return;
     // A Dockerfile's `Step i/N : ...` and ` ---> CACHED` lines stand out from the commands' output, as docker build's do.
     const look = step ? style.bold : style.dim;
-    out.write(
-      line
-        .split('\n')
-        .map((l) => look(l))
-        .join('\n') + '\n',
-    );
+    const text = line
+      .split('\n')
+      .map((l) => look(l))
+      .join('\n');
+    out.write(`${text}${left === undefined ? '' : ` ${style.dim(`(${formatRemaining(left)})`)}`}\n`);
   };
 }
 
@@ -243,7 +251,11 @@ async function buildTemplate(input: BuildTemplateRequest, json: boolean, dockerf
   };
   process.once('SIGINT', onInterrupt);
   try {
-    const template = await connect().templates.build(request, { onProgress: progressPrinter() });
+    const memory = new DurationMemory();
+    const estimate = new BuildEstimate(memory.last(`build:${request.name}`));
+    const template = await connect().templates.build(request, { onProgress: progressPrinter(process.stderr, estimate) });
+    const ran = estimate.ran;
+    if (ran) memory.remember(`build:${request.name}`, ran);
     if (json) printJson(template);
     else process.stdout.write(`${template.name}\n`);
     return 0;

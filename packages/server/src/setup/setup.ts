@@ -10,6 +10,7 @@ import { REPO_ROOT } from '../shared/config.js';
 import { exec } from '../shared/exec.js';
 import { hostInfo, type HostInfo } from './host-info.js';
 import { cgroupVersion } from '../node/cgroups/cgroups.js';
+import { SETUP_STEPS } from './setup-steps.js';
 
 export type Progress = (event: { step: string; detail?: string; done?: boolean; ms?: number }) => void;
 
@@ -54,7 +55,7 @@ export async function dpkgInstalled(pkg: string): Promise<boolean> {
 
 /** `forkd setup`'s packages beyond what every start needs (SETUP_ONLY_PACKAGES). */
 export async function installSetupOnlyPackages(progress: Progress): Promise<void> {
-  await step(progress, 'packages for the tests (PostgreSQL, a registry, busybox, musl, chromium)', (d) => installPackages(SETUP_ONLY_PACKAGES, d));
+  await step(progress, SETUP_STEPS.testPackages.name, (d) => installPackages(SETUP_ONLY_PACKAGES, d));
   // Debian starts the registry as a service on :5000 of every address: the tests start their own on loopback.
   if (existsSync('/run/systemd/system')) await exec('systemctl', ['disable', '--now', 'docker-registry'], { allowFailure: true });
 }
@@ -308,11 +309,11 @@ export interface SetupResult {
 export async function setupHost(config: ForkdConfig, progress: Progress): Promise<SetupResult> {
   if (process.getuid?.() !== 0) throw new ForkdError('PERMISSION_DENIED', 'forkd setup must run as root');
   const host = await hostInfo();
-  await step(progress, 'system packages', (d) => installPackages(PACKAGES, d));
-  await step(progress, 'guest agent and host tools', () => buildNative());
+  await step(progress, SETUP_STEPS.systemPackages.name, (d) => installPackages(PACKAGES, d));
+  await step(progress, SETUP_STEPS.native.name, () => buildNative());
   await installCriuAction(config);
-  const criu = await step(progress, 'CRIU ≥ 4.2', (d) => ensureCriu(config, host, d));
-  await step(progress, 'runc ≥ 1.3 (user namespaces, the 2025 CVEs fixed)', (d) => ensureRunc(config, privateRoot(config), d));
-  const baseRootfs = await step(progress, 'base root filesystem', (d) => ensureBaseRootfs(config, host, d));
+  const criu = await step(progress, SETUP_STEPS.criu.name, (d) => ensureCriu(config, host, d));
+  await step(progress, SETUP_STEPS.runc.name, (d) => ensureRunc(config, privateRoot(config), d));
+  const baseRootfs = await step(progress, SETUP_STEPS.baseRootfs.name, (d) => ensureBaseRootfs(config, host, d));
   return { criu, baseRootfs, host };
 }

@@ -11,6 +11,10 @@ import { applyLayer, fileDigest, LayerError, type UnpackBudget } from './layer-a
 import type { RegistryAccess } from './registry-access.js';
 import { existsInScope } from './scoped-path.js';
 import { copyToDir, inspectConfig, type SkopeoCall } from './skopeo.js';
+import { bytesNote, whileGrowing } from './pull-progress.js';
+
+/** How often a pull in progress says how far it got. */
+const PULL_REPORT_MS = 5_000;
 
 /** A template's root made from an image: what a template build (or a Dockerfile's FROM) starts from. */
 export interface ImageVolume {
@@ -103,7 +107,8 @@ export class ImageVolumes {
       if (!(await storage.exists(poolLayout.imageRoot(top)))) {
         await progress(`image ${name}: pulling ${config.diffIds.length} layer(s)`);
         const copy = join(dir, 'image');
-        await copyToDir(call, copy);
+        const t0 = Date.now();
+        await whileGrowing(copy, PULL_REPORT_MS, (bytes) => progress(`image ${name}: pulling ${bytesNote(bytes, undefined, Date.now() - t0)}`), copyToDir(call, copy));
         // What was copied is what counts (a tag may have moved since the inspect).
         const layers = await readCopy(copy);
         config = layers.config;
@@ -125,13 +130,19 @@ export class ImageVolumes {
   async #unpack(copy: string, blobs: string[], diffIds: string[], chains: string[], progress: (line: string) => void | Promise<void>, name: string): Promise<void> {
     const { storage } = this.#d;
     const budget: UnpackBudget = { bytesLeft: this.#d.maxBytes, entriesLeft: MAX_FILES };
+    // What is left to unpack, in bytes: the progress lines say how far along and how long to go.
+    const missing = await Promise.all(chains.map(async (c) => !(await storage.exists(poolLayout.imageLayer(c)))));
+    const sizes = await Promise.all(blobs.map((b, i) => (missing[i] ? stat(join(copy, b)).then((s) => s.size) : 0)));
+    const total = sizes.reduce((a, b) => a + b, 0);
+    const t0 = Date.now();
+    let done = 0;
     for (let i = 0; i < chains.length; i++) {
       const chain = chains[i]!;
-      if (await storage.exists(poolLayout.imageLayer(chain))) continue;
+      if (!missing[i]) continue;
       const blob = join(copy, blobs[i]!);
       // Before a byte of it is unpacked: a layer is trusted as the tree of its chain id only if it is its diff id's bytes.
       if ((await fileDigest(blob)) !== diffIds[i]) throw new ForkdError('INVALID_ARGUMENT', `image ${name}: layer ${i + 1} does not match its diff id`);
-      await progress(`image ${name}: unpacking layer ${i + 1}/${chains.length}`);
+      await progress(`image ${name}: unpacking layer ${i + 1}/${chains.length} ${bytesNote(done, total, Date.now() - t0)}`);
       const draft = poolLayout.imageDraft(`${chain.slice(7, 19)}-${randomBytes(4).toString('hex')}`);
       try {
         // A new volume's root is made under the daemon's umask (0700): an image's users must pass it.
@@ -139,6 +150,7 @@ export class ImageVolumes {
         else await storage.prepare(draft, poolLayout.imageLayer(chains[i - 1]!));
         await applyLayer(storage.path(draft), blob, budget);
         await storage.commit(poolLayout.imageLayer(chain), draft);
+        done += sizes[i] ?? 0;
       } catch (err) {
         await storage.remove(draft).catch(() => {});
         if (err instanceof LayerError) throw new ForkdError('INVALID_ARGUMENT', `image ${name}: layer ${i + 1}: ${err.message}`);
