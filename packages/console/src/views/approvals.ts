@@ -4,6 +4,7 @@ import { formatAge, formatClock } from '../format.js';
 import { toHash } from '../router.js';
 import { button, h, replace } from '../ui/dom.js';
 import { Notice } from '../ui/notice.js';
+import { poll } from '../ui/poll.js';
 import type { View, ViewContext } from '../view.js';
 
 /** How often the queue is asked for (there is no event stream of approvals); only while the tab is visible. */
@@ -52,7 +53,6 @@ export const approvalsView: View = (ctx) => {
   const notice = new Notice();
   const list = h('div', { 'aria-busy': 'true', 'aria-live': 'polite' }, h('p', { class: 'muted' }, 'Loading…'));
   let shown = '';
-  let busy = false;
   let gone = false;
   const decide = (a: ApprovalInfo, approve: boolean) => {
     notice.info(`${approve ? 'Approving' : 'Denying'} ${a.command}…`);
@@ -62,8 +62,6 @@ export const approvalsView: View = (ctx) => {
     );
   };
   const refresh = async () => {
-    if (busy || gone || document.visibilityState === 'hidden') return;
-    busy = true;
     try {
       const all = await listApprovals(ctx.api);
       const key = all.map((a) => a.id).join(',');
@@ -71,14 +69,12 @@ export const approvalsView: View = (ctx) => {
       shown = key;
       replace(list, ...(all.length ? all.map((a) => card(ctx, a, decide)) : [h('p', { class: 'muted empty' }, 'Nothing is waiting for approval.')]));
     } catch (err) {
-      notice.error(err);
+      if (!gone) notice.error(err);
     } finally {
-      busy = false;
       list.setAttribute('aria-busy', 'false');
     }
   };
-  void refresh();
-  const timer = setInterval(() => void refresh(), POLL_MS);
+  const stop = poll(refresh, POLL_MS);
   const el = h(
     'section',
     { class: 'page' },
@@ -87,5 +83,5 @@ export const approvalsView: View = (ctx) => {
     notice.el,
     list,
   );
-  return { el, dispose: () => ((gone = true), clearInterval(timer)) };
+  return { el, dispose: () => ((gone = true), stop()) };
 };

@@ -5,6 +5,7 @@ import { toHash } from '../router.js';
 import { selectedSnapshot, stripItems } from '../timeline-model.js';
 import { button, field, h, replace } from '../ui/dom.js';
 import { Notice } from '../ui/notice.js';
+import { poll } from '../ui/poll.js';
 import type { View, ViewContext } from '../view.js';
 import { snapshotActions } from './timeline-actions.js';
 import { timelineStrip } from './timeline-strip.js';
@@ -31,6 +32,12 @@ function snapshotForm(ctx: ViewContext, id: string, notice: Notice, reload: (sel
   return form;
 }
 
+/** How often the strip asks for new snapshots (the rolling ones come every few minutes); only while the tab is visible. */
+const POLL_MS = 10_000;
+
+/** What of a snapshot the page shows that can change: a redraw only when it did (so focus and a typed fork count stay). */
+const sigOf = (s: SnapshotInfo | undefined) => (s ? `${s.id}:${s.pinned}` : '');
+
 /**
  * A sandbox's timeline: its snapshots as a strip (the rolling ones, and
  * those taken by hand, by pauses, rewinds and forks), a form to take one,
@@ -45,27 +52,37 @@ export const timelineView: View = (ctx) => {
   const state = h('span', { class: 'muted' });
   let wanted = ctx.query.get('snapshot');
   let snaps: SnapshotInfo[] = [];
+  let shown = { strip: '', detail: '' };
   let gone = false;
 
-  const show = (sel: SnapshotInfo | undefined) => {
+  const show = (sel: SnapshotInfo | undefined, force: boolean) => {
     wanted = sel?.id ?? null;
-    replace(strip, timelineStrip(stripItems(snaps), sel?.id, (s) => (show(s), (strip.querySelector(`[data-snapshot="${s.id}"]`) as HTMLElement | null)?.focus())));
-    replace(detail, sel ? snapshotActions({ ctx, sandboxId: id, notice, reload }, sel) : '');
+    const next = { strip: `${snaps.map(sigOf).join(',')}>${wanted}`, detail: sigOf(sel) };
+    if (force || next.strip !== shown.strip) {
+      const focused = (document.activeElement as HTMLElement | null)?.dataset.snapshot;
+      replace(strip, timelineStrip(stripItems(snaps), sel?.id, (s) => (show(s, true), focusItem(s.id))));
+      if (focused) focusItem(focused);
+    }
+    if (force || next.detail !== shown.detail) replace(detail, sel ? snapshotActions({ ctx, sandboxId: id, notice, reload }, sel) : '');
+    shown = next;
   };
-  const reload = (select?: string) => {
-    if (select) wanted = select;
+  const focusItem = (snap: string) => (strip.querySelector(`[data-snapshot="${snap}"]`) as HTMLElement | null)?.focus();
+  const load = (force: boolean) =>
     Promise.all([listSnapshots(ctx.api, id), getSandbox(ctx.api, id)]).then(
       ([list, sbx]) => {
         if (gone) return;
         snaps = list;
         state.textContent = ` · ${sbx.state}`;
         strip.setAttribute('aria-busy', 'false');
-        show(selectedSnapshot(snaps, wanted));
+        show(selectedSnapshot(snaps, wanted), force);
       },
-      (err: unknown) => gone || (notice.error(err), replace(strip)),
+      (err: unknown) => gone || (notice.error(err), replace(strip), (shown = { strip: '', detail: '' })),
     );
-  };
-  reload();
+  function reload(select?: string): void {
+    if (select) wanted = select;
+    void load(true);
+  }
+  const stop = poll(() => load(false), POLL_MS);
   const el = h(
     'section',
     { class: 'page' },
@@ -78,5 +95,5 @@ export const timelineView: View = (ctx) => {
     strip,
     detail,
   );
-  return { el, dispose: () => void (gone = true) };
+  return { el, dispose: () => ((gone = true), stop()) };
 };

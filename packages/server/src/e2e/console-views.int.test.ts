@@ -71,6 +71,9 @@ describe('web console views in a real browser: timeline, lineage, approvals, adm
     await h.screenshot(sp, 'sandbox-after-rewind');
     assert.ok((await tl.locator('[data-snapshot].reason-rewind').count()) >= 1, 'the state left is a snapshot in the strip');
     await h.screenshot(tl, 'timeline-rewound');
+    // A snapshot taken elsewhere shows up in the open strip by itself (polled).
+    await sb.snapshot({ name: 'from-the-sdk' });
+    await tl.locator('[data-snapshot]', { hasText: 'from-the-sdk' }).waitFor({ timeout: 20_000 });
     assert.deepEqual([...tl.errors, ...sp.errors], []);
     await tl.context().close();
     await sp.context().close();
