@@ -15,3 +15,18 @@ export function usageText(used: number, limit: number | null, fmt: (n: number) =
 export function atLimit(used: number, limit: number | null): boolean {
   return limit !== null && used >= limit;
 }
+
+/** A limit as typed: empty is the server's default (left out), `none` no limit (null), else a number of at least 0. */
+export function parseLimit(text: string): { ok: true; value: number | null | undefined } | { ok: false; error: string } {
+  const t = text.trim().toLowerCase();
+  if (!t) return { ok: true, value: undefined };
+  if (t === 'none') return { ok: true, value: null };
+  const n = Number(t);
+  if (!/^\d+(\.\d+)?$/.test(t) || !Number.isFinite(n)) return { ok: false, error: `"${text.trim()}": a number, "none" or empty (the server's default)` };
+  return { ok: true, value: n };
+}
+
+/** How an override is shown in its input: the number, `none` for null, empty when absent. */
+export function limitText(v: number | null | undefined): string {
+  return v === undefined ? '' : v === null ? 'none' : String(v);
+}

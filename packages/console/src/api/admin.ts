@@ -1,4 +1,4 @@
-import type { CreatedKey, CreateKeyRequest, KeyInfo, NodeInfo, SandboxInfo, TenantLimitsInfo } from '@forkd/protocol';
+import type { CreatedKey, CreateKeyRequest, KeyInfo, NodeInfo, PutTenantLimitsRequest, SandboxInfo, TenantLimitsInfo } from '@forkd/protocol';
 import type { ApiClient } from '../api.js';
 
 /**
@@ -40,7 +40,10 @@ export async function listKeys(api: ApiClient): Promise<KeyInfo[]> {
 
 export const createKey = (api: ApiClient, req: CreateKeyRequest) => api.post<CreatedKey>('/v1/keys', req);
 export const revokeKey = (api: ApiClient, id: string) => api.delete(`/v1/keys/${encodeURIComponent(id)}`);
-export const tenantLimits = (api: ApiClient, tenant: string) => api.get<TenantLimitsInfo>(`/v1/tenants/${encodeURIComponent(tenant)}/limits`);
+const limitsPath = (tenant: string) => `/v1/tenants/${encodeURIComponent(tenant)}/limits`;
+export const tenantLimits = (api: ApiClient, tenant: string) => api.get<TenantLimitsInfo>(limitsPath(tenant));
+/** Replaces the tenant's overrides whole (absent: the server's default; null: none). */
+export const setTenantLimits = (api: ApiClient, tenant: string, limits: PutTenantLimitsRequest) => api.json<TenantLimitsInfo>('PUT', limitsPath(tenant), { json: limits });
 
 /** The fleet's nodes; undefined on a server that serves one node (the API answers FAILED_PRECONDITION there). */
 export async function listNodes(api: ApiClient): Promise<NodeInfo[] | undefined> {

@@ -7,6 +7,7 @@ import { Notice } from '../ui/notice.js';
 import { table, type Column } from '../ui/table.js';
 import type { View } from '../view.js';
 import { keysSection } from './admin-keys.js';
+import { limitsSection } from './admin-limits.js';
 
 type TenantRow = TenantLimitsInfo & { sandboxes: number };
 
@@ -48,14 +49,16 @@ export const adminView: View = (ctx) => {
   const nodes = h('div', {});
   let gone = false;
   const keys = keysSection(ctx, notice, () => void load());
+  const limits = limitsSection(ctx, notice, () => void load());
   const load = async () => {
     try {
       const [keyList, sandboxes, fleet] = await Promise.all([listKeys(ctx.api), allSandboxes(ctx.api), listNodes(ctx.api)]);
       const names = tenantNames(keyList, sandboxes);
-      const limits = await Promise.all(names.map((t) => tenantLimits(ctx.api, t)));
+      const infos = await Promise.all(names.map((t) => tenantLimits(ctx.api, t)));
       if (gone) return;
-      const rows = limits.map((l) => ({ ...l, sandboxes: sandboxes.filter((s) => s.tenant === l.tenant).length }));
+      const rows = infos.map((l) => ({ ...l, sandboxes: sandboxes.filter((s) => s.tenant === l.tenant).length }));
       replace(tenants, table('Tenants', TENANT_COLUMNS, rows, 'No tenants yet.'));
+      limits.update(infos);
       keys.update(keyList);
       replace(nodes, fleet ? table('Nodes', NODE_COLUMNS, fleet, 'No node has joined yet.') : h('p', { class: 'muted' }, 'This server runs one node (no fleet).'));
     } catch (err) {
@@ -66,7 +69,7 @@ export const adminView: View = (ctx) => {
     (admin) => {
       if (gone) return;
       if (!admin) return replace(body, h('p', { class: 'notice notice-error', role: 'alert' }, 'The admin page needs an admin key; this key is a tenant\'s.'));
-      replace(body, h('div', { class: 'bar' }, button('Refresh', () => void load(), { class: 'quiet' })), section('tenants-title', 'Tenants', tenants), keys.el, section('nodes-title', 'Nodes', nodes));
+      replace(body, h('div', { class: 'bar' }, button('Refresh', () => void load(), { class: 'quiet' })), section('tenants-title', 'Tenants', tenants, limits.el), keys.el, section('nodes-title', 'Nodes', nodes));
       void load();
     },
     (err: unknown) => notice.error(err),

@@ -170,6 +170,17 @@ describe('web console views in a real browser: timeline, lineage, approvals, adm
     await acme.waitFor();
     assert.match((await acme.textContent()) ?? '', /3 \/ no limit/, 'acme runs its sandbox and two forks');
     await page.getByText('This server runs one node (no fleet).').waitFor();
+    // Limits: acme capped at the 3 it runs (the row marks it), then back to the server's default.
+    await page.getByLabel('Tenant to limit').selectOption('acme');
+    await page.getByLabel('runningSandboxes').fill('3');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    await acme.locator('.at-limit', { hasText: '3 / 3' }).waitFor();
+    const admin = new ForkdClient({ url: h.url, apiKey: h.daemon.apiKey });
+    assert.deepEqual((await admin.tenants.limits('acme')).overrides, { runningSandboxes: 3 });
+    await page.getByLabel('runningSandboxes').fill('');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    await acme.locator('.at-limit').waitFor({ state: 'detached' });
+    assert.deepEqual((await admin.tenants.limits('acme')).overrides, {});
     await page.getByLabel('Tenant', { exact: true }).fill('gamma');
     await page.getByLabel('Key name').fill('from-the-console');
     await page.getByRole('button', { name: 'Create key' }).click();
