@@ -25,7 +25,8 @@ function showSignIn(): void {
   document.title = 'Sign in · forkd';
   replace(root, signInView((key) => {
     keys.set(key);
-    if (parseHash(location.hash).path === '/') location.hash = toHash(HOME);
+    // replaceState fires no hashchange: the page renders once.
+    if (parseHash(location.hash).path === '/') history.replaceState(null, '', toHash(HOME));
     render();
   }));
 }
@@ -45,6 +46,8 @@ function render(): void {
     replace(root, f.el);
     isAdminKey(new ApiClient(key)).then((admin) => f.setAdmin(admin), () => {});
   }
+  // Moving between pages puts focus on the new content (as a page load would put it at the top); the first page leaves it at the top.
+  const moved = current !== undefined;
   current?.dispose?.();
   const ctx: ViewContext = {
     api: new ApiClient(key),
@@ -61,7 +64,7 @@ function render(): void {
   document.title = `${match.route.title} · forkd`;
   frame.setCurrent(loc.path);
   replace(frame.main, current.el);
-  frame.main.focus({ preventScroll: true });
+  if (moved) frame.main.focus({ preventScroll: true });
 }
 
 window.addEventListener('hashchange', render);

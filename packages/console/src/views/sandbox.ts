@@ -5,8 +5,11 @@ import { toHash } from '../router.js';
 import { button, h, replace } from '../ui/dom.js';
 import { Notice } from '../ui/notice.js';
 import type { View, ViewContext } from '../view.js';
+import { auditPanel } from './sandbox-audit.js';
 import { filesPanel } from './sandbox-files.js';
+import { networkPanel } from './sandbox-network.js';
 import { terminalPanel } from './sandbox-terminal.js';
+import { usagePanel } from './sandbox-usage.js';
 
 /** Name–value pairs as a description list. */
 function facts(s: SandboxInfo): HTMLElement {
@@ -43,7 +46,9 @@ function header(ctx: ViewContext, s: SandboxInfo, notice: Notice, reload: () => 
 function panels(ctx: ViewContext, s: SandboxInfo): { el: HTMLElement; dispose(): void } {
   const terminal = terminalPanel(ctx, s);
   const files = filesPanel(ctx, s.id);
-  return { el: h('div', { class: 'panels' }, terminal.el, files.el), dispose: () => terminal.dispose() };
+  const usage = usagePanel(ctx, s.id, s.limits.cpus);
+  const el = h('div', { class: 'panels' }, terminal.el, files.el, usage.el, networkPanel(ctx, s).el, auditPanel(ctx, s.id).el);
+  return { el, dispose: () => (terminal.dispose(), usage.dispose()) };
 }
 
 /** A sandbox's page: its facts and actions, then its panels. */

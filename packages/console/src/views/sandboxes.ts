@@ -4,6 +4,7 @@ import { formatAge, formatCpus, formatMb, parsePairs } from '../format.js';
 import { toHash } from '../router.js';
 import { button, field, h, replace } from '../ui/dom.js';
 import { Notice } from '../ui/notice.js';
+import { poll } from '../ui/poll.js';
 import { table, type Column } from '../ui/table.js';
 import { SANDBOX_STATES } from '../vendor/sandbox-state.js';
 import type { View, ViewContext } from '../view.js';
@@ -75,12 +76,11 @@ export const sandboxesView: View = (ctx) => {
     notice.info(`${what.replace(/^(\w+)/, '$1…')}`);
     p.then(() => notice.info(what), (err: unknown) => notice.error(err)).finally(() => void refresh());
   };
-  const timer = setInterval(() => void refresh(), REFRESH_MS);
-  void refresh();
+  const stop = poll(refresh, REFRESH_MS);
   const create = createForm(ctx, (s) => {
     notice.info(`Created ${s.id}`);
     void refresh();
   }, notice);
   const el = h('section', { class: 'page' }, h('h1', {}, 'Sandboxes'), notice.el, filters(ctx), list, create);
-  return { el, dispose: () => ((stopped = true), clearInterval(timer)) };
+  return { el, dispose: () => ((stopped = true), stop()) };
 };

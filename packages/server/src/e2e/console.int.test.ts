@@ -90,9 +90,74 @@ describe('web console in a real browser (Chromium) against a real forkd serve', 
     await screen.click();
     await page.keyboard.type("cat /root/hello-console.txt | tr ' a-z' '_A-Z'\n");
     await shows('UPLOADED_FROM_THE_BROWSER');
+    // Usage charts from the metrics API; the audit trail has the upload.
+    await page.getByText(/Memory: .+ of 512 MiB/).waitFor();
+    await page.getByText(/CPU: .+% of 1 CPU/).waitFor();
+    const audit = page.getByRole('region', { name: 'Audit trail' });
+    await audit.getByRole('button', { name: 'Refresh' }).click();
+    await audit.getByText('PUT /v1/sandboxes/:id/files').first().waitFor();
+    await page.getByRole('region', { name: 'Network' }).getByText('No grants.').waitFor();
     await h.screenshot(page, 'sandbox');
     assert.deepEqual(page.errors, []);
     await page.context().close();
+  });
+
+  test('the terminal lives through a snapshot and a pause (hibernation) and resume from the page', async () => {
+    const page = await h.page();
+    await h.signIn(page, acmeKey);
+    await page.goto(`${h.url}/#/sandboxes/${sandboxId}`);
+    const screen = page.getByRole('group', { name: 'Terminal' });
+    const shows = (text: string) => screen.locator('.xterm-rows', { hasText: text }).waitFor({ timeout: 30_000 });
+    await shows('#');
+    await screen.click();
+    await page.keyboard.type('x=$((40+1)); echo kept-$x\n');
+    await shows('kept-41');
+    const acme = { url: h.url, apiKey: acmeKey };
+    assert.equal((await api(acme, 'POST', `/v1/sandboxes/${sandboxId}/snapshots`, {})).status, 201);
+    const state = page.locator('.facts dd').first();
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await state.filter({ hasText: 'paused' }).waitFor({ timeout: 120_000 });
+    await h.screenshot(page, 'sandbox-paused');
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await state.filter({ hasText: 'running' }).waitFor({ timeout: 120_000 });
+    // The same shell, its variable still set: it was kept across the snapshot, the pause and the resume.
+    await screen.click();
+    await page.keyboard.type('echo again-$((x+1))\n');
+    await shows('again-42');
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  });
+
+  test('keyboard only: sign in with Enter, skip link first, every control a real button or link; the sandbox page on a phone', async () => {
+    const page = await h.page();
+    await page.goto(`${h.url}/`);
+    // The key field has focus on arrival; Enter submits.
+    await page.keyboard.type(acmeKey);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Sandboxes' }).waitFor();
+    // From the top of the first page: the skip link, then the nav.
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate('document.activeElement.textContent'), 'Skip to content');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate('document.activeElement.textContent'), 'Sandboxes');
+    // Tabbing on reaches the sandbox's link, and Enter opens it.
+    for (let i = 0; i < 30 && (await page.evaluate('document.activeElement.textContent')) !== sandboxId; i++) await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: sandboxId }).waitFor();
+    // A page moved to puts focus on its content (a screen reader starts there).
+    assert.equal(await page.evaluate('document.activeElement.id'), 'main');
+    // Nothing clickable that is not a button, link or form control.
+    assert.equal(await page.locator('[onclick], div[tabindex], span[tabindex]').count(), 0);
+    await page.context().close();
+    const phone = await h.page(PHONE);
+    await h.signIn(phone, acmeKey);
+    await phone.goto(`${h.url}/#/sandboxes/${sandboxId}`);
+    await phone.getByRole('group', { name: 'Terminal' }).locator('.xterm-rows', { hasText: '#' }).waitFor();
+    const overflow = await phone.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+    assert.ok((overflow as number) <= 0, `the page fits a phone's width (${String(overflow)} px over)`);
+    await h.screenshot(phone, 'sandbox-phone');
+    assert.deepEqual(phone.errors, []);
+    await phone.context().close();
   });
 
   test('another tenant never sees the sandbox: not listed, and its page is NOT_FOUND', async () => {
