@@ -73,8 +73,8 @@ export class ApiClient {
     return (await res.json()) as T;
   }
 
-  get<T>(path: string, query?: RequestOptions['query']): Promise<T> {
-    return this.json<T>('GET', path, query ? { query } : {});
+  get<T>(path: string, query?: RequestOptions['query'], signal?: AbortSignal): Promise<T> {
+    return this.json<T>('GET', path, { ...(query ? { query } : {}), ...(signal ? { signal } : {}) });
   }
 
   post<T>(path: string, json: unknown = {}): Promise<T> {

@@ -11,7 +11,7 @@ import { signInView } from './views/sign-in.js';
 const keys = sessionKeyStore(sessionStorage);
 const root = document.getElementById('app')!;
 let frame: Layout | undefined;
-let current: Mounted | undefined;
+let current: (Mounted & { leave: AbortController }) | undefined;
 
 function signOut(): void {
   keys.clear();
@@ -19,9 +19,15 @@ function signOut(): void {
   showSignIn();
 }
 
-function showSignIn(): void {
+/** Stops the page on screen: its own clean-up, then every call it still has in flight. */
+function leave(): void {
+  current?.leave.abort();
   current?.dispose?.();
   current = undefined;
+}
+
+function showSignIn(): void {
+  leave();
   document.title = 'Sign in · forkd';
   replace(root, signInView((key) => {
     keys.set(key);
@@ -48,19 +54,23 @@ function render(): void {
   }
   // Moving between pages puts focus on the new content (as a page load would put it at the top); the first page leaves it at the top.
   const moved = current !== undefined;
-  current?.dispose?.();
+  leave();
+  const left = new AbortController();
   const ctx: ViewContext = {
     api: new ApiClient(key),
     params: match.params,
     query: loc.query,
+    signal: left.signal,
     navigate: (path, query) => void (location.hash = toHash(path, query)),
     signOut,
   };
+  let mounted: Mounted;
   try {
-    current = match.route.view(ctx);
+    mounted = match.route.view(ctx);
   } catch (err) {
-    current = { el: h('p', { class: 'notice notice-error', role: 'alert' }, String(err)) };
+    mounted = { el: h('p', { class: 'notice notice-error', role: 'alert' }, String(err)) };
   }
+  current = { ...mounted, leave: left };
   document.title = `${match.route.title} · forkd`;
   frame.setCurrent(loc.path);
   replace(frame.main, current.el);

@@ -5,6 +5,8 @@ export interface ViewContext {
   api: ApiClient;
   params: Readonly<Record<string, string>>;
   query: URLSearchParams;
+  /** Aborted when the page is left: calls made with it stop then (a poll in flight does not outlive its page). */
+  signal: AbortSignal;
   /** Goes to a `#/…` path (with an optional query). */
   navigate(path: string, query?: Record<string, string | undefined>): void;
   /** Forgets the key and shows the sign-in page. */

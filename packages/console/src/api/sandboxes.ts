@@ -10,8 +10,8 @@ export interface SandboxFilter {
 
 const base = (id: string) => `/v1/sandboxes/${encodeURIComponent(id)}`;
 
-export async function listSandboxes(api: ApiClient, filter: SandboxFilter = {}): Promise<SandboxInfo[]> {
-  const r = await api.get<{ sandboxes: SandboxInfo[] }>('/v1/sandboxes', { state: filter.state || undefined, metadata: filter.metadata || undefined });
+export async function listSandboxes(api: ApiClient, filter: SandboxFilter = {}, signal?: AbortSignal): Promise<SandboxInfo[]> {
+  const r = await api.get<{ sandboxes: SandboxInfo[] }>('/v1/sandboxes', { state: filter.state || undefined, metadata: filter.metadata || undefined }, signal);
   return r.sandboxes;
 }
 
@@ -20,7 +20,7 @@ export const createSandbox = (api: ApiClient, req: CreateSandboxRequest) => api.
 export const pauseSandbox = (api: ApiClient, id: string) => api.post<SandboxInfo>(`${base(id)}/pause`);
 export const resumeSandbox = (api: ApiClient, id: string) => api.post<SandboxInfo>(`${base(id)}/resume`);
 export const deleteSandbox = (api: ApiClient, id: string) => api.delete(base(id));
-export const sandboxMetrics = (api: ApiClient, id: string) => api.get<SandboxMetrics>(`${base(id)}/metrics`);
+export const sandboxMetrics = (api: ApiClient, id: string, signal?: AbortSignal) => api.get<SandboxMetrics>(`${base(id)}/metrics`, undefined, signal);
 
 export async function listTemplates(api: ApiClient): Promise<TemplateInfo[]> {
   return (await api.get<{ templates: TemplateInfo[] }>('/v1/templates')).templates;

@@ -46,7 +46,8 @@ function mount(ctx: ViewContext, s: SandboxInfo, { Terminal, FitAddon }: Awaited
   let session: TerminalSession | undefined;
   let opened = false;
 
-  const open = () => {
+  // Focus moves into the terminal only when asked for (the button): a terminal takes every key but F6.
+  const open = (focus = true) => {
     session?.close();
     if (!opened) {
       term.open(screen);
@@ -68,7 +69,7 @@ function mount(ctx: ViewContext, s: SandboxInfo, { Terminal, FitAddon }: Awaited
       },
     });
     replace(bar, button('New shell', open), status);
-    term.focus();
+    if (focus) term.focus();
   };
   const showOpen = (label: string) => replace(bar, button(label, open), status);
 
@@ -84,7 +85,7 @@ function mount(ctx: ViewContext, s: SandboxInfo, { Terminal, FitAddon }: Awaited
   const resized = new ResizeObserver(() => opened && fit.fit());
   resized.observe(screen);
 
-  if (s.state === 'running') open();
+  if (s.state === 'running') open(false);
   else {
     status.textContent = '';
     showOpen(s.state === 'paused' ? 'Open terminal (resumes the sandbox)' : 'Open terminal');

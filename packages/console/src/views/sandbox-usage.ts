@@ -17,7 +17,7 @@ export function usagePanel(ctx: ViewContext, id: string, cpus: number): { el: HT
   let before: { metrics: SandboxMetrics; at: number } | undefined;
   const read = async () => {
     try {
-      const metrics = await sandboxMetrics(ctx.api, id);
+      const metrics = await sandboxMetrics(ctx.api, id, ctx.signal);
       const at = performance.now();
       const u = usageSample(metrics, before, at, cpus);
       before = { metrics, at };
@@ -25,6 +25,7 @@ export function usagePanel(ctx: ViewContext, id: string, cpus: number): { el: HT
       memory.push(u.memoryBytes, u.memoryLimitBytes, `${formatBytes(u.memoryBytes)} of ${formatBytes(u.memoryLimitBytes)}`);
       disk.push(u.diskBytes, u.diskLimitBytes ?? u.diskBytes, u.diskLimitBytes ? `${formatBytes(u.diskBytes)} of ${formatBytes(u.diskLimitBytes)}` : formatBytes(u.diskBytes));
     } catch (err) {
+      if (ctx.signal.aborted) return;
       // Paused or gone: no sample; the charts say why and keep their line.
       const why = (err as { code?: string }).code ?? 'unavailable';
       for (const c of [cpu, memory, disk]) c.idle(why === 'FAILED_PRECONDITION' || why === 'CONFLICT' ? 'not running' : why);

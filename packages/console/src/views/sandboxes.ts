@@ -20,18 +20,18 @@ export function metadataQuery(text: string): string | undefined {
 }
 
 /** The actions the API offers in a sandbox's state. */
-function actions(ctx: ViewContext, s: SandboxInfo, done: (p: Promise<unknown>, what: string) => void): HTMLElement {
+function actions(ctx: ViewContext, s: SandboxInfo, done: (p: Promise<unknown>, doing: string, did: string) => void): HTMLElement {
   const b: HTMLElement[] = [];
   const label = (verb: string) => ({ 'aria-label': `${verb} ${s.id}` });
-  if (s.state === 'running') b.push(button('Pause', () => done(pauseSandbox(ctx.api, s.id), `Paused ${s.id}`), label('Pause')));
-  if (s.state === 'paused') b.push(button('Resume', () => done(resumeSandbox(ctx.api, s.id), `Resumed ${s.id}`), label('Resume')));
+  if (s.state === 'running') b.push(button('Pause', () => done(pauseSandbox(ctx.api, s.id), `Pausing ${s.id}…`, `Paused ${s.id}`), label('Pause')));
+  if (s.state === 'paused') b.push(button('Resume', () => done(resumeSandbox(ctx.api, s.id), `Resuming ${s.id}…`, `Resumed ${s.id}`), label('Resume')));
   b.push(
-    button('Delete', () => confirm(`Delete ${s.id} with its processes and files?`) && done(deleteSandbox(ctx.api, s.id), `Deleted ${s.id}`), { ...label('Delete'), class: 'danger' }),
+    button('Delete', () => confirm(`Delete ${s.id} with its processes and files?`) && done(deleteSandbox(ctx.api, s.id), `Deleting ${s.id}…`, `Deleted ${s.id}`), { ...label('Delete'), class: 'danger' }),
   );
   return h('div', { class: 'actions' }, ...b);
 }
 
-function columns(ctx: ViewContext, done: (p: Promise<unknown>, what: string) => void): Column<SandboxInfo>[] {
+function columns(ctx: ViewContext, done: (p: Promise<unknown>, doing: string, did: string) => void): Column<SandboxInfo>[] {
   const now = Date.now();
   return [
     { title: 'Sandbox', cell: (s) => h('a', { href: toHash(`/sandboxes/${s.id}`) }, s.id) },
@@ -62,19 +62,24 @@ export const sandboxesView: View = (ctx) => {
   const notice = new Notice();
   const list = h('div', { class: 'list', 'aria-busy': 'true' }, h('p', { class: 'muted' }, 'Loading…'));
   let stopped = false;
+  let last = '';
   const refresh = async () => {
     try {
-      const rows = await listSandboxes(ctx.api, { state: ctx.query.get('state') ?? undefined, metadata: metadataQuery(ctx.query.get('metadata') ?? '') });
-      if (!stopped) replace(list, table('Sandboxes', columns(ctx, done), rows, 'No sandboxes here yet.'));
+      const rows = await listSandboxes(ctx.api, { state: ctx.query.get('state') ?? undefined, metadata: metadataQuery(ctx.query.get('metadata') ?? '') }, ctx.signal);
+      // Redrawn only when something changed: a redraw would take the keyboard focus from a row's button.
+      const seen = JSON.stringify(rows);
+      if (stopped || seen === last) return;
+      last = seen;
+      replace(list, table('Sandboxes', columns(ctx, done), rows, 'No sandboxes here yet.'));
     } catch (err) {
-      notice.error(err);
+      if (!ctx.signal.aborted) notice.error(err);
     } finally {
       list.setAttribute('aria-busy', 'false');
     }
   };
-  const done = (p: Promise<unknown>, what: string) => {
-    notice.info(`${what.replace(/^(\w+)/, '$1…')}`);
-    p.then(() => notice.info(what), (err: unknown) => notice.error(err)).finally(() => void refresh());
+  const done = (p: Promise<unknown>, doing: string, did: string) => {
+    notice.info(doing);
+    p.then(() => notice.info(did), (err: unknown) => notice.error(err)).finally(() => void refresh());
   };
   const stop = poll(refresh, REFRESH_MS);
   const create = createForm(ctx, (s) => {

@@ -1,10 +1,10 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { api } from '../testing/http-client.js';
-import { hasChromium, PHONE, startConsoleHarness, type ConsoleHarness } from '../testing/console-browser.js';
+import { hasChromium, LAPTOP, PHONE, startConsoleHarness, type ConsoleHarness } from '../testing/console-browser.js';
 import { isRoot } from '../testing/test-node.js';
 
 describe('web console in a real browser (Chromium) against a real forkd serve', { skip: (!isRoot && 'needs root') || (!hasChromium && 'needs chromium (forkd setup installs it)') }, () => {
@@ -87,6 +87,9 @@ describe('web console in a real browser (Chromium) against a real forkd serve', 
     await page.getByLabel('Upload files').setInputFiles(file);
     await page.getByRole('status').filter({ hasText: 'Uploaded /root/hello-console.txt' }).waitFor();
     await page.getByRole('table', { name: 'Files in /root' }).getByText('hello-console.txt').waitFor();
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download hello-console.txt' }).click()]);
+    assert.equal(download.suggestedFilename(), 'hello-console.txt');
+    assert.equal(await readFile((await download.path())!, 'utf8'), 'uploaded from the browser\n');
     await screen.click();
     await page.keyboard.type("cat /root/hello-console.txt | tr ' a-z' '_A-Z'\n");
     await shows('UPLOADED_FROM_THE_BROWSER');
@@ -153,11 +156,53 @@ describe('web console in a real browser (Chromium) against a real forkd serve', 
     await h.signIn(phone, acmeKey);
     await phone.goto(`${h.url}/#/sandboxes/${sandboxId}`);
     await phone.getByRole('group', { name: 'Terminal' }).locator('.xterm-rows', { hasText: '#' }).waitFor();
+    // The terminal is as wide as the phone, and follows the window when it grows (resize messages to the PTY).
+    const cols = async () => {
+      await phone.getByRole('group', { name: 'Terminal' }).click();
+      const mark = `w${Math.random().toString(36).slice(2, 8)}`;
+      await phone.keyboard.type(`echo ${mark}=$(tput cols)x\n`);
+      const rows = phone.getByRole('group', { name: 'Terminal' }).locator('.xterm-rows');
+      await rows.filter({ hasText: new RegExp(`${mark}=\\d+x`) }).waitFor();
+      return Number(new RegExp(`${mark}=(\\d+)x`).exec((await rows.textContent()) ?? '')![1]);
+    };
+    const narrow = await cols();
+    assert.ok(narrow > 10 && narrow < 60, `a phone-wide terminal (${narrow} columns)`);
+    await phone.setViewportSize(LAPTOP);
+    await phone.waitForTimeout(300);
+    assert.ok((await cols()) > narrow + 10, 'wider after the window grew');
+    await phone.setViewportSize(PHONE);
     const overflow = await phone.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
     assert.ok((overflow as number) <= 0, `the page fits a phone's width (${String(overflow)} px over)`);
     await h.screenshot(phone, 'sandbox-phone');
     assert.deepEqual(phone.errors, []);
     await phone.context().close();
+  });
+
+  test('hostile names from the API (metadata, file names) are shown as text, never run', async () => {
+    const acme = { url: h.url, apiKey: acmeKey };
+    const hostile = `<img src=x onerror="alert(document.title='pwned')">`;
+    const s = (await api(acme, 'POST', '/v1/sandboxes', { metadata: { note: hostile } })).json;
+    const put = await fetch(`${h.url}/v1/sandboxes/${s.id}/files?path=${encodeURIComponent(`/root/${hostile}.txt`)}`, { method: 'PUT', headers: { authorization: `Bearer ${acmeKey}` }, body: 'x' });
+    assert.equal(put.status, 201);
+    const page = await h.page();
+    await h.signIn(page, acmeKey);
+    await page.getByRole('row').filter({ hasText: s.id }).getByText(`note=${hostile}`).waitFor();
+    await page.goto(`${h.url}/#/sandboxes/${s.id}`);
+    await page.getByRole('table', { name: 'Files in /root' }).getByText(`${hostile}.txt`).waitFor();
+    await h.screenshot(page, 'hostile-names');
+    assert.equal(page.dialogs.length, 0, 'no alert ran');
+    assert.notEqual(await page.title(), 'pwned');
+    assert.equal(await page.locator('img').count(), 0);
+    // Deleted from the list: the confirmation, then the row goes and the API agrees.
+    await page.goto(`${h.url}/#/sandboxes`);
+    await page.getByRole('button', { name: `Delete ${s.id}` }).click();
+    await page.getByRole('status').filter({ hasText: `Deleted ${s.id}` }).waitFor({ timeout: 60_000 });
+    assert.equal(page.dialogs.length, 1);
+    assert.equal(page.dialogs[0]!.type, 'confirm');
+    await page.getByRole('row').filter({ hasText: s.id }).waitFor({ state: 'detached' });
+    assert.equal((await api(acme, 'GET', `/v1/sandboxes/${s.id}`)).json.error.code, 'NOT_FOUND');
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
   });
 
   test('another tenant never sees the sandbox: not listed, and its page is NOT_FOUND', async () => {

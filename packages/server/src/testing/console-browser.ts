@@ -17,6 +17,8 @@ export const SCREENSHOT_DIR = join(REPO_ROOT, 'test-results/console');
 export const LAPTOP = { width: 1280, height: 800 };
 export const PHONE = { width: 390, height: 844 };
 
+export type ConsolePage = Page & { errors: string[]; dialogs: Array<{ type: string; message: string }> };
+
 export interface ConsoleHarness {
   daemon: DaemonProcess;
   /** The console's URL (`forkd serve`'s root). */
@@ -24,8 +26,8 @@ export interface ConsoleHarness {
   browser: Browser;
   /** A new key of `tenant` (made with the daemon's admin key). */
   key(tenant: string): Promise<string>;
-  /** A fresh browser context and page (its own sessionStorage); failures in the page's scripts are kept in `errors`. */
-  page(viewport?: { width: number; height: number }): Promise<Page & { errors: string[] }>;
+  /** A fresh browser context and page (its own sessionStorage); failures in the page's scripts are kept in `errors`, dialogs (accepted) in `dialogs`. */
+  page(viewport?: { width: number; height: number }): Promise<ConsolePage>;
   /** Opens the console and signs in with `key`; resolves once the sandboxes page shows. */
   signIn(page: Page, key: string): Promise<void>;
   /** Saves a full-page screenshot as SCREENSHOT_DIR/NAME.png; returns its path. */
@@ -66,11 +68,14 @@ export async function startConsoleHarness(name: string, env: NodeJS.ProcessEnv =
     key: async (tenant) => (await api(d, 'POST', '/v1/keys', { tenant })).json.key as string,
     async page(viewport = LAPTOP) {
       const context = await b.newContext({ viewport });
-      const page = Object.assign(await context.newPage(), { errors: [] as string[] });
+      const page: ConsolePage = Object.assign(await context.newPage(), { errors: [] as string[], dialogs: [] as ConsolePage['dialogs'] });
       page.on('pageerror', (e) => page.errors.push(String(e)));
       // CSP refusals and failed module loads show up as console errors.
-      page.on('console', (m) => void (m.type() === 'error' && page.errors.push(m.text())));
-      page.on('dialog', (dlg) => void dlg.accept());
+      page.on('console', (m) => void (m.type() === 'error' && page.errors.push(`${m.text()} (${m.location().url}, on ${page.url()})`)));
+      page.on('dialog', (dlg) => {
+        page.dialogs.push({ type: dlg.type(), message: dlg.message() });
+        void dlg.accept();
+      });
       return page;
     },
     async signIn(page, key) {
