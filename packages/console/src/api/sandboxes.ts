@@ -1,4 +1,4 @@
-import type { CreateSandboxRequest, SandboxInfo, SandboxMetrics, TemplateInfo } from '@forkd/protocol';
+import type { CreateSandboxRequest, SandboxInfo, SandboxMetrics, SetNetworkRequest, TemplateInfo } from '@forkd/protocol';
 import type { ApiClient } from '../api.js';
 
 export interface SandboxFilter {
@@ -19,6 +19,7 @@ export const getSandbox = (api: ApiClient, id: string) => api.get<SandboxInfo>(b
 export const createSandbox = (api: ApiClient, req: CreateSandboxRequest) => api.post<SandboxInfo>('/v1/sandboxes', req);
 export const pauseSandbox = (api: ApiClient, id: string) => api.post<SandboxInfo>(`${base(id)}/pause`);
 export const resumeSandbox = (api: ApiClient, id: string) => api.post<SandboxInfo>(`${base(id)}/resume`);
+export const setSandboxNetwork = (api: ApiClient, id: string, req: SetNetworkRequest) => api.json<SandboxInfo>('PUT', `${base(id)}/network`, { json: req });
 export const deleteSandbox = (api: ApiClient, id: string) => api.delete(base(id));
 export const sandboxMetrics = (api: ApiClient, id: string, signal?: AbortSignal) => api.get<SandboxMetrics>(`${base(id)}/metrics`, undefined, signal);
 

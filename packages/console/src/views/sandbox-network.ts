@@ -4,14 +4,18 @@ import { button, h, replace } from '../ui/dom.js';
 import { Notice } from '../ui/notice.js';
 import { table } from '../ui/table.js';
 import type { ViewContext } from '../view.js';
+import { networkForm } from './sandbox-network-form.js';
 
 function rules(title: string, list: readonly string[] | undefined): HTMLElement[] {
   return [h('dt', {}, title), h('dd', {}, list?.length ? list.join(', ') : '—')];
 }
 
+function facts(n: SandboxInfo['network']): HTMLElement[] {
+  return [h('dt', {}, 'Mode'), h('dd', {}, n?.mode ?? 'none'), ...rules('Allowed out', n?.allowOut), ...rules('Denied out', [...(n?.forcedDenyOut ?? []), ...(n?.denyOut ?? [])])];
+}
+
 /** The sandbox's network mode and egress rules, and its live credential grants (revocable). */
 export function networkPanel(ctx: ViewContext, s: SandboxInfo): { el: HTMLElement } {
-  const n = s.network;
   const notice = new Notice();
   const grants = h('div', {}, h('p', { class: 'muted' }, 'Loading grants…'));
   const revoke = (g: GrantInfo) =>
@@ -35,6 +39,7 @@ export function networkPanel(ctx: ViewContext, s: SandboxInfo): { el: HTMLElemen
     );
   }
   show();
-  const facts = h('dl', { class: 'facts' }, h('dt', {}, 'Mode'), h('dd', {}, n?.mode ?? 'none'), ...rules('Allowed out', n?.allowOut), ...rules('Denied out', [...(n?.forcedDenyOut ?? []), ...(n?.denyOut ?? [])]));
-  return { el: h('section', { class: 'panel', 'aria-labelledby': 'network-title' }, h('h2', { id: 'network-title' }, 'Network'), facts, h('h3', {}, 'Grants'), notice.el, grants) };
+  const shown = h('dl', { class: 'facts' }, ...facts(s.network));
+  const form = networkForm(ctx, s, notice, (updated) => replace(shown, ...facts(updated.network)));
+  return { el: h('section', { class: 'panel', 'aria-labelledby': 'network-title' }, h('h2', { id: 'network-title' }, 'Network'), shown, form, notice.el, h('h3', {}, 'Grants'), grants) };
 }

@@ -99,7 +99,20 @@ describe('web console in a real browser (Chromium) against a real forkd serve', 
     const audit = page.getByRole('region', { name: 'Audit trail' });
     await audit.getByRole('button', { name: 'Refresh' }).click();
     await audit.getByText('PUT /v1/sandboxes/:id/files').first().waitFor();
-    await page.getByRole('region', { name: 'Network' }).getByText('No grants.').waitFor();
+    const network = page.getByRole('region', { name: 'Network' });
+    await network.getByText('No grants.').waitFor();
+    // Network rules through PUT /v1/sandboxes/{id}/network: a bad rule is the API's refusal, a good one saved.
+    await network.getByText('Change network').click();
+    await network.getByLabel('Allow out').fill('not a rule!');
+    await network.getByRole('button', { name: 'Save network' }).click();
+    await network.getByRole('alert').filter({ hasText: 'INVALID_ARGUMENT' }).waitFor();
+    // The browser logs the refused call (400) as an error; that one was asked for.
+    page.errors.splice(0, page.errors.length, ...page.errors.filter((e) => !/status of 400 .*\/network,/.test(e)));
+    await network.getByLabel('Allow out').fill('example.com\n*.example.org');
+    await network.getByRole('button', { name: 'Save network' }).click();
+    await network.getByRole('status').filter({ hasText: 'Network saved' }).waitFor();
+    await network.getByText('example.com, *.example.org').waitFor();
+    assert.deepEqual((await api({ url: h.url, apiKey: acmeKey }, 'GET', `/v1/sandboxes/${sandboxId}`)).json.network.allowOut, ['example.com', '*.example.org']);
     await h.screenshot(page, 'sandbox');
     assert.deepEqual(page.errors, []);
     await page.context().close();
@@ -171,6 +184,8 @@ describe('web console in a real browser (Chromium) against a real forkd serve', 
     await phone.waitForTimeout(300);
     assert.ok((await cols()) > narrow + 10, 'wider after the window grew');
     await phone.setViewportSize(PHONE);
+    await phone.waitForTimeout(300);
+    assert.equal(await cols(), narrow, 'and narrow again after it shrank');
     const overflow = await phone.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
     assert.ok((overflow as number) <= 0, `the page fits a phone's width (${String(overflow)} px over)`);
     await h.screenshot(phone, 'sandbox-phone');
