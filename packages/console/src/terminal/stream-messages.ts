@@ -7,14 +7,24 @@ export const STDERR = 2;
 /** A message from the server on a stream socket, decoded; anything unknown or malformed is `ignored`. */
 export type ServerMessage =
   | { type: 'data'; stream: number; bytes: Uint8Array }
-  | { type: 'started'; pid: number; pty: boolean }
+  /** `token` and `offset`: where the stream can resume from (absent: it cannot; see StreamPosition). */
+  | { type: 'started'; pid: number; pty: boolean; token?: number; offset?: number }
+  | { type: 'position'; offset: number }
   | { type: 'exit'; exitCode: number; signal: number; oomKilled: boolean }
   | { type: 'rewound' }
   | { type: 'dropped'; bytes: number }
   | { type: 'error'; error: ForkdError }
+  /** Held under per-call policy until approved (before `started`). */
+  | { type: 'waiting'; approvalId: string; rule: string }
+  /** Ended by a per-call limit. */
+  | { type: 'limit'; limit: string; rule: string }
   | { type: 'ignored' };
 
 const IGNORED: ServerMessage = { type: 'ignored' };
+
+function str(v: unknown): string {
+  return typeof v === 'string' ? v.slice(0, 500) : '';
+}
 
 function num(v: unknown): number {
   return typeof v === 'number' && Number.isFinite(v) ? v : 0;
@@ -43,8 +53,12 @@ export function parseServerMessage(data: unknown): ServerMessage {
   if (typeof m !== 'object' || m === null) return IGNORED;
   const msg = m as Record<string, unknown>;
   switch (msg.type) {
-    case 'started':
-      return { type: 'started', pid: num(msg.pid), pty: msg.pty === true };
+    case 'started': {
+      const resumable = typeof msg.token === 'number' && typeof msg.offset === 'number';
+      return { type: 'started', pid: num(msg.pid), pty: msg.pty === true, ...(resumable ? { token: num(msg.token), offset: num(msg.offset) } : {}) };
+    }
+    case 'position':
+      return { type: 'position', offset: num(msg.offset) };
     case 'exit':
       return { type: 'exit', exitCode: num(msg.exitCode), signal: num(msg.signal), oomKilled: msg.oomKilled === true };
     case 'rewound':
@@ -53,6 +67,10 @@ export function parseServerMessage(data: unknown): ServerMessage {
       return { type: 'dropped', bytes: num(msg.bytes) };
     case 'error':
       return { type: 'error', error: errorOf(msg.error) };
+    case 'waiting':
+      return { type: 'waiting', approvalId: str(msg.approvalId), rule: str(msg.rule) };
+    case 'limit':
+      return { type: 'limit', limit: str(msg.limit), rule: str(msg.rule) };
     default:
       return IGNORED;
   }

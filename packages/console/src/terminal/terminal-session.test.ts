@@ -89,6 +89,39 @@ test('a dropped connection re-attaches to the same pid and says so; the size is 
   session.close();
 });
 
+test('a shell held for approval says so, then starts once approved', () => {
+  const { session, sockets, notes } = harness();
+  const ws = sockets[0]!;
+  ws.open();
+  ws.message(JSON.stringify({ type: 'waiting', approvalId: 'apr-7', rule: 'shells', expiresAt: '2030-01-01T00:00:00Z' }));
+  assert.match(notes.at(-1)!, /waiting for approval apr-7 \(rule shells\)/);
+  ws.message(JSON.stringify({ type: 'started', pid: 11, pty: true }));
+  assert.equal(session.pid, 11);
+});
+
+test('a stream that can resume re-attaches from its position (started offset + 5 + bytes per output, position events), after a daemon restart (1012)', async () => {
+  const { session, sockets, notes, out } = harness();
+  sockets[0]!.open();
+  sockets[0]!.message(JSON.stringify({ type: 'started', pid: 8, pty: true, token: 77, offset: 100 }));
+  sockets[0]!.message(frame(1, 'hello'));
+  sockets[0]!.message(JSON.stringify({ type: 'position', offset: 500 }));
+  sockets[0]!.message(frame(1, 'abc'));
+  sockets[0]!.drop(1012);
+  assert.match(notes.at(-1)!, /forkd is restarting; reconnecting/);
+  await new Promise((r) => setTimeout(r, 400));
+  // The first try is refused (forkd still down): the next one goes on from the same point.
+  sockets[1]!.drop(1006);
+  await new Promise((r) => setTimeout(r, 700));
+  const again = sockets[2]!;
+  again.open();
+  assert.deepEqual(again.json[0], { op: 'attach', pid: 8, resume: { token: 77, offset: 508 } });
+  again.message(JSON.stringify({ type: 'started', pid: 8, pty: true, token: 77, offset: 508 }));
+  again.message(frame(1, 'more'));
+  assert.equal(out.join(''), 'helloabcmore');
+  assert.match(notes.at(-1)!, /reconnected/);
+  session.close();
+});
+
 test('a rewind under the shell is said; a rewind to before it ends the session without a reconnect', () => {
   const { sockets, notes, ended } = harness();
   const ws = sockets[0]!;

@@ -1,9 +1,10 @@
 import type { SpawnRequest } from '@forkd/protocol';
 import type { ForkdError } from '../vendor/errors.js';
+import { StreamPosition, type ResumePoint } from '../vendor/stream-position.js';
 import { parseServerMessage, STDERR, STDOUT } from './stream-messages.js';
 
 /** The first message of a stream: start a process, or attach to one that runs. */
-export type StreamOpen = { op: 'spawn'; spawn: SpawnRequest } | { op: 'attach'; pid: number };
+export type StreamOpen = { op: 'spawn'; spawn: SpawnRequest } | { op: 'attach'; pid: number; resume?: ResumePoint };
 
 /** The part of the browser's WebSocket a session uses (a fake in unit tests). */
 export interface SocketLike {
@@ -29,22 +30,30 @@ export interface TerminalSink {
 }
 
 const OPEN = 1;
-/** Between tries to re-attach after the connection dropped. */
-const RECONNECT_MS = [500, 1000, 2000, 4000, 8000];
+/** Re-attach tries after the connection dropped: 250 ms, doubling to 2 s, for a minute (the SDK's window for a daemon restart). */
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 2000;
+const RETRY_FOR_MS = 60_000;
+/** The close code of a daemon that is stopping (it ended the stream cleanly; the next one resumes it). */
+const RESTARTING = 1012;
 
 /**
  * A live terminal over the API's stream socket. Snapshots, pauses and
  * hibernation pass under an open socket unseen (the server re-attaches its
- * side); when the socket itself drops, the session re-attaches to the same
- * process by pid, as often as RECONNECT_MS allows. A rewind is said in the
- * terminal; a rewind to before the shell started ends it.
+ * side); when the socket itself drops (a daemon restart, the network), the
+ * session re-attaches to the same process from its position (StreamPosition,
+ * as the SDK's sessions do: every byte once), for up to a minute. A rewind is
+ * said in the terminal; a rewind to before the shell started ends it.
  */
 export class TerminalSession {
   readonly #connect: SocketFactory;
   readonly #sink: TerminalSink;
   #socket: SocketLike | undefined;
   #pid = 0;
+  readonly #pos = new StreamPosition();
   #tries = 0;
+  /** When the connection first dropped (0: it is up). */
+  #droppedAt = 0;
   #closed = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #size: { cols: number; rows: number };
@@ -85,10 +94,17 @@ export class TerminalSession {
     ws.onopen = () => ws.send(JSON.stringify(open));
     ws.onmessage = (ev: { data: unknown }) => {
       const m = parseServerMessage(ev.data);
-      if (m.type === 'data' && (m.stream === STDOUT || m.stream === STDERR)) this.#sink.output(m.bytes);
-      else if (m.type === 'started') this.#started(m.pid, open.op === 'attach');
+      if (m.type === 'data' && (m.stream === STDOUT || m.stream === STDERR)) {
+        this.#pos.output(m.bytes.byteLength);
+        this.#sink.output(m.bytes);
+      } else if (m.type === 'started') {
+        this.#pos.started(m);
+        this.#started(m.pid, open.op === 'attach');
+      } else if (m.type === 'position') this.#pos.moved(m.offset);
       else if (m.type === 'rewound') this.#sink.note('the sandbox was rewound; this shell goes on from that state');
       else if (m.type === 'dropped') this.#sink.note(`${m.bytes} bytes of output were dropped`);
+      else if (m.type === 'waiting') this.#sink.note(`waiting for approval ${m.approvalId} (rule ${m.rule}): approve it to start the shell`);
+      else if (m.type === 'limit') this.#sink.note(`stopped by the ${m.limit} limit (rule ${m.rule})`);
       else if (m.type === 'exit') {
         ended = true;
         this.#end(m.oomKilled ? 'the shell was killed: out of memory' : `the shell exited (${m.signal ? `signal ${m.signal}` : `code ${m.exitCode}`})`);
@@ -97,15 +113,16 @@ export class TerminalSession {
       }
     };
     ws.onerror = () => {};
-    ws.onclose = () => {
+    ws.onclose = (ev: { code?: number }) => {
       if (ended || this.#closed || ws !== this.#socket) return;
-      this.#dropped();
+      this.#dropped(ev.code === RESTARTING);
     };
   }
 
   #started(pid: number, reattached: boolean): void {
     this.#pid = pid;
     this.#tries = 0;
+    this.#droppedAt = 0;
     if (reattached) {
       this.#sink.note('reconnected');
       this.resize(this.#size.cols, this.#size.rows);
@@ -126,11 +143,15 @@ export class TerminalSession {
     return false;
   }
 
-  #dropped(): void {
-    const wait = RECONNECT_MS[this.#tries++];
-    if (!this.#pid || wait === undefined) return this.#end('the connection to forkd was lost');
-    this.#sink.note('connection lost; reconnecting…');
-    this.#timer = setTimeout(() => this.#closed || this.#open({ op: 'attach', pid: this.#pid }), wait);
+  #dropped(restarting: boolean): void {
+    if (!this.#pid) return this.#end('the connection to forkd was lost');
+    if (!this.#droppedAt) {
+      this.#droppedAt = Date.now();
+      this.#sink.note(restarting ? 'forkd is restarting; reconnecting…' : 'connection lost; reconnecting…');
+    } else if (Date.now() - this.#droppedAt > RETRY_FOR_MS) return this.#end('the connection to forkd was lost');
+    const wait = Math.min(RETRY_FIRST_MS * 2 ** this.#tries++, RETRY_MAX_MS);
+    const point = this.#pos.point;
+    this.#timer = setTimeout(() => this.#closed || this.#open({ op: 'attach', pid: this.#pid, ...(point ? { resume: point } : {}) }), wait);
   }
 
   #end(why: string): void {
