@@ -75,7 +75,7 @@ test('the bundle is a few files: the entry and a chunk per command; the other pa
   assert.ok(new Set(loaded).size <= 16, loaded.join('\n'));
   assert.deepEqual(
     [...new Set(loaded.filter((f) => !f.startsWith(join(dir, 'bundle'))).map((f) => f.replace(/^.*\/packages\//, '')))].sort(),
-    ['protocol/dist/errors.js', 'protocol/dist/grant-syntax.js', 'protocol/dist/tenant-header.js'].filter((f) => loaded.some((l) => l.endsWith(f))),
+    ['protocol/dist/errors.js', 'protocol/dist/grant-syntax.js', 'protocol/dist/stream-position.js', 'protocol/dist/tenant-header.js'].filter((f) => loaded.some((l) => l.endsWith(f))),
     'exec loads the bundle and protocol\'s small modules only',
   );
   assert.ok(loaded.some((f) => f.endsWith('protocol/dist/errors.js')));
