@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -82,10 +82,12 @@ describe('web console in a real browser (Chromium) against a real forkd serve', 
     // What the shell prints (42) is not what was typed ($((6*7))): the output came from the sandbox.
     await page.keyboard.type('echo console-$((6*7))\n');
     await shows('console-42');
-    const file = join(await mkdtemp(join(tmpdir(), 'forkd-console-upload-')), 'hello-console.txt');
+    const upload = await mkdtemp(join(tmpdir(), 'forkd-console-upload-'));
+    const file = join(upload, 'hello-console.txt');
     await writeFile(file, 'uploaded from the browser\n');
     await page.getByLabel('Upload files').setInputFiles(file);
     await page.getByRole('status').filter({ hasText: 'Uploaded /root/hello-console.txt' }).waitFor();
+    await rm(upload, { recursive: true });
     await page.getByRole('table', { name: 'Files in /root' }).getByText('hello-console.txt').waitFor();
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download hello-console.txt' }).click()]);
     assert.equal(download.suggestedFilename(), 'hello-console.txt');
