@@ -45,7 +45,7 @@ async function nativeParts(commit: string, dir: string): Promise<void> {
 /**
  * `commit` checked out (git archive: no worktree registered) and built
  * (`tsc -b`, the native parts only if they differ) under the temp dir, once:
- * later runs reuse it. Undefined when the clone lacks that commit (shallow).
+ * later runs from the same checkout reuse it. Undefined when the clone lacks that commit (shallow).
  */
 export async function olderBuild(commit: string): Promise<OlderBuild | undefined> {
   const known = await exec('git', ['-C', REPO_ROOT, 'cat-file', '-e', `${commit}^{commit}`], { allowFailure: true });
@@ -53,7 +53,9 @@ export async function olderBuild(commit: string): Promise<OlderBuild | undefined
   const dir = join(tmpdir(), `forkd-upgrade-from-${commit.slice(0, 12)}`);
   const cli = join(dir, 'packages/cli/dist/main.js');
   const marker = join(dir, '.built');
-  if (existsSync(marker)) return { commit, dir, cli, buildMs: 0 };
+  // Its dependencies are links into the checkout that built it: reused only by that checkout, while it exists.
+  const built = (await readFile(marker, 'utf8').then((t) => JSON.parse(t) as { modules?: string }).catch(() => undefined))?.modules;
+  if (built === REPO_ROOT && existsSync(join(dir, 'node_modules', 'typescript'))) return { commit, dir, cli, buildMs: 0 };
   const t0 = performance.now();
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
@@ -65,6 +67,6 @@ export async function olderBuild(commit: string): Promise<OlderBuild | undefined
   await exec(process.execPath, [join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-b'], { cwd: dir, timeoutMs: 900_000 });
   await nativeParts(commit, dir);
   const buildMs = Math.round(performance.now() - t0);
-  await writeFile(marker, JSON.stringify({ commit, buildMs }) + '\n');
+  await writeFile(marker, JSON.stringify({ commit, buildMs, modules: REPO_ROOT }) + '\n');
   return { commit, dir, cli, buildMs };
 }
