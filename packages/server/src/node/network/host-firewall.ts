@@ -41,8 +41,7 @@ export async function letSandboxesThrough(ifPrefix: string, logger: Pick<Logger,
 }
 
 async function ensureAccepts(ifPrefix: string, logger: Pick<Logger, 'warn'>): Promise<void> {
-  // Listing with iptables-nft would make the table; nft only reads.
-  if ((await exec('nft', ['list', 'table', 'ip', 'filter'], { allowFailure: true })).code !== 0) return;
+  if (!(await hasFilterTable())) return;
   for (const { chain, match } of firewallAccepts(ifPrefix)) {
     if ((await exec('nft', ['list', 'chain', 'ip', 'filter', chain], { allowFailure: true })).code !== 0) continue;
     if ((await exec('iptables', ['-w', '5', '-C', chain, ...match], { allowFailure: true })).code === 0) continue;
@@ -51,9 +50,14 @@ async function ensureAccepts(ifPrefix: string, logger: Pick<Logger, 'warn'>): Pr
   }
 }
 
+/** Whether the host has an iptables `filter` table (listing with iptables-nft would make one; nft only reads). */
+async function hasFilterTable(): Promise<boolean> {
+  return (await exec('nft', ['list', 'table', 'ip', 'filter'], { allowFailure: true })).code === 0;
+}
+
 /** Removes forkd's accepts (every copy) from the host firewall's chains. */
 export async function closeHostFirewall(ifPrefix: string): Promise<void> {
-  if ((await exec('nft', ['list', 'table', 'ip', 'filter'], { allowFailure: true })).code !== 0) return;
+  if (!(await hasFilterTable())) return;
   for (const { chain, match } of firewallAccepts(ifPrefix)) {
     for (let i = 0; i < 8; i++) if ((await exec('iptables', ['-w', '5', '-D', chain, ...match], { allowFailure: true })).code !== 0) break;
   }
