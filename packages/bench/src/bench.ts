@@ -6,7 +6,7 @@ import { compareWithPodman, type Comparison } from './compare.js';
 import { Podman } from './podman.js';
 import { describeMachine, ratio, renderCharts, renderMarkdown, type Machine } from './report.js';
 import { createTestNode, run } from '@forkd/server/testing';
-import { summarize, type Summary } from './stats.js';
+import { summarize } from './stats.js';
 import { cpuMeter, pinnedMemory, poolUsed } from './host-measures.js';
 import { streamGapsAcrossSnapshots } from './stream-gap.js';
 import { quotaCostRows } from './quota-cost.js';
@@ -16,8 +16,7 @@ import { codeInterpreterRows, e2bSdkRows } from './e2b-sdk.js';
 import { egressProxyRows } from './egress-proxy.js';
 import { timeProfileRows } from './time-profile.js';
 import { leverRows } from './levers.js';
-import { LiveRows } from './live-rows.js';
-import { rowLine } from './row-line.js';
+import { liveRows, type BenchRow } from './row-line.js';
 import { densityRows } from './density.js';
 import { transferRows } from './transfer.js';
 import { dockerfileRows } from './dockerfile-build.js';
@@ -36,18 +35,13 @@ const SECTIONS = ['core', 'levers', 'density', 'user namespaces', 'disk quotas',
 const quick = process.argv.includes('--quick');
 const N = quick ? 3 : 40;
 
-interface Row {
-  name: string;
-  unit: string;
-  target?: string;
-  summary: Summary;
-}
+type Row = BenchRow;
 
 const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : '-');
 
 async function coreBench(): Promise<Row[]> {
   const node = await createTestNode({ warmPool: 2 });
-  const rows = new LiveRows<Row>(rowLine);
+  const rows = liveRows();
   const m = node.manager;
   try {
     // Warm-up (page cache, cgroup parent).
@@ -213,7 +207,7 @@ async function coreBench(): Promise<Row[]> {
       rewindMs.push(performance.now() - t0);
     }
     rows.push({ name: 'rewind (snapshot of the state left + restore)', unit: 'ms', target: 'p50 ≤ 60', summary: summarize(rewindMs) });
-    rows.push(...(await timeProfileRows(m, big.id, snaps[0]!, quick ? 2 : 5)));
+    await timeProfileRows(m, big.id, snaps[0]!, quick ? 2 : 5, rows);
     await m.delete(big.id);
   } finally {
     await node.dispose();
@@ -274,7 +268,7 @@ async function main(): Promise<void> {
     return;
   }
   if (process.argv.includes('--code-interpreter-only')) {
-    for (const r of await codeInterpreterRows(quick)) console.log(`${r.name}: p50 ${fmt(r.summary.p50)} ${r.unit}, p95 ${fmt(r.summary.p95)} (n ${r.summary.n})`);
+    await codeInterpreterRows(quick);
     return;
   }
   if (process.argv.includes('--dockerfile-only')) {
@@ -291,18 +285,16 @@ async function main(): Promise<void> {
   }
   const date = new Date().toISOString();
   const s = new Sections(quick ? 'bench-quick' : 'bench', SECTIONS);
-  // Sections that print their rows as measured run bare; the others' rows print as each ends.
-  const printed = (rows: Row[]) => rows.forEach((r) => console.log(rowLine(r)));
   const rows = [
     ...(await s.run('core', coreBench)),
-    ...(await s.run('levers', () => leverRows(quick), printed)),
+    ...(await s.run('levers', () => leverRows(quick))),
     ...(await s.run('density', density)),
-    ...(await s.run('user namespaces', () => usernsCostRows(quick), printed)),
-    ...(await s.run('disk quotas', () => quotaCostRows(baseRootfsDir(loadConfig()), quick), printed)),
-    ...(await s.run('cleanup backlog', () => cleanupBacklogRows(quick), printed)),
-    ...(await s.run('E2B SDK', () => e2bSdkRows(quick), printed)),
-    ...(await s.run('code interpreter', () => codeInterpreterRows(quick), printed)),
-    ...(await s.run('egress proxy', () => egressProxyRows(quick), printed)),
+    ...(await s.run('user namespaces', () => usernsCostRows(quick))),
+    ...(await s.run('disk quotas', () => quotaCostRows(baseRootfsDir(loadConfig()), quick))),
+    ...(await s.run('cleanup backlog', () => cleanupBacklogRows(quick))),
+    ...(await s.run('E2B SDK', () => e2bSdkRows(quick))),
+    ...(await s.run('code interpreter', () => codeInterpreterRows(quick))),
+    ...(await s.run('egress proxy', () => egressProxyRows(quick))),
     ...(await s.run('transfers', () => transferRows(quick))),
     ...(await s.run('Dockerfile builds', () => dockerfileRows(quick))),
     ...(await s.run('CLI', () => cliRows(quick))),

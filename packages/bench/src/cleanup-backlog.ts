@@ -3,14 +3,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { exec } from '@forkd/server';
 import { createTestNode, poolQuotas, run, type TestNode } from '@forkd/server/testing';
-import { summarize, type Summary } from './stats.js';
-
-export interface BacklogRow {
-  name: string;
-  unit: string;
-  target?: string;
-  summary: Summary;
-}
+import { summarize } from './stats.js';
+import { liveRows, type BenchRow } from './row-line.js';
 
 /** Longest a backlog is waited for (full qgroups took minutes for a few hundred); FORKD_BENCH_BACKLOG_CAP_S for a shorter look. */
 const BACKLOG_CAP_MS = Number(process.env.FORKD_BENCH_BACKLOG_CAP_S ?? 900) * 1000;
@@ -27,7 +21,7 @@ const BACKLOG_CAP_MS = Number(process.env.FORKD_BENCH_BACKLOG_CAP_S ?? 900) * 10
  * the API, so the run takes minutes, not an hour; what the cleaner has to
  * do is the same.
  */
-export async function cleanupBacklogRows(quick: boolean): Promise<BacklogRow[]> {
+export async function cleanupBacklogRows(quick: boolean): Promise<BenchRow[]> {
   const count = Number(process.env.FORKD_BENCH_BACKLOG_COUNT ?? (quick ? 60 : 500));
   const node = await createTestNode({});
   try {
@@ -37,8 +31,11 @@ export async function cleanupBacklogRows(quick: boolean): Promise<BacklogRow[]> 
     await run(m, s, ['sh', '-c', 'head -c 10485760 /dev/urandom > /root/data && sync']);
     const snap = await m.snapshot(s);
     const rounds = quick ? 2 : 5;
+    const label = `${mode === 'simple' ? 'simple quotas' : mode === 'full' ? 'full qgroups' : 'no quotas'}`;
+    const rows = liveRows();
     const quiet = emptyOps();
     for (let i = 0; i < rounds; i++) await oneRound(node, s, snap.id, quiet);
+    for (const op of OPS) rows.push({ name: `${opName(op)}, quiet pool (${label})`, unit: 'ms', summary: summarize(quiet[op]) });
     await makeBacklog(node, count);
     const pool = node.config.pool.mountPoint;
     await exec('btrfs', ['filesystem', 'sync', pool]);
@@ -56,21 +53,17 @@ export async function cleanupBacklogRows(quick: boolean): Promise<BacklogRow[]> 
     // At least one round, started while the cleaner works; then as many as fit before it is done.
     do await oneRound(node, s, snap.id, busy);
     while (gone === undefined && performance.now() - t0 < BACKLOG_CAP_MS && busy.resume.length < 20);
-    await watch;
-    const label = `${mode === 'simple' ? 'simple quotas' : mode === 'full' ? 'full qgroups' : 'no quotas'}`;
-    const rows: BacklogRow[] = [];
-    for (const op of ['resume', 'fork', 'snapshot'] as const) {
-      const what = op === 'resume' ? 'resume after hibernation (restore)' : op;
-      rows.push({ name: `${what}, quiet pool (${label})`, unit: 'ms', summary: summarize(quiet[op]) });
-      rows.push({ name: `${what} while Btrfs cleans up ${count} deleted sandboxes (${label})`, unit: 'ms', target: count >= 500 ? `p50 ≤ 2× quiet (${(2 * summarize(quiet[op]).p50).toFixed(0)})` : '', summary: summarize(busy[op]) });
+    for (const op of OPS) {
+      rows.push({ name: `${opName(op)} while Btrfs cleans up ${count} deleted sandboxes (${label})`, unit: 'ms', target: count >= 500 ? `p50 ≤ 2× quiet (${(2 * summarize(quiet[op]).p50).toFixed(0)})` : '', summary: summarize(busy[op]) });
     }
+    await watch;
     rows.push({
       name: `seconds until the cleanup backlog of ${count} deleted sandboxes is gone (${label}${gone === undefined ? `; not gone after ${BACKLOG_CAP_MS / 1000} s` : ''})`,
       unit: 's',
       target: count >= 500 ? '≤ 60' : '',
       summary: summarize([(gone ?? BACKLOG_CAP_MS) / 1000]),
     });
-    return rows;
+    return [...rows];
   } finally {
     await node.dispose();
   }
@@ -83,6 +76,8 @@ interface Ops {
 }
 
 const emptyOps = (): Ops => ({ resume: [], fork: [], snapshot: [] });
+const OPS = ['resume', 'fork', 'snapshot'] as const;
+const opName = (op: (typeof OPS)[number]) => (op === 'resume' ? 'resume after hibernation (restore)' : op);
 
 async function oneRound(node: TestNode, id: string, snapId: string, out: Ops): Promise<void> {
   const m = node.manager;
@@ -110,6 +105,7 @@ async function makeBacklog(node: TestNode, count: number): Promise<void> {
     await writeFile(join(root, 'data'), randomBytes(256 * 1024));
     await exec('cp', ['-a', '--reflink=never', join(root, 'etc'), join(root, 'etc-copy')]);
     await node.storage.commit(`snapshots/backlog-${i}/rootfs`, `sandboxes/backlog-${i}`, { keepActive: true });
+    if ((i + 1) % 100 === 0) console.log(`  · ${i + 1} of ${count} sandboxes made for the backlog`);
   }
 }
 

@@ -4,14 +4,8 @@ import { join } from 'node:path';
 import { exec } from '@forkd/server';
 import { createTestNode, run, type TestNode } from '@forkd/server/testing';
 import { pinnedMemory } from './host-measures.js';
-import { summarize, type Summary } from './stats.js';
-
-export interface DensityRow {
-  name: string;
-  unit: string;
-  target?: string;
-  summary: Summary;
-}
+import { summarize } from './stats.js';
+import type { BenchRow } from './row-line.js';
 
 export interface DensityOptions {
   quick: boolean;
@@ -46,7 +40,7 @@ const LIFETIME_S = 86_400;
  * stop early at a deadline, when the host runs low on memory, or at the first
  * failure: the N reached and why are reported.
  */
-export async function densityRows(o: DensityOptions): Promise<DensityRow[]> {
+export async function densityRows(o: DensityOptions): Promise<BenchRow[]> {
   const print = o.print ?? ((l: string) => console.log(l));
   const target = o.n ?? (o.quick ? 20 : 10_000);
   const hostMb = totalmem() / 2 ** 20;
@@ -61,8 +55,8 @@ export async function densityRows(o: DensityOptions): Promise<DensityRow[]> {
       diskOvercommit: Math.max(64, Math.ceil((target * DISK_MB) / (poolSizeGb * 1024)) + 1),
     },
   });
-  const rows: DensityRow[] = [];
-  const row = (r: DensityRow, shown: string) => {
+  const rows: BenchRow[] = [];
+  const row = (r: BenchRow, shown: string) => {
     rows.push(r);
     print(`density: ${r.name}: ${shown}`);
   };
@@ -74,9 +68,9 @@ export async function densityRows(o: DensityOptions): Promise<DensityRow[]> {
   return rows;
 }
 
-type RowSink = (r: DensityRow, shown: string) => void;
+type RowSink = (r: BenchRow, shown: string) => void;
 
-async function measure(node: TestNode, target: number, o: DensityOptions, rows: DensityRow[], row: RowSink, print: (l: string) => void): Promise<void> {
+async function measure(node: TestNode, target: number, o: DensityOptions, rows: BenchRow[], row: RowSink, print: (l: string) => void): Promise<void> {
   const m = node.manager;
   const concurrency = o.concurrency ?? 4;
   const deadline = Date.now() + (o.minutes ?? (o.quick ? 5 : 60)) * 60_000;

@@ -3,16 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestNode, debianLayer, run, writeTestImage, type TestNode } from '@forkd/server/testing';
-import { summarize, type Summary } from './stats.js';
-import { LiveRows } from './live-rows.js';
-import { rowLine } from './row-line.js';
-
-export interface DockerfileRow {
-  name: string;
-  unit: string;
-  target?: string;
-  summary: Summary;
-}
+import { summarize } from './stats.js';
+import { liveRows, type BenchRow } from './row-line.js';
 
 const file = (data: string) => ({ sha: createHash('sha256').update(data).digest('hex'), b64: Buffer.from(data).toString('base64') });
 
@@ -22,10 +14,10 @@ const file = (data: string) => ({ sha: createHash('sha256').update(data).digest(
  * cache, the template left as it is), and one with only the last RUN
  * changed (one build sandbox, then the warm start command).
  */
-export async function dockerfileRows(quick: boolean): Promise<DockerfileRow[]> {
+export async function dockerfileRows(quick: boolean): Promise<BenchRow[]> {
   // The default warm pool (FORKD_WARM_POOL=2): a built template gets a member of its own.
   const node = await createTestNode({ warmPool: 2 });
-  const rows = new LiveRows<DockerfileRow>(rowLine);
+  const rows = liveRows();
   try {
     const app = file('print("hello")\n');
     const context = { entries: [{ type: 'file' as const, path: 'app.py', mode: 0o644, sha256: app.sha }], blobs: { [app.sha]: app.b64 } };

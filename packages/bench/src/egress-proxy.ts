@@ -1,13 +1,7 @@
 import { exec } from '@forkd/server';
 import { createTestNode, run, startTestInternet } from '@forkd/server/testing';
-import { summarize, type Summary } from './stats.js';
-
-export interface EgressProxyRow {
-  name: string;
-  unit: string;
-  target?: string;
-  summary: Summary;
-}
+import { summarize } from './stats.js';
+import { liveRows, type BenchRow } from './row-line.js';
 
 /**
  * argv: address, Host, count, bytes, port. Each request on a new connection; prints
@@ -46,34 +40,40 @@ print(' '.join('%.3f'%x for x in ka))`;
 const nums = (line: string | undefined) => (line ?? '').trim().split(/\s+/).filter(Boolean).map(Number);
 
 /** Egress through forkd's HTTP proxy vs a direct connection from the host to the same test server. */
-export async function egressProxyRows(quick: boolean): Promise<EgressProxyRow[]> {
+export async function egressProxyRows(quick: boolean): Promise<BenchRow[]> {
   const n = quick ? 20 : 200;
   const size = quick ? 20_000_000 : 200_000_000;
   const internet = await startTestInternet();
   process.env.FORKD_DNS_UPSTREAM = internet.dns;
   const node = await createTestNode();
   const A = internet.named[0];
+  const rows = liveRows();
   try {
     const s = await node.manager.create({ memoryMb: 256, network: { mode: 'egress', allowOut: ['a.test'] } });
     const args = [A, 'a.test', String(n), String(size)];
     const direct = (await exec('python3', ['-c', CLIENT_PY, ...args, '80'])).stdout.split('\n');
-    const proxied = (await run(node.manager, s.id, ['python3', '-c', CLIENT_PY, ...args, '80'])).stdout.split('\n');
-    // The same server's port 8080 from the sandbox: the nft path (veth, NAT), no proxy: what the proxy itself adds.
-    const nftPath = (await run(node.manager, s.id, ['python3', '-c', CLIENT_PY, ...args, String(internet.port)])).stdout.split('\n');
-    await node.manager.delete(s.id);
     const dl = summarize(nums(direct[0]));
     const dlKept = summarize(nums(direct[2]));
     const dlBytes = summarize(nums(direct[1]));
-    return [
+    rows.push(
       { name: 'egress HTTP request (new connection), direct from the host', unit: 'ms', summary: dl },
-      { name: 'egress HTTP request (new connection), sandbox, nft path (no proxy)', unit: 'ms', summary: summarize(nums(nftPath[0])) },
-      { name: 'egress HTTP request (new connection), sandbox through the proxy', unit: 'ms', target: `p50 ≤ direct + 2 (${(dl.p50 + 2).toFixed(2)})`, summary: summarize(nums(proxied[0])) },
       { name: 'egress HTTP request (kept-alive connection after 2 MB), direct from the host', unit: 'ms', summary: dlKept },
-      { name: 'egress HTTP request (kept-alive connection after 2 MB: spliced), sandbox through the proxy', unit: 'ms', target: `p50 ≤ direct + 2 (${(dlKept.p50 + 2).toFixed(2)})`, summary: summarize(nums(proxied[2])) },
       { name: 'egress HTTP download throughput, direct from the host', unit: 'MB/s', summary: dlBytes },
+    );
+    // The same server's port 8080 from the sandbox: the nft path (veth, NAT), no proxy: what the proxy itself adds.
+    const nftPath = (await run(node.manager, s.id, ['python3', '-c', CLIENT_PY, ...args, String(internet.port)])).stdout.split('\n');
+    rows.push(
+      { name: 'egress HTTP request (new connection), sandbox, nft path (no proxy)', unit: 'ms', summary: summarize(nums(nftPath[0])) },
       { name: 'egress HTTP download throughput, sandbox, nft path (no proxy)', unit: 'MB/s', summary: summarize(nums(nftPath[1])) },
+    );
+    const proxied = (await run(node.manager, s.id, ['python3', '-c', CLIENT_PY, ...args, '80'])).stdout.split('\n');
+    rows.push(
+      { name: 'egress HTTP request (new connection), sandbox through the proxy', unit: 'ms', target: `p50 ≤ direct + 2 (${(dl.p50 + 2).toFixed(2)})`, summary: summarize(nums(proxied[0])) },
+      { name: 'egress HTTP request (kept-alive connection after 2 MB: spliced), sandbox through the proxy', unit: 'ms', target: `p50 ≤ direct + 2 (${(dlKept.p50 + 2).toFixed(2)})`, summary: summarize(nums(proxied[2])) },
       { name: 'egress HTTP download throughput, sandbox through the proxy', unit: 'MB/s', target: `p50 ≥ 80% of direct (${(dlBytes.p50 * 0.8).toFixed(0)})`, summary: summarize(nums(proxied[1])) },
-    ];
+    );
+    await node.manager.delete(s.id);
+    return [...rows];
   } finally {
     await node.dispose();
     await internet.close();
@@ -82,13 +82,8 @@ export async function egressProxyRows(quick: boolean): Promise<EgressProxyRow[]>
 
 /** `node dist/egress-proxy.js [--quick]`: only these rows. */
 if (process.argv[1]?.endsWith('egress-proxy.js')) {
-  egressProxyRows(process.argv.includes('--quick')).then(
-    (rows) => {
-      for (const r of rows) console.log(`${r.name}: p50 ${r.summary.p50.toFixed(2)} p95 ${r.summary.p95.toFixed(2)} ${r.unit} (n ${r.summary.n})${r.target ? ` target ${r.target}` : ''}`);
-    },
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
+  egressProxyRows(process.argv.includes('--quick')).catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
 }

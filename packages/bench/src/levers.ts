@@ -1,13 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { createTestNode, run, type TestNode } from '@forkd/server/testing';
-import { summarize, type Summary } from './stats.js';
-
-interface LeverRow {
-  name: string;
-  unit: string;
-  target?: string;
-  summary: Summary;
-}
+import { summarize } from './stats.js';
+import { liveRows, type BenchRow } from './row-line.js';
 
 /** One lever of issue 24, switched off by its knob while everything else stays on. */
 interface Lever {
@@ -99,9 +93,9 @@ async function withEnv<T>(env: Record<string, string>, fn: () => Promise<T>): Pr
  * that lever off, against a node with every lever on (the defaults), same
  * sandbox (10 MB), same run. Rows "lever: NAME — OP (off|on)".
  */
-export async function leverRows(quick: boolean): Promise<LeverRow[]> {
+export async function leverRows(quick: boolean): Promise<BenchRow[]> {
   const n = quick ? 2 : 7;
-  const rows: LeverRow[] = [];
+  const rows = liveRows();
   const allOps = [...new Set(LEVERS.flatMap((l) => l.ops))];
   const on = await withEnv({}, async () => {
     const node = await createTestNode();
@@ -129,8 +123,7 @@ export async function leverRows(quick: boolean): Promise<LeverRow[]> {
     for (const op of lever.ops) {
       const row = (state: string, xs: number[]) => ({ name: `lever: ${lever.name} — ${op} (${state})`, unit: 'ms', summary: summarize(xs) });
       rows.push(row('off', off.get(op) ?? []), row('on', on.get(op) ?? []));
-      console.log(`lever ${lever.name}, ${op}: off p50 ${summarize(off.get(op) ?? []).p50.toFixed(1)} ms, on p50 ${summarize(on.get(op) ?? []).p50.toFixed(1)} ms`);
     }
   }
-  return rows;
+  return [...rows];
 }

@@ -3,14 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exec } from '@forkd/server';
 import { BtrfsStorage, btrfsQuotas, enableQuotas, ensurePool, unmountPool, type DiskQuotas, type PoolOptions, type QuotaMode } from '@forkd/server/testing';
-import { summarize, type Summary } from './stats.js';
-
-export interface QuotaCostRow {
-  name: string;
-  unit: string;
-  target?: string;
-  summary: Summary;
-}
+import { summarize } from './stats.js';
+import { liveRows, type BenchRow } from './row-line.js';
 
 /**
  * What disk quotas (Btrfs qgroups, as forkd sets them up) cost on the
@@ -21,27 +15,33 @@ export interface QuotaCostRow {
  * sandbox is frozen), then deletes both, timed until the kernel's cleaner
  * has dropped them (qgroups make it walk the shared trees).
  */
-export async function quotaCostRows(rootfs: string, quick: boolean): Promise<QuotaCostRow[]> {
+export async function quotaCostRows(rootfs: string, quick: boolean): Promise<BenchRow[]> {
   const rounds = quick ? 2 : 10;
   const tmp = await mkdtemp(join(tmpdir(), 'forkd-quota-bench-'));
-  const rows: QuotaCostRow[] = [];
+  const rows = liveRows();
   try {
     const off = await measure(join(tmp, 'off'), rootfs, rounds, 'off');
+    rows.push(
+      { name: 'read-only snapshot of a sandbox root, quotas off', unit: 'ms', summary: summarize(off.snapshot) },
+      { name: 'delete root + snapshot, until dropped, quotas off', unit: 'ms', summary: summarize(off.delete) },
+    );
     const on = await measure(join(tmp, 'on'), rootfs, rounds, 'auto');
-    const full = await measure(join(tmp, 'full'), rootfs, rounds, 'full');
     const mode = on.mode === 'simple' ? 'simple quotas' : 'full qgroups (no simple quotas here)';
-    rows.push({ name: 'read-only snapshot of a sandbox root, quotas off', unit: 'ms', summary: summarize(off.snapshot) });
-    rows.push({ name: `read-only snapshot of a sandbox root, quotas on (${mode})`, unit: 'ms', target: 'p50 ≤ off + 10', summary: summarize(on.snapshot) });
-    rows.push({ name: 'read-only snapshot of a sandbox root, full qgroups', unit: 'ms', summary: summarize(full.snapshot) });
-    rows.push({ name: 'delete root + snapshot, until dropped, quotas off', unit: 'ms', summary: summarize(off.delete) });
-    rows.push({ name: `delete root + snapshot, until dropped, quotas on (${mode})`, unit: 'ms', summary: summarize(on.delete) });
-    rows.push({ name: 'delete root + snapshot, until dropped, full qgroups', unit: 'ms', summary: summarize(full.delete) });
-    rows.push({ name: `forkd-qgroup start (each start or restore of a root; the exact limit follows in the background; ${mode})`, unit: 'ms', summary: summarize(on.limit) });
-    rows.push({ name: 'enabling full qgroups on a pool with the base template (rescan)', unit: 'ms', summary: summarize([full.enable]) });
+    rows.push(
+      { name: `read-only snapshot of a sandbox root, quotas on (${mode})`, unit: 'ms', target: 'p50 ≤ off + 10', summary: summarize(on.snapshot) },
+      { name: `delete root + snapshot, until dropped, quotas on (${mode})`, unit: 'ms', summary: summarize(on.delete) },
+      { name: `forkd-qgroup start (each start or restore of a root; the exact limit follows in the background; ${mode})`, unit: 'ms', summary: summarize(on.limit) },
+    );
+    const full = await measure(join(tmp, 'full'), rootfs, rounds, 'full');
+    rows.push(
+      { name: 'read-only snapshot of a sandbox root, full qgroups', unit: 'ms', summary: summarize(full.snapshot) },
+      { name: 'delete root + snapshot, until dropped, full qgroups', unit: 'ms', summary: summarize(full.delete) },
+      { name: 'enabling full qgroups on a pool with the base template (rescan)', unit: 'ms', summary: summarize([full.enable]) },
+    );
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
-  return rows;
+  return [...rows];
 }
 
 async function measure(dir: string, rootfs: string, rounds: number, quotaMode: 'off' | 'auto' | 'full') {

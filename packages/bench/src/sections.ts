@@ -5,8 +5,7 @@ import { DurationMemory, planFor, StepProgress } from '@forkd/cli';
  * (`step 3/13 · density ... (~12m left)`) and end, with the time left from
  * how long each took in the last whole run of the same kind (full or
  * --quick; the first run has none). Plain lines, terminal or not: the rows
- * print in between. A section whose module does not print its rows as they
- * are measured has them printed when it ends.
+ * print in between, each as it is measured (LiveRows).
  */
 export class Sections {
   readonly #kind: string;
@@ -21,12 +20,11 @@ export class Sections {
     this.#progress = new StepProgress({ write, isTTY: false }, { plan: names.map((name) => ({ name, expectedMs: known.get(name) })) });
   }
 
-  async run<T>(name: string, fn: () => Promise<T>, print?: (result: T) => void): Promise<T> {
+  async run<T>(name: string, fn: () => Promise<T>): Promise<T> {
     const t0 = Date.now();
     this.#progress.event({ step: name });
     try {
       const result = await fn();
-      print?.(result);
       this.#progress.event({ step: name, done: true, ms: Date.now() - t0 });
       return result;
     } catch (err) {

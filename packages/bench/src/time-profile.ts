@@ -1,11 +1,6 @@
 import { setSpanSink, type SandboxManager, type Span } from '@forkd/server';
-import { summarize, type Summary } from './stats.js';
-
-interface ProfileRow {
-  name: string;
-  unit: string;
-  summary: Summary;
-}
+import { summarize } from './stats.js';
+import type { BenchRow } from './row-line.js';
 
 /**
  * Where the time of each stateful operation goes: every subprocess and named
@@ -13,16 +8,16 @@ interface ProfileRow {
  * rewind and snapshot, medians per run of each, the rest as "forkd itself"
  * (store writes, the guest link, waiting). Spans of one operation may
  * overlap (a rewind dumps and restores at once): their sum can pass the
- * total. Rows are named "where the time goes: OP — SPAN".
+ * total. Rows are named "where the time goes: OP — SPAN", pushed to `rows`
+ * (the core section's live rows) as each operation's runs end.
  */
-export async function timeProfileRows(m: SandboxManager, id: string, snap: string, runs: number): Promise<ProfileRow[]> {
+export async function timeProfileRows(m: SandboxManager, id: string, snap: string, runs: number, rows: Pick<BenchRow[], 'push'>): Promise<void> {
   const ops: Array<[string, () => Promise<unknown>, (() => Promise<unknown>)?]> = [
     ['snapshot', () => m.snapshot(id)],
     ['resume after hibernation', () => m.resume(id), () => m.hibernate(id)],
     ['fork of one', async () => (await m.fork(snap))[0], undefined],
     ['rewind', () => m.rewind(id, snap), () => m.settled()],
   ];
-  const rows: ProfileRow[] = [];
   for (const [op, fn, prepare] of ops) {
     const perSpan = new Map<string, number[]>();
     const totals: number[] = [];
@@ -48,5 +43,4 @@ export async function timeProfileRows(m: SandboxManager, id: string, snap: strin
     const ordered = [...perSpan.entries()].map(([name, xs]) => ({ name, summary: summarize(xs) })).sort((a, b) => b.summary.p50 - a.summary.p50);
     for (const r of ordered) rows.push({ name: `where the time goes: ${op} — ${r.name}`, unit: 'ms', summary: r.summary });
   }
-  return rows;
 }

@@ -4,17 +4,9 @@ import { join } from 'node:path';
 import { DirBlobStore } from '@forkd/server';
 import { createTestNode, run, type TestNode } from '@forkd/server/testing';
 import { startMemoryHog } from './memory-hog.js';
-import { summarize, type Summary } from './stats.js';
-import { LiveRows } from './live-rows.js';
-import { rowLine } from './row-line.js';
+import { summarize } from './stats.js';
+import { liveRows, printSample, type BenchRow } from './row-line.js';
 import { newestFirst } from '@forkd/server';
-
-export interface TransferRow {
-  name: string;
-  unit: string;
-  target?: string;
-  summary: Summary;
-}
 
 /**
  * Snapshots leaving a node (issue 25): two nodes with their own pools (so
@@ -27,7 +19,7 @@ export interface TransferRow {
  * whole; a fork of A's snapshot made on B; and the bytes a further export
  * of an idle sandbox adds to the store.
  */
-export async function transferRows(quick: boolean): Promise<TransferRow[]> {
+export async function transferRows(quick: boolean): Promise<BenchRow[]> {
   const dir = await mkdtemp(join(tmpdir(), 'forkd-bench-blobs-'));
   const blobs = await DirBlobStore.open(dir);
   let a: TestNode | undefined;
@@ -36,6 +28,7 @@ export async function transferRows(quick: boolean): Promise<TransferRow[]> {
     a = await createTestNode({ blobs });
     b = await createTestNode({ blobs });
     const runs = quick ? 1 : 5;
+    const MB = 2 ** 20;
     const migrate: number[] = [];
     const downtime: number[] = [];
     const move: number[] = [];
@@ -47,15 +40,19 @@ export async function transferRows(quick: boolean): Promise<TransferRow[]> {
       await startMemoryHog(a.manager, s.id, 100);
       const snap0 = await a.manager.snapshot(s.id);
       first.push((await a.service.exportSnapshot(snap0.id)).bytesUploaded);
+      printSample('bytes a first export adds', first.at(-1)! / MB, 'MB');
       // As the fleet's export loop keeps it: the sandbox's newest snapshot is in the store.
       const snap1 = await a.manager.snapshot(s.id);
       further.push((await a.service.exportSnapshot(snap1.id)).bytesUploaded);
+      printSample('bytes a further export adds', further.at(-1)! / MB, 'MB');
       fork.push(await crossNodeFork(a, b, snap1.id));
+      printSample('fork onto another node', fork.at(-1)!, 'ms');
       // Migration of the paused sandbox to a node that holds none of it.
       await a.manager.pause(s.id);
       const t0 = performance.now();
       await moveOver(a, b, s.id);
       migrate.push(performance.now() - t0);
+      printSample('migration of the paused sandbox', migrate.at(-1)!, 'ms');
       await a.manager.delete(s.id);
       // And back while it runs, as `forkd nodes migrate` does: its newest snapshot copied ahead, then pause → move.
       const t1 = performance.now();
@@ -66,11 +63,12 @@ export async function transferRows(quick: boolean): Promise<TransferRow[]> {
       await moveOver(b, a, s.id);
       downtime.push(performance.now() - t2);
       move.push(performance.now() - t1);
+      printSample('move of the running sandbox: downtime', downtime.at(-1)!, 'ms');
+      printSample('move of the running sandbox: whole', move.at(-1)!, 'ms');
       await b.manager.delete(s.id);
       await a.manager.delete(s.id);
     }
-    const MB = 2 ** 20;
-    const rows = new LiveRows<TransferRow>(rowLine);
+    const rows = liveRows();
     rows.push(
       { name: 'migration of a paused 100 MB sandbox to a node holding none of it (export + import + resume + first exec)', unit: 'ms', target: 'p50 ≤ 2000', summary: summarize(migrate) },
       { name: 'move of a running 100 MB sandbox: its downtime (pause → export → import → running on the target; newest snapshot copied ahead)', unit: 'ms', summary: summarize(downtime) },
@@ -79,7 +77,7 @@ export async function transferRows(quick: boolean): Promise<TransferRow[]> {
       { name: 'bytes a first export of a 100 MB sandbox adds to the blob store (the template included once)', unit: 'MB', summary: summarize(first.map((x) => x / MB)) },
       { name: 'bytes a further export of the idle sandbox adds', unit: 'MB', target: '< 5', summary: summarize(further.map((x) => x / MB)) },
     );
-    return rows;
+    return [...rows];
   } finally {
     await a?.dispose();
     await b?.dispose();

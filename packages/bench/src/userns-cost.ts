@@ -1,12 +1,6 @@
 import { createTestNode, run, waitFor, type TestNode } from '@forkd/server/testing';
-import { summarize, type Summary } from './stats.js';
-
-export interface UsernsCostRow {
-  name: string;
-  unit: string;
-  target?: string;
-  summary: Summary;
-}
+import { summarize } from './stats.js';
+import { liveRows, printSample, type BenchRow } from './row-line.js';
 
 /** A sandbox with ~100 MB resident (the size the core rows use for snapshots and restores). */
 const HOG = "import time\nb=bytearray(100*1024*1024)\nfor i in range(0,len(b),4096): b[i]=1\nopen('/tmp/ready','w').write('1')\nwhile True: time.sleep(1)";
@@ -19,7 +13,7 @@ const HOG = "import time\nb=bytearray(100*1024*1024)\nfor i in range(0,len(b),40
  * runc's and adopted, images are bound within the range's reach and lazy
  * restores get their userfaultfd through forkd-uffd-broker.
  */
-export async function usernsCostRows(quick: boolean): Promise<UsernsCostRow[]> {
+export async function usernsCostRows(quick: boolean): Promise<BenchRow[]> {
   const rounds = quick ? 2 : 10;
   const modes = ['off', 'on'] as const;
   const t: Record<(typeof modes)[number], Record<string, number[]>> = { off: {}, on: {} };
@@ -43,7 +37,9 @@ export async function usernsCostRows(quick: boolean): Promise<UsernsCostRow[]> {
     const time = async (mode: (typeof modes)[number], what: string, fn: () => Promise<unknown>) => {
       const t0 = performance.now();
       await fn();
-      (t[mode][what] ??= []).push(performance.now() - t0);
+      const ms = performance.now() - t0;
+      (t[mode][what] ??= []).push(ms);
+      printSample(`${what}, user namespaces ${mode}`, ms, 'ms');
     };
     for (let i = 0; i < rounds; i++) {
       for (const mode of modes) {
@@ -71,11 +67,11 @@ export async function usernsCostRows(quick: boolean): Promise<UsernsCostRow[]> {
   } finally {
     for (const n of Object.values(nodes)) await n?.node.dispose();
   }
-  const rows: UsernsCostRow[] = [];
+  const rows = liveRows();
   for (const what of Object.keys(t.off)) {
     const off = summarize(t.off[what]!);
     rows.push({ name: `${what}, user namespaces off`, unit: 'ms', summary: off });
     rows.push({ name: `${what}, user namespaces on`, unit: 'ms', target: `p50 ≤ off × 1.1 (${(off.p50 * 1.1).toFixed(0)})`, summary: summarize(t.on[what]!) });
   }
-  return rows;
+  return [...rows];
 }

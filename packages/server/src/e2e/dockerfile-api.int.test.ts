@@ -64,11 +64,14 @@ describe('Dockerfile builds through the API, SDK and CLI', { skip: !isRoot && 'n
   });
 
   test('the CLI shows Step i/N and CACHED; a changed build arg reruns from the ENV it changes', async () => {
-    const env = { ...process.env, FORKD_URL: daemon.url, FORKD_API_KEY: (await admin.keys.create({ tenant: 'acme' })).key, NO_COLOR: '1' };
+    // The CLI remembers build durations under the user's cache: this test's own, not the machine's.
+    const env = { ...process.env, FORKD_URL: daemon.url, FORKD_API_KEY: (await admin.keys.create({ tenant: 'acme' })).key, NO_COLOR: '1', XDG_CACHE_HOME: join(dir, 'cache') };
     const cli = (args: string[]) => exec(join(REPO_ROOT, 'forkd'), ['template', 'build', 'df-cli', '--dockerfile', join(ctx, 'Dockerfile'), ...args], { env, timeoutMs: 300_000 });
-    await cli(['--build-arg', 'WHO=cli']);
+    const first = await cli(['--build-arg', 'WHO=cli']);
+    assert.match(first.stderr, /^Step 1\/7 : FROM template:base$/m, 'a first build has no durations to estimate from');
     const again = await cli(['--build-arg', 'WHO=cli']);
-    assert.match(again.stderr, /^Step 1\/7 : FROM template:base$/m);
+    // The template's last build had as many steps: each step line says the time left, from that build's durations.
+    assert.match(again.stderr, /^Step 1\/7 : FROM template:base \(~\d+[smh0-9]* left\)$/m);
     assert.equal(again.stderr.match(/^ ---> CACHED$/gm)?.length, 7, again.stderr);
     assert.match(again.stderr, /template df-cli is up to date/);
     assert.equal(again.stdout, 'df-cli\n');

@@ -13,6 +13,8 @@ export interface ExecOptions {
   /** Called with every chunk of stderr (progress output of long tools). */
   onStderr?: (chunk: string) => void;
   onStdout?: (chunk: string) => void;
+  /** Called with the child's pid once it runs (to watch it: a pull's bytes read, /proc/PID/io). */
+  onSpawn?: ((pid: number) => void) | undefined;
   /** What the child gets as stdin when there is no input (default: ignore). */
   stdio?: StdioOptions;
   /**
@@ -57,6 +59,7 @@ export function exec(file: string, args: readonly string[], opts: ExecOptions = 
       if (previous !== undefined) process.umask(previous);
       if (forkMs) endSpan(SPAWN_SPAN, forkMs);
     }
+    if (child.pid !== undefined) opts.onSpawn?.(child.pid);
     let stdout = '';
     let stderr = '';
     let timer: NodeJS.Timeout | undefined;

@@ -32,6 +32,19 @@ const ManifestJson = z.object({
 });
 export type ImageManifest = z.infer<typeof ManifestJson>;
 
+// Sizes as a registry states them: only for a pull's progress, so bounded, never trusted further.
+const Size = z.number().int().nonnegative().max(2 ** 44);
+const SizedManifestJson = z.object({
+  config: z.object({ size: Size }),
+  layers: z.array(z.object({ size: Size })).max(256),
+});
+const IndexJson = z.object({
+  manifests: z.array(z.object({ digest: Digest, platform: z.object({ os: z.string().max(64), architecture: z.string().max(64) }).optional() })).max(1024),
+});
+
+/** What a pull will copy: the bytes of an image manifest's blobs, or which manifest of an index is linux/amd64's. */
+export type PullSize = { kind: 'bytes'; bytes: number } | { kind: 'index'; amd64: string | undefined };
+
 /** What a template keeps of an image's config: its sandboxes' defaults and its start command. */
 export interface ImageDefaults {
   env: Record<string, string>;
@@ -64,6 +77,16 @@ function parseJson<T>(schema: z.ZodType<T>, text: string, what: string): Parsed<
 
 export function parseManifest(text: string): Parsed<ImageManifest> {
   return parseJson(ManifestJson, text, 'manifest');
+}
+
+/** A manifest (`skopeo inspect --raw`) as the bytes its pull copies, or an index with its linux/amd64 entry. */
+export function parsePullSize(text: string): Parsed<PullSize> {
+  const m = parseJson(SizedManifestJson, text, 'manifest');
+  if (m.ok) return { ok: true, value: { kind: 'bytes', bytes: m.value.layers.reduce((sum, l) => sum + l.size, m.value.config.size) } };
+  const i = parseJson(IndexJson, text, 'index');
+  if (!i.ok) return m;
+  const amd64 = i.value.manifests.find((e) => e.platform?.os === 'linux' && e.platform.architecture === 'amd64');
+  return { ok: true, value: { kind: 'index', amd64: amd64?.digest } };
 }
 
 /** An image config of linux/amd64 (what sandboxes run), its layers' diff ids and defaults. */

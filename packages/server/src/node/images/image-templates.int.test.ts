@@ -11,6 +11,10 @@ import { compileC, debianLayer, hostFiles, writeTestImage } from '../../testing/
 import type { TestTarEntry } from '../../testing/tar-build.js';
 import { exec } from '../../shared/exec.js';
 import { poolLayout } from '../storage/pool-layout.js';
+import { parseImageRef } from '@forkd/protocol';
+import { silentLogger } from '../../shared/logger.js';
+import { copyToDir, pullBytes } from './skopeo.js';
+import { bytesRead } from './pull-progress.js';
 
 /** A program that says who and where it is: the distroless image's only file, static. */
 const HELLO = `#include <stdio.h>
@@ -130,6 +134,34 @@ describe('templates from OCI images (a registry on loopback, images made offline
     const w = await node.manager.create({ template: 'alpine-warm' });
     assert.equal((await run(node.manager, w.id, ['cat', '/built'])).stdout, 'built\n');
     assert.equal((await node.manager.templates()).filter((x) => x.name.startsWith('forkd-stage-')).length, 0, 'the staged root is gone and never listed');
+  });
+
+  test("a pull's total is known ahead (the manifest's blobs), and skopeo's reads measure the copy against it", async () => {
+    const r = parseImageRef(`${registry.host}/deb:1`);
+    assert.ok(r.ok && r.ref.kind === 'registry');
+    const ref = r.ref;
+    const privateDir = await mkdtemp(join(tmpdir(), 'forkd-pull-size-'));
+    try {
+      const call = { ref, access: node.config.registries, privateDir, logger: silentLogger };
+      // Independently of the parser: the image as written, in its OCI layout.
+      const layout = join(work, 'oci');
+      const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as { manifests: Array<{ digest: string; annotations?: Record<string, string> }> };
+      const entry = index.manifests.find((m) => m.annotations?.['org.opencontainers.image.ref.name'] === 'deb')!;
+      const blob = (d: string) => join(layout, 'blobs/sha256', d.slice('sha256:'.length));
+      const manifest = JSON.parse(readFileSync(blob(entry.digest), 'utf8')) as { config: { size: number }; layers: Array<{ size: number }> };
+      const total = manifest.layers.reduce((s, l) => s + l.size, manifest.config.size);
+      assert.equal(await pullBytes(call), total);
+      let pid = 0;
+      let most = 0;
+      const copy = copyToDir(call, join(privateDir, 'image'), (p) => (pid = p));
+      const watch = setInterval(() => void bytesRead(pid).then((b) => (most = Math.max(most, b))), 2);
+      await copy.finally(() => clearInterval(watch));
+      // It writes the layers decompressed (more bytes), but reads about what the registry sends.
+      assert.ok(most <= total * 1.2 + 2 ** 20, `read ${most} of ${total}`);
+      assert.equal(await pullBytes({ ...call, ref: { ...ref, repository: 'nope' } }), undefined, 'unknown: no total, no failure');
+    } finally {
+      await rm(privateDir, { recursive: true, force: true });
+    }
   });
 
   test('oci-archive: a local image file; refused references and missing images answer clearly', async () => {

@@ -10,8 +10,8 @@ import { chainIds, parseImageConfig, parseManifest, type ImageConfig, type Image
 import { applyLayer, fileDigest, LayerError, type UnpackBudget } from './layer-apply.js';
 import type { RegistryAccess } from './registry-access.js';
 import { existsInScope } from './scoped-path.js';
-import { copyToDir, inspectConfig, type SkopeoCall } from './skopeo.js';
-import { bytesNote, whileGrowing } from './pull-progress.js';
+import { copyToDir, inspectConfig, pullBytes, type SkopeoCall } from './skopeo.js';
+import { bytesNote, bytesRead, dirBytes, whileMeasured } from './pull-progress.js';
 
 /** How often a pull in progress says how far it got. */
 const PULL_REPORT_MS = 5_000;
@@ -106,9 +106,8 @@ export class ImageVolumes {
       const top = chains.at(-1)!;
       if (!(await storage.exists(poolLayout.imageRoot(top)))) {
         await progress(`image ${name}: pulling ${config.diffIds.length} layer(s)`);
+        await this.#copy(call, join(dir, 'image'), progress, name);
         const copy = join(dir, 'image');
-        const t0 = Date.now();
-        await whileGrowing(copy, PULL_REPORT_MS, (bytes) => progress(`image ${name}: pulling ${bytesNote(bytes, undefined, Date.now() - t0)}`), copyToDir(call, copy));
         // What was copied is what counts (a tag may have moved since the inspect).
         const layers = await readCopy(copy);
         config = layers.config;
@@ -123,6 +122,28 @@ export class ImageVolumes {
       return { rootKey, cacheKey: chains.at(-1)!, ref: name, defaults: config.defaults, ...(shell ? { shell } : {}) };
     } finally {
       await rm(dir, { recursive: true, force: true }).catch(() => {});
+    }
+  }
+
+  /**
+   * The copy, with its progress: bytes fetched against the manifest's sizes
+   * (asked for beside the copy) once both are known, else the bytes written.
+   */
+  async #copy(call: SkopeoCall, copy: string, progress: (line: string) => void | Promise<void>, name: string): Promise<void> {
+    const t0 = Date.now();
+    let total: number | undefined;
+    const sized = pullBytes(call).then((b) => void (total = b));
+    let pid: number | undefined;
+    // The total a count is shown against is the one it was measured for (the sizes may land in between).
+    let against: number | undefined;
+    const measure = async () => {
+      against = pid === undefined ? undefined : total;
+      return against === undefined ? dirBytes(copy) : Math.min(against, await bytesRead(pid!));
+    };
+    try {
+      await whileMeasured(measure, PULL_REPORT_MS, (bytes) => progress(`image ${name}: pulling ${bytesNote(bytes, against, Date.now() - t0)}`), copyToDir(call, copy, (p) => (pid = p)));
+    } finally {
+      await sized;
     }
   }
 

@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bytesNote, whileGrowing } from './pull-progress.js';
+import { bytesNote, bytesRead, dirBytes, whileMeasured } from './pull-progress.js';
 
 const MIB = 1024 * 1024;
 
@@ -14,11 +14,11 @@ test('a pull\'s progress note: amount (of the total), rate once a byte moved, ti
   assert.equal(bytesNote(5 * MIB, undefined, 2_000), '(5.0 MiB, 2.5 MiB/s)');
 });
 
-test('whileGrowing reports the bytes in the directory while the work runs, and stops with it', async () => {
+test('whileMeasured reports the bytes in the directory while the work runs, and stops with it', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'forkd-pull-progress-'));
   try {
     const seen: number[] = [];
-    const result = await whileGrowing(dir, 20, (b) => void seen.push(b), (async () => {
+    const result = await whileMeasured(() => dirBytes(dir), 20, (b) => void seen.push(b), (async () => {
       await writeFile(join(dir, 'a'), Buffer.alloc(1000));
       await new Promise((r) => setTimeout(r, 80));
       await writeFile(join(dir, 'b'), Buffer.alloc(500));
@@ -30,7 +30,20 @@ test('whileGrowing reports the bytes in the directory while the work runs, and s
     const n = seen.length;
     await new Promise((r) => setTimeout(r, 60));
     assert.equal(seen.length, n, 'no report after the work ended');
-    await assert.rejects(whileGrowing(join(dir, 'missing'), 10, () => {}, Promise.reject(new Error('pull failed'))), /pull failed/);
+    await assert.rejects(whileMeasured(() => dirBytes(join(dir, 'missing')), 10, () => {}, Promise.reject(new Error('pull failed'))), /pull failed/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("bytesRead: a process's reads so far from /proc (0 for one that is gone)", async () => {
+  const before = await bytesRead(process.pid);
+  const dir = await mkdtemp(join(tmpdir(), 'forkd-pull-read-'));
+  try {
+    await writeFile(join(dir, 'f'), Buffer.alloc(MIB));
+    await readFile(join(dir, 'f'));
+    assert.ok((await bytesRead(process.pid)) >= before + MIB);
+    assert.equal(await bytesRead(2 ** 22 + 1), 0);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

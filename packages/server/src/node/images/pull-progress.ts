@@ -1,4 +1,4 @@
-import { readdir, stat } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { byteRate, formatRemaining } from '@forkd/protocol/progress-estimate';
 
@@ -15,18 +15,18 @@ export function bytesNote(done: number, total: number | undefined, elapsedMs: nu
 }
 
 /**
- * While `work` runs, calls `report` every `everyMs` with the bytes of the
- * files in `dir` (a pull's copy: skopeo says nothing until it is done).
- * Never throws for the directory (not there yet, a file renamed away).
+ * While `work` runs, calls `report` every `everyMs` with what `measure`
+ * says (bytes so far: skopeo says nothing until it is done). A measure that
+ * fails or says 0 is not reported.
  */
-export async function whileGrowing<T>(dir: string, everyMs: number, report: (bytes: number) => Promise<void> | void, work: Promise<T>): Promise<T> {
+export async function whileMeasured<T>(measure: () => Promise<number>, everyMs: number, report: (bytes: number) => Promise<void> | void, work: Promise<T>): Promise<T> {
   let busy = false;
   let stopped = false;
   const timer = setInterval(() => {
     if (busy) return;
     busy = true;
     // A count that lands after the work ended is not reported: its next line is already out.
-    void dirBytes(dir)
+    void measure()
       .then((b) => (b > 0 && !stopped ? report(b) : undefined))
       .catch(() => {})
       .finally(() => (busy = false));
@@ -39,10 +39,22 @@ export async function whileGrowing<T>(dir: string, everyMs: number, report: (byt
   }
 }
 
-async function dirBytes(dir: string): Promise<number> {
+/** The bytes of the files in `dir` (0 while it is not there). */
+export async function dirBytes(dir: string): Promise<number> {
   let sum = 0;
   for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
     if (e.isFile()) sum += await stat(join(dir, e.name)).then((s) => s.size, () => 0);
   }
   return sum;
+}
+
+/**
+ * Bytes a process has read so far (`rchar` of /proc/PID/io: sockets and
+ * files alike): for skopeo, what it fetched of the image, comparable with the
+ * manifest's sizes (it writes the layers decompressed). 0 once it is gone.
+ */
+export async function bytesRead(pid: number): Promise<number> {
+  const io = await readFile(`/proc/${pid}/io`, 'utf8').catch(() => '');
+  const m = /^rchar: (\d+)$/m.exec(io);
+  return m ? Number(m[1]) : 0;
 }

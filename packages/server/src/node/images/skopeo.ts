@@ -2,6 +2,7 @@ import { ForkdError, formatImageRef, skopeoImageName, type ImageRef, type Regist
 import { exec } from '../../shared/exec.js';
 import type { Logger } from '../../shared/logger.js';
 import { skopeoAccessArgs, skopeoEnv, type RegistryAccess } from './registry-access.js';
+import { parsePullSize } from './image-config.js';
 
 const INSPECT_TIMEOUT_MS = 120_000;
 const COPY_TIMEOUT_MS = 30 * 60_000;
@@ -22,19 +23,38 @@ export async function inspectConfig(c: SkopeoCall): Promise<string> {
 }
 
 /**
+ * The bytes a copy of the image reads (its linux/amd64 manifest's layers and
+ * config, as the registry states them), for a pull's estimate. Undefined
+ * when they cannot be known: never a reason for a pull to fail.
+ */
+export async function pullBytes(c: SkopeoCall): Promise<number | undefined> {
+  const raw = async (ref: ImageRef) => parsePullSize((await run(c, ['--insecure-policy', 'inspect', '--raw', ...(await skopeoAccessArgs(ref, c.access, c.privateDir, c.auth, '')), skopeoImageName(ref)], INSPECT_TIMEOUT_MS)).stdout);
+  try {
+    const top = await raw(c.ref);
+    if (!top.ok) return undefined;
+    if (top.value.kind === 'bytes') return top.value.bytes;
+    if (c.ref.kind !== 'registry' || !top.value.amd64) return undefined;
+    const one = await raw({ ...c.ref, digest: top.value.amd64 });
+    return one.ok && one.value.kind === 'bytes' ? one.value.bytes : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Copies the image into `dir` in skopeo's `dir:` layout with every layer
  * decompressed (a layer blob is then its diff id's bytes, checked before
  * use) and the manifest in OCI form. Signatures are not checked (no policy
  * of the operator's applies): what is pulled is what the reference names.
  */
-export async function copyToDir(c: SkopeoCall, dir: string): Promise<void> {
+export async function copyToDir(c: SkopeoCall, dir: string, onSpawn?: (pid: number) => void): Promise<void> {
   const access = await skopeoAccessArgs(c.ref, c.access, c.privateDir, c.auth, 'src-');
-  await run(c, ['--insecure-policy', 'copy', '--quiet', '--remove-signatures', '--format', 'oci', '--dest-decompress', ...access, skopeoImageName(c.ref), `dir:${dir}`], COPY_TIMEOUT_MS);
+  await run(c, ['--insecure-policy', 'copy', '--quiet', '--remove-signatures', '--format', 'oci', '--dest-decompress', ...access, skopeoImageName(c.ref), `dir:${dir}`], COPY_TIMEOUT_MS, onSpawn);
 }
 
-async function run(c: SkopeoCall, args: string[], timeoutMs: number): Promise<{ stdout: string }> {
+async function run(c: SkopeoCall, args: string[], timeoutMs: number, onSpawn?: (pid: number) => void): Promise<{ stdout: string }> {
   try {
-    return await exec('skopeo', args, { env: skopeoEnv(c.privateDir), timeoutMs, cwd: c.privateDir });
+    return await exec('skopeo', args, { env: skopeoEnv(c.privateDir), timeoutMs, cwd: c.privateDir, onSpawn });
   } catch (err) {
     throw skopeoError(err, c);
   }
