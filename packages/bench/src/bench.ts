@@ -279,6 +279,10 @@ async function main(): Promise<void> {
     await transferRows(quick);
     return;
   }
+  if (process.argv.includes('--levers-only')) {
+    await leverRows(quick);
+    return;
+  }
   if (process.argv.includes('--cli-only')) {
     await cliRows(quick);
     return;

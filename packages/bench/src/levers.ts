@@ -20,6 +20,7 @@ const BUCKETS = '/proc/sys/net/netfilter/nf_conntrack_buckets';
 /** The levers a knob can switch off alone; the baseline has every one on (the defaults). */
 const LEVERS: Lever[] = [
   { name: 'hot pause (resume is a thaw)', off: { FORKD_HOT_PAUSE_S: '0' }, ops: ['resume after pause'] },
+  { name: 'resident spawner (tools started by forkd-spawn, not forks of the daemon)', off: { FORKD_RESIDENT_SPAWN: '0' }, ops: ['snapshot total', 'fork of one', 'rewind'] },
   { name: "runc's CRIU version probe answered from the recorded reply", off: { FORKD_CRIU_ASK_VERSION: '1' }, ops: ['snapshot total', 'fork of one'] },
   {
     name: 'conntrack hash of 16384 buckets (was sized from memory)',

@@ -1,3 +1,4 @@
+import { useResidentSpawner } from '../shared/resident-spawner.js';
 import { join } from 'node:path';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { ForkdConfig } from '../shared/config.js';
@@ -87,6 +88,7 @@ export async function openNode(config: ForkdConfig, logger: Logger, opts: OpenNo
 }
 
 async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOptions, lock: NodeLock): Promise<Node> {
+  useResidentSpawner(config.residentSpawn);
   await tightenPrivateState({ stateDir: config.stateDir, runDir: config.runDir, cacheDir: config.cacheDir, poolMountPoint: config.pool.mountPoint });
   const { storage, quotas, quotaKeeper, lineageSweeper } = await openStorage(config, logger);
   await openStagingDir(config.stagingDir, (m) => logger.warn(m));

@@ -35,14 +35,59 @@ const TAIL = 4000;
 /** One span for every subprocess's start (not part of its own `exec` span, which begins once spawn returns). */
 export const SPAWN_SPAN = 'spawn (fork+exec, event loop blocked)';
 
+/** How a run of a tool ended, before it becomes exec's result or error. */
+export interface ExecOutcome {
+  /** Null when a signal ended it. */
+  code: number | null;
+  signal: boolean;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+}
+
+/**
+ * Runs tools for exec() without forking the daemon (shared/resident-spawner.ts):
+ * undefined when it cannot take this one (the daemon then spawns it itself).
+ */
+export interface ResidentExec {
+  run(file: string, args: readonly string[], opts: ExecOptions): Promise<ExecOutcome> | undefined;
+}
+
+let resident: ResidentExec | undefined;
+
+/** The daemon's resident spawner for every later exec() (undefined: none; tests and the CLI spawn themselves). */
+export function setResidentExec(r: ResidentExec | undefined): void {
+  resident = r;
+}
+
 /**
  * The one way forkd runs a subprocess: argv only (never a shell string), a
  * bounded capture, and a ForkdError carrying the command and the tool's
  * stderr tail when it fails, so `btrfs`, `runc` or `criu` failures reach the
  * server's log (and admin keys) with the cause; tenants get the code and a
- * request id (control-plane/http/public-error.ts).
+ * request id (control-plane/http/public-error.ts). In the daemon a resident
+ * spawner starts it when it can: a fork of the daemon itself costs 5-20 ms
+ * of a stopped event loop.
  */
 export function exec(file: string, args: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
+  const startMs = profiling() ? performance.now() : 0;
+  const run = resident?.run(file, args, opts) ?? spawnHere(file, args, opts);
+  return run.then((o) => {
+    if (startMs) endSpan(`exec ${spanName(file, args)}`, startMs);
+    const exitCode = o.code ?? 128 + (o.signal ? 9 : 0);
+    if (o.timedOut) throw new ForkdError('TIMEOUT', `${file} timed out after ${opts.timeoutMs} ms`, details(file, args, exitCode, o.stderr));
+    if (exitCode !== 0 && !opts.allowFailure) throw new ForkdError('INTERNAL', `${file} ${args[0] ?? ''} failed (exit ${exitCode}): ${lastLine(o.stderr)}`, details(file, args, exitCode, o.stderr));
+    return { code: exitCode, stdout: o.stdout, stderr: o.stderr };
+  });
+}
+
+/** A tool that could not be started at all. */
+export function cannotRun(file: string, args: readonly string[], message: string, cause?: unknown): ForkdError {
+  return new ForkdError('INTERNAL', `cannot run ${file}: ${message}`, { cmd: [file, ...args].join(' ') }, cause === undefined ? undefined : { cause });
+}
+
+/** Node's own spawn: a fork of this process. */
+export function spawnHere(file: string, args: readonly string[], opts: ExecOptions): Promise<ExecOutcome> {
   return new Promise((resolve, reject) => {
     // A child inherits the umask at fork, and spawn forks synchronously: set ours around it, nothing else runs meanwhile.
     const previous = opts.umask === undefined ? undefined : process.umask(opts.umask & 0o777);
@@ -81,22 +126,11 @@ export function exec(file: string, args: readonly string[], opts: ExecOptions = 
     });
     child.on('error', (err) => {
       if (timer) clearTimeout(timer);
-      reject(
-        new ForkdError('INTERNAL', `cannot run ${file}: ${err.message}`, { cmd: [file, ...args].join(' ') }, { cause: err }),
-      );
+      reject(cannotRun(file, args, err.message, err));
     });
-    const startMs = profiling() ? performance.now() : 0;
     child.on('close', (code, signal) => {
-      if (startMs) endSpan(`exec ${spanName(file, args)}`, startMs);
       if (timer) clearTimeout(timer);
-      const exitCode = code ?? 128 + (signal ? 9 : 0);
-      if (timedOut) {
-        reject(new ForkdError('TIMEOUT', `${file} timed out after ${opts.timeoutMs} ms`, details(file, args, exitCode, stderr)));
-      } else if (exitCode !== 0 && !opts.allowFailure) {
-        reject(new ForkdError('INTERNAL', `${file} ${args[0] ?? ''} failed (exit ${exitCode}): ${lastLine(stderr)}`, details(file, args, exitCode, stderr)));
-      } else {
-        resolve({ code: exitCode, stdout, stderr });
-      }
+      resolve({ code, signal: signal !== null, stdout, stderr, timedOut });
     });
     if (opts.input !== undefined && child.stdin) {
       child.stdin.on('error', () => {});
@@ -167,7 +201,10 @@ export function spawnWithSockets(file: string, args: readonly string[], fds: [im
 /** A resident helper spoken to over Node's IPC channel (JSON lines; sockets cross it as SCM_RIGHTS). */
 export interface IpcChild {
   pid: number;
+  /** False when the channel is closed (the message was not sent). */
   send(message: string): boolean;
+  /** Whether its channel keeps this process's event loop alive (while it works for us). */
+  ref(on: boolean): void;
   onMessage(fn: (message: unknown, handle: unknown) => void): void;
   /** Once it exits (or cannot start), with the tail of its stderr. */
   exit: Promise<{ code: number; stderr: string }>;
@@ -193,7 +230,22 @@ export function spawnIpc(file: string, args: readonly string[]): IpcChild {
   (child.stderr as { unref?: () => void } | null)?.unref?.();
   return {
     pid: child.pid ?? 0,
-    send: (m) => child.connected && child.send(m, (err) => err && child.kill('SIGKILL')),
+    // Node's send is false also when its queue is long, with the message queued all the same: only a closed channel refuses one.
+    send: (m) => {
+      if (!child.connected) return false;
+      child.send(m, (err) => err && child.kill('SIGKILL'));
+      return true;
+    },
+    // Both: the channel for its answers, the process for its exit (an answer that never comes).
+    ref: (on) => {
+      if (on) {
+        child.ref();
+        child.channel?.ref();
+      } else {
+        child.unref();
+        child.channel?.unref();
+      }
+    },
     onMessage: (fn) => child.on('message', fn),
     exit,
     kill: () => child.kill('SIGKILL'),

@@ -1,0 +1,66 @@
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { exec, setResidentExec } from './exec.js';
+import { FORKD_SPAWN, ResidentSpawner } from './resident-spawner.js';
+
+const built = existsSync(FORKD_SPAWN);
+
+describe('resident spawner: exec() through forkd-spawn does what Node spawn does', { skip: !built && 'forkd-spawn not built (npm run build)' }, () => {
+  const spawner = new ResidentSpawner();
+  setResidentExec(spawner);
+  after(() => {
+    setResidentExec(undefined);
+    spawner.close();
+  });
+
+  test('output, exit codes, PATH from the given env, cwd, umask, stdin, and the pid before it ends', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'forkd-spawn-'));
+    try {
+      let pid = 0;
+      const r = await exec('sh', ['-c', 'echo out; echo err >&2; pwd; cat; umask > u; exit 3'], { cwd: dir, input: 'in\n', umask: 0o027, allowFailure: true, onSpawn: (p) => (pid = p) });
+      assert.deepEqual(r, { code: 3, stdout: `out\n${dir}\nin\n`, stderr: 'err\n' });
+      assert.ok(pid > 0 && pid !== spawner.pid);
+      assert.equal((await readFile(join(dir, 'u'), 'utf8')).trim(), '0027');
+      assert.equal((await exec('sh', ['-c', 'echo $ONLY'], { env: { PATH: '/usr/bin:/bin', ONLY: 'this' } })).stdout, 'this\n');
+      // Bytes as they are, not a line at a time; a large output whole.
+      const big = await exec('head', ['-c', String(5 * 2 ** 20), '/dev/zero']);
+      assert.equal(big.stdout.length, 5 * 2 ** 20);
+      assert.equal((await exec('printf', ['a\\0b'])).stdout, 'a\0b');
+      assert.ok((await stat(FORKD_SPAWN)).isFile());
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('failures as exec() reports them: the exit with the stderr tail, a missing tool, a timeout', async () => {
+    await assert.rejects(exec('sh', ['-c', 'echo why >&2; exit 2']), (err: { code?: string; message?: string; details?: Record<string, unknown> }) => err.code === 'INTERNAL' && /failed \(exit 2\): why/.test(err.message ?? '') && err.details?.stderrTail === 'why\n');
+    await assert.rejects(exec('forkd-no-such-tool', []), (err: { code?: string; message?: string }) => err.code === 'INTERNAL' && /cannot run forkd-no-such-tool: spawn forkd-no-such-tool ENOENT/.test(err.message ?? ''));
+    await assert.rejects(exec('/proc/self/status', []), /cannot run \/proc\/self\/status: spawn \/proc\/self\/status EACCES/);
+    await assert.rejects(exec('sh', [], { cwd: '/nonexistent' }), /ENOENT/);
+    const t0 = performance.now();
+    await assert.rejects(exec('sleep', ['30'], { timeoutMs: 200 }), { code: 'TIMEOUT' });
+    assert.ok(performance.now() - t0 < 5000);
+    // A signal's end reads as Node reports it.
+    assert.equal((await exec('sh', ['-c', 'kill -9 $$'], { allowFailure: true })).code, 137);
+  });
+
+  test('more at once than its table holds: the rest are spawned by Node, every one answered', async () => {
+    const rs = await Promise.all(Array.from({ length: 300 }, (_, i) => exec('sh', ['-c', `sleep 0.2; echo ${i}`])));
+    assert.deepEqual(rs.map((r) => r.stdout), Array.from({ length: 300 }, (_, i) => `${i}\n`));
+  });
+
+  test('a helper that dies: what it had started fails (never run twice); the next exec starts a new one', async () => {
+    assert.equal((await exec('true', [])).code, 0);
+    const first = spawner.pid;
+    const running = exec('sleep', ['30']);
+    await new Promise((r) => setTimeout(r, 100));
+    process.kill(first, 'SIGKILL');
+    await assert.rejects(running, /forkd-spawn ended while it ran/);
+    assert.equal((await exec('echo', ['again'])).stdout, 'again\n');
+    assert.ok(spawner.pid > 0 && spawner.pid !== first);
+  });
+});

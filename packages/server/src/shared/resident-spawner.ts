@@ -1,0 +1,141 @@
+import { existsSync } from 'node:fs';
+import { constants } from 'node:os';
+import { join } from 'node:path';
+import { REPO_ROOT } from './config.js';
+import { cannotRun, setResidentExec, spawnHere, spawnIpc, type ExecOptions, type ExecOutcome, type IpcChild, type ResidentExec } from './exec.js';
+
+export const FORKD_SPAWN = join(REPO_ROOT, 'packages/host-tools/build/forkd-spawn');
+
+/** Inputs past this go through Node's own spawn (a request is one line of hex). */
+const MAX_INPUT = 1024 * 1024;
+
+interface Pending {
+  file: string;
+  args: readonly string[];
+  opts: ExecOptions;
+  resolve(o: ExecOutcome): void;
+  reject(err: unknown): void;
+  timer?: NodeJS.Timeout;
+  timedOut: boolean;
+  /** It ran: never run twice (a helper that ends now leaves its end unknown). */
+  started: boolean;
+}
+
+type Answer = { id?: unknown; pid?: unknown; errno?: unknown; busy?: unknown; code?: unknown; signal?: unknown; out?: unknown; err?: unknown };
+
+const hex = (s: string | Buffer) => (s.length ? Buffer.from(s).toString('hex') : '-');
+const strings = (xs: readonly string[]) => hex(xs.map((x) => `${x}\0`).join(''));
+const errnoName = (n: number) => Object.entries(constants.errno).find(([, v]) => v === n)?.[0] ?? `errno ${n}`;
+
+/**
+ * exec() without a fork of the daemon: one resident forkd-spawn (host-tools),
+ * a small process, forks and runs each tool, collects its output and says how
+ * it ended over Node's IPC channel. Node's spawn forks the whole daemon, whose
+ * page tables make that 5-20 ms with the event loop stopped; a lifecycle
+ * operation runs ten tools. What it cannot take (streamed output, other
+ * stdio, a large input, a full table, a helper that ended) Node spawns as
+ * before. The helper starts at the first exec and again after it ends; its
+ * channel holds the daemon's event loop only while a tool runs.
+ */
+export class ResidentSpawner implements ResidentExec {
+  readonly #file: string;
+  #child: IpcChild | undefined;
+  readonly #pending = new Map<number, Pending>();
+  #next = 0;
+
+  constructor(file = FORKD_SPAWN) {
+    this.#file = file;
+  }
+
+  /** The helper's pid; 0 while none runs. */
+  get pid(): number {
+    return this.#child?.pid ?? 0;
+  }
+
+  run(file: string, args: readonly string[], opts: ExecOptions): Promise<ExecOutcome> | undefined {
+    if (opts.onStdout || opts.onStderr || opts.stdio !== undefined) return undefined;
+    if (opts.input !== undefined && opts.input.length > MAX_INPUT) return undefined;
+    const child = this.#helper();
+    const id = this.#next++;
+    const env = Object.entries(opts.env ?? process.env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
+    const line = ['s', id, opts.umask === undefined ? -1 : opts.umask & 0o777, hex(opts.cwd ?? ''), strings([file, ...args]), strings(env), hex(opts.input ?? '')].join(' ');
+    return new Promise<ExecOutcome>((resolve, reject) => {
+      const p: Pending = { file, args, opts, resolve, reject, timedOut: false, started: false };
+      this.#pending.set(id, p);
+      child.ref(true);
+      if (!child.send(line)) return this.#fallBack(id);
+      if (opts.timeoutMs) {
+        p.timer = setTimeout(() => {
+          p.timedOut = true;
+          child.send(`k ${id} 9`);
+        }, opts.timeoutMs);
+      }
+    });
+  }
+
+  close(): void {
+    this.#child?.kill();
+    this.#child = undefined;
+  }
+
+  #helper(): IpcChild {
+    if (this.#child) return this.#child;
+    const child = spawnIpc(this.#file, []);
+    this.#child = child;
+    child.onMessage((m) => this.#message(m as Answer));
+    void child.exit.then(() => {
+      if (this.#child === child) this.#child = undefined;
+      for (const [id, p] of [...this.#pending]) {
+        // Not started yet: Node runs it. Started: how it ended is lost with the helper, and running it again could do it twice.
+        if (!p.started) this.#fallBack(id);
+        else {
+          this.#settle(id);
+          p.reject(cannotRun(p.file, p.args, 'forkd-spawn ended while it ran'));
+        }
+      }
+    });
+    return child;
+  }
+
+  #message(m: Answer): void {
+    const id = typeof m.id === 'number' ? m.id : -1;
+    const p = this.#pending.get(id);
+    if (!p) return;
+    if (typeof m.pid === 'number') {
+      p.started = true;
+      return void p.opts.onSpawn?.(m.pid);
+    }
+    if (m.busy === true) return this.#fallBack(id);
+    this.#settle(id);
+    if (typeof m.errno === 'number') return p.reject(cannotRun(p.file, p.args, `spawn ${p.file} ${errnoName(m.errno)}`));
+    const text = (v: unknown) => (typeof v === 'string' ? Buffer.from(v, 'hex').toString('utf8') : '');
+    const code = typeof m.code === 'number' && m.code >= 0 ? m.code : null;
+    p.resolve({ code, signal: code === null, stdout: text(m.out), stderr: text(m.err), timedOut: p.timedOut });
+  }
+
+  #settle(id: number): void {
+    const p = this.#pending.get(id);
+    if (p?.timer) clearTimeout(p.timer);
+    this.#pending.delete(id);
+    if (this.#pending.size === 0) this.#child?.ref(false);
+  }
+
+  /** Not taken (a full table, or the helper ended before it started it): Node spawns it. */
+  #fallBack(id: number): void {
+    const p = this.#pending.get(id);
+    if (!p) return;
+    this.#settle(id);
+    spawnHere(p.file, p.args, p.opts).then(p.resolve, p.reject);
+  }
+}
+
+let shared: ResidentSpawner | undefined;
+
+/**
+ * The daemon's exec() from now on: through one resident spawner (on), or
+ * Node's own spawn (off, or no forkd-spawn built). One per process.
+ */
+export function useResidentSpawner(on: boolean): void {
+  if (on && !shared && existsSync(FORKD_SPAWN)) shared = new ResidentSpawner();
+  setResidentExec(on ? shared : undefined);
+}
