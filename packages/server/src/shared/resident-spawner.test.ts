@@ -5,9 +5,9 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exec, setResidentExec } from './exec.js';
-import { FORKD_SPAWN, ResidentSpawner } from './resident-spawner.js';
+import { SPAWN_TOOL, ResidentSpawner } from './resident-spawner.js';
 
-const built = existsSync(FORKD_SPAWN);
+const built = existsSync(SPAWN_TOOL);
 
 describe('resident spawner: exec() through forkd-spawn does what Node spawn does', { skip: !built && 'forkd-spawn not built (npm run build)' }, () => {
   const spawner = new ResidentSpawner();
@@ -30,7 +30,7 @@ describe('resident spawner: exec() through forkd-spawn does what Node spawn does
       const big = await exec('head', ['-c', String(5 * 2 ** 20), '/dev/zero']);
       assert.equal(big.stdout.length, 5 * 2 ** 20);
       assert.equal((await exec('printf', ['a\\0b'])).stdout, 'a\0b');
-      assert.ok((await stat(FORKD_SPAWN)).isFile());
+      assert.ok((await stat(SPAWN_TOOL)).isFile());
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { REPO_ROOT } from './config.js';
 import { cannotRun, setResidentExec, spawnHere, spawnIpc, type ExecOptions, type ExecOutcome, type IpcChild, type ResidentExec } from './exec.js';
 
-export const FORKD_SPAWN = join(REPO_ROOT, 'packages/host-tools/build/forkd-spawn');
+export const SPAWN_TOOL = join(REPO_ROOT, 'packages/host-tools/build/forkd-spawn');
 
 /** Inputs past this go through Node's own spawn (a request is one line of hex). */
 const MAX_INPUT = 1024 * 1024;
@@ -43,7 +43,7 @@ export class ResidentSpawner implements ResidentExec {
   readonly #pending = new Map<number, Pending>();
   #next = 0;
 
-  constructor(file = FORKD_SPAWN) {
+  constructor(file = SPAWN_TOOL) {
     this.#file = file;
   }
 
@@ -136,6 +136,6 @@ let shared: ResidentSpawner | undefined;
  * Node's own spawn (off, or no forkd-spawn built). One per process.
  */
 export function useResidentSpawner(on: boolean): void {
-  if (on && !shared && existsSync(FORKD_SPAWN)) shared = new ResidentSpawner();
+  if (on && !shared && existsSync(SPAWN_TOOL)) shared = new ResidentSpawner();
   setResidentExec(on ? shared : undefined);
 }
