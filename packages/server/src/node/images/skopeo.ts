@@ -69,9 +69,11 @@ export function skopeoError(err: unknown, c: Pick<SkopeoCall, 'ref' | 'logger'>)
   const name = formatImageRef(c.ref);
   c.logger.warn('image pull failed', { image: name, error: err instanceof Error ? err.message : String(err), stderr: stderr.slice(-2000) });
   if (err instanceof ForkdError && err.code === 'TIMEOUT') return new ForkdError('TIMEOUT', `pulling ${name} took too long`);
-  const s = stderr.toLowerCase();
-  if (/unauthorized|authentication required|denied|forbidden|401|403/.test(s)) return new ForkdError('PERMISSION_DENIED', `the registry refused access to ${name} (check the credentials)`);
-  if (/manifest unknown|name unknown|not found|no such file|does not exist|404/.test(s)) return new ForkdError('NOT_FOUND', `image ${name} not found`);
+  // The reference itself (a registry on port 40357, a repository named denied) says nothing of what went wrong.
+  const own = [name, ...(c.ref.kind === 'registry' ? [c.ref.registry, c.ref.repository] : [])].map((w) => w.toLowerCase());
+  const s = own.reduce((text, w) => text.split(w).join(' '), stderr.toLowerCase());
+  if (/unauthorized|authentication required|denied|forbidden|\b40[13]\b/.test(s)) return new ForkdError('PERMISSION_DENIED', `the registry refused access to ${name} (check the credentials)`);
+  if (/manifest unknown|name unknown|not found|no such file|does not exist|\b404\b/.test(s)) return new ForkdError('NOT_FOUND', `image ${name} not found`);
   if (/http response to https client|server gave http response/.test(s)) return new ForkdError('FAILED_PRECONDITION', `the registry of ${name} speaks plain HTTP; an operator may list it in FORKD_INSECURE_REGISTRIES`);
   if (/x509|certificate/.test(s)) return new ForkdError('FAILED_PRECONDITION', `the registry of ${name} has a certificate this server does not trust`);
   if (/no image found|choosing an image from manifest list|no matching manifest/.test(s)) return new ForkdError('FAILED_PRECONDITION', `image ${name} has no linux/amd64 variant`);
