@@ -164,7 +164,14 @@ static void start(long id, long mask, struct buf *cwd, struct buf *args, struct 
 	if (pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC) || pipe2(rep, O_CLOEXEC) || (input->len && pipe2(pi, O_CLOEXEC))) die("pipe");
 	if (cwd->len) put(cwd, "", 1);
 	pid_t pid = fork();
-	if (pid < 0) die("fork");
+	if (pid < 0) {
+		/* Out of processes (a pids limit): this tool fails, the others go on. */
+		int e = errno;
+		close(po[0]); close(po[1]); close(pe[0]); close(pe[1]); close(rep[0]); close(rep[1]);
+		if (pi[0] >= 0) { close(pi[0]); close(pi[1]); }
+		sendf("{\"id\":%ld,\"errno\":%ld}\n", id, e);
+		goto out;
+	}
 	if (pid == 0) child_side(rep[1], pi[0], po[1], pe[1], mask, cwd->len ? cwd->p : NULL, argv, envp);
 	close(po[1]);
 	close(pe[1]);

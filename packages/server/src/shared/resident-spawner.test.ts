@@ -53,7 +53,7 @@ describe('resident spawner: exec() through forkd-spawn does what Node spawn does
     assert.deepEqual(rs.map((r) => r.stdout), Array.from({ length: 300 }, (_, i) => `${i}\n`));
   });
 
-  test('a helper that dies: what it had started fails (never run twice); the next exec starts a new one', async () => {
+  test('a helper that dies: what it was given fails (never run twice); the next exec starts a new one', async () => {
     assert.equal((await exec('true', [])).code, 0);
     const first = spawner.pid;
     const running = exec('sleep', ['30']);

@@ -17,8 +17,6 @@ interface Pending {
   reject(err: unknown): void;
   timer?: NodeJS.Timeout;
   timedOut: boolean;
-  /** It ran: never run twice (a helper that ends now leaves its end unknown). */
-  started: boolean;
 }
 
 type Answer = { id?: unknown; pid?: unknown; errno?: unknown; busy?: unknown; code?: unknown; signal?: unknown; out?: unknown; err?: unknown };
@@ -33,8 +31,8 @@ const errnoName = (n: number) => Object.entries(constants.errno).find(([, v]) =>
  * it ended over Node's IPC channel. Node's spawn forks the whole daemon, whose
  * page tables make that 5-20 ms with the event loop stopped; a lifecycle
  * operation runs ten tools. What it cannot take (streamed output, other
- * stdio, a large input, a full table, a helper that ended) Node spawns as
- * before. The helper starts at the first exec and again after it ends; its
+ * stdio, a large input, a full table, a channel already closed) Node spawns
+ * as before; what it was given when it died fails, never run twice. The helper starts at the first exec and again after it ends; its
  * channel holds the daemon's event loop only while a tool runs.
  */
 export class ResidentSpawner implements ResidentExec {
@@ -60,7 +58,7 @@ export class ResidentSpawner implements ResidentExec {
     const env = Object.entries(opts.env ?? process.env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
     const line = ['s', id, opts.umask === undefined ? -1 : opts.umask & 0o777, hex(opts.cwd ?? ''), strings([file, ...args]), strings(env), hex(opts.input ?? '')].join(' ');
     return new Promise<ExecOutcome>((resolve, reject) => {
-      const p: Pending = { file, args, opts, resolve, reject, timedOut: false, started: false };
+      const p: Pending = { file, args, opts, resolve, reject, timedOut: false };
       this.#pending.set(id, p);
       child.ref(true);
       if (!child.send(line)) return this.#fallBack(id);
@@ -85,13 +83,11 @@ export class ResidentSpawner implements ResidentExec {
     child.onMessage((m) => this.#message(m as Answer));
     void child.exit.then(() => {
       if (this.#child === child) this.#child = undefined;
+      // Whether it had started each tool is not known here (it may have run one and died before saying so):
+      // none is run again, which could do it twice.
       for (const [id, p] of [...this.#pending]) {
-        // Not started yet: Node runs it. Started: how it ended is lost with the helper, and running it again could do it twice.
-        if (!p.started) this.#fallBack(id);
-        else {
-          this.#settle(id);
-          p.reject(cannotRun(p.file, p.args, 'forkd-spawn ended while it ran'));
-        }
+        this.#settle(id);
+        p.reject(cannotRun(p.file, p.args, 'forkd-spawn ended while it ran'));
       }
     });
     return child;
@@ -101,10 +97,7 @@ export class ResidentSpawner implements ResidentExec {
     const id = typeof m.id === 'number' ? m.id : -1;
     const p = this.#pending.get(id);
     if (!p) return;
-    if (typeof m.pid === 'number') {
-      p.started = true;
-      return void p.opts.onSpawn?.(m.pid);
-    }
+    if (typeof m.pid === 'number') return void p.opts.onSpawn?.(m.pid);
     if (m.busy === true) return this.#fallBack(id);
     this.#settle(id);
     if (typeof m.errno === 'number') return p.reject(cannotRun(p.file, p.args, `spawn ${p.file} ${errnoName(m.errno)}`));
@@ -120,7 +113,7 @@ export class ResidentSpawner implements ResidentExec {
     if (this.#pending.size === 0) this.#child?.ref(false);
   }
 
-  /** Not taken (a full table, or the helper ended before it started it): Node spawns it. */
+  /** Not taken (a full table, or a channel already closed): Node spawns it. */
   #fallBack(id: number): void {
     const p = this.#pending.get(id);
     if (!p) return;
