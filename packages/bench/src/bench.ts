@@ -16,7 +16,7 @@ import { codeInterpreterRows, e2bSdkRows } from './e2b-sdk.js';
 import { egressProxyRows } from './egress-proxy.js';
 import { timeProfileRows } from './time-profile.js';
 import { leverRows } from './levers.js';
-import { liveRows, type BenchRow } from './row-line.js';
+import { fmt, liveRows, type BenchRow } from './row-line.js';
 import { densityRows } from './density.js';
 import { transferRows } from './transfer.js';
 import { dockerfileRows } from './dockerfile-build.js';
@@ -35,11 +35,7 @@ const SECTIONS = ['core', 'levers', 'density', 'user namespaces', 'disk quotas',
 const quick = process.argv.includes('--quick');
 const N = quick ? 3 : 40;
 
-type Row = BenchRow;
-
-const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : '-');
-
-async function coreBench(): Promise<Row[]> {
+async function coreBench(): Promise<BenchRow[]> {
   const node = await createTestNode({ warmPool: 2 });
   const rows = liveRows();
   const m = node.manager;
@@ -234,12 +230,12 @@ async function podmanBench(): Promise<{ rows: Comparison[]; podmanVersion: strin
 /** `--report`: renders BENCHMARKS.md and the charts again from the last run's results. */
 async function reportOnly(): Promise<void> {
   const outDir = join(REPO_ROOT, 'bench-results');
-  const core = JSON.parse(await readFile(join(outDir, 'core.json'), 'utf8')) as { rows: Row[] };
+  const core = JSON.parse(await readFile(join(outDir, 'core.json'), 'utf8')) as { rows: BenchRow[] };
   const cmp = JSON.parse(await readFile(join(outDir, 'compare.json'), 'utf8')) as { date: string; quick: boolean; machine: Machine; rows: Comparison[] };
   await writeReport(cmp.machine, cmp.rows, core.rows, cmp.date, cmp.quick);
 }
 
-async function writeReport(machine: Machine, compared: Comparison[], rows: Row[], date: string, isQuick: boolean): Promise<void> {
+async function writeReport(machine: Machine, compared: Comparison[], rows: BenchRow[], date: string, isQuick: boolean): Promise<void> {
   const outDir = join(REPO_ROOT, 'bench-results');
   // A quick run only checks that everything runs: it never replaces the published results.
   const chartDir = isQuick ? outDir : join(REPO_ROOT, 'docs/bench');
@@ -257,7 +253,7 @@ function argValue(name: string): number | undefined {
   return Number.isFinite(v) && v > 0 ? v : undefined;
 }
 
-async function density(): Promise<Row[]> {
+async function density(): Promise<BenchRow[]> {
   return densityRows({ quick, n: argValue('--n'), minutes: argValue('--minutes'), concurrency: argValue('--concurrency'), cleanupMinutes: argValue('--cleanup-minutes') });
 }
 

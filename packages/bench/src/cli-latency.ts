@@ -5,24 +5,18 @@ import { baseRootfsDir, criuPath, exec, loadConfig, REPO_ROOT } from '@forkd/ser
 import { CLI, disposeNodeDir, NODE_FLAGS, startDaemonProcess, stopDaemonProcess, testConfig, type DaemonProcess } from '@forkd/server/testing';
 import { LiveRows } from './live-rows.js';
 import { Podman } from './podman.js';
-
-const CLI_BUNDLE = join(REPO_ROOT, 'packages/cli/dist/bundle/forkd.js');
+import { fmt, rowLine, type BenchRow } from './row-line.js';
 import { summarize, type Summary } from './stats.js';
 
-export interface CliRow {
-  name: string;
-  unit: string;
-  target?: string;
-  summary: Summary;
+const CLI_BUNDLE = join(REPO_ROOT, 'packages/cli/dist/bundle/forkd.js');
+
+export interface CliRow extends BenchRow {
   /** `podman exec`'s, for the row that has a Podman counterpart. */
   podman?: Summary;
 }
 
-const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : '-');
-
 function cliLine(r: CliRow): string {
-  const podman = r.podman ? `; podman exec p50 ${fmt(r.podman.p50)}, p95 ${fmt(r.podman.p95)}` : '';
-  return `${r.name}: p50 ${fmt(r.summary.p50)} ${r.unit}, p95 ${fmt(r.summary.p95)} (n ${r.summary.n})${r.target ? `; target ${r.target}` : ''}${podman}`;
+  return rowLine(r) + (r.podman ? `; podman exec p50 ${fmt(r.podman.p50)}, p95 ${fmt(r.podman.p95)}` : '');
 }
 
 /** Wall time of whole runs of a command, from spawn to exit, as a script calling it sees it. */

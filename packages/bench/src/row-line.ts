@@ -9,7 +9,8 @@ export interface BenchRow {
   summary: Summary;
 }
 
-const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : '-');
+/** A figure as every bench line shows it: two decimals under 10, one above. */
+export const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : '-');
 
 /** How a result is printed the moment it is recorded (LiveRows). */
 export function rowLine(r: BenchRow): string {

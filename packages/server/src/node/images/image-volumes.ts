@@ -106,8 +106,8 @@ export class ImageVolumes {
       const top = chains.at(-1)!;
       if (!(await storage.exists(poolLayout.imageRoot(top)))) {
         await progress(`image ${name}: pulling ${config.diffIds.length} layer(s)`);
-        await this.#copy(call, join(dir, 'image'), progress, name);
         const copy = join(dir, 'image');
+        await this.#copy(call, copy, progress, name);
         // What was copied is what counts (a tag may have moved since the inspect).
         const layers = await readCopy(copy);
         config = layers.config;
