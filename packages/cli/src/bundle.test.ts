@@ -19,6 +19,7 @@ before(async () => {
   dir = await mkdtemp(join(DIST, '.bundle-test-'));
   await run(process.execPath, [join(REPO, 'scripts/bundle-cli.mjs'), join(dir, 'bundle')]);
   server = await startFakeServer((req, res) => {
+    if (String(req.url).includes('sbx-gone')) return sendJson(res, 404, { error: { code: 'NOT_FOUND', message: 'no sandbox sbx-gone' } });
     if (req.method === 'GET') return sendJson(res, 200, sandboxInfo('sbx-1'));
     res.writeHead(200, { 'content-type': 'application/x-ndjson' });
     const b64 = (s: string) => Buffer.from(s).toString('base64');
@@ -61,23 +62,48 @@ test('the bundle answers as dist/main.js does: --version, --help (commands in ch
   assert.equal(usage.code, 2);
 });
 
-test('the bundle is a few files: the entry and a chunk per command; the other packages (protocol: one ForkdError class) stay outside', async () => {
+/** Runs the bundle with a preload that reports, at exit, the files it loaded and whether the ES module loader was set up. */
+async function loads(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; files: string[]; esmLoader: boolean; sourceMaps: boolean; stderr: string }> {
+  const preload = join(dir, 'report-loads.cjs');
+  await writeFile(preload, `process.on('exit', () => process._rawDebug('LOADS ' + JSON.stringify({ files: Object.keys(require.cache), esm: process.moduleLoadList.some((m) => m.endsWith('esm/loader')), maps: process.sourceMapsEnabled })));\n`);
+  const r = await run(process.execPath, ['--experimental-websocket', '--no-warnings', '--require', preload, join(dir, 'bundle/forkd.js'), ...args], { FORKD_URL: server!.url, ...env });
+  const report = JSON.parse(/^LOADS (.*)$/m.exec(r.stderr)?.[1] ?? 'null') as { files: string[]; esm: boolean; maps: boolean } | null;
+  assert.ok(report, r.stderr);
+  return { code: r.code, files: report.files.filter((f) => f !== preload), esmLoader: report.esm, sourceMaps: report.maps, stderr: r.stderr };
+}
+
+test('the bundle is CommonJS in a few files: --version and exec load the entry and their own chunks, never the ES module loader or zod', async () => {
   const files = (await readdir(join(dir, 'bundle'), { recursive: true })).filter((f) => f.endsWith('.js'));
-  assert.ok(files.includes('forkd.js'));
-  assert.ok(files.length < COMMANDS.length + 25, files.join(' '));
-  const hooks = join(dir, 'hooks.mjs');
-  await writeFile(hooks, `export async function resolve(s, c, next) { const r = await next(s, c); process._rawDebug('LOADED ' + r.url); return r; }\n`);
-  const register = join(dir, 'register.mjs');
-  await writeFile(register, `import { register } from 'node:module';\nregister(${JSON.stringify(`file://${hooks}`)});\n`);
-  const r = await run(process.execPath, ['--experimental-websocket', '--no-warnings', '--import', register, join(dir, 'bundle/forkd.js'), 'exec', 'sbx-1', '--', 'x'], { FORKD_URL: server!.url });
-  assert.equal(r.code, 3, r.stderr);
-  const loaded = [...r.stderr.matchAll(/^LOADED (file:.*)$/gm)].map((m) => fileURLToPath(m[1]!));
-  assert.ok(new Set(loaded).size <= 16, loaded.join('\n'));
-  assert.deepEqual(
-    [...new Set(loaded.filter((f) => !f.startsWith(join(dir, 'bundle'))).map((f) => f.replace(/^.*\/packages\//, '')))].sort(),
-    ['protocol/dist/errors.js', 'protocol/dist/grant-syntax.js', 'protocol/dist/stream-position.js', 'protocol/dist/tenant-header.js'].filter((f) => loaded.some((l) => l.endsWith(f))),
-    'exec loads the bundle and protocol\'s small modules only',
-  );
-  assert.ok(loaded.some((f) => f.endsWith('protocol/dist/errors.js')));
-  for (const f of files) assert.doesNotMatch(await readFile(join(dir, 'bundle', f), 'utf8'), /class ForkdError\b/, f);
+  assert.ok(files.includes('forkd.js') && files.includes('cli.js'));
+  assert.ok(files.length < COMMANDS.length + 30, files.join(' '));
+  const version = await loads(['--version']);
+  assert.equal(version.esmLoader, false);
+  assert.ok(version.files.length <= 8, version.files.join('\n'));
+  const exec = await loads(['exec', 'sbx-1', '--', 'x']);
+  assert.equal(exec.code, 3, exec.stderr);
+  assert.equal(exec.esmLoader, false, 'import() of a chunk sets up the ES module loader');
+  assert.ok(exec.files.length <= 16, exec.files.join('\n'));
+  assert.deepEqual(exec.files.filter((f) => !f.startsWith(join(dir, 'bundle'))), [], 'exec loads the bundle only');
+  // The calls an agent's script makes most: none loads protocol's schemas (zod: ~100 files, tens of ms).
+  for (const c of ['create', 'ls', 'rm', 'exec', 'snapshot', 'fork', 'rewind', 'pause', 'resume', 'cp', 'ps', 'kill', 'timeline']) {
+    const r = await loads([c, '--help']);
+    assert.deepEqual(r.files.filter((f) => f.includes('/node_modules/')), [], c);
+  }
+  // A command that validates with the schemas still finds zod outside the bundle.
+  const policy = await loads(['policy', '--help']);
+  assert.ok(policy.files.some((f) => f.includes('/node_modules/zod/')), policy.stderr);
+});
+
+test('source maps only where a stack is read: with FORKD_DEBUG a stack names the .ts lines', async () => {
+  const env = { FORKD_URL: server!.url, FORKD_DEBUG: '1' };
+  const debug = await bundled(['exec', 'sbx-gone', '--', 'x'], env);
+  assert.equal(debug.code, 1);
+  assert.match(debug.stderr, /^error: NOT_FOUND: no sandbox sbx-gone$/m);
+  assert.match(debug.stderr, /packages\/protocol\/src\/errors\.ts:\d+/, debug.stderr);
+  assert.match(debug.stderr, /packages\/sdk\/src\/[a-z-]+\.ts:\d+/, debug.stderr);
+  assert.equal((await loads(['exec', 'sbx-gone', '--', 'x'], { FORKD_DEBUG: '1' })).sourceMaps, true);
+  // Without it Node never reads a map (each costs a call milliseconds).
+  const plain = await loads(['exec', 'sbx-gone', '--', 'x'], { FORKD_DEBUG: '' });
+  assert.equal(plain.code, 1);
+  assert.equal(plain.sourceMaps, false);
 });

@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 import { runCli } from './cli.js';
 
 // `forkd exec ... | head` closes our stdout early: stop quietly, like a local command.
@@ -9,9 +8,14 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-const status = await runCli(process.argv.slice(2));
-// Exit explicitly: a live stdin reader or socket must not keep a finished command alive,
-// but only once what was written has been flushed.
-const flushed = (s: NodeJS.WriteStream) => new Promise<void>((resolve) => (s.writableLength ? s.write('', () => resolve()) : resolve()));
-await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
-process.exit(status);
+// No top-level await: the bundle ./forkd runs is CommonJS (scripts/bundle-cli.mjs).
+async function main(): Promise<never> {
+  const status = await runCli(process.argv.slice(2));
+  // Exit explicitly: a live stdin reader or socket must not keep a finished command alive,
+  // but only once what was written has been flushed.
+  const flushed = (s: NodeJS.WriteStream) => new Promise<void>((resolve) => (s.writableLength ? s.write('', () => resolve()) : resolve()));
+  await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+  process.exit(status);
+}
+
+void main();

@@ -29,7 +29,19 @@ export interface ErrorBody {
   error: { code: ErrorCode; message: string; details?: Record<string, unknown>; requestId?: string };
 }
 
+/**
+ * Marks a ForkdError whichever copy of this module made it. The CLI's bundle
+ * carries its own copy while `forkd serve` and `forkd mcp` load the server's and
+ * the MCP server's from node_modules: one process, two classes, and an
+ * `instanceof` that compared classes would turn the other's errors into INTERNAL.
+ */
+const BRAND = Symbol.for('forkd.ForkdError');
+
 export class ForkdError extends Error {
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+  }
+
   override readonly name = 'ForkdError';
   readonly code: ErrorCode;
   readonly details: Record<string, unknown> | undefined;
@@ -41,6 +53,7 @@ export class ForkdError extends Error {
     this.code = code;
     this.details = details;
     this.requestId = options?.requestId;
+    Object.defineProperty(this, BRAND, { value: true });
   }
 
   get status(): number {

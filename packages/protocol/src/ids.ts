@@ -2,6 +2,8 @@
 export const SANDBOX_ID_PATTERN = /^sbx-[a-z0-9]{12}$/;
 export const SNAPSHOT_ID_PATTERN = /^snap-[a-z0-9]{12}$/;
 export const TEMPLATE_NAME_PATTERN = /^[a-z][a-z0-9-]{0,62}$/;
+/** A snapshot's optional name. */
+export const SNAPSHOT_NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 export const TAG_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
 /** The id patterns without anchors, for routes and host names that embed an id. */
 export const SANDBOX_ID_SOURCE = SANDBOX_ID_PATTERN.source.slice(1, -1);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_FORK_COUNT, SNAPSHOT_ID_PATTERN } from './ids.js';
+import { MAX_FORK_COUNT, SNAPSHOT_ID_PATTERN, SNAPSHOT_NAME_PATTERN } from './ids.js';
 import { EnvMap, MetadataMap } from './sandbox.js';
 
 export const SnapshotInfo = z.object({
@@ -19,7 +19,7 @@ export const SnapshotInfo = z.object({
 export type SnapshotInfo = z.infer<typeof SnapshotInfo>;
 
 export const CreateSnapshotRequest = z.strictObject({
-  name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'invalid snapshot name').optional(),
+  name: z.string().regex(SNAPSHOT_NAME_PATTERN, 'invalid snapshot name').optional(),
 });
 
 export const PinRequest = z.strictObject({ pinned: z.boolean() });

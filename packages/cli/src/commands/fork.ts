@@ -1,4 +1,4 @@
-import { MAX_FORK_COUNT } from '@forkd/protocol';
+import { MAX_FORK_COUNT } from '@forkd/protocol/ids';
 import { expectPositionals, parseEnvPairs, parseLabelPairs, parseOptions, parsePositiveInt } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';

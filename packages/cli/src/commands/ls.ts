@@ -1,4 +1,5 @@
-import { SANDBOX_STATES, type SandboxInfo, type SandboxState } from '@forkd/protocol';
+import type { SandboxInfo } from '@forkd/protocol';
+import { SANDBOX_STATES, type SandboxState } from '@forkd/protocol/sandbox-state';
 import type { ListSandboxesFilter } from '@forkd/sdk';
 import { expectPositionals, parseLabelPairs, parseOptions } from '../args.js';
 import { UsageError } from '../usage-error.js';

@@ -1,4 +1,3 @@
-import { serveStdio } from '@forkd/mcp';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';
@@ -24,6 +23,8 @@ export const mcpCommand: CliCommand = {
   async run(argv) {
     const { positionals } = parseOptions({ args: argv, allowPositionals: true, options: {} });
     expectPositionals(positionals, []);
+    // Loaded here, not at the top: the CLI's bundle is CommonJS and the MCP server an ES module.
+    const { serveStdio } = await import('@forkd/mcp');
     // stdout is the protocol's: nothing else may be written there.
     await serveStdio(connect(), cliVersion());
     return 0;

@@ -1,5 +1,6 @@
 import type { NetworkRules } from '@forkd/sdk';
 import { parsePositiveInt, parsePositiveNumber } from '../args.js';
+import { UsageError } from '../usage-error.js';
 
 /** `--bandwidth MBPS` and `--max-connections N`: shared by create, network and tenants network. */
 export const NETWORK_LIMIT_OPTIONS = {
@@ -15,4 +16,11 @@ export function parseNetworkLimits(values: { bandwidth?: string | undefined; 'ma
   const bandwidthMbps = parsePositiveNumber('--bandwidth', values.bandwidth);
   const maxConnections = parsePositiveInt('--max-connections', values['max-connections']);
   return { ...(bandwidthMbps !== undefined ? { bandwidthMbps } : {}), ...(maxConnections !== undefined ? { maxConnections } : {}) };
+}
+
+/** `--network`, `--mode`, `--default-network`: here, not in network.ts, so that create does not load protocol's schemas (zod) with it. */
+export function parseMode(flag: string, v: string | undefined): NetworkRules['mode'] | undefined {
+  if (v === undefined) return undefined;
+  if (v !== 'none' && v !== 'egress') throw new UsageError(`${flag} must be none or egress, got ${JSON.stringify(v)}`);
+  return v;
 }

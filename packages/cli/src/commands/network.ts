@@ -5,7 +5,7 @@ import type { CliCommand } from '../command.js';
 import { openSandbox } from '../connect.js';
 import { printJson } from '../format.js';
 import { UsageError } from '../usage-error.js';
-import { NETWORK_LIMIT_OPTIONS, NETWORK_LIMIT_USAGE, parseNetworkLimits } from './network-limit-args.js';
+import { NETWORK_LIMIT_OPTIONS, NETWORK_LIMIT_USAGE, parseMode, parseNetworkLimits } from './network-limit-args.js';
 
 const USAGE = `Usage: forkd network ID [--mode none|egress] [--allow-out RULE]... [--deny-out RULE]... [--bandwidth MBPS] [--max-connections N] [--json]
 
@@ -33,12 +33,6 @@ export interface NetworkArgs {
   /** Undefined: show only. */
   change?: ({ mode?: NetworkRules['mode'] | undefined; allowOut: string[]; denyOut: string[] } & Pick<NetworkRules, 'bandwidthMbps' | 'maxConnections'>) | undefined;
   json: boolean;
-}
-
-export function parseMode(flag: string, v: string | undefined): NetworkRules['mode'] | undefined {
-  if (v === undefined) return undefined;
-  if (v !== 'none' && v !== 'egress') throw new UsageError(`${flag} must be none or egress, got ${JSON.stringify(v)}`);
-  return v;
 }
 
 export function parseNetworkArgs(argv: string[]): NetworkArgs {

@@ -1,5 +1,4 @@
 import type { ForkdConfig, ServeRole } from '@forkd/server';
-import { mcpHttpEndpoint } from '@forkd/mcp';
 import { expectPositionals, parseOptions, parsePositiveInt } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { loadServer } from '../load-server.js';
@@ -68,6 +67,7 @@ export const serveCommand: CliCommand = {
       const logger = createLogger();
       installLastResortHandlers(logger);
       // The API's MCP endpoint (/mcp): an MCP server over the SDK, calling this daemon's API with each caller's key.
+      const { mcpHttpEndpoint } = await import('@forkd/mcp');
       const extras = { mcp: mcpHttpEndpoint(cliVersion()) };
       if (config.role === 'node') daemon = await startNodeDaemon(config, logger, progress.event);
       else if (config.role === 'control-plane') daemon = await startControlPlaneDaemon(config, logger, extras);

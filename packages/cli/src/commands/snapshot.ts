@@ -1,4 +1,4 @@
-import { CreateSnapshotRequest } from '@forkd/protocol';
+import { SNAPSHOT_NAME_PATTERN } from '@forkd/protocol/ids';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { connect, openSandbox } from '../connect.js';
@@ -21,7 +21,7 @@ export function parseSnapshotArgs(argv: string[]): { id: string; name: string | 
   const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { name: { type: 'string' }, json: { type: 'boolean' } } });
   if (positionals[0] === 'rm') throw new UsageError("to delete a snapshot use 'forkd snapshot-rm SNAP'");
   const [id] = expectPositionals(positionals, ['ID']);
-  if (values.name !== undefined && !CreateSnapshotRequest.safeParse({ name: values.name }).success) {
+  if (values.name !== undefined && !SNAPSHOT_NAME_PATTERN.test(values.name)) {
     throw new UsageError(`invalid --name ${JSON.stringify(values.name)}: use 1 to 64 letters, digits, '.', '_' or '-'`);
   }
   return { id: id!, name: values.name, json: !!values.json };

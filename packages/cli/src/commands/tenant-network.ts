@@ -4,7 +4,8 @@ import { parseOptions, parsePositiveInt, parsePositiveNumber } from '../args.js'
 import { connect } from '../connect.js';
 import { printJson } from '../format.js';
 import { UsageError } from '../usage-error.js';
-import { formatRules, parseMode } from './network.js';
+import { formatRules } from './network.js';
+import { parseMode } from './network-limit-args.js';
 
 /** `forkd tenants network`'s synopsis, for `forkd tenants --help`'s usage lines. */
 export const TENANT_NETWORK_SYNOPSIS = `       forkd tenants network TENANT [--egress allow|deny] [--deny-out RULE]...

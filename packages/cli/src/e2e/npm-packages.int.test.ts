@@ -36,8 +36,9 @@ describe('the published packages: packed, installed from their tarballs, run', {
       assert.deepEqual(paths.filter((f) => /\.test\.|\.map$|\/e2e\/|tsbuildinfo|\/src\//.test(f)), [], p.name);
     }
     assert.ok(packed[3]!.files.some((f) => f.path === 'dist/main.js'));
-    // The bin: the bundle (scripts/bundle-cli.mjs), its chunks beside it.
-    assert.ok(packed[3]!.files.some((f) => f.path === 'dist/bundle/forkd.js') && packed[3]!.files.some((f) => f.path.startsWith('dist/bundle/chunks/')));
+    // The bin: the bundle (scripts/bundle-cli.mjs), CommonJS in a package that is not: its package.json says so.
+    for (const f of ['dist/bundle/forkd.js', 'dist/bundle/cli.js', 'dist/bundle/package.json']) assert.ok(packed[3]!.files.some((x) => x.path === f), f);
+    assert.ok(packed[3]!.files.some((f) => f.path.startsWith('dist/bundle/chunks/')));
     tarballs = packed.map((p) => join(dir, p.filename));
   });
 
@@ -58,6 +59,10 @@ describe('the published packages: packed, installed from their tarballs, run', {
     assert.equal(ls.code, 0, ls.stderr);
     assert.match(ls.stdout, /sbx-aaaaaaaaaaaa/);
     assert.equal(server.requests.at(-1)!.headers.authorization, 'Bearer k1');
+    // A command that validates with protocol's schemas: zod, outside the bundle, is installed with the CLI.
+    await writeFile(join(dir, 'policy.json'), '{"exec": 7}');
+    const policy = await run(['policy', 'set', 'sbx-aaaaaaaaaaaa', '--file', join(dir, 'policy.json')]);
+    assert.match(policy.stderr, /^error: INVALID_ARGUMENT: .*policy\.json: not a policy: exec: /m, policy.stderr);
     const serve = await run(['serve']);
     assert.equal(serve.code, 1);
     assert.match(serve.stderr, /FAILED_PRECONDITION: forkd serve runs the server, which this installation of the CLI does not include/);

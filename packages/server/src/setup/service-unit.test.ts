@@ -61,6 +61,7 @@ describe('forkd.service', () => {
     const w = wrapperScript(opts);
     assert.ok(w.startsWith('#!/bin/sh\n') && w.includes(INSTALL_MARKER));
     assert.match(w, /\nexec \/usr\/bin\/node --experimental-websocket .* \/opt\/forkd\/packages\/cli\/dist\/bundle\/forkd\.js "\$@"\n$/);
+    assert.doesNotMatch(w, /--enable-source-maps/, 'each call would read the bundle\'s maps');
   });
 
   test('a path systemd or sh would read as more than a path is refused', () => {

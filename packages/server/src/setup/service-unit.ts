@@ -7,8 +7,10 @@ export const SERVICE_PATHS = {
   envFile: '/etc/forkd/forkd.env',
   wrapper: '/usr/local/bin/forkd',
 } as const;
-/** The flags `./forkd` runs the CLI with. */
-export const NODE_FLAGS = ['--experimental-websocket', '--no-warnings=ExperimentalWarning', '--enable-source-maps'] as const;
+/** The flags `./forkd` runs the CLI's bundle with: no --enable-source-maps, the bundle's bin turns maps on where a stack is read (scripts/bundle-cli.mjs). */
+export const CLI_NODE_FLAGS = ['--experimental-websocket', '--no-warnings=ExperimentalWarning'] as const;
+/** The daemon's (the unit's ExecStart): its log's stacks name .ts lines. */
+export const NODE_FLAGS = [...CLI_NODE_FLAGS, '--enable-source-maps'] as const;
 /** The first line of every file install writes: uninstall removes only files that carry it. */
 export const INSTALL_MARKER = 'Written by `forkd install`';
 
@@ -94,7 +96,7 @@ WantedBy=multi-user.target
 /** /usr/local/bin/forkd: the checkout's CLI bundle with the flags `./forkd` gives it (no build step: install runs from a built checkout). */
 export function wrapperScript(opts: ServiceUnitOptions): string {
   serveArgv(opts); // the same paths, checked the same way
-  const argv = [opts.node, ...NODE_FLAGS, cliBundle(opts.checkout), '"$@"'];
+  const argv = [opts.node, ...CLI_NODE_FLAGS, cliBundle(opts.checkout), '"$@"'];
   return `#!/bin/sh
 # ${INSTALL_MARKER} from ${opts.checkout}; \`forkd uninstall\` removes it.
 exec ${argv.join(' ')}
