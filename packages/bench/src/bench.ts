@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { baseRootfsDir, criuPath, installPackages, loadConfig, REPO_ROOT } from '@forkd/server';
 import { compareWithPodman, type Comparison } from './compare.js';
 import { Podman } from './podman.js';
-import { describeMachine, ratio, renderCharts, renderMarkdown, type Machine } from './report.js';
+import { describeMachine, ratioText, renderCharts, renderMarkdown, type Machine } from './report.js';
 import { createTestNode, run } from '@forkd/server/testing';
 import { summarize } from './stats.js';
 import { cpuMeter, pinnedMemory, poolUsed } from './host-measures.js';
@@ -311,7 +311,7 @@ async function main(): Promise<void> {
   const machine = await describeMachine(criuPath(loadConfig()), podmanVersion);
   await writeFile(join(outDir, 'compare.json'), JSON.stringify({ date, quick, machine, rows: compared }, null, 2));
   await writeReport(machine, compared, rows, date, quick);
-  for (const r of compared) console.log(`${r.name}: forkd p50 ${fmt(summarize(r.forkd).p50)} ${r.unit}${r.podman ? `, Podman p50 ${fmt(summarize(r.podman).p50)} (${ratio(r).toFixed(1)}×)` : ''}`);
+  for (const r of compared) console.log(`${r.name}: forkd p50 ${fmt(summarize(r.forkd).p50)} ${r.unit}${r.podman ? `, Podman p50 ${fmt(summarize(r.podman).p50)} (${ratioText(r)})` : ''}`);
 }
 
 main().catch((err) => {

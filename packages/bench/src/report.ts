@@ -48,6 +48,14 @@ export function ratio(c: Comparison): number {
   return c.lowerIsBetter === false ? f / p : p / f;
 }
 
+/** The ratio as printed: `12.3×`; `∞` where forkd needs none of what Podman needs some of (a hibernated sandbox's memory); `-` without both. */
+export function ratioText(c: Comparison): string {
+  const r = ratio(c);
+  if (Number.isFinite(r)) return `${r.toFixed(1)}×`;
+  const zero = c.lowerIsBetter !== false && c.podman?.length && summarize(c.forkd).p50 === 0 && summarize(c.podman).p50 > 0;
+  return zero ? '∞' : '-';
+}
+
 /**
  * Why a row may not reach 3×: written from the profiles behind this
  * benchmark (docs/ARCHITECTURE.md, "Memory snapshots"), keyed by group.
@@ -92,7 +100,7 @@ export function renderMarkdown(m: Machine, rows: readonly Comparison[], core: Re
   for (const r of rows) {
     const f = summarize(r.forkd);
     const p = r.podman ? summarize(r.podman) : undefined;
-    out.push(`| ${r.name} | ${r.unit} | ${fmt(f.p50)} | ${fmt(f.p95)} | ${f.n} | ${p ? fmt(p.p50) : '-'} | ${p ? fmt(p.p95) : '-'} | ${p?.n ?? '-'} | ${Number.isFinite(ratio(r)) ? `${ratio(r).toFixed(1)}×` : '-'} | ${r.podmanOp ?? ''} |`);
+    out.push(`| ${r.name} | ${r.unit} | ${fmt(f.p50)} | ${fmt(f.p95)} | ${f.n} | ${p ? fmt(p.p50) : '-'} | ${p ? fmt(p.p95) : '-'} | ${p?.n ?? '-'} | ${ratioText(r)} | ${r.podmanOp ?? ''} |`);
   }
   out.push(
     '',

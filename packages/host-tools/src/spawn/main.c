@@ -10,6 +10,8 @@
  *   "s ID UMASK CWD ARGV ENV INPUT"   UMASK decimal, -1 to keep 077's caller's;
  *                                     CWD, INPUT hex or "-"; ARGV, ENV hex of
  *                                     NUL-terminated strings (ARGV[0] the file)
+ *   "q ID UMASK CWD ARGV ENV INPUT"   the same, its stdout and stderr /dev/null
+ *                                     (done at its exit; "out" and "err" empty)
  *   "k ID SIGNAL"                     signal a child (its timeout)
  * Out:
  *   {"id":ID,"pid":PID}                         it runs (exec succeeded)
@@ -143,6 +145,7 @@ static void child_side(int report, int in, int out, int err, long mask, const ch
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	if (in < 0) in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (out < 0) out = err = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) goto fail;
 	if (mask >= 0) umask((mode_t)mask);
 	if (cwd && chdir(cwd) != 0) goto fail;
@@ -155,26 +158,29 @@ fail:;
 
 static void nonblock(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
-static void start(long id, long mask, struct buf *cwd, struct buf *args, struct buf *env, struct buf *input) {
+/* QUIET: the tool's stdout and stderr are /dev/null, and it is done when it exits. runc
+   starting a detached container passes its stdio to the container's init, which would
+   hold pipes of ours open for the sandbox's life. */
+static void start(long id, int quiet, long mask, struct buf *cwd, struct buf *args, struct buf *env, struct buf *input) {
 	struct child *c = NULL;
 	for (int i = 0; i < MAX_CHILDREN && !c; i++) if (!kids[i].pid) c = &kids[i];
 	char **argv = vec(args), **envp = vec(env);
 	if (!c || !argv[0]) { if (!c) sendf("{\"id\":%ld,\"busy\":true}\n", id, 0); else sendf("{\"id\":%ld,\"errno\":%ld}\n", id, EINVAL); goto out; }
-	int po[2], pe[2], pi[2] = {-1, -1}, rep[2];
-	if (pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC) || pipe2(rep, O_CLOEXEC) || (input->len && pipe2(pi, O_CLOEXEC))) die("pipe");
+	int po[2] = {-1, -1}, pe[2] = {-1, -1}, pi[2] = {-1, -1}, rep[2];
+	if ((!quiet && (pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC))) || pipe2(rep, O_CLOEXEC) || (input->len && pipe2(pi, O_CLOEXEC))) die("pipe");
 	if (cwd->len) put(cwd, "", 1);
 	pid_t pid = fork();
 	if (pid < 0) {
 		/* Out of processes (a pids limit): this tool fails, the others go on. */
 		int e = errno;
-		close(po[0]); close(po[1]); close(pe[0]); close(pe[1]); close(rep[0]); close(rep[1]);
+		if (!quiet) { close(po[0]); close(po[1]); close(pe[0]); close(pe[1]); }
+		close(rep[0]); close(rep[1]);
 		if (pi[0] >= 0) { close(pi[0]); close(pi[1]); }
 		sendf("{\"id\":%ld,\"errno\":%ld}\n", id, e);
 		goto out;
 	}
 	if (pid == 0) child_side(rep[1], pi[0], po[1], pe[1], mask, cwd->len ? cwd->p : NULL, argv, envp);
-	close(po[1]);
-	close(pe[1]);
+	if (!quiet) { close(po[1]); close(pe[1]); }
 	close(rep[1]);
 	if (pi[0] >= 0) close(pi[0]);
 	int e = 0;
@@ -184,14 +190,13 @@ static void start(long id, long mask, struct buf *cwd, struct buf *args, struct 
 	if (r == sizeof e) {
 		/* Not run: reaped here, never reported as an exit. */
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
-		close(po[0]); close(pe[0]);
+		if (!quiet) { close(po[0]); close(pe[0]); }
 		if (pi[1] >= 0) close(pi[1]);
 		sendf("{\"id\":%ld,\"errno\":%ld}\n", id, e);
 		goto out;
 	}
 	*c = (struct child){ .id = id, .pid = pid, .in = pi[1], .out = po[0], .err = pe[0] };
-	nonblock(c->out);
-	nonblock(c->err);
+	if (!quiet) { nonblock(c->out); nonblock(c->err); }
 	if (c->in >= 0) { nonblock(c->in); c->input = *input; *input = (struct buf){0}; }
 	sendf("{\"id\":%ld,\"pid\":%ld}\n", id, pid);
 out:
@@ -286,13 +291,14 @@ static void request(char *s) {
 		for (int i = 0; i < MAX_CHILDREN; i++) if (kids[i].pid && kids[i].id == id && !kids[i].exited) kill(kids[i].pid, atoi(f[2]));
 		return;
 	}
-	if (n != 7 || strcmp(f[0], "s")) { fprintf(stderr, "forkd-spawn: unreadable request\n"); return; }
+	/* s: start, its output collected; q: start quietly (see start). */
+	if (n != 7 || (strcmp(f[0], "s") && strcmp(f[0], "q"))) { fprintf(stderr, "forkd-spawn: unreadable request\n"); return; }
 	long id = atol(f[1]), mask = atol(f[2]);
 	struct buf b[4] = {{0}};
 	int bad = 0;
 	for (int k = 0; k < 4; k++) if (strcmp(f[3 + k], "-")) bad |= unhex(f[3 + k], strlen(f[3 + k]), &b[k]);
 	if (bad) sendf("{\"id\":%ld,\"errno\":%ld}\n", id, EINVAL);
-	else start(id, mask, &b[0], &b[1], &b[2], &b[3]);
+	else start(id, f[0][0] == 'q', mask, &b[0], &b[1], &b[2], &b[3]);
 	for (int k = 0; k < 4; k++) clear(&b[k]);
 }
 

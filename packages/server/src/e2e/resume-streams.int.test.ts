@@ -43,9 +43,12 @@ describe('streams resume across a daemon restart', { skip: !isRoot && 'needs roo
     const stopMs = performance.now() - t0;
     const atStop = counters.map((c) => lines(c).length);
     await new Promise((r) => setTimeout(r, 1500));
+    const t1 = performance.now();
     daemon = await startDaemonProcess(cfg.env, { port });
+    const startMs = performance.now() - t1;
     assert.deepEqual(await startTimes(sb, pids), before, 'the same processes (adopted, not restored)');
-    await finishCounters(sb, counters);
+    const away = `stop ${Math.round(stopMs)} ms, down 1500 ms, start ${Math.round(startMs)} ms, back ${Math.round(performance.now() - t0)} ms after the stop began`;
+    await finishCounters(sb, counters, 10, away);
     for (const [i, c] of counters.entries()) assert.ok(lines(c).length > atStop[i]! + 20, `${c.kind} printed while the daemon was down (${atStop[i]} → ${lines(c).length})`);
     const info = await sb.refresh();
     assert.equal(info.recovered, undefined, 'not recovered from a snapshot');

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { exec, setResidentExec } from './exec.js';
+import { exec, setResidentExec, type ExecOptions } from './exec.js';
 import { SPAWN_TOOL, ResidentSpawner } from './resident-spawner.js';
 
 const built = existsSync(SPAWN_TOOL);
@@ -46,6 +46,27 @@ describe('resident spawner: exec() through forkd-spawn does what Node spawn does
     assert.ok(performance.now() - t0 < 5000);
     // A signal's end reads as Node reports it.
     assert.equal((await exec('sh', ['-c', 'kill -9 $$'], { allowFailure: true })).code, 137);
+  });
+
+  test('stdio: the default\'s own spelling and all-ignored (runc starting a detached container) go through it; others Node spawns', async () => {
+    const parent = async (stdio: ExecOptions['stdio']) => {
+      const dir = await mkdtemp(join(tmpdir(), 'forkd-spawn-'));
+      try {
+        const r = await exec('sh', ['-c', 'echo $PPID > ppid; echo out; echo err >&2'], { cwd: dir, stdio });
+        return { ppid: Number(await readFile(join(dir, 'ppid'), 'utf8')), stdout: r.stdout, stderr: r.stderr };
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    };
+    assert.equal((await exec('true', [])).code, 0);
+    assert.deepEqual(await parent(['ignore', 'pipe', 'pipe']), { ppid: spawner.pid, stdout: 'out\n', stderr: 'err\n' });
+    assert.deepEqual(await parent(['ignore', 'ignore', 'ignore']), { ppid: spawner.pid, stdout: '', stderr: '' });
+    assert.deepEqual(await parent(['pipe', 'pipe', 'pipe']), { ppid: process.pid, stdout: 'out\n', stderr: 'err\n' });
+    // Quiet: done at its exit, though what it left behind holds the stdio it was given (a container's init).
+    const t0 = performance.now();
+    const r = await exec('sh', ['-c', 'sleep 3 & echo started'], { stdio: ['ignore', 'ignore', 'ignore'] });
+    assert.deepEqual(r, { code: 0, stdout: '', stderr: '' });
+    assert.ok(performance.now() - t0 < 2000, `${Math.round(performance.now() - t0)} ms`);
   });
 
   test('more at once than its table holds: the rest are spawned by Node, every one answered', async () => {

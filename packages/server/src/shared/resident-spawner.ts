@@ -26,11 +26,24 @@ const strings = (xs: readonly string[]) => hex(xs.map((x) => `${x}\0`).join(''))
 const errnoName = (n: number) => Object.entries(constants.errno).find(([, v]) => v === n)?.[0] ?? `errno ${n}`;
 
 /**
+ * The request for `opts.stdio`: `s` for what exec does without it (stdout and stderr
+ * collected; stdin the input or /dev/null), `q` for all three ignored (runc starting a
+ * detached container, whose init inherits them); anything else Node spawns.
+ */
+function stdioMode(opts: ExecOptions): 's' | 'q' | undefined {
+  const io = opts.stdio;
+  if (io === undefined) return 's';
+  if (!Array.isArray(io) || io.length !== 3 || io[0] !== 'ignore' || opts.input !== undefined) return undefined;
+  if (io[1] === 'pipe' && io[2] === 'pipe') return 's';
+  return io[1] === 'ignore' && io[2] === 'ignore' ? 'q' : undefined;
+}
+
+/**
  * exec() without a fork of the daemon: one resident forkd-spawn (host-tools),
  * a small process, forks and runs each tool, collects its output and says how
  * it ended over Node's IPC channel. Node's spawn forks the whole daemon, whose
  * page tables make that 5-20 ms with the event loop stopped; a lifecycle
- * operation runs ten tools. What it cannot take (streamed output, other
+ * operation runs ten tools, runc among them. What it cannot take (streamed output, other
  * stdio, a large input, a full table, a channel already closed) Node spawns
  * as before; what it was given when it died fails, never run twice. The helper starts at the first exec and again after it ends; its
  * channel holds the daemon's event loop only while a tool runs.
@@ -51,12 +64,13 @@ export class ResidentSpawner implements ResidentExec {
   }
 
   run(file: string, args: readonly string[], opts: ExecOptions): Promise<ExecOutcome> | undefined {
-    if (opts.onStdout || opts.onStderr || opts.stdio !== undefined) return undefined;
+    const mode = stdioMode(opts);
+    if (!mode || opts.onStdout || opts.onStderr) return undefined;
     if (opts.input !== undefined && opts.input.length > MAX_INPUT) return undefined;
     const child = this.#helper();
     const id = this.#next++;
     const env = Object.entries(opts.env ?? process.env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
-    const line = ['s', id, opts.umask === undefined ? -1 : opts.umask & 0o777, hex(opts.cwd ?? ''), strings([file, ...args]), strings(env), hex(opts.input ?? '')].join(' ');
+    const line = [mode, id, opts.umask === undefined ? -1 : opts.umask & 0o777, hex(opts.cwd ?? ''), strings([file, ...args]), strings(env), hex(opts.input ?? '')].join(' ');
     return new Promise<ExecOutcome>((resolve, reject) => {
       const p: Pending = { file, args, opts, resolve, reject, timedOut: false };
       this.#pending.set(id, p);
