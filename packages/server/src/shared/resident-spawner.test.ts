@@ -62,6 +62,18 @@ describe('resident spawner: exec() through forkd-spawn does what Node spawn does
     assert.deepEqual(await parent(['ignore', 'pipe', 'pipe']), { ppid: spawner.pid, stdout: 'out\n', stderr: 'err\n' });
     assert.deepEqual(await parent(['ignore', 'ignore', 'ignore']), { ppid: spawner.pid, stdout: '', stderr: '' });
     assert.deepEqual(await parent(['pipe', 'pipe', 'pipe']), { ppid: process.pid, stdout: 'out\n', stderr: 'err\n' });
+    // A tool (a container's init, through runc) gets the fds Node's spawn would give it (stdio, and what the
+    // daemon itself was given open across exec): no pipe, channel or signalfd of the spawner's.
+    const dir = await mkdtemp(join(tmpdir(), 'forkd-spawn-'));
+    const fds = async (stdio?: ExecOptions['stdio']) => {
+      await exec('sh', ['-c', 'ls /proc/$$/fd > fds'], { cwd: dir, stdio });
+      return (await readFile(join(dir, 'fds'), 'utf8')).split('\n').filter((f) => f !== '');
+    };
+    const viaNode = await fds(['pipe', 'pipe', 'pipe']);
+    assert.ok(viaNode.includes('2'), viaNode.join(' '));
+    assert.deepEqual(await fds(), viaNode);
+    assert.deepEqual(await fds(['ignore', 'ignore', 'ignore']), viaNode);
+    await rm(dir, { recursive: true, force: true });
     // Quiet: done at its exit, though what it left behind holds the stdio it was given (a container's init).
     const t0 = performance.now();
     const r = await exec('sh', ['-c', 'sleep 3 & echo started'], { stdio: ['ignore', 'ignore', 'ignore'] });
