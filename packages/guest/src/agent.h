@@ -45,6 +45,7 @@ struct client {
   struct proc *proc;
   struct client *pnext; /* in proc->clients */
   uint64_t pos;         /* ring offset of next byte to send */
+  uint64_t bound;       /* the last frame boundary at or below pos (a partial write can stop mid-frame) */
   uint64_t acked;       /* v2: the host has everything below this ring offset */
   uint64_t stdin_total; /* bytes of this connection's STDIN taken by the process (or discarded) */
   bool exit_queued;

@@ -20,6 +20,7 @@
 #include "output.h"
 #include "proctab.h"
 #include "stdin.h"
+#include "stream.h"
 #include "util.h"
 #include "watch.h"
 
@@ -108,6 +109,7 @@ static void do_accept(void) {
       return;
     }
     if (g_nclients >= MAX_CLIENTS || !client_new(fd)) close(fd);
+    else procs_host_back(now_ms());
   }
 }
 
@@ -197,11 +199,13 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
       sock = argv[++i];
+    } else if (strcmp(argv[i], "--hold-ms") == 0 && i + 1 < argc) {
+      g_hold_ms = atoll(argv[++i]); /* tests: the 30 s a held stream waits once its host is back */
     } else if (strcmp(argv[i], "--version") == 0) {
       printf("%s protocol %d\n", FORKD_AGENT_NAME, FORKD_GUEST_PROTOCOL);
       return 0;
     } else {
-      fprintf(stderr, "usage: %s [--socket PATH]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--socket PATH] [--hold-ms MS]\n", argv[0]);
       return 2;
     }
   }

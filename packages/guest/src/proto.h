@@ -13,7 +13,8 @@
 #define MAX_CLIENTS 256
 #define MAX_EXITED 64
 #define OUT_SOFT (64u * 1024u)          /* generators stop above this */
-#define HOLD_MS 30000                   /* after DETACH: keep output for the host to come back */
+#define HOLD_MS 30000                   /* after DETACH: keep output this long once the host is back */
+#define HOLD_AWAY_MS 3600000            /* ... and until it is (its next connection), at most this long */
 #define MAX_XATTRS 64                   /* v3: user.* xattrs per request or ENTRY */
 #define MAX_XATTR_VALUE 4096u           /* v3: bytes of one value (longer ones are not reported) */
 

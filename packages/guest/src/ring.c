@@ -128,6 +128,25 @@ ssize_t ring_read(struct proc *p, int fd, uint8_t type) {
   return n;
 }
 
+uint64_t ring_frame_end(const struct proc *p, uint64_t *bound, uint64_t pos) {
+  while (*bound < pos) {
+    uint64_t next = *bound + 4 + (uint64_t)ring_frame_len(p, *bound);
+    /* past the end: a resume offset that was not a boundary (the host's error); stop at what there is */
+    if (next > p->end) return p->end;
+    if (next > pos) return next;
+    *bound = next;
+  }
+  return pos;
+}
+
+void ring_copy(const struct proc *p, uint64_t pos, uint64_t n, struct buf *b) {
+  uint32_t i = ridx(p, pos);
+  size_t first = p->cap - i;
+  if (first > n) first = (size_t)n;
+  buf_append(b, p->ring + i, first);
+  buf_append(b, p->ring, (size_t)n - first);
+}
+
 ssize_t ring_write(const struct proc *p, int fd, uint64_t pos, uint64_t n) {
   uint32_t i = ridx(p, pos);
   size_t first = p->cap - i;

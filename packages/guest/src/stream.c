@@ -23,6 +23,7 @@ void proc_client_pump(struct client *c) {
     ssize_t w = ring_write(p, c->fd, c->pos, n);
     if (w > 0) {
       c->pos += (uint64_t)w;
+      ring_frame_end(p, &c->bound, c->pos);
       continue;
     }
     if (w < 0 && errno == EINTR) continue;
@@ -40,6 +41,17 @@ void proc_client_pump(struct client *c) {
     c->state = CS_CLOSING;
     client_finish(c);
   }
+}
+
+int64_t g_hold_ms = HOLD_MS;
+
+/* A host connected: it is back (a snapshot done, a daemon restarted, however
+   slowly). Output a DETACH holds is kept g_hold_ms more for it to re-attach,
+   no longer: the DETACH itself holds until then, since a host that stopped
+   to be upgraded cannot say when it will be back. */
+void procs_host_back(int64_t now) {
+  for (struct proc *p = g_procs; p; p = p->next)
+    if (p->hold_until > now + g_hold_ms) p->hold_until = now + g_hold_ms;
 }
 
 void proc_pump_clients(struct proc *p) {
@@ -71,7 +83,7 @@ void proc_attach(struct client *c, struct proc *p, int64_t from) {
   } else {
     c->pos = (uint64_t)from > p->end ? p->end : (uint64_t)from;
   }
-  c->acked = c->pos;
+  c->acked = c->bound = c->pos;
   c->state = CS_PROC;
   size_t m = fr_begin(&c->out, T_STARTED);
   tlv_int(&c->out, K_PID, p->pid);
@@ -130,7 +142,16 @@ static int proc_resume_frame(struct client *c, uint8_t type, const uint8_t *pl, 
     if (n) return -1;
     c->stdin_pending = false;
     c->stdin_n = 0;
-    if (p && !p->finished) p->hold_until = now_ms() + HOLD_MS;
+    if (p && !p->finished) p->hold_until = now_ms() + HOLD_AWAY_MS;
+    /* A partial write may have stopped inside a frame: its rest goes first, or DETACHED
+       would land inside it (the host reads garbage; with output of zeros, a length of 0). */
+    if (p) {
+      uint64_t fe = ring_frame_end(p, &c->bound, c->pos);
+      if (fe > c->pos) {
+        ring_copy(p, c->pos, fe - c->pos, &c->out);
+        c->pos = c->bound = fe;
+      }
+    }
     size_t m = fr_begin(&c->out, T_DETACHED);
     tlv_int(&c->out, K_SIZE, (int64_t)c->stdin_total);
     fr_end(&c->out, m);

@@ -19,11 +19,11 @@ export interface LocalAgent {
   stop(): Promise<void>;
 }
 
-/** The real agent outside any container (`--socket`), on this host's file system, spoken to by the host's real client. */
-export async function startLocalAgent(prefix: string): Promise<LocalAgent> {
+/** The real agent outside any container (`--socket`), on this host's file system, spoken to by the host's real client; `args` are more of its flags. */
+export async function startLocalAgent(prefix: string, args: string[] = []): Promise<LocalAgent> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   const sock = join(dir, 'agent.sock');
-  const agent = spawn(AGENT, ['--socket', sock], { stdio: 'ignore' });
+  const agent = spawn(AGENT, ['--socket', sock, ...args], { stdio: 'ignore' });
   for (let i = 0; i < 200 && !existsSync(sock); i++) await sleep(10);
   return {
     dir,

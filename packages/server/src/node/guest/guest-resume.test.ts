@@ -76,6 +76,24 @@ describe('guest protocol 2: resumable process streams', { skip: !existsSync(AGEN
     assert.equal(out, '');
   });
 
+  test('DETACH in the middle of fast output (a frame half written): the rest of that frame, then DETACHED, never inside it', async () => {
+    // Zeros: a DETACHED landing inside a frame of them reads as a frame length of 0 (a protocol violation).
+    const total = 8 * 2 ** 20;
+    for (let round = 0; round < 8; round++) {
+      let received = 0;
+      const count = { onStdout: (d: Buffer) => void (received += d.length) };
+      const p = await guest.spawn({ argv: ['head', '-c', String(total), '/dev/zero'] }, count);
+      await until(() => received >= (round + 1) * 256 * 1024);
+      const release = await guest.quiesce();
+      assert.equal(await p.done, null, 'let go of, not failed');
+      assert.equal(p.reason, 'quiesce');
+      release();
+      const again = await guest.attach({ pid: p.pid }, count, { token: p.token!, offset: p.offset });
+      assert.deepEqual(await again.done, { exitCode: 0, signal: 0 });
+      assert.equal(received, total);
+    }
+  });
+
   test('protocols 1 and 2 are still spoken', async () => {
     for (const v of [1, 2]) {
       const conn = await GuestConnection.open(unixDialer(sock()), v);
@@ -88,3 +106,49 @@ describe('guest protocol 2: resumable process streams', { skip: !existsSync(AGEN
     }
   });
 });
+
+/**
+ * How long a detached stream's output is held (back-pressure, not dropped): until the host is back (its
+ * next connection), however long that takes (a daemon stopped for an upgrade), then HOLD_MS for it to
+ * re-attach. The agent here waits 300 ms, not 30 s, once the host is back (--hold-ms).
+ */
+describe('guest protocol 2: a detached stream is held until its host is back', { skip: !existsSync(AGENT) && 'guest agent not built' }, () => {
+  let local: LocalAgent;
+  before(async () => {
+    local = await startLocalAgent('forkd-guest-hold-', ['--hold-ms', '300']);
+  });
+  after(() => local.stop());
+
+  const BYTES = 3 * 2 ** 20; // three times the ring
+  /** A writer of BYTES, let go of (DETACH) once it has printed, with `meanwhile` run before it is attached again. */
+  async function detachedWriter(meanwhile: () => Promise<unknown>): Promise<{ received: number; dropped: number }> {
+    let received = 0;
+    let dropped = 0;
+    const count = { onStdout: (d: Buffer) => void (received += d.length), onDropped: (n: number) => void (dropped += n) };
+    const p = await local.guest.spawn({ argv: ['head', '-c', String(BYTES), '/dev/zero'] }, count);
+    await until(() => received > 0);
+    const release = await local.guest.quiesce();
+    release();
+    await meanwhile();
+    const again = await local.guest.attach({ pid: p.pid }, count, { token: p.token!, offset: p.offset });
+    assert.deepEqual(await again.done, { exitCode: 0, signal: 0 });
+    return { received, dropped };
+  }
+
+  test('no host for three times the hold: nothing dropped, every byte arrives', async () => {
+    assert.deepEqual(await detachedWriter(() => sleep(1000)), { received: BYTES, dropped: 0 });
+  });
+
+  test('a host that is back and does not re-attach within the hold: the output past the ring is dropped, and said to be', async () => {
+    const r = await detachedWriter(async () => {
+      await local.guest.listProcesses();
+      await sleep(1000);
+    });
+    assert.ok(r.dropped > 0 && r.received < BYTES, JSON.stringify(r));
+  });
+});
+
+/** Waits for `cond`, failing after 10 s (a stream that broke must fail its test, not hang the file). */
+async function until(cond: () => boolean): Promise<void> {
+  for (const t0 = Date.now(); !cond(); await sleep(1)) if (Date.now() - t0 > 10_000) throw new Error('not within 10 s');
+}
