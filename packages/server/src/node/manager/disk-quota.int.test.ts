@@ -21,7 +21,11 @@ describe('disk quotas and the pool free-space watch (real Btrfs)', { skip: !isRo
   const fill = async (id: string, mb: number) => (await run(node.manager, id, `dd if=/dev/urandom of=/root/fill-$RANDOM bs=1M count=${mb} conv=fsync 2>&1; echo rc=$?`)).stdout;
   let quotas: () => DiskQuotas;
   const templateBytes = async () => (await quotas().usage(node.storage.path(node.templates.volume('base'))))!.referencedBytes;
-  const limitOf = async (id: string) => (await quotas().usage(await node.manager.rootfs(id)))?.limitBytes;
+  // The exact limit is set in the background once the agent answers (SandboxDisk.settle); until then it is HEADROOM_MB above.
+  const limitOf = async (id: string) => {
+    await node.manager.settled();
+    return (await quotas().usage(await node.manager.rootfs(id)))?.limitBytes;
+  };
   const refused = /Disk quota exceeded|No space left on device/;
   const rejects = async (p: Promise<unknown>, code: string, message: RegExp) =>
     assert.rejects(p, (e: unknown) => {
