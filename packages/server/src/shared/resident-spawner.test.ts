@@ -48,7 +48,7 @@ describe('resident spawner: exec() through forkd-spawn does what Node spawn does
     assert.equal((await exec('sh', ['-c', 'kill -9 $$'], { allowFailure: true })).code, 137);
   });
 
-  test('stdio: the default\'s own spelling and all-ignored (runc starting a detached container) go through it; others Node spawns', async () => {
+  test('stdio: the default\'s own spelling and all-ignored (runc starting a detached container) go through it; others Node spawns', async (t) => {
     const parent = async (stdio: ExecOptions['stdio']) => {
       const dir = await mkdtemp(join(tmpdir(), 'forkd-spawn-'));
       try {
@@ -65,6 +65,7 @@ describe('resident spawner: exec() through forkd-spawn does what Node spawn does
     // A tool (a container's init, through runc) gets the fds Node's spawn would give it (stdio, and what the
     // daemon itself was given open across exec): no pipe, channel or signalfd of the spawner's.
     const dir = await mkdtemp(join(tmpdir(), 'forkd-spawn-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
     const fds = async (stdio?: ExecOptions['stdio']) => {
       await exec('sh', ['-c', 'ls /proc/$$/fd > fds'], { cwd: dir, stdio });
       return (await readFile(join(dir, 'fds'), 'utf8')).split('\n').filter((f) => f !== '');
@@ -73,7 +74,6 @@ describe('resident spawner: exec() through forkd-spawn does what Node spawn does
     assert.ok(viaNode.includes('2'), viaNode.join(' '));
     assert.deepEqual(await fds(), viaNode);
     assert.deepEqual(await fds(['ignore', 'ignore', 'ignore']), viaNode);
-    await rm(dir, { recursive: true, force: true });
     // Quiet: done at its exit, though what it left behind holds the stdio it was given (a container's init).
     const t0 = performance.now();
     const r = await exec('sh', ['-c', 'sleep 3 & echo started'], { stdio: ['ignore', 'ignore', 'ignore'] });
