@@ -3,9 +3,8 @@ import { expectPositionals, parseOptions } from '../args.js';
 import { connect } from '../connect.js';
 import { printJson } from '../format.js';
 import { UsageError } from '../usage-error.js';
-import { NETWORK_LIMIT_OPTIONS, parseNetworkLimits } from './network-limit-args.js';
+import { NETWORK_LIMIT_OPTIONS, parseMode, parseNetworkLimits } from './network-limit-args.js';
 import { formatRules } from './network.js';
-import { parseMode } from './network-limit-args.js';
 
 /** `forkd template network`'s synopsis, what it does and its options, for `forkd template --help`. */
 export const TEMPLATE_NETWORK_SYNOPSIS = `       forkd template network NAME [--mode none|egress] [--allow-out RULE]...
