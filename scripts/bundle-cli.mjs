@@ -66,12 +66,37 @@ async function toCommonJs(file) {
   await writeFile(path, text.replace(/\bimport\(("(?:\.\.?\/[^"]+\.js|node:[a-z_/]+)")\)/g, 'Promise.resolve().then(() => require($1))'));
 }
 
+// The bin answers a bare --version itself, as cli.ts would: scripts and health checks call
+// it most, and loading the entry's chunks and making process.stdout (which loads net for a
+// pipe) cost it ~9 ms over Node's own start-up. The same text from the same package.json.
 const bin = `#!/usr/bin/env node
 'use strict';
 // Made by scripts/bundle-cli.mjs: source maps only where a stack may be read (see there).
-const debug = process.env.FORKD_DEBUG;
-if ((debug && debug !== '0') || process.argv[2] === 'serve') process.setSourceMapsEnabled(true);
-require('./cli.js');
+/** As package-dir.ts finds it: upward, the bundle may sit at any depth of the package. */
+function cliVersion() {
+  const fs = require('node:fs');
+  const path = require('node:path');
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    let pkg;
+    try {
+      pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
+    } catch {}
+    if (pkg && pkg.name === '@forkd/cli') return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+    if (path.dirname(dir) === dir) return 'unknown';
+  }
+}
+const argv = process.argv;
+if (argv.length === 3 && (argv[2] === '--version' || argv[2] === '-V' || argv[2] === 'version')) {
+  try {
+    require('node:fs').writeSync(1, 'forkd ' + cliVersion() + '\\n');
+  } catch (err) {
+    process.exitCode = err.code === 'EPIPE' ? 141 : 1;
+  }
+} else {
+  const debug = process.env.FORKD_DEBUG;
+  if ((debug && debug !== '0') || argv[2] === 'serve') process.setSourceMapsEnabled(true);
+  require('./cli.js');
+}
 `;
 
 try {

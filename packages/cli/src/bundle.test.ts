@@ -48,7 +48,11 @@ const bundled = (args: string[], env?: NodeJS.ProcessEnv) => run(process.execPat
 const unbundled = (args: string[], env?: NodeJS.ProcessEnv) => run(process.execPath, ['--experimental-websocket', '--no-warnings', join(DIST, 'main.js'), ...args], env);
 
 test('the bundle answers as dist/main.js does: --version, --help (commands in chunks of their own), exec\'s streams and exit code, errors', async () => {
-  assert.deepEqual(await bundled(['--version']), { code: 0, stdout: `forkd ${cliVersion()}\n`, stderr: '' });
+  // The bin answers a bare --version itself; with anything after it, cli.ts does: the same.
+  for (const args of [['--version'], ['-V'], ['version'], ['--version', 'x']]) {
+    assert.deepEqual(await bundled(args), { code: 0, stdout: `forkd ${cliVersion()}\n`, stderr: '' }, args.join(' '));
+  }
+  assert.notEqual(cliVersion(), 'unknown');
   for (const c of ['exec', 'serve', 'template', 'mcp']) assert.deepEqual(await bundled([c, '--help']), await unbundled([c, '--help']), c);
   const env = { FORKD_URL: server!.url };
   const exec = await bundled(['exec', 'sbx-1', '--', 'x'], env);
@@ -78,7 +82,10 @@ test('the bundle is CommonJS in a few files: --version and exec load the entry a
   assert.ok(files.length < COMMANDS.length + 30, files.join(' '));
   const version = await loads(['--version']);
   assert.equal(version.esmLoader, false);
-  assert.ok(version.files.length <= 8, version.files.join('\n'));
+  assert.deepEqual(version.files, [join(dir, 'bundle/forkd.js')], 'a bare --version is the bin alone');
+  const help = await loads(['--help']);
+  assert.equal(help.esmLoader, false);
+  assert.ok(help.files.length <= 8, help.files.join('\n'));
   const exec = await loads(['exec', 'sbx-1', '--', 'x']);
   assert.equal(exec.code, 3, exec.stderr);
   assert.equal(exec.esmLoader, false, 'import() of a chunk sets up the ES module loader');
