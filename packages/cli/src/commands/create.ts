@@ -4,7 +4,7 @@ import type { CliCommand } from '../command.js';
 import { connect } from '../connect.js';
 import { printJson } from '../format.js';
 import { UsageError } from '../usage-error.js';
-import { NETWORK_LIMIT_OPTIONS, NETWORK_LIMIT_USAGE, parseMode, parseNetworkLimits } from './network-limit-args.js';
+import { NETWORK_LIMIT_OPTIONS, NETWORK_LIMIT_USAGE, parseMode, parseNetworkLimits } from './network-args.js';
 
 const USAGE = `Usage: forkd create [options]
 

@@ -5,7 +5,7 @@ import type { CliCommand } from '../command.js';
 import { openSandbox } from '../connect.js';
 import { printJson } from '../format.js';
 import { UsageError } from '../usage-error.js';
-import { NETWORK_LIMIT_OPTIONS, NETWORK_LIMIT_USAGE, parseMode, parseNetworkLimits } from './network-limit-args.js';
+import { NETWORK_LIMIT_OPTIONS, NETWORK_LIMIT_USAGE, parseMode, parseNetworkLimits } from './network-args.js';
 
 const USAGE = `Usage: forkd network ID [--mode none|egress] [--allow-out RULE]... [--deny-out RULE]... [--bandwidth MBPS] [--max-connections N] [--json]
 

@@ -3,7 +3,7 @@ import { expectPositionals, parseOptions } from '../args.js';
 import { connect } from '../connect.js';
 import { printJson } from '../format.js';
 import { UsageError } from '../usage-error.js';
-import { NETWORK_LIMIT_OPTIONS, parseMode, parseNetworkLimits } from './network-limit-args.js';
+import { NETWORK_LIMIT_OPTIONS, parseMode, parseNetworkLimits } from './network-args.js';
 import { formatRules } from './network.js';
 
 /** `forkd template network`'s synopsis, what it does and its options, for `forkd template --help`. */

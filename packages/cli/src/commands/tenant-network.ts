@@ -5,7 +5,7 @@ import { connect } from '../connect.js';
 import { printJson } from '../format.js';
 import { UsageError } from '../usage-error.js';
 import { formatRules } from './network.js';
-import { parseMode } from './network-limit-args.js';
+import { parseMode } from './network-args.js';
 
 /** `forkd tenants network`'s synopsis, for `forkd tenants --help`'s usage lines. */
 export const TENANT_NETWORK_SYNOPSIS = `       forkd tenants network TENANT [--egress allow|deny] [--deny-out RULE]...

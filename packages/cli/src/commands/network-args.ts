@@ -2,7 +2,9 @@ import type { NetworkRules } from '@forkd/sdk';
 import { parsePositiveInt, parsePositiveNumber } from '../args.js';
 import { UsageError } from '../usage-error.js';
 
-/** `--bandwidth MBPS` and `--max-connections N`: shared by create, network and tenants network. */
+// The network flags, shared by create, network, template network and tenants network.
+
+/** `--bandwidth MBPS` and `--max-connections N`. */
 export const NETWORK_LIMIT_OPTIONS = {
   bandwidth: { type: 'string' },
   'max-connections': { type: 'string' },
