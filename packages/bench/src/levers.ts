@@ -34,6 +34,7 @@ const LEVERS: Lever[] = [
     ops: ['snapshot freeze'],
   },
   { name: 'lazy restore (memory on demand)', off: { FORKD_LAZY_RESTORE: '0' }, ops: ['fork of one'] },
+  { name: 'cgroup v1: /sys/fs/cgroup as binds, not a tmpfs CRIU archives with tar', off: { FORKD_CGROUP_V1_BINDS: '0' }, ops: ['snapshot freeze', 'fork of one', 'rewind'] },
 ];
 
 /** A 10 MB sandbox, so fixed costs show rather than page copying. */

@@ -77,6 +77,7 @@ function runcRuntime(config: ForkdConfig, network: Network): Runtime {
       cacheDir: config.cacheDir,
       conntrackBuckets: config.conntrackBuckets,
       lazyRestore: config.lazyRestore,
+      cgroupV1Binds: config.cgroupV1Binds,
       uffdPreload: uffdPreloadPath(config),
       uffdBroker: join(REPO_ROOT, 'packages/host-tools/build/forkd-uffd-broker'),
       // At least a few guest deadlines (a test's short deadline must not cut real dumps short).

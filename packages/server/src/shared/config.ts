@@ -91,6 +91,8 @@ export interface ForkdConfig {
   lazyRestore: boolean;
   /** Tools are started by a resident forkd-spawn, not by forks of the daemon (FORKD_RESIDENT_SPAWN, default on; 0: off). */
   residentSpawn: boolean;
+  /** On a cgroup v1 host, /sys/fs/cgroup is read-only binds, not runc's tmpfs that CRIU archives (FORKD_CGROUP_V1_BINDS, default on; 0: off; see oci-spec.ts). */
+  cgroupV1Binds: boolean;
   /** At start, bring back sandboxes whose processes were lost (host reboot or crash) from their latest snapshot. */
   recoverOnStart: boolean;
   /** New sandboxes get a user namespace of their own (root inside is an unprivileged range outside); FORKD_USERNS=0 turns it off. */
@@ -238,6 +240,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     conntrackBuckets: nonNegative(env.FORKD_CONNTRACK_BUCKETS, 16_384, 'FORKD_CONNTRACK_BUCKETS'),
     lazyRestore: env.FORKD_LAZY_RESTORE !== '0',
     residentSpawn: env.FORKD_RESIDENT_SPAWN !== '0',
+    cgroupV1Binds: env.FORKD_CGROUP_V1_BINDS !== '0',
     recoverOnStart: env.FORKD_RECOVER_ON_START !== '0',
     userns: env.FORKD_USERNS !== '0',
     guestDeadlineS: int(env.FORKD_GUEST_DEADLINE_S, 30, 'FORKD_GUEST_DEADLINE_S'),

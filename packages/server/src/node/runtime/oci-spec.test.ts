@@ -38,3 +38,28 @@ test('no swap limit where the host has no swap accounting', () => {
   const c = buildOciSpec(spec, { cgroupsPath: '/forkd/sbx-1', swapLimit: false, emptyDir: '/e' }) as any;
   assert.equal(c.linux.resources.memory.swap, undefined);
 });
+
+test('/sys/fs/cgroup: one cgroup mount on v2; on v1 read-only binds (no tmpfs for CRIU to archive), each of the sandbox\'s own cgroup', () => {
+  const v2 = buildOciSpec(spec, { cgroupsPath: '/forkd/sbx-1', swapLimit: true, emptyDir: '/e' }) as any;
+  assert.deepEqual(
+    v2.mounts.filter((m: { destination: string }) => m.destination.startsWith('/sys/fs/cgroup')).map((m: { type: string }) => m.type),
+    ['cgroup'],
+  );
+  const v1 = buildOciSpec(spec, { cgroupsPath: '/forkd/sbx-1', swapLimit: true, emptyDir: '/e', cgroupV1: { skeleton: '/run/roots/.cgroup-v1', hierarchies: ['memory', 'cpu,cpuacct', 'name=x'] } }) as any;
+  const cg = v1.mounts.filter((m: { destination: string }) => m.destination.startsWith('/sys/fs/cgroup'));
+  assert.deepEqual(
+    cg.map((m: { destination: string; type: string; source: string }) => [m.destination, m.type, m.source]),
+    [
+      ['/sys/fs/cgroup', 'bind', '/run/roots/.cgroup-v1'],
+      ['/sys/fs/cgroup/memory', 'bind', '/sys/fs/cgroup/memory/forkd/sbx-1'],
+      ['/sys/fs/cgroup/cpu,cpuacct', 'bind', '/sys/fs/cgroup/cpu,cpuacct/forkd/sbx-1'],
+      ['/sys/fs/cgroup/name=x', 'bind', '/sys/fs/cgroup/name=x/forkd/sbx-1'],
+    ],
+  );
+  for (const m of cg) {
+    assert.ok(m.options.includes('ro') && m.options.includes('bind') && !m.options.includes('rbind'), m.destination);
+    for (const o of ['nosuid', 'noexec', 'nodev']) assert.ok(m.options.includes(o), `${m.destination} ${o}`);
+  }
+  assert.ok(v1.mounts.findIndex((m: { destination: string }) => m.destination === '/sys') < v1.mounts.indexOf(cg[0]), '/sys before what is mounted on it');
+  assert.deepEqual(v1.mounts.filter((m: { type: string }) => m.type === 'tmpfs').map((m: { destination: string }) => m.destination), ['/dev']);
+});

@@ -1,3 +1,4 @@
+import { cgroupV1Source } from '../cgroups/v1-layout.js';
 import type { IdMap, RuntimeSpec } from './runtime.js';
 import { seccompProfile } from './seccomp-profile.js';
 import type { Rlimit } from './rlimits.js';
@@ -37,6 +38,28 @@ export interface OciOptions {
   emptyDir: string;
   /** Resource limits of the sandbox's processes (see sandboxRlimits); none: the daemon's own. */
   rlimits?: Rlimit[] | undefined;
+  /** A cgroup v1 host: its hierarchies' names, and the host directory of their mount points (see cgroupMounts). */
+  cgroupV1?: { skeleton: string; hierarchies: readonly string[] } | undefined;
+}
+
+const SYS_MOUNT_OPTIONS = ['ro', 'nosuid', 'noexec', 'nodev'];
+
+/**
+ * Tools size themselves from their limits in /sys/fs/cgroup (JVM, Go,
+ * Node's heap). On v2 it is one cgroup mount. On v1 runc would make it a
+ * tmpfs holding a mount per hierarchy, and CRIU dumps a tmpfs's content with
+ * tar and gzip (three processes) inside every freeze and unpacks it at every
+ * restore, ~15-20 ms each here. So on v1 it is binds, which runc names to
+ * CRIU as external mounts (neither dumped nor unpacked): a read-only host
+ * directory of mount points, and over each the sandbox's own cgroup of that
+ * hierarchy, read-only (what a cgroup namespace shows at its root).
+ */
+function cgroupMounts(opts: OciOptions): object[] {
+  if (!opts.cgroupV1) return [{ destination: '/sys/fs/cgroup', type: 'cgroup', source: 'cgroup', options: [...SYS_MOUNT_OPTIONS, 'relatime'] }];
+  return [
+    { destination: '/sys/fs/cgroup', type: 'bind', source: opts.cgroupV1.skeleton, options: ['bind', ...SYS_MOUNT_OPTIONS] },
+    ...opts.cgroupV1.hierarchies.map((h) => ({ destination: `/sys/fs/cgroup/${h}`, type: 'bind', source: cgroupV1Source(h, opts.cgroupsPath), options: ['bind', ...SYS_MOUNT_OPTIONS] })),
+  ];
 }
 
 function idMapping(m: IdMap) {
@@ -72,9 +95,10 @@ export function buildOciSpec(spec: OciSandbox, opts: OciOptions): Record<string,
     // bind-mounts over /proc paths). /dev/shm is a directory of it that the
     // guest agent makes at start (POSIX shm, multiprocessing), so the host
     // never creates or chmods anything in the root for it. CRIU dumps a
-    // tmpfs's content with tar and unpacks it at restore (~3 ms each way
-    // per tmpfs here), so it survives snapshot, fork and resume; one tmpfs,
-    // not two (/dev/shm of its own would cost as much again).
+    // tmpfs's content with tar and unpacks it at restore (15-20 ms each way
+    // on the 2-core bench machine, inside the freeze: see cgroupMounts), so
+    // it survives snapshot, fork and resume; one tmpfs, not two (/dev/shm of
+    // its own would cost as much again).
     mounts: [
       { destination: '/proc', type: 'proc', source: 'proc', options: ['nosuid', 'noexec', 'nodev'] },
       // No size: /dev/shm lives here, and shm pages are charged to the sandbox's memory cgroup, which bounds them.
@@ -83,9 +107,8 @@ export function buildOciSpec(spec: OciSandbox, opts: OciOptions): Record<string,
       { destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev'] },
       { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
       // Masks firmware tables like runc's maskedPaths would, without a tmpfs.
-      { destination: '/sys/firmware', type: 'bind', source: opts.emptyDir, options: ['rbind', 'ro', 'nosuid', 'noexec', 'nodev'] },
-      // Tools size themselves from their limits here (JVM, Go, Node's heap).
-      { destination: '/sys/fs/cgroup', type: 'cgroup', source: 'cgroup', options: ['nosuid', 'noexec', 'nodev', 'relatime', 'ro'] },
+      { destination: '/sys/firmware', type: 'bind', source: opts.emptyDir, options: ['rbind', ...SYS_MOUNT_OPTIONS] },
+      ...cgroupMounts(opts),
     ],
     linux: {
       namespaces: [{ type: 'pid' }, { type: 'network', ...(opts.netns ? { path: opts.netns } : {}) }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'cgroup' }, ...(spec.idmap ? [{ type: 'user' }] : [])],

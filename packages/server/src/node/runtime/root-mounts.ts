@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
-import { chmod, chown, mkdir, rmdir, stat } from 'node:fs/promises';
+import { chmod, chown, mkdir, rmdir, stat, symlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { exec } from '../../shared/exec.js';
+import { readCgroupV1Layout } from '../cgroups/v1-layout.js';
 import type { RuntimeSpec } from './runtime.js';
 import { rootDirectory } from './sandbox-root.js';
 
@@ -17,6 +18,13 @@ export interface RootView {
   runIn: string[];
 }
 
+/** Host directories every sandbox's config names (see RootMounts.sharedDirs). */
+export interface SharedDirs {
+  emptyDir: string;
+  /** On a cgroup v1 host: the mount points of /sys/fs/cgroup, and the host's hierarchies. */
+  cgroupV1: { skeleton: string; hierarchies: string[] } | undefined;
+}
+
 /**
  * The roots the container runtime gives runc: one directory per key under
  * `mountRoot` (a tmpfs), where the idmapped view of a sandbox's root (and,
@@ -26,10 +34,12 @@ export interface RootView {
 export class RootMounts {
   readonly #mountRoot: string;
   readonly #idmapTool: string;
+  readonly #cgroupV1Binds: boolean;
 
-  constructor(mountRoot: string, idmapTool: string) {
+  constructor(mountRoot: string, idmapTool: string, cgroupV1Binds: boolean) {
     this.#mountRoot = mountRoot;
     this.#idmapTool = idmapTool;
+    this.#cgroupV1Binds = cgroupV1Binds;
   }
 
   /**
@@ -68,25 +78,45 @@ export class RootMounts {
     return join(this.#mountRoot, id, 'images');
   }
 
-  #shared: Promise<string> | undefined;
+  #shared: Promise<SharedDirs> | undefined;
 
   /**
-   * The roots' directory (passable by every sandbox's root) and the empty
-   * directory beside it that masks /sys/firmware: made once per runtime, not
-   * at every start. Returns the empty directory.
+   * The roots' directory (passable by every sandbox's root), and beside it
+   * the empty directory that masks /sys/firmware and, on a cgroup v1 host,
+   * the mount points of /sys/fs/cgroup (see oci-spec.ts cgroupMounts): made
+   * once per runtime, not at every start. Only ever added to: a directory
+   * there is a mount point in running sandboxes, and removing one would
+   * unmount it from under them.
    */
-  sharedDirs(): Promise<string> {
+  sharedDirs(): Promise<SharedDirs> {
     this.#shared ??= (async () => {
       const emptyDir = join(this.#mountRoot, '.empty');
       await mkdir(emptyDir, { recursive: true });
       await chmod(emptyDir, 0o555);
+      const cgroupV1 = await this.#cgroupSkeleton();
       await traversable(this.#mountRoot);
-      return emptyDir;
+      return { emptyDir, cgroupV1 };
     })().catch((err: unknown) => {
       this.#shared = undefined;
       throw err;
     });
     return this.#shared;
+  }
+
+  async #cgroupSkeleton(): Promise<SharedDirs['cgroupV1']> {
+    const layout = this.#cgroupV1Binds ? await readCgroupV1Layout() : undefined;
+    if (!layout) return undefined;
+    const skeleton = join(this.#mountRoot, '.cgroup-v1');
+    await mkdir(skeleton, { recursive: true });
+    for (const h of layout.hierarchies) await mkdir(join(skeleton, h), { recursive: true });
+    for (const [name, target] of layout.links) {
+      await symlink(target, join(skeleton, name)).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      });
+    }
+    for (const h of layout.hierarchies) await chmod(join(skeleton, h), 0o555);
+    await chmod(skeleton, 0o555);
+    return { skeleton, hierarchies: layout.hierarchies };
   }
 
   /**

@@ -5,6 +5,7 @@ import { ForkdError, LOOPBACK_ONLY, type Limits } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
 import { span } from '../../shared/profile.js';
 import { watchCgroupEmpty } from '../cgroups/cgroup-exit-watch.js';
+import { makeCgroupV1Dirs } from '../cgroups/v1-layout.js';
 import { childCgroups, freezerControl, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
 import type { RuntimeNetwork } from '../network/network.js';
 import { restoreVethEnv } from './criu-veth.js';
@@ -37,6 +38,8 @@ export interface RuncOptions {
    * daemon per restore, which exits when everything is in.
    */
   lazyRestore?: boolean;
+  /** On cgroup v1, /sys/fs/cgroup as binds (see oci-spec.ts cgroupMounts); off, runc's tmpfs. */
+  cgroupV1Binds?: boolean;
   /**
    * libforkd-uffd.so, which criu's wrapper preloads when FORKD_UFFD_SOCK is
    * set, and forkd-uffd-broker, which answers it: how a lazy restore into a
@@ -76,8 +79,8 @@ export class RuncRuntime implements Runtime {
   readonly #swap = swapAccounting();
 
   constructor(opts: RuncOptions) {
-    this.#mounts = new RootMounts(opts.mountRoot, opts.idmapTool);
-    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', cacheDir: '', conntrackBuckets: 0, lazyRestore: false, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
+    this.#mounts = new RootMounts(opts.mountRoot, opts.idmapTool, opts.cgroupV1Binds !== false);
+    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', cacheDir: '', conntrackBuckets: 0, lazyRestore: false, cgroupV1Binds: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
     // runc ≥ 1.2 ignores --criu and runs the `criu` on its PATH: forkd's own comes first.
     this.#uffdBroker = [this.#o.uffdPreload, this.#o.uffdBroker, '/dev/userfaultfd'].every((p) => p !== '' && existsSync(p));
     this.#env = { ...process.env, PATH: `${dirname(this.#o.criu)}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
@@ -145,9 +148,11 @@ export class RuncRuntime implements Runtime {
     await mkdir(bundle, { recursive: true, mode: 0o700 });
     await mkdir(this.#o.stateRoot, { recursive: true });
     // Beside the roots, not in the private bundles: CRIU opens it from inside a sandbox's user namespace.
-    const emptyDir = await this.#mounts.sharedDirs();
+    const { emptyDir, cgroupV1 } = await this.#mounts.sharedDirs();
     const view = await this.#mounts.view(id, spec, images);
-    const config = buildOciSpec({ ...spec, rootfs: view.rootfs, init: GUEST_INIT }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir, rlimits: this.#rlimits });
+    // A restore binds the cgroups into the root before runc makes them (see oci-spec.ts cgroupMounts).
+    if (cgroupV1) await makeCgroupV1Dirs(this.cgroupPath(id), cgroupV1.hierarchies);
+    const config = buildOciSpec({ ...spec, rootfs: view.rootfs, init: GUEST_INIT }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir, rlimits: this.#rlimits, cgroupV1 });
     await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 });
     // The range goes with every checkpoint's images: a restore must recreate it (see checkpoint).
     if (spec.idmap) await writeFile(join(bundle, IDMAP_FILE), JSON.stringify(spec.idmap));

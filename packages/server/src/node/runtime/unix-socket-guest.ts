@@ -79,6 +79,7 @@ export class UnixSocketGuest implements GuestTransport {
       // owns nothing (EOVERFLOW): sysfs hides them, so whatever a template put there goes.
       ['rmtree', 'sys'],
       ['mkdir', 'sys/firmware', 0o755],
+      ['mkdir', 'sys/fs/cgroup', 0o755],
       ...(opts.install
         ? ([
             ['rmtree', GUEST_DIR],
