@@ -1,10 +1,13 @@
 /*
- * forkd-netns-adopt PID PATH [--lo-up]: holds PID's network namespace at PATH
- * (a bind mount onto an existing empty file) and, with --lo-up, brings its
- * loopback up. One static process instead of `mount --bind` plus
+ * forkd-netns-adopt [--mount-ns NS] [--replace] PID PATH [--lo-up]: holds
+ * PID's network namespace at PATH (a bind mount onto an existing empty file)
+ * and, with --lo-up, brings its loopback up. With --mount-ns, in the mount
+ * namespace at NS (the holder's: see netns-holder.ts); with --replace, a
+ * namespace held at PATH before is let go of first. One static process
+ * instead of `nsenter … umount`, `nsenter … mount --bind` and
  * `nsenter … ip link set lo up` at every start and restore in a user
  * namespace, where runc (or CRIU) makes the network namespace and the host
- * adopts it for the port proxy.
+ * adopts it for the port proxy (each process costs a restore milliseconds).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,22 +26,42 @@ static int fail(const char *what) {
   return 1;
 }
 
+static int usage(void) {
+  fprintf(stderr, "usage: forkd-netns-adopt [--mount-ns NS] [--replace] PID PATH [--lo-up]\n");
+  return 2;
+}
+
 int main(int argc, char **argv) {
-  int lo = argc == 4 && strcmp(argv[3], "--lo-up") == 0;
-  char *end;
-  long pid = argc >= 3 ? strtol(argv[1], &end, 10) : 0;
-  if ((argc != 3 && !lo) || pid <= 0 || *end) {
-    fprintf(stderr, "usage: forkd-netns-adopt PID PATH [--lo-up]\n");
-    return 2;
+  const char *mntns = NULL;
+  int replace = 0, i = 1;
+  for (; i < argc; i++) {
+    if (strcmp(argv[i], "--mount-ns") == 0 && i + 1 < argc) mntns = argv[++i];
+    else if (strcmp(argv[i], "--replace") == 0) replace = 1;
+    else break;
   }
+  int rest = argc - i;
+  int lo = rest == 3 && strcmp(argv[i + 2], "--lo-up") == 0;
+  if (rest != 2 && !lo) return usage();
+  char *end;
+  long pid = strtol(argv[i], &end, 10);
+  const char *path = argv[i + 1];
+  if (pid <= 0 || *end) return usage();
   char ns[64];
   snprintf(ns, sizeof(ns), "/proc/%ld/ns/net", pid);
   // The namespace is opened once: the mount and the setns below are of the same one even if PID exits meanwhile.
   int nsfd = open(ns, O_RDONLY | O_CLOEXEC);
   if (nsfd < 0) return fail(ns);
+  if (mntns) {
+    int m = open(mntns, O_RDONLY | O_CLOEXEC);
+    if (m < 0) return fail(mntns);
+    if (setns(m, CLONE_NEWNS) != 0) return fail("setns mount namespace");
+    close(m);
+  }
+  // Not mounted (EINVAL) or no file yet (ENOENT): nothing was held there.
+  if (replace && umount2(path, MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT) return fail("unmount");
   char src[64];
   snprintf(src, sizeof(src), "/proc/self/fd/%d", nsfd);
-  if (mount(src, argv[2], NULL, MS_BIND, NULL) != 0) return fail("bind mount");
+  if (mount(src, path, NULL, MS_BIND, NULL) != 0) return fail("bind mount");
   if (!lo) return 0;
   if (setns(nsfd, CLONE_NEWNET) != 0) return fail("setns");
   int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

@@ -52,8 +52,12 @@ export class NetnsHolder {
 
   /** Runs `file` in the holder's mount namespace (started if there is none): a bind or unmount there. */
   async run(file: string, args: readonly string[], opts: { allowFailure?: boolean } = {}): Promise<ExecResult> {
-    const pid = await this.ensure();
-    return exec('nsenter', [`--mount=/proc/${pid}/ns/mnt`, '--', file, ...args], opts);
+    return exec('nsenter', [`--mount=${await this.mountNs()}`, '--', file, ...args], opts);
+  }
+
+  /** The holder's mount namespace (started if there is none), for a tool that enters it itself. */
+  async mountNs(): Promise<string> {
+    return `/proc/${await this.ensure()}/ns/mnt`;
   }
 
   /** The holder's pid, started if none is alive. */

@@ -64,12 +64,11 @@ export class NetnsNetwork implements Network {
   }
 
   async adopt(id: string, pid: number, rules?: NetworkRules): Promise<string> {
-    await this.#holder.ensure();
-    const inHolder = join(resolve(this.#dir), id);
-    if (await isNamespace(this.path(id))) await this.#holder.run('umount', [inHolder], { allowFailure: true });
+    const mountNs = await this.#holder.mountNs();
     await mkdir(this.#dir, { recursive: true });
     await writeFile(join(this.#dir, id), '');
-    await this.#holder.run(NETNS_ADOPT, [String(pid), inHolder, '--lo-up']);
+    // One process: into the holder's namespace, let go of what was held there (a rewind's), hold, loopback up.
+    await exec(NETNS_ADOPT, ['--mount-ns', mountNs, '--replace', String(pid), join(resolve(this.#dir), id), '--lo-up']);
     const p = this.path(id);
     if (rules) await this.#egress.apply(id, p, rules);
     return p;

@@ -108,7 +108,7 @@ export function networkConformance(name: string, open: () => Promise<NetworkHarn
       assert.ok(r.error, 'an error is given');
     });
 
-    test('adopt takes the namespace a process is in (over one prepare made), with loopback up; release lets go of it', async () => {
+    test('adopt takes the namespace a process is in (over one prepare made, or an adopt), with loopback up; release lets go of it', async () => {
       const a = id('adopt');
       await h.network.prepare(a);
       const p = await h.process();
@@ -124,6 +124,15 @@ export function networkConformance(name: string, open: () => Promise<NetworkHarn
           await c.done;
         } finally {
           await stop();
+        }
+        // Again, from another process (a rewind's restore): the id now holds that one's namespace.
+        const q = await h.process();
+        try {
+          assert.equal(await h.network.adopt(a, q.pid, LOOPBACK_ONLY), path);
+          assert.equal(await h.sameNamespace(a, path, q.pid), true);
+          assert.equal(await h.sameNamespace(a, path, p.pid), false);
+        } finally {
+          await q.stop();
         }
         await h.network.release(a);
         assert.ok(!(await h.network.list()).includes(a));
