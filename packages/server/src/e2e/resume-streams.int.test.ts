@@ -32,7 +32,7 @@ describe('streams resume across a daemon restart', { skip: !isRoot && 'needs roo
 
   const client = () => new ForkdClient({ url: daemon!.url, apiKey: daemon!.apiKey, reconnectTimeoutMs: 60_000 });
 
-  test('SIGTERM (systemctl stop), down for a while, start: same processes, every stream resumes with nothing lost or repeated and ends with its exit code', async () => {
+  test('SIGTERM (systemctl stop), down for a while, start: same processes, every stream resumes with nothing lost or repeated and ends with its exit code', async (t) => {
     const sb = await client().sandboxes.create({ memoryMb: 128 });
     const counters = [...(await attachCounters(sb)), attachBurst(sb)];
     await waitFor(() => lines(counters[3]!).length > 20, 20_000, 'the burst printing');
@@ -48,6 +48,7 @@ describe('streams resume across a daemon restart', { skip: !isRoot && 'needs roo
     const startMs = performance.now() - t1;
     assert.deepEqual(await startTimes(sb, pids), before, 'the same processes (adopted, not restored)');
     const away = `stop ${Math.round(stopMs)} ms, down 1500 ms, start ${Math.round(startMs)} ms, back ${Math.round(performance.now() - t0)} ms after the stop began`;
+    t.diagnostic(away);
     await finishCounters(sb, counters, 10, away);
     for (const [i, c] of counters.entries()) assert.ok(lines(c).length > atStop[i]! + 20, `${c.kind} printed while the daemon was down (${atStop[i]} → ${lines(c).length})`);
     const info = await sb.refresh();

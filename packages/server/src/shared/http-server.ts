@@ -64,7 +64,9 @@ function makeServer(o: HttpServerOptions): Server {
 export async function serveHttp(o: HttpServerOptions): Promise<RunningServer> {
   const server = makeServer(o);
   const upgraded = new Set<Duplex>();
+  const stopping = refuseWhenStopping(server);
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (stopping.now) return socket.destroy();
     upgraded.add(socket);
     socket.once('close', () => upgraded.delete(socket));
     // The server's own listeners left the socket with the upgrade: a reset while the handler is still
@@ -89,6 +91,7 @@ export async function serveHttp(o: HttpServerOptions): Promise<RunningServer> {
     port: addr.port,
     close: async () => {
       stopWatching?.();
+      stopping.now = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       if (o.endStreams?.()) await settle(server, upgraded, STREAM_END_GRACE_MS);
       server.closeAllConnections();
@@ -96,6 +99,29 @@ export async function serveHttp(o: HttpServerOptions): Promise<RunningServer> {
       await closed;
     },
   };
+}
+
+/**
+ * Once the server stops, a request that still arrives on an open keep-alive
+ * connection (server.close() only stops new connections) is answered 503
+ * UNAVAILABLE and the connection closed: a client re-attaching a stream the
+ * stop ended would otherwise start a new one that nothing ends, hold the stop
+ * for its grace and be cut with output it was sent. Clients retry it on the
+ * next daemon.
+ */
+function refuseWhenStopping(server: Server): { now: boolean } {
+  const state = { now: false };
+  const handlers = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (!state.now) {
+      for (const h of handlers) h.call(server, req, res);
+      return;
+    }
+    res.writeHead(503, { 'content-type': 'application/json', connection: 'close', 'retry-after': '1' });
+    res.end(JSON.stringify({ error: { code: 'UNAVAILABLE', message: 'forkd is stopping: retry on the next one' } }));
+  });
+  return state;
 }
 
 /** Waits until every connection has ended (idle keep-alive ones are closed), or `ms`. */
