@@ -1,8 +1,7 @@
 import { join } from 'node:path';
-import { CGROUP_CONTROLLERS, cgroupVersion, swapAccountingIn } from '../node/cgroups/cgroups.js';
+import { CGROUP_CONTROLLERS, CGROUP_ROOT, cgroupVersion, swapAccountingIn } from '../node/cgroups/cgroups.js';
 import { finding, type HostCheck } from './host-check.js';
 
-const CGROUP_ROOT = '/sys/fs/cgroup';
 
 /** The hierarchy and the controllers sandboxes' limits need (cgroupVersion and cgroupDirs read the same places). */
 export const cgroupCheck: HostCheck = async ({ host }) => {

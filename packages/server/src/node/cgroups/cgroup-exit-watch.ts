@@ -1,9 +1,8 @@
 import { existsSync, watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cgroupVersion } from './cgroups.js';
+import { CGROUP_ROOT, cgroupVersion } from './cgroups.js';
 
-const ROOT = '/sys/fs/cgroup';
 
 /**
  * The `cgroup.events` file of a cgroup path in the unified hierarchy: v2's
@@ -12,8 +11,8 @@ const ROOT = '/sys/fs/cgroup';
  */
 export function unifiedEventsFile(path: string): string | undefined {
   const rel = path.replace(/^\/+/, '');
-  if (cgroupVersion() === 2) return join(ROOT, rel, 'cgroup.events');
-  return existsSync(join(ROOT, 'unified', 'cgroup.controllers')) ? join(ROOT, 'unified', rel, 'cgroup.events') : undefined;
+  if (cgroupVersion() === 2) return join(CGROUP_ROOT, rel, 'cgroup.events');
+  return existsSync(join(CGROUP_ROOT, 'unified', 'cgroup.controllers')) ? join(CGROUP_ROOT, 'unified', rel, 'cgroup.events') : undefined;
 }
 
 /**

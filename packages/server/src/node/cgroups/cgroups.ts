@@ -5,10 +5,11 @@ import { ForkdError } from '@forkd/protocol';
 import { join } from 'node:path';
 import type { ResourceUsage } from '../runtime/runtime.js';
 
-const ROOT = '/sys/fs/cgroup';
+/** Where the host's cgroup hierarchies are mounted. */
+export const CGROUP_ROOT = '/sys/fs/cgroup';
 
 /** Production hosts run the unified hierarchy (v2); this machine is v1 (hybrid). Both are read here. */
-export function cgroupVersion(root = ROOT): 1 | 2 {
+export function cgroupVersion(root = CGROUP_ROOT): 1 | 2 {
   return existsSync(join(root, 'cgroup.controllers')) ? 2 : 1;
 }
 
@@ -21,17 +22,17 @@ export function swapAccountingIn(root: string): boolean {
 }
 
 export function swapAccounting(): boolean {
-  return swapAccountingIn(ROOT);
+  return swapAccountingIn(CGROUP_ROOT);
 }
 
 /** Host directories of a cgroup path, per controller (v1) or the single one (v2). */
 export function cgroupDirs(path: string): { memory: string; cpu: string; pids: string; freezer: string } {
   const rel = path.replace(/^\/+/, '');
   if (cgroupVersion() === 2) {
-    const d = join(ROOT, rel);
+    const d = join(CGROUP_ROOT, rel);
     return { memory: d, cpu: d, pids: d, freezer: d };
   }
-  return { memory: join(ROOT, 'memory', rel), cpu: join(ROOT, 'cpuacct', rel), pids: join(ROOT, 'pids', rel), freezer: join(ROOT, 'freezer', rel) };
+  return { memory: join(CGROUP_ROOT, 'memory', rel), cpu: join(CGROUP_ROOT, 'cpuacct', rel), pids: join(CGROUP_ROOT, 'pids', rel), freezer: join(CGROUP_ROOT, 'freezer', rel) };
 }
 
 /**
@@ -178,8 +179,8 @@ function fileChanges(file: string): { next(ms: number): Promise<void>; close(): 
 /** Every host directory of a cgroup path: on v1 one per mounted hierarchy (runc makes it in each). */
 async function allCgroupDirs(path: string): Promise<string[]> {
   const rel = path.replace(/^\/+/, '');
-  if (cgroupVersion() === 2) return [join(ROOT, rel)];
-  return (await readdir(ROOT).catch(() => [] as string[])).map((h) => join(ROOT, h, rel));
+  if (cgroupVersion() === 2) return [join(CGROUP_ROOT, rel)];
+  return (await readdir(CGROUP_ROOT).catch(() => [] as string[])).map((h) => join(CGROUP_ROOT, h, rel));
 }
 
 /**

@@ -1,7 +1,6 @@
 import { chmod, mkdir, readdir, readFile, readlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-
-const ROOT = '/sys/fs/cgroup';
+import { CGROUP_ROOT } from './cgroups.js';
 
 /** A cgroup v1 host's /sys/fs/cgroup: a directory per mounted hierarchy, and the links of co-mounted names (cpu -> cpu,cpuacct). */
 export interface CgroupV1Layout {
@@ -14,7 +13,7 @@ export interface CgroupV1Layout {
  * (fields: id parent dev root mountpoint options ... - fstype source super).
  * cgroup2 (a hybrid host's `unified`) is not one: sandboxes get v1's.
  */
-export function parseV1Hierarchies(mountinfo: string, root = ROOT): string[] {
+export function parseV1Hierarchies(mountinfo: string, root = CGROUP_ROOT): string[] {
   const out: string[] = [];
   for (const line of mountinfo.split('\n')) {
     const [pre, post] = line.split(' - ');
@@ -32,9 +31,9 @@ export async function readCgroupV1Layout(): Promise<CgroupV1Layout | undefined> 
   const hierarchies = parseV1Hierarchies(await readFile('/proc/self/mountinfo', 'utf8'));
   if (!hierarchies.length) return undefined;
   const links: Array<[string, string]> = [];
-  for (const e of await readdir(ROOT, { withFileTypes: true })) {
+  for (const e of await readdir(CGROUP_ROOT, { withFileTypes: true })) {
     if (!e.isSymbolicLink()) continue;
-    const target = await readlink(join(ROOT, e.name)).catch(() => '');
+    const target = await readlink(join(CGROUP_ROOT, e.name)).catch(() => '');
     if (hierarchies.includes(target)) links.push([e.name, target]);
   }
   return { hierarchies, links };
@@ -56,5 +55,5 @@ export async function makeCgroupV1Dirs(cgroupPath: string, hierarchies: readonly
 
 /** The host directory a sandbox's /sys/fs/cgroup/NAME is bound from. */
 export function cgroupV1Source(hierarchy: string, cgroupPath: string): string {
-  return join(ROOT, hierarchy, cgroupPath);
+  return join(CGROUP_ROOT, hierarchy, cgroupPath);
 }

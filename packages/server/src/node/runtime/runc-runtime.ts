@@ -79,8 +79,8 @@ export class RuncRuntime implements Runtime {
   readonly #swap = swapAccounting();
 
   constructor(opts: RuncOptions) {
-    this.#mounts = new RootMounts(opts.mountRoot, opts.idmapTool, opts.cgroupV1Binds !== false);
     this.#o = { runc: 'runc', criu: 'criu', criuAction: '', cacheDir: '', conntrackBuckets: 0, lazyRestore: false, cgroupV1Binds: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
+    this.#mounts = new RootMounts(opts.mountRoot, opts.idmapTool, this.#o.cgroupV1Binds);
     // runc ≥ 1.2 ignores --criu and runs the `criu` on its PATH: forkd's own comes first.
     this.#uffdBroker = [this.#o.uffdPreload, this.#o.uffdBroker, '/dev/userfaultfd'].every((p) => p !== '' && existsSync(p));
     this.#env = { ...process.env, PATH: `${dirname(this.#o.criu)}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
@@ -150,8 +150,6 @@ export class RuncRuntime implements Runtime {
     // Beside the roots, not in the private bundles: CRIU opens it from inside a sandbox's user namespace.
     const { emptyDir, cgroupV1 } = await this.#mounts.sharedDirs();
     const view = await this.#mounts.view(id, spec, images);
-    // A restore binds the cgroups into the root before runc makes them (see oci-spec.ts cgroupMounts).
-    if (cgroupV1) await makeCgroupV1Dirs(this.cgroupPath(id), cgroupV1.hierarchies);
     const config = buildOciSpec({ ...spec, rootfs: view.rootfs, init: GUEST_INIT }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir, rlimits: this.#rlimits, cgroupV1 });
     await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 });
     // The range goes with every checkpoint's images: a restore must recreate it (see checkpoint).
@@ -274,6 +272,9 @@ export class RuncRuntime implements Runtime {
         brokerPid = 0;
       }
     }
+    // runc restore binds the cgroups into the root before it makes them (see oci-spec.ts cgroupMounts).
+    const { cgroupV1 } = await this.#mounts.sharedDirs();
+    if (cgroupV1) await makeCgroupV1Dirs(this.cgroupPath(id), cgroupV1.hierarchies);
     const viaBroker = brokerPid ? { FORKD_UFFD_SOCK: broker, FORKD_UFFD_UID: String(spec.idmap!.hostId) } : undefined;
     const env = viaBroker || netEnv ? { ...viaBroker, ...netEnv } : undefined;
     const r = await this.#runc(args, undefined, env, view).finally(async () => {
