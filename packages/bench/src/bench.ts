@@ -276,7 +276,9 @@ async function main(): Promise<void> {
     return;
   }
   if (process.argv.includes('--levers-only')) {
-    await leverRows(quick);
+    // `--lever TEXT`: only the levers whose name holds TEXT.
+    const i = process.argv.indexOf('--lever');
+    await leverRows(quick, i >= 0 ? process.argv[i + 1] : undefined);
     return;
   }
   if (process.argv.includes('--cli-only')) {

@@ -35,6 +35,7 @@ const LEVERS: Lever[] = [
   },
   { name: 'lazy restore (memory on demand)', off: { FORKD_LAZY_RESTORE: '0' }, ops: ['fork of one'] },
   { name: 'cgroup v1: /sys/fs/cgroup as binds, not a tmpfs CRIU archives with tar', off: { FORKD_CGROUP_V1_BINDS: '0' }, ops: ['snapshot freeze', 'fork of one', 'rewind'] },
+  { name: '/dev a directory of the root, not a tmpfs CRIU archives with tar', off: { FORKD_DEV_IN_ROOT: '0' }, ops: ['snapshot freeze', 'fork of one', 'rewind'] },
 ];
 
 /** A 10 MB sandbox, so fixed costs show rather than page copying. */
@@ -95,10 +96,11 @@ async function withEnv<T>(env: Record<string, string>, fn: () => Promise<T>): Pr
  * that lever off, against a node with every lever on (the defaults), same
  * sandbox (10 MB), same run. Rows "lever: NAME — OP (off|on)".
  */
-export async function leverRows(quick: boolean): Promise<BenchRow[]> {
+export async function leverRows(quick: boolean, only?: string): Promise<BenchRow[]> {
   const n = quick ? 2 : 7;
   const rows = liveRows();
-  const allOps = [...new Set(LEVERS.flatMap((l) => l.ops))];
+  const levers = LEVERS.filter((l) => only === undefined || l.name.includes(only));
+  const allOps = [...new Set(levers.flatMap((l) => l.ops))];
   const on = await withEnv({}, async () => {
     const node = await createTestNode();
     try {
@@ -107,7 +109,7 @@ export async function leverRows(quick: boolean): Promise<BenchRow[]> {
       await node.dispose();
     }
   });
-  for (const lever of LEVERS) {
+  for (const lever of levers) {
     const restore = (await lever.host?.()) ?? (async () => {});
     let off: Map<Op, number[]>;
     try {

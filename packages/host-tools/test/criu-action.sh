@@ -84,4 +84,15 @@ check "images dir writable by others: exit 1" '! run pre-dump 2>/dev/null'
 check "not frozen" '! frozen'
 chmod 0700 "$work"; rm -f "$work"/forkd-hook*
 
+echo "== setup-namespaces (runc's createRuntime hook at a restore): lo of the restored init's namespace comes up"
+unshare -n sleep 30 & holder=$!
+sleep 0.2
+netpid=$(pgrep -P $holder -x sleep || echo $holder)
+lo_up() { nsenter -t $netpid -n ip -o link show lo | grep -q '[<,]UP[,>]'; }
+check "lo starts down" '! lo_up'
+check "pid from the OCI state on stdin: exit 0" "echo '{\"ociVersion\":\"1.2.1\",\"id\":\"sbx-1\",\"status\":\"creating\",\"pid\":$netpid,\"bundle\":\"/b\"}' | CRTOOLS_SCRIPT_ACTION=setup-namespaces \"\$bin\""
+check "lo is up" 'lo_up'
+check "no pid anywhere: nothing to do, exit 0" "echo '{}' | CRTOOLS_SCRIPT_ACTION=setup-namespaces \"\$bin\""
+kill $holder 2>/dev/null; wait $holder 2>/dev/null || true
+
 exit $fail

@@ -10,6 +10,9 @@
  *   chmod PATH MODE
  *   install SRC PATH MODE      copy host file SRC to a new PATH (never over an existing entry)
  *   rmtree PATH                rm -rf, clearing forkd's immutable flag; missing is fine
+ *   mountpoint PATH dir|file   PATH is a real directory, or a regular file (a character device
+ *                              counts), kept as it is; anything else there is replaced by an empty one
+ *   symlink TARGET PATH        a new symbolic link (never over an existing entry)
  *   unseal DIR                 clear the immutable flag; missing or not a real directory is fine
  *   seal-agent DIR SOCK MS     wait up to MS ms for DIR/SOCK, make DIR immutable, then check
  *                              that DIR is still the root's DIR and SOCK a socket in it
@@ -31,7 +34,7 @@
 #include "resolve.h"
 
 static int usage(void) {
-	fprintf(stderr, "usage: forkd-rootfs-ops ROOT OP ARG... (ops: mkdir chmod install rmtree unseal seal-agent check-agent du)\n");
+	fprintf(stderr, "usage: forkd-rootfs-ops ROOT OP ARG... (ops: mkdir chmod install rmtree mountpoint symlink unseal seal-agent check-agent du)\n");
 	return EXIT_USAGE;
 }
 
@@ -57,7 +60,7 @@ struct op {
 };
 
 static const struct op OPS[] = {
-	{ "mkdir", 2 }, { "chmod", 2 }, { "install", 3 }, { "rmtree", 1 }, { "unseal", 1 }, { "seal-agent", 3 }, { "check-agent", 2 }, { "du", 1 },
+	{ "mkdir", 2 }, { "chmod", 2 }, { "install", 3 }, { "rmtree", 1 }, { "mountpoint", 2 }, { "symlink", 2 }, { "unseal", 1 }, { "seal-agent", 3 }, { "check-agent", 2 }, { "du", 1 },
 };
 
 static int run(int rootfd, const char *op, char **a) {
@@ -65,13 +68,15 @@ static int run(int rootfd, const char *op, char **a) {
 	long ms;
 	/* Paths the sandbox never chooses, but checked anyway: no "..", no ".". */
 	if (strcmp(op, "du") || strcmp(a[0], ".")) {
-		const char *path = strcmp(op, "install") ? a[0] : a[1];
+		const char *path = strcmp(op, "install") && strcmp(op, "symlink") ? a[0] : a[1];
 		if (!valid_path(path)) return fail(EXIT_USAGE, op, path, EINVAL);
 	}
 	if (!strcmp(op, "mkdir")) return parse_mode(a[1], &mode) ? op_mkdir(rootfd, a[0], mode) : usage();
 	if (!strcmp(op, "chmod")) return parse_mode(a[1], &mode) ? op_chmod(rootfd, a[0], mode) : usage();
 	if (!strcmp(op, "install")) return parse_mode(a[2], &mode) ? op_install(rootfd, a[0], a[1], mode) : usage();
 	if (!strcmp(op, "rmtree")) return op_rmtree(rootfd, a[0]);
+	if (!strcmp(op, "symlink")) return op_symlink(rootfd, a[0], a[1]);
+	if (!strcmp(op, "mountpoint")) return !strcmp(a[1], "dir") || !strcmp(a[1], "file") ? op_mountpoint(rootfd, a[0], !strcmp(a[1], "dir")) : usage();
 	if (!strcmp(op, "unseal")) return op_unseal(rootfd, a[0]);
 	if (!strcmp(op, "seal-agent")) return parse_ms(a[2], &ms) && !strchr(a[1], '/') ? op_seal_agent(rootfd, a[0], a[1], ms) : usage();
 	if (!strcmp(op, "check-agent")) return !strchr(a[1], '/') ? op_check_agent(rootfd, a[0], a[1]) : usage();

@@ -174,6 +174,45 @@ int op_rmtree(int rootfd, const char *path) {
 	return rc;
 }
 
+/*
+ * A mount point of a restore: runc and CRIU bind onto it by path, so a
+ * symlink the sandbox left there would move the mount (or fail the restore).
+ * What is already the right kind stays, content and all (a real directory,
+ * or a regular file or character device for a file); anything else is
+ * removed as by rmtree and replaced by an empty one.
+ */
+int op_mountpoint(int rootfd, const char *path, bool dir) {
+	char buf[PATH_MAX];
+	const char *name;
+	int parent = open_parent(rootfd, path, buf, sizeof buf, &name);
+	if (parent < 0) return fail_errno("mountpoint", path, errno);
+	struct stat st;
+	int rc = 0;
+	bool there = fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	bool right = there && (dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode) || S_ISCHR(st.st_mode));
+	if (!there && errno != ENOENT) rc = fail(EXIT_IO, "mountpoint", path, errno);
+	else if (!right && there && (rc = op_rmtree(rootfd, path)) != 0) {
+		/* rmtree said why */
+	} else if (!right) {
+		int fd = -1;
+		if (dir ? mkdirat(parent, name, 0755) < 0 : (fd = openat(parent, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0) rc = fail_errno("mountpoint", path, errno);
+		if (fd >= 0) close(fd);
+	}
+	close(parent);
+	return rc;
+}
+
+/* A new symbolic link at PATH to TARGET (never over an existing entry); TARGET is forkd's, never followed here. */
+int op_symlink(int rootfd, const char *target, const char *path) {
+	char buf[PATH_MAX];
+	const char *name;
+	int parent = open_parent(rootfd, path, buf, sizeof buf, &name);
+	if (parent < 0) return fail_errno("symlink", path, errno);
+	int rc = symlinkat(target, parent, name) < 0 ? (errno == EEXIST ? fail(EXIT_REFUSED, "symlink", path, EEXIST) : fail_errno("symlink", path, errno)) : 0;
+	close(parent);
+	return rc;
+}
+
 static int set_immutable(int fd, bool on) {
 	int flags = 0;
 	if (ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0) return -1;

@@ -20,8 +20,8 @@ import { exec } from '../shared/exec.js';
  * Shapes are made twice: by the template's own setup commands (the real
  * road, as any tenant could) and by planting them in the template's root
  * volume on the host (what a hostile template import would bring, and the
- * only way to shape what a running sandbox cannot reach: the root's /dev
- * under the runtime's tmpfs, the sealed /.forkd).
+ * only way to shape what a running sandbox cannot reach: a /dev that is
+ * not a real directory, the sealed /.forkd).
  */
 const SECRET = 'host secret, not for sandboxes\n';
 const CORE_PATTERN = '/proc/sys/kernel/core_pattern';
@@ -207,7 +207,7 @@ describe('adversarial paths: the host never follows a path a sandbox controls', 
   test('/dev itself a symlink to a host directory', async () => {
     await node.service.buildTemplate({ name: 'evil-dev', from: 'base', setup: [`mv /dev /dev.old && ln -s ${victim} /dev; true`] }, () => {});
     await plant('evil-dev', async (root) => replaceWithSymlink(join(root, 'dev'), victim));
-    // The root's /dev is emptied before runc mounts the fresh tmpfs there.
+    // The template's build cannot move its /dev (a mount point); the root's /dev is emptied at a cold start.
     assert.equal(await lifecycle('evil-dev'), 'works');
   });
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { REPO_ROOT, type ForkdConfig } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
-import { criuActionPath, criuPath, uffdPreloadPath } from '../setup/setup.js';
+import { criuActionPath, criuDumpConfigPath, criuPath, uffdPreloadPath } from '../setup/setup.js';
 import { runcPath } from '../setup/private-runc.js';
 import type { Network } from './network/network.js';
 import { RuncRuntime } from './runtime/runc-runtime.js';
@@ -74,10 +74,12 @@ function runcRuntime(config: ForkdConfig, network: Network): Runtime {
       runc: runcPath(config),
       criu: criuPath(config),
       criuAction: criuActionPath(config),
+      criuDumpConfig: criuDumpConfigPath(config),
       cacheDir: config.cacheDir,
       conntrackBuckets: config.conntrackBuckets,
       lazyRestore: config.lazyRestore,
       cgroupV1Binds: config.cgroupV1Binds,
+      devInRoot: config.devInRoot,
       uffdPreload: uffdPreloadPath(config),
       uffdBroker: join(REPO_ROOT, 'packages/host-tools/build/forkd-uffd-broker'),
       // At least a few guest deadlines (a test's short deadline must not cut real dumps short).

@@ -108,6 +108,11 @@ export function criuActionPath(config: ForkdConfig): string {
   return join(config.cacheDir, 'bin', 'criu-action');
 }
 
+/** CRIU's extra config for dumps (named by CRIU_CONFIG_FILE): the action script. */
+export function criuDumpConfigPath(config: ForkdConfig): string {
+  return join(config.cacheDir, 'criu-home', '.criu', 'dump.conf');
+}
+
 /**
  * CRIU's action script is forkd-criu-action (packages/host-tools; see its
  * README and RuncRuntime.checkpoint): at pre-dump it freezes the sandbox's
@@ -190,10 +195,12 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
   // lock. The runtime puts restored tasks into their cgroup itself, so CRIU
   // neither records nor restores cgroups; on v1 it also need not mount every
   // hierarchy again (~15 ms per dump) when pointed at the host's. The action
-  // script is how forkd freezes the sandbox for CRIU's dump (RuncRuntime.checkpoint).
-  const action = criuActionPath(config);
-  const conf = ['network-lock skip', 'manage-cgroups ignore', ...(cgroupVersion() === 1 ? ['cgroup-yard /sys/fs/cgroup'] : []), `action-script ${action}`];
+  // script is how forkd freezes the sandbox for CRIU's dump (RuncRuntime.checkpoint); CRIU runs it at
+  // every step (a process each, ~2-5 ms here), so it is named for dumps only (CRIU_CONFIG_FILE, set by
+  // the runtime), and a restore runs none.
+  const conf = ['network-lock skip', 'manage-cgroups ignore', ...(cgroupVersion() === 1 ? ['cgroup-yard /sys/fs/cgroup'] : [])];
   await writeFile(join(home, '.criu', 'default.conf'), conf.join('\n') + '\n');
+  await writeFile(criuDumpConfigPath(config), `action-script ${criuActionPath(config)}\n`);
   await mkdir(join(config.cacheDir, 'bin'), { recursive: true });
   const root = privateRoot(config);
   if (!existsSync(join(root, 'usr/sbin/criu'))) {

@@ -93,6 +93,8 @@ export interface ForkdConfig {
   residentSpawn: boolean;
   /** On a cgroup v1 host, /sys/fs/cgroup is read-only binds, not runc's tmpfs that CRIU archives (FORKD_CGROUP_V1_BINDS, default on; 0: off; see oci-spec.ts). */
   cgroupV1Binds: boolean;
+  /** /dev is a directory of the sandbox's root, not a tmpfs CRIU archives (FORKD_DEV_IN_ROOT, default on; 0: a tmpfs; see oci-spec.ts). */
+  devInRoot: boolean;
   /** At start, bring back sandboxes whose processes were lost (host reboot or crash) from their latest snapshot. */
   recoverOnStart: boolean;
   /** New sandboxes get a user namespace of their own (root inside is an unprivileged range outside); FORKD_USERNS=0 turns it off. */
@@ -241,6 +243,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     lazyRestore: env.FORKD_LAZY_RESTORE !== '0',
     residentSpawn: env.FORKD_RESIDENT_SPAWN !== '0',
     cgroupV1Binds: env.FORKD_CGROUP_V1_BINDS !== '0',
+    devInRoot: env.FORKD_DEV_IN_ROOT !== '0',
     recoverOnStart: env.FORKD_RECOVER_ON_START !== '0',
     userns: env.FORKD_USERNS !== '0',
     guestDeadlineS: int(env.FORKD_GUEST_DEADLINE_S, 30, 'FORKD_GUEST_DEADLINE_S'),

@@ -114,7 +114,7 @@ export class SandboxInstances {
     await this.#d.space.limitForStart(rootfs, this.#d.storage.path(this.#d.templates.volume(template)), limits.diskMb);
     const warm = (await this.#d.templates.get(template))?.images;
     // A warm template's memory maps the agent binary it was built with: keep that one.
-    // (/dev is the runtime's own tmpfs, see oci-spec; the root's hidden /dev is emptied, see prepareRoot.)
+    // A cold start also empties the root's /dev, a warm one keeps the template's (see prepareRoot).
     await this.#d.guests.prepareRoot(id, { install: !warm });
     const t1 = performance.now();
     const spec = { root: this.#root(key), hostname: id, limits, env: {}, idmap: warm ? undefined : await this.#newIdmap(), network };

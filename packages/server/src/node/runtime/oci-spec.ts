@@ -40,6 +40,16 @@ export interface OciOptions {
   rlimits?: Rlimit[] | undefined;
   /** A cgroup v1 host: its hierarchies' names, and the host directory of their mount points (see cgroupMounts). */
   cgroupV1?: { skeleton: string; hierarchies: readonly string[] } | undefined;
+  /** /dev is the root's own directory bound over itself, not a tmpfs (see devMounts); default off. */
+  devInRoot?: boolean | undefined;
+  /**
+   * A restore into a network namespace CRIU makes (a sandbox in a user
+   * namespace): forkd-criu-action, which runc runs as a createRuntime hook at
+   * CRIU's setup-namespaces step to bring the loopback up before sockets are
+   * restored. A hook, not CRIU's action script: CRIU would run that at each
+   * of a restore's seven steps, a process each.
+   */
+  loopbackHook?: string | undefined;
 }
 
 const SYS_MOUNT_OPTIONS = ['ro', 'nosuid', 'noexec', 'nodev'];
@@ -61,6 +71,66 @@ function cgroupMounts(opts: OciOptions): object[] {
     ...opts.cgroupV1.hierarchies.map((h) => ({ destination: `/sys/fs/cgroup/${h}`, type: 'bind', source: cgroupV1Source(h, opts.cgroupsPath), options: ['bind', ...SYS_MOUNT_OPTIONS] })),
   ];
 }
+
+/** runc's default devices: each a bind of the host's node (in a user namespace runc binds them too). */
+const DEVICES = ['null', 'zero', 'full', 'random', 'urandom', 'tty'];
+
+/**
+ * CRIU dumps a tmpfs's content with tar and gzip inside every freeze and
+ * unpacks it at every restore (15-20 ms each way on the 2-core bench
+ * machine). /dev was such a tmpfs; by default it is now the root's own
+ * directory bound over itself, so what the sandbox keeps there (/dev/shm,
+ * which the guest agent makes at start: POSIX shm, multiprocessing) is in
+ * the root's Btrfs snapshot, taken inside the freeze like every other file,
+ * and CRIU is told the bind is external (runc names every bind): nothing is
+ * dumped for it. A bind, not just the directory: a mount point cannot be
+ * renamed or removed (a sandbox that moved its /dev would move the device
+ * binds with it, and CRIU refuses to dump those). With a bind at /dev runc
+ * makes no devices, so the device binds are here and the root's /dev gets
+ * runc's symlinks from forkd at a cold start (DEV_LINKS).
+ *
+ * A template shapes its root, and runc uses what it finds in /dev (the 2025
+ * masked-path CVEs: a planted /dev/null symlink is what runc then
+ * bind-mounts over /proc paths), so a cold start empties the root's /dev
+ * first, as a fresh tmpfs would be, and a restore first makes the mount
+ * points below true files and directories (DEV_MOUNT_POINTS). The price:
+ * /dev/shm is disk-backed (charged to the disk quota, its dirty pages
+ * written back at a snapshot) rather than memory. Only in a user namespace
+ * (the pool is nodev; the idmapped view is where the bind's source lives).
+ */
+function devMounts(opts: OciOptions, spec: OciSandbox): object[] {
+  if (opts.devInRoot && spec.idmap) {
+    return [
+      { destination: '/dev', type: 'bind', source: `${spec.rootfs}/dev`, options: ['bind', 'nosuid'] },
+      ...DEVICES.map((d) => ({ destination: `/dev/${d}`, type: 'bind', source: `/dev/${d}`, options: ['bind'] })),
+    ];
+  }
+  // No size: /dev/shm lives here, and shm pages are charged to the sandbox's memory cgroup, which bounds them.
+  return [{ destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755'] }];
+}
+
+/** The symlinks runc makes in a /dev of its own, made by forkd in the root's (see devMounts). */
+export const DEV_LINKS: readonly (readonly [string, string])[] = [
+  ['/proc/self/fd', 'dev/fd'],
+  ['/proc/self/fd/0', 'dev/stdin'],
+  ['/proc/self/fd/1', 'dev/stdout'],
+  ['/proc/self/fd/2', 'dev/stderr'],
+  ['pts/ptmx', 'dev/ptmx'],
+];
+
+/**
+ * What runc and CRIU mount onto in /dev at a restore, by path inside the
+ * root: the mount points of devpts and mqueue, and runc's default device
+ * nodes (bound from the host's in a user namespace, and /dev/null the
+ * source of masked paths). Made true entries before a restore, whatever the
+ * sandbox left there.
+ */
+export const DEV_MOUNT_POINTS: readonly (readonly [string, 'dir' | 'file'])[] = [
+  ['dev', 'dir'],
+  ['dev/pts', 'dir'],
+  ['dev/mqueue', 'dir'],
+  ...DEVICES.map((d) => [`dev/${d}`, 'file'] as const),
+];
 
 function idMapping(m: IdMap) {
   return { containerID: 0, hostID: m.hostId, size: m.size };
@@ -89,20 +159,10 @@ export function buildOciSpec(spec: OciSandbox, opts: OciOptions): Record<string,
     },
     root: { path: spec.rootfs, readonly: false },
     hostname: spec.hostname,
-    // /dev is a fresh tmpfs at every start, never the root's own directory:
-    // a template shapes its root, and runc uses what it finds in /dev (the
-    // 2025 masked-path CVEs: a planted /dev/null symlink is what runc then
-    // bind-mounts over /proc paths). /dev/shm is a directory of it that the
-    // guest agent makes at start (POSIX shm, multiprocessing), so the host
-    // never creates or chmods anything in the root for it. CRIU dumps a
-    // tmpfs's content with tar and unpacks it at restore (15-20 ms each way
-    // on the 2-core bench machine, inside the freeze: see cgroupMounts), so
-    // it survives snapshot, fork and resume; one tmpfs, not two (/dev/shm of
-    // its own would cost as much again).
+    ...(opts.loopbackHook ? { hooks: { createRuntime: [{ path: opts.loopbackHook, env: ['CRTOOLS_SCRIPT_ACTION=setup-namespaces'], timeout: 30 }] } } : {}),
     mounts: [
       { destination: '/proc', type: 'proc', source: 'proc', options: ['nosuid', 'noexec', 'nodev'] },
-      // No size: /dev/shm lives here, and shm pages are charged to the sandbox's memory cgroup, which bounds them.
-      { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755'] },
+      ...devMounts(opts, spec),
       { destination: '/dev/pts', type: 'devpts', source: 'devpts', options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620', 'gid=5'] },
       { destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev'] },
       { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },

@@ -34,12 +34,10 @@ export interface SharedDirs {
 export class RootMounts {
   readonly #mountRoot: string;
   readonly #idmapTool: string;
-  readonly #cgroupV1Binds: boolean;
 
-  constructor(mountRoot: string, idmapTool: string, cgroupV1Binds: boolean) {
+  constructor(mountRoot: string, idmapTool: string) {
     this.#mountRoot = mountRoot;
     this.#idmapTool = idmapTool;
-    this.#cgroupV1Binds = cgroupV1Binds;
   }
 
   /**
@@ -104,7 +102,7 @@ export class RootMounts {
   }
 
   async #cgroupSkeleton(): Promise<SharedDirs['cgroupV1']> {
-    const layout = this.#cgroupV1Binds ? await readCgroupV1Layout() : undefined;
+    const layout = await readCgroupV1Layout();
     if (!layout) return undefined;
     const skeleton = join(this.#mountRoot, '.cgroup-v1');
     await mkdir(skeleton, { recursive: true });

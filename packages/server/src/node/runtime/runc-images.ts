@@ -32,6 +32,15 @@ export async function readIdmap(imagesDir: string): Promise<IdMap | undefined> {
  * Checkpoints taken before forkd owned network namespaces carry their own;
  * newer ones name the host's namespace by runc's external key instead.
  */
+/**
+ * Images with a tmpfs archive were dumped with /dev a tmpfs (the only other
+ * tmpfs forkd ever gave a sandbox, cgroup v1's, came with it): a restore
+ * gives runc the layout the images hold (see oci-spec.ts devMounts).
+ */
+export async function dumpedWithTmpfsDev(imagesDir: string): Promise<boolean> {
+  return (await readdir(imagesDir).catch(() => [] as string[])).some((f) => /^tmpfs-dev-\d+\.tar\.gz\.img$/.test(f));
+}
+
 export async function carriesOwnNetns(imagesDir: string): Promise<boolean> {
   const img = (await readdir(imagesDir).catch(() => [] as string[])).find((f) => /^netns-\d+\.img$/.test(f));
   if (!img) return false;

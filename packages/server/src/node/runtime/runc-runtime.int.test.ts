@@ -19,7 +19,10 @@ import { rootDirectory } from './sandbox-root.js';
  */
 const skip = !isRoot && 'needs root (runc, CRIU, a Btrfs pool)';
 
+// Its stdio reopened inside, as the guest agent does (CRIU cannot dump the host's /dev/null it is given; runc
+// reopens it only in a /dev of its own, not in the root's: see oci-spec.ts devMounts).
 const INIT = `#!/bin/sh
+exec </dev/null >/dev/null 2>&1
 v=$(cat /proc/sys/kernel/random/uuid)
 trap 'echo "$v" > /tmp/forkd-conformance' USR1
 while :; do sleep 3600 & wait $!; done

@@ -1,20 +1,21 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { chmod, copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ForkdError, LOOPBACK_ONLY, type Limits } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
 import { span } from '../../shared/profile.js';
 import { watchCgroupEmpty } from '../cgroups/cgroup-exit-watch.js';
 import { makeCgroupV1Dirs } from '../cgroups/v1-layout.js';
-import { childCgroups, freezerControl, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
+import { childCgroups, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
 import type { RuntimeNetwork } from '../network/network.js';
 import { restoreVethEnv } from './criu-veth.js';
 import { prepareCriuHost } from './criu-host.js';
 import type { Logger } from '../../shared/logger.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
+import { criuError, runcCheckpoint } from './runc-checkpoint.js';
 import { killQuietly, listeningDaemon } from './runc-daemons.js';
 import { killContainer } from './runc-kill.js';
-import { carriesOwnNetns, IDMAP_FILE, ownImages, readIdmap, runcImages } from './runc-images.js';
+import { carriesOwnNetns, dumpedWithTmpfsDev, IDMAP_FILE, ownImages, readIdmap, runcImages } from './runc-images.js';
 import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
 import { RootMounts, type RootView } from './root-mounts.js';
 import { GUEST_INIT, UnixSocketGuest } from './unix-socket-guest.js';
@@ -30,8 +31,10 @@ export interface RuncOptions {
   cgroupParent: string;
   /** CRIU ≥ 4 (a wrapper script on Debian 12 hosts); checkpoint/restore fail without it. */
   criu?: string;
-  /** CRIU's action script (forkd-criu-action, named in criu's config by setup); run directly only to wait out a failed dump's filesystem snapshot. */
+  /** CRIU's action script (forkd-criu-action): named by criuDumpConfig for dumps, runc's hook at a restore (see oci-spec.ts loopbackHook). */
   criuAction?: string;
+  /** CRIU's config for dumps (CRIU_CONFIG_FILE), which names the action script: CRIU runs it at every step, a process each. */
+  criuDumpConfig?: string;
   /**
    * Restore lazily: processes resume at once and their memory is served on
    * demand (userfaultfd) and pushed in the background by a `criu lazy-pages`
@@ -40,6 +43,8 @@ export interface RuncOptions {
   lazyRestore?: boolean;
   /** On cgroup v1, /sys/fs/cgroup as binds (see oci-spec.ts cgroupMounts); off, runc's tmpfs. */
   cgroupV1Binds?: boolean;
+  /** /dev as a directory of the root (see oci-spec.ts); off, a tmpfs. */
+  devInRoot?: boolean;
   /**
    * libforkd-uffd.so, which criu's wrapper preloads when FORKD_UFFD_SOCK is
    * set, and forkd-uffd-broker, which answers it: how a lazy restore into a
@@ -79,8 +84,8 @@ export class RuncRuntime implements Runtime {
   readonly #swap = swapAccounting();
 
   constructor(opts: RuncOptions) {
-    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', cacheDir: '', conntrackBuckets: 0, lazyRestore: false, cgroupV1Binds: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
-    this.#mounts = new RootMounts(opts.mountRoot, opts.idmapTool, this.#o.cgroupV1Binds);
+    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', criuDumpConfig: '', cacheDir: '', conntrackBuckets: 0, lazyRestore: false, cgroupV1Binds: true, devInRoot: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
+    this.#mounts = new RootMounts(opts.mountRoot, opts.idmapTool);
     // runc ≥ 1.2 ignores --criu and runs the `criu` on its PATH: forkd's own comes first.
     this.#uffdBroker = [this.#o.uffdPreload, this.#o.uffdBroker, '/dev/userfaultfd'].every((p) => p !== '' && existsSync(p));
     this.#env = { ...process.env, PATH: `${dirname(this.#o.criu)}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
@@ -143,14 +148,18 @@ export class RuncRuntime implements Runtime {
     return exec(file!, [...pre, ...base, ...args], { allowFailure: true, env: env ? { ...this.#env, ...env } : this.#env, umask: 0o022, stdio: logFile ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'] });
   }
 
-  async #writeBundle(id: string, spec: RuntimeSpec, netns: string | undefined, images?: string): Promise<{ bundle: string; view: RootView }> {
+  async #writeBundle(id: string, spec: RuntimeSpec, netns: string | undefined, restore?: { images: string | undefined; loopbackHook: boolean; devInRoot: boolean }): Promise<{ bundle: string; view: RootView }> {
     const bundle = join(this.#o.bundleRoot, id);
     await mkdir(bundle, { recursive: true, mode: 0o700 });
     await mkdir(this.#o.stateRoot, { recursive: true });
     // Beside the roots, not in the private bundles: CRIU opens it from inside a sandbox's user namespace.
-    const { emptyDir, cgroupV1 } = await this.#mounts.sharedDirs();
-    const view = await this.#mounts.view(id, spec, images);
-    const config = buildOciSpec({ ...spec, rootfs: view.rootfs, init: GUEST_INIT }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir, rlimits: this.#rlimits, cgroupV1 });
+    const shared = await this.#mounts.sharedDirs();
+    const view = await this.#mounts.view(id, spec, restore?.images);
+    // A restore names the v1 binds to CRIU whatever the lever says: images dumped with them need their mapping,
+    // and images dumped with runc's tmpfs never use it (their cgroup mounts are real ones, in a cgroup namespace).
+    const cgroupV1 = restore || this.#o.cgroupV1Binds ? shared.cgroupV1 : undefined;
+    const loopbackHook = restore?.loopbackHook && this.#o.criuAction ? this.#o.criuAction : undefined;
+    const config = buildOciSpec({ ...spec, rootfs: view.rootfs, init: GUEST_INIT }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir: shared.emptyDir, rlimits: this.#rlimits, cgroupV1, devInRoot: restore?.devInRoot ?? this.#o.devInRoot, loopbackHook });
     await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 });
     // The range goes with every checkpoint's images: a restore must recreate it (see checkpoint).
     if (spec.idmap) await writeFile(join(bundle, IDMAP_FILE), JSON.stringify(spec.idmap));
@@ -170,72 +179,21 @@ export class RuncRuntime implements Runtime {
     });
   }
 
-  /**
-   * Memory and files from one instant, with the shortest freeze: forkd's CRIU
-   * action script (see setup) freezes the cgroup at pre-dump, after runc's and
-   * CRIU's start-up (CRIU then finds it frozen and skips its 100 ms freezer
-   * sleep) and starts the filesystem snapshot (`whileFrozen`'s argv, written
-   * into the hook file) alongside the dump; at post-dump it waits for that
-   * snapshot. CRIU leaves the tree as it
-   * found it, frozen: forkd thaws it when runc returns (leaveRunning) or
-   * leaves it frozen for the caller. The hook file in the images dir tells
-   * the script what to do. Any failure thaws.
-   */
-  async checkpoint(id: string, o: CheckpointOptions): Promise<CheckpointStats> {
-    await mkdir(o.imagesDir, { recursive: true, mode: 0o700 });
-    await mkdir(o.workDir, { recursive: true, mode: 0o700 });
-    const hook = join(o.imagesDir, CHECKPOINT_HOOK);
-    const f = freezerControl(this.cgroupPath(id));
-    // Root's own file, made anew (never through something already there): the action script refuses any other.
-    await writeFile(hook, [f.file, f.freeze, f.checkFile, f.frozenPattern, ...(o.whileFrozen?.argv ?? [])].join('\n') + '\n', { mode: 0o600, flag: 'wx' });
-    const t0 = performance.now();
-    // A task stopped by SIGSTOP (a tenant's `kill -STOP`, a shell's Ctrl-Z) in a frozen cgroup wedges CRIU: its
-    // ptrace attach waits for the stopped task to trap, which a frozen task never does. The action script
-    // turns each into a frozen task with SIGSTOP pending, which CRIU attaches to and dumps as stopped; but
-    // a task stopped just after the freeze, or anything else that hangs CRIU, would hold the dump, its freeze
-    // and the sandbox's lifecycle lock for ever: past the deadline the cgroup is thawed (a stuck attach then
-    // goes on) and the dump, whatever it became, is given up with TIMEOUT.
-    const deadlineMs = this.#o.checkpointDeadlineMs;
-    let expired = false;
-    const watchdog = setTimeout(() => {
-      expired = true;
-      void this.thaw(id).catch(() => {});
-    }, deadlineMs);
-    try {
-      const args = ['checkpoint', '--image-path', o.imagesDir, '--work-path', o.workDir, '--leave-running', '--tcp-established', '--file-locks', id];
-      const r = await this.#runc(args).finally(() => clearTimeout(watchdog));
-      if (expired) throw new ForkdError('TIMEOUT', `the memory dump of ${id} did not finish within ${deadlineMs / 1000} s (a stopped process in it?)`, { timeoutMs: deadlineMs, logPath: join(o.workDir, 'dump.log') });
-      if (r.code !== 0) {
-        const log = await readFile(join(o.workDir, 'dump.log'), 'utf8').catch(() => '');
-        throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });
-      }
-      const dumpMs = performance.now() - t0;
-      await copyFile(join(this.#o.bundleRoot, id, IDMAP_FILE), join(o.imagesDir, IDMAP_FILE)).catch((err: NodeJS.ErrnoException) => {
-        if (err.code !== 'ENOENT') throw err;
-      });
-      const frozenAt = await readNs(`${hook}.frozen-at`);
-      if (frozenAt === undefined) throw new ForkdError('INTERNAL', 'the criu action script did not run: run forkd setup again', { logPath: join(o.workDir, 'dump.log') });
-      if (o.leaveRunning) await this.thaw(id);
-      return { frozenMs: Number(BigInt(Date.now()) * 1_000_000n - frozenAt) / 1e6, dumpMs };
-    } catch (err) {
-      await this.thaw(id).catch(() => {});
-      await this.#awaitSnapshot(hook);
-      throw err;
-    } finally {
-      for (const suffix of ['', '.frozen-at', '.snap-fifo', '.snap-rc', '.snap-rc.tmp']) await rm(`${hook}${suffix}`, { force: true });
-    }
-  }
-
-  /**
-   * A dump that failed after the action script started the filesystem
-   * snapshot: that snapshot still runs, and the caller is about to remove
-   * its target. The action script's own post-dump wait (FIFO, deadline in
-   * seconds) tells when it is done.
-   */
-  async #awaitSnapshot(hook: string): Promise<void> {
-    if (!this.#o.criuAction || !existsSync(`${hook}.snap-fifo`)) return;
-    const env = { ...process.env, CRTOOLS_SCRIPT_ACTION: 'post-dump', CRTOOLS_IMAGE_DIR: dirname(hook) };
-    await exec(this.#o.criuAction, [], { env, allowFailure: true }).catch(() => {});
+  /** See runcCheckpoint. */
+  checkpoint(id: string, o: CheckpointOptions): Promise<CheckpointStats> {
+    const dumpEnv = this.#o.criuDumpConfig ? { CRIU_CONFIG_FILE: this.#o.criuDumpConfig } : undefined;
+    return runcCheckpoint(
+      {
+        runc: (args) => this.#runc(args, undefined, dumpEnv),
+        thaw: () => this.thaw(id),
+        cgroupPath: this.cgroupPath(id),
+        idmapFile: join(this.#o.bundleRoot, id, IDMAP_FILE),
+        criuAction: this.#o.criuAction,
+        deadlineMs: this.#o.checkpointDeadlineMs,
+      },
+      id,
+      o,
+    );
   }
 
   async restore(id: string, requested: RuntimeSpec, o: { imagesDir: string }): Promise<RuntimeState> {
@@ -245,7 +203,8 @@ export class RuncRuntime implements Runtime {
     const ownNetns = spec.idmap !== undefined || (await carriesOwnNetns(o.imagesDir));
     // Owned by the range's root before they are bound into its reach with the root (RootMounts.mount).
     if (spec.idmap) await ownImages(o.imagesDir, spec.idmap.hostId);
-    const { bundle, view } = await this.#writeBundle(id, spec, ownNetns ? undefined : await this.#o.network.prepare(id, spec.network ?? LOOPBACK_ONLY), spec.idmap ? o.imagesDir : undefined);
+    const netns = ownNetns ? undefined : await this.#o.network.prepare(id, spec.network ?? LOOPBACK_ONLY);
+    const { bundle, view } = await this.#writeBundle(id, spec, netns, { images: spec.idmap ? o.imagesDir : undefined, loopbackHook: ownNetns, devInRoot: !(await dumpedWithTmpfsDev(o.imagesDir)) });
     // A veth in the images (dumped with egress) is made again with this instance's host end.
     const netEnv = ownNetns ? await restoreVethEnv(this.#o.network, id, o.imagesDir, bundle) : undefined;
     const imagesDir = spec.idmap ? this.#mounts.imagesInReach(id) : o.imagesDir;
@@ -374,11 +333,6 @@ export class RuncRuntime implements Runtime {
 
 }
 
-function criuError(log: string): string {
-  const errs = log.split('\n').filter((l) => /Error \(/.test(l));
-  return (errs[errs.length - 1] ?? '').replace(/^\([0-9.]+\)\s*/, '').slice(0, 500);
-}
-
 function lastRuncError(log: string): string {
   const lines = log.trim().split('\n').reverse();
   for (const l of lines) {
@@ -397,13 +351,3 @@ const GONE = /does not exist|not found/i;
 
 /** A runtime key (sandbox id or instance key): what bundle and cgroup names must look like to be ours. */
 const KEY = /^[a-z0-9][a-z0-9.-]*$/;
-
-
-/** Name of the hook file forkd's CRIU action script follows (HOOK_NAME in packages/host-tools/src/criu-action). */
-export const CHECKPOINT_HOOK = 'forkd-hook';
-
-/** A wall-clock instant in ns written by the action script (`date +%s%N`). */
-async function readNs(file: string): Promise<bigint | undefined> {
-  const s = (await readFile(file, 'utf8').catch(() => '')).trim();
-  return /^\d+$/.test(s) ? BigInt(s) : undefined;
-}

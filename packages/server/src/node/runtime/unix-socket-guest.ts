@@ -4,6 +4,7 @@ import { ForkdError } from '@forkd/protocol';
 import { GuestClient } from '../guest/guest-client.js';
 import { unixDialer } from '../guest/guest-connection.js';
 import { rootfsOps, type RootfsOp } from '../storage/rootfs-ops.js';
+import { DEV_LINKS, DEV_MOUNT_POINTS } from './oci-spec.js';
 import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
 import type { RuntimeStatus } from './runtime.js';
 import { rootDirectory } from './sandbox-root.js';
@@ -64,17 +65,21 @@ export class UnixSocketGuest implements GuestTransport {
    * directory is replaced by a fresh one holding today's agent, whatever the
    * template left there.
    *
-   * The root's own `/dev` is hidden under the runtime's tmpfs, but runc still
-   * resolves paths through it (a restore names its masks' source by joining
-   * `/dev/null` to the root, a start makes the tmpfs's mount point): it is
-   * made an empty real directory first (the same process), so a template
-   * that shaped it changes nothing.
+   * `/dev` is the root's own directory, or hidden under a tmpfs (see
+   * oci-spec.ts devMounts); either way runc resolves paths through it (a
+   * restore names its masks' source by joining `/dev/null` to the root, a
+   * start makes device nodes there). A cold start (`install`) empties it, as
+   * a fresh tmpfs would be, so a template that shaped it changes nothing, and
+   * gives it runc's symlinks (DEV_LINKS); a restore keeps what the sandbox
+   * had there and only makes the mount points true files and directories
+   * (DEV_MOUNT_POINTS). Same process.
    */
   async prepareRoot(key: string, opts: { install: boolean }): Promise<void> {
     this.at(key).unsealing();
     const ops: RootfsOp[] = [
-      ['rmtree', 'dev'],
-      ['mkdir', 'dev', 0o755],
+      ...(opts.install
+        ? ([['rmtree', 'dev'], ['mkdir', 'dev', 0o755], ...DEV_LINKS.map(([target, p]) => ['symlink', target, p])] as RootfsOp[])
+        : DEV_MOUNT_POINTS.map(([p, kind]): RootfsOp => ['mountpoint', p, kind])),
       // Mount points runc would otherwise make itself at a restore, through an idmapped root where host root
       // owns nothing (EOVERFLOW): sysfs hides them, so whatever a template put there goes.
       ['rmtree', 'sys'],

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
 import { isRoot } from '../../testing/test-node.js';
-import { rootDiskUsage, rootfsOps } from './rootfs-ops.js';
+import { rootDiskUsage, rootfsOps, type RootfsOp } from './rootfs-ops.js';
 
 /** forkd-rootfs-ops against hostile roots on a plain directory (no pool needed): every refusal, and the host untouched. */
 const skip = !isRoot && 'needs root (chattr, chmod of root-owned files)';
@@ -64,6 +64,34 @@ test('mkdir and chmod through a planted symlink are refused (the /dev/shm bug)',
   await rm(join(root, 'dev'), { recursive: true });
   await symlink(victim, join(root, 'dev'));
   await assert.rejects(rootfsOps(root, [['mkdir', 'dev/shm', 0o1777]]), refused, 'a symlink in the middle too');
+  await victimIntact();
+});
+
+test('mountpoint: the right kind stays with its content, anything else (a link included) is replaced, never followed', { skip }, async () => {
+  await fresh();
+  await mkdir(join(root, 'dev/shm'), { recursive: true });
+  await writeFile(join(root, 'dev/shm/kept'), 'shm');
+  await writeFile(join(root, 'dev/full'), 'was a mount point');
+  await symlink(join(victim, 'file'), join(root, 'dev/null'));
+  await symlink(victim, join(root, 'dev/pts'));
+  await mkdir(join(root, 'dev/zero'));
+  await symlink(join(victim, 'file'), join(root, 'dev/zero/inside'));
+  const ops = (['null', 'zero', 'full', 'tty'] as const).map((d): RootfsOp => ['mountpoint', `dev/${d}`, 'file']);
+  await rootfsOps(root, [['mountpoint', 'dev', 'dir'], ['mountpoint', 'dev/pts', 'dir'], ...ops]);
+  for (const d of ['null', 'zero', 'tty']) {
+    const st = await lstat(join(root, 'dev', d));
+    assert.ok(st.isFile() && st.size === 0, `dev/${d} is an empty file`);
+  }
+  assert.ok((await lstat(join(root, 'dev/pts'))).isDirectory());
+  assert.equal(await readFile(join(root, 'dev/full'), 'utf8'), 'was a mount point', 'a regular file stays');
+  assert.equal(await readFile(join(root, 'dev/shm/kept'), 'utf8'), 'shm', 'a real directory keeps its content');
+  await victimIntact();
+  // The directory itself a link: replaced by an empty one; a link on the way to a mount point is refused.
+  await fresh();
+  await symlink(victim, join(root, 'dev'));
+  await assert.rejects(rootfsOps(root, [['mountpoint', 'dev/null', 'file']]), refused);
+  await rootfsOps(root, [['mountpoint', 'dev', 'dir'], ['mountpoint', 'dev/null', 'file']]);
+  assert.deepEqual(await readdir(join(root, 'dev')), ['null']);
   await victimIntact();
 });
 

@@ -21,6 +21,8 @@ export type RootfsOp =
   | ['chmod', string, number]
   | ['install', string, string, number]
   | ['rmtree', string]
+  | ['mountpoint', string, 'dir' | 'file']
+  | ['symlink', string, string]
   | ['unseal', string]
   | ['seal-agent', string, string, number]
   | ['check-agent', string, string]

@@ -1,0 +1,102 @@
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { ForkdError } from '@forkd/protocol';
+import { exec, type ExecResult } from '../../shared/exec.js';
+import { freezerControl } from '../cgroups/cgroups.js';
+import { IDMAP_FILE } from './runc-images.js';
+import type { CheckpointOptions, CheckpointStats } from './runtime.js';
+
+/** Name of the hook file forkd's CRIU action script follows (HOOK_NAME in packages/host-tools/src/criu-action). */
+export const CHECKPOINT_HOOK = 'forkd-hook';
+
+/** What a dump needs of the runtime. */
+export interface CheckpointDeps {
+  /** runc with forkd's state root, CRIU and its dump config (CRIU_CONFIG_FILE names the action script: dumps only). */
+  runc(args: string[]): Promise<ExecResult>;
+  thaw(): Promise<void>;
+  cgroupPath: string;
+  /** The bundle's record of the user namespace range, copied into the images (a restore must recreate it). */
+  idmapFile: string;
+  /** forkd-criu-action; run directly only to wait out a failed dump's filesystem snapshot. */
+  criuAction: string;
+  deadlineMs: number;
+}
+
+/**
+ * Memory and files from one instant, with the shortest freeze: forkd's CRIU
+ * action script (see setup) freezes the cgroup at pre-dump, after runc's and
+ * CRIU's start-up (CRIU then finds it frozen and skips its 100 ms freezer
+ * sleep) and starts the filesystem snapshot (`whileFrozen`'s argv, written
+ * into the hook file) alongside the dump; at post-dump it waits for that
+ * snapshot. CRIU leaves the tree as it found it, frozen: forkd thaws it when
+ * runc returns (leaveRunning) or leaves it frozen for the caller. The hook
+ * file in the images dir tells the script what to do. Any failure thaws.
+ */
+export async function runcCheckpoint(d: CheckpointDeps, id: string, o: CheckpointOptions): Promise<CheckpointStats> {
+  await mkdir(o.imagesDir, { recursive: true, mode: 0o700 });
+  await mkdir(o.workDir, { recursive: true, mode: 0o700 });
+  const hook = join(o.imagesDir, CHECKPOINT_HOOK);
+  const f = freezerControl(d.cgroupPath);
+  // Root's own file, made anew (never through something already there): the action script refuses any other.
+  await writeFile(hook, [f.file, f.freeze, f.checkFile, f.frozenPattern, ...(o.whileFrozen?.argv ?? [])].join('\n') + '\n', { mode: 0o600, flag: 'wx' });
+  const t0 = performance.now();
+  // A task stopped by SIGSTOP (a tenant's `kill -STOP`, a shell's Ctrl-Z) in a frozen cgroup wedges CRIU: its
+  // ptrace attach waits for the stopped task to trap, which a frozen task never does. The action script
+  // turns each into a frozen task with SIGSTOP pending, which CRIU attaches to and dumps as stopped; but
+  // a task stopped just after the freeze, or anything else that hangs CRIU, would hold the dump, its freeze
+  // and the sandbox's lifecycle lock for ever: past the deadline the cgroup is thawed (a stuck attach then
+  // goes on) and the dump, whatever it became, is given up with TIMEOUT.
+  let expired = false;
+  const watchdog = setTimeout(() => {
+    expired = true;
+    void d.thaw().catch(() => {});
+  }, d.deadlineMs);
+  try {
+    const args = ['checkpoint', '--image-path', o.imagesDir, '--work-path', o.workDir, '--leave-running', '--tcp-established', '--file-locks', id];
+    const r = await d.runc(args).finally(() => clearTimeout(watchdog));
+    if (expired) throw new ForkdError('TIMEOUT', `the memory dump of ${id} did not finish within ${d.deadlineMs / 1000} s (a stopped process in it?)`, { timeoutMs: d.deadlineMs, logPath: join(o.workDir, 'dump.log') });
+    if (r.code !== 0) {
+      const log = await readFile(join(o.workDir, 'dump.log'), 'utf8').catch(() => '');
+      throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });
+    }
+    const dumpMs = performance.now() - t0;
+    await copyFile(d.idmapFile, join(o.imagesDir, IDMAP_FILE)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
+    const frozenAt = await readNs(`${hook}.frozen-at`);
+    if (frozenAt === undefined) throw new ForkdError('INTERNAL', 'the criu action script did not run: run forkd setup again', { logPath: join(o.workDir, 'dump.log') });
+    if (o.leaveRunning) await d.thaw();
+    return { frozenMs: Number(BigInt(Date.now()) * 1_000_000n - frozenAt) / 1e6, dumpMs };
+  } catch (err) {
+    await d.thaw().catch(() => {});
+    await awaitSnapshot(d.criuAction, hook);
+    throw err;
+  } finally {
+    for (const suffix of ['', '.frozen-at', '.snap-fifo', '.snap-rc', '.snap-rc.tmp']) await rm(`${hook}${suffix}`, { force: true });
+  }
+}
+
+/**
+ * A dump that failed after the action script started the filesystem
+ * snapshot: that snapshot still runs, and the caller is about to remove
+ * its target. The action script's own post-dump wait (FIFO, deadline in
+ * seconds) tells when it is done.
+ */
+async function awaitSnapshot(criuAction: string, hook: string): Promise<void> {
+  if (!criuAction || !existsSync(`${hook}.snap-fifo`)) return;
+  const env = { ...process.env, CRTOOLS_SCRIPT_ACTION: 'post-dump', CRTOOLS_IMAGE_DIR: dirname(hook) };
+  await exec(criuAction, [], { env, allowFailure: true }).catch(() => {});
+}
+
+/** CRIU's last error line in a log, without its timestamp. */
+export function criuError(log: string): string {
+  const errs = log.split('\n').filter((l) => /Error \(/.test(l));
+  return (errs[errs.length - 1] ?? '').replace(/^\([0-9.]+\)\s*/, '').slice(0, 500);
+}
+
+/** A wall-clock instant in ns written by the action script (`date +%s%N`). */
+async function readNs(file: string): Promise<bigint | undefined> {
+  const s = (await readFile(file, 'utf8').catch(() => '')).trim();
+  return /^\d+$/.test(s) ? BigInt(s) : undefined;
+}
