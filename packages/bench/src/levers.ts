@@ -35,7 +35,7 @@ const LEVERS: Lever[] = [
   },
   { name: 'lazy restore (memory on demand)', off: { FORKD_LAZY_RESTORE: '0' }, ops: ['fork of one'] },
   { name: 'cgroup v1: /sys/fs/cgroup as binds, not a tmpfs CRIU archives with tar', off: { FORKD_CGROUP_V1_BINDS: '0' }, ops: ['snapshot freeze', 'fork of one', 'rewind'] },
-  { name: '/dev a directory of the root, not a tmpfs CRIU archives with tar', off: { FORKD_DEV_IN_ROOT: '0' }, ops: ['snapshot freeze', 'fork of one', 'rewind'] },
+  { name: "/dev the root's own directory bound over itself, not a tmpfs CRIU archives with tar", off: { FORKD_DEV_IN_ROOT: '0' }, ops: ['snapshot freeze', 'fork of one', 'rewind'] },
 ];
 
 /** A 10 MB sandbox, so fixed costs show rather than page copying. */

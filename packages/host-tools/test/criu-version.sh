@@ -48,5 +48,34 @@ printf 'junk' > "$WORK/bad"
 check "a reply that is not VERSION: left for CRIU" "$(answer "$WORK/bad" 080a)" "1 - 080a"
 ln -s "$WORK/reply" "$WORK/link"
 check "a reply through a symlink is refused" "$(answer "$WORK/link" 080a)" "1 - 080a"
+# Installed as `criu`: the launcher. A fake loader prints what it was run with (its argv, HOME).
+mkdir -p "$WORK/bin"
+cp "$TOOL" "$WORK/bin/criu"
+cat > "$WORK/loader" <<'SH'
+#!/bin/sh
+echo "HOME=$HOME $*"
+SH
+chmod +x "$WORK/loader"
+printf '%s\n' "$WORK/reply" /criu-home /lib/uffd.so "$WORK/loader" --library-path /priv/lib /priv/criu > "$WORK/bin/criu.launch"
+check "launch: runs the loader with CRIU's arguments and HOME" "$("$WORK/bin/criu" check --all)" "HOME=/criu-home --library-path /priv/lib /priv/criu check --all"
+check "launch: preloads the uffd library when asked" "$(FORKD_UFFD_SOCK=/s "$WORK/bin/criu" lazy-pages)" "HOME=/criu-home --preload /lib/uffd.so --library-path /priv/lib /priv/criu lazy-pages"
+launched() {
+  python3 - "$WORK/bin/criu" "$1" <<'PY'
+import socket, subprocess, sys
+criu, req = sys.argv[1], bytes.fromhex(sys.argv[2])
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+a.send(req)
+r = subprocess.run([criu, 'swrk', str(b.fileno())], pass_fds=[b.fileno()], capture_output=True, text=True)
+a.setblocking(False)
+try: got = a.recv(64).hex()
+except BlockingIOError: got = '-'
+print(r.returncode, got, r.stdout.strip())
+PY
+}
+check "launch: the version probe answered in-process" "$(launched 080a)" "0 080a1001520408091009 "
+check "launch: a dump request goes to CRIU, unread" "$(launched 0801120400 | cut -d' ' -f1,2,4- | sed 's/ swrk [0-9]*$/ swrk FD/')" "0 - --library-path /priv/lib /priv/criu swrk FD"
+rm "$WORK/bin/criu.launch"
+check "launch: no launch file, a clear failure" "$("$WORK/bin/criu" check 2>&1; echo "rc=$?")" "forkd-criu: cannot read $WORK/bin/criu.launch: run forkd setup again
+rc=127"
 [ "$fails" = 0 ] && echo "ALL OK"
 exit "$fails"

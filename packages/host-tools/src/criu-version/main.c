@@ -20,6 +20,15 @@
  * Setup records the reply whenever it installs CRIU, so it is always that
  * CRIU's own answer. Any doubt (no reply file, a short read, another request)
  * means exit 1: the real criu answers, as without this tool.
+ *
+ * Installed as the `criu` runc and forkd run (any argv[0] named criu), it is
+ * also CRIU's wrapper, so no shell starts at each CRIU run (~3 ms each here,
+ * two per operation): FILE.launch beside it (FILE its own path) holds, one
+ * per line, the reply file, HOME for CRIU's config, the library that
+ * FORKD_UFFD_SOCK preloads, then the command that runs CRIU from its private
+ * root (loader, its options, criu). `swrk FD` is answered as above when it
+ * is the version probe (unless FORKD_CRIU_ASK_VERSION is set); everything
+ * else execs CRIU with the same arguments.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -92,7 +101,50 @@ static int record(const char *criu, const char *out) {
   return 0;
 }
 
+#define MAX_LAUNCH 16384
+#define MAX_LINES 32
+
+static int launch(int argc, char **argv) {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 16);
+  if (n <= 0) return perror("forkd-criu: /proc/self/exe"), 127;
+  memcpy(path + n, ".launch", 8);
+  static char buf[MAX_LAUNCH];
+  int f = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  ssize_t len = f < 0 ? -1 : read(f, buf, sizeof buf - 1);
+  if (f >= 0) close(f);
+  if (len <= 0) return fprintf(stderr, "forkd-criu: cannot read %s: run forkd setup again\n", path), 127;
+  buf[len] = '\0';
+  char *line[MAX_LINES];
+  int lines = 0;
+  for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l && lines < MAX_LINES; l = strtok_r(NULL, "\n", &save)) line[lines++] = l;
+  if (lines < 5) return fprintf(stderr, "forkd-criu: %s is short: run forkd setup again\n", path), 127;
+  if (argc == 3 && strcmp(argv[1], "swrk") == 0 && !getenv("FORKD_CRIU_ASK_VERSION")) {
+    int fd = parse_fd(argv[2]);
+    int r = fd < 0 ? 1 : answer(fd, line[0]);
+    if (r == 0) return 0;
+    if (r != 1) return 1;
+  }
+  if (setenv("HOME", line[1], 1) != 0) return perror("forkd-criu: HOME"), 127;
+  const char *uffd = getenv("FORKD_UFFD_SOCK");
+  char *args[MAX_LINES + 4 + 256];
+  int k = 0;
+  args[k++] = line[3];
+  if (uffd && *uffd) {
+    args[k++] = "--preload";
+    args[k++] = line[2];
+  }
+  for (int i = 4; i < lines; i++) args[k++] = line[i];
+  if (argc > 256) return fprintf(stderr, "forkd-criu: too many arguments\n"), 127;
+  for (int i = 1; i < argc; i++) args[k++] = argv[i];
+  args[k] = NULL;
+  execv(line[3], args);
+  return perror(line[3]), 127;
+}
+
 int main(int argc, char **argv) {
+  const char *base = strrchr(argv[0], '/');
+  if (strcmp(base ? base + 1 : argv[0], "criu") == 0) return launch(argc, argv);
   if (argc == 4 && strcmp(argv[1], "answer") == 0) {
     int fd = parse_fd(argv[2]);
     return fd < 0 ? 1 : answer(fd, argv[3]);

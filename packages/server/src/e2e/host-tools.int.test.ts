@@ -40,7 +40,7 @@ describe('host tools: their own real-filesystem tests', { skip: !isRoot && 'need
     }
   });
 
-  test('forkd-criu-version answers only the version probe (test/criu-version.sh)', async () => {
+  test('forkd-criu-version answers only the version probe, and installed as criu launches CRIU (test/criu-version.sh)', async () => {
     const r = await exec('bash', [join(TESTS, 'criu-version.sh')], { allowFailure: true, timeoutMs: 60_000 });
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     assert.match(r.stdout, /ALL OK/);

@@ -156,6 +156,27 @@ async function recordCriuVersion(config: ForkdConfig, wrapper: string): Promise<
 }
 
 /**
+ * The `criu` runc and forkd run is forkd-criu-version installed under that
+ * name (no shell at each CRIU run, see its source): it answers runc's
+ * version probe (see recordCriuVersion; FORKD_CRIU_ASK_VERSION=1 sends it to
+ * CRIU all the same, the bench measures this lever alone) and otherwise
+ * runs CRIU through its private root's loader and libraries, HOME pointing
+ * at forkd's CRIU config, libforkd-uffd.so preloaded when FORKD_UFFD_SOCK is
+ * set. What it runs is in `criu.launch` beside it, one item per line.
+ */
+async function installCriuLauncher(config: ForkdConfig, wrapper: string, root: string, home: string): Promise<void> {
+  const lib = `${root}/lib/x86_64-linux-gnu:${root}/usr/lib/x86_64-linux-gnu`;
+  const launch = [`${wrapper}-version.reply`, home, uffdPreloadPath(config), `${root}/lib64/ld-linux-x86-64.so.2`, '--library-path', lib, `${root}/usr/sbin/criu`];
+  const tmp = ownTmp(`${wrapper}.launch`);
+  await writeFile(tmp, launch.join('\n') + '\n', { mode: 0o644 });
+  await rename(tmp, `${wrapper}.launch`);
+  const bin = ownTmp(wrapper);
+  await copyFile(join(REPO_ROOT, 'packages/host-tools/build/forkd-criu-version'), bin);
+  await chmod(bin, 0o755);
+  await rename(bin, wrapper);
+}
+
+/**
  * Preloaded into criu when the runtime sets FORKD_UFFD_SOCK: it lets lazy
  * restores into a user namespace get their userfaultfd from /dev/userfaultfd
  * (see packages/host-tools/src/uffd-broker and uffd-preload).
@@ -217,17 +238,7 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
     await rm(root, { recursive: true, force: true });
     await rename(tmp, root);
   }
-  const lib = `${root}/lib/x86_64-linux-gnu:${root}/usr/lib/x86_64-linux-gnu`;
-  const preload = `\${FORKD_UFFD_SOCK:+--preload ${uffdPreloadPath(config)}}`;
-  // The version probe (see recordCriuVersion): answered (0), or left for CRIU (1); anything else failed half-way.
-  // FORKD_CRIU_ASK_VERSION=1 sends it to CRIU all the same (the bench measures this lever alone).
-  const probe = `if [ "$1" = swrk ] && [ -z "$FORKD_CRIU_ASK_VERSION" ]; then ${criuVersionToolPath(config)} answer "$2" ${wrapper}-version.reply; r=$?; [ $r = 0 ] && exit 0; [ $r = 1 ] || exit 1; fi\n`;
-  const body = `#!/bin/sh\n${probe}HOME=${home} exec ${root}/lib64/ld-linux-x86-64.so.2 ${preload} --library-path ${lib} ${root}/usr/sbin/criu "$@"\n`;
-  if ((await readFile(wrapper, 'utf8').catch(() => '')) !== body) {
-    const tmp = ownTmp(wrapper);
-    await writeFile(tmp, body, { mode: 0o755 });
-    await rename(tmp, wrapper);
-  }
+  await installCriuLauncher(config, wrapper, root, home);
   await recordCriuVersion(config, wrapper);
   const got = await criuVersion(wrapper);
   if (!atLeast(got, CRIU_MIN)) throw new ForkdError('FAILED_PRECONDITION', `criu ≥ ${CRIU_MIN.join('.')} is required, got ${got?.join('.') ?? 'none'}`);
