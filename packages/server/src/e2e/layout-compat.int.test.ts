@@ -84,4 +84,20 @@ describe('snapshots of one sandbox mount layout restore under the other', { skip
     assert.ok(back);
     assert.equal(await shmAndSleeper(back.id), 'new\nsleeping\nnull\n', 'and forks');
   });
+
+  test('each lever alone: runc\'s cgroup v1 tmpfs with /dev in the root, and the reverse, fork and rewind', async () => {
+    for (const env of [{ FORKD_CGROUP_V1_BINDS: '0' }, { FORKD_DEV_IN_ROOT: '0' }]) {
+      await restart(env);
+      const id = (await post('/v1/sandboxes', { memoryMb: 128 })).id as string;
+      await post(`/v1/sandboxes/${id}/exec`, { command: 'echo one > /dev/shm/kept; sleep 10000', background: true });
+      await new Promise((r) => setTimeout(r, 300));
+      const snap = (await post(`/v1/sandboxes/${id}/snapshots`)).id as string;
+      const [f] = (await post(`/v1/snapshots/${snap}/fork`, { count: 1 })).sandboxes as { id: string }[];
+      assert.ok(f);
+      assert.equal(await shmAndSleeper(f.id), 'one\nsleeping\nnull\n', `${JSON.stringify(env)}: a fork`);
+      await sh(id, 'echo two > /dev/shm/kept');
+      await post(`/v1/sandboxes/${id}/rewind`, { snapshot: snap });
+      assert.equal(await shmAndSleeper(id), 'one\nsleeping\nnull\n', `${JSON.stringify(env)}: a rewind`);
+    }
+  });
 });

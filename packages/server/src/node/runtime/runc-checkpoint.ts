@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import { exec, type ExecResult } from '../../shared/exec.js';
 import { freezerControl } from '../cgroups/cgroups.js';
-import { IDMAP_FILE } from './runc-images.js';
+import { IDMAP_FILE, LAYOUT_FILE } from './runc-images.js';
 import type { CheckpointOptions, CheckpointStats } from './runtime.js';
 
 /** Name of the hook file forkd's CRIU action script follows (HOOK_NAME in packages/host-tools/src/criu-action). */
@@ -18,6 +18,8 @@ export interface CheckpointDeps {
   cgroupPath: string;
   /** The bundle's record of the user namespace range, copied into the images (a restore must recreate it). */
   idmapFile: string;
+  /** The bundle's record of the mount layout (runc-images.ts LAYOUT_FILE), copied into the images likewise. */
+  layoutFile: string;
   /** forkd-criu-action; run directly only to wait out a failed dump's filesystem snapshot. */
   criuAction: string;
   deadlineMs: number;
@@ -61,9 +63,11 @@ export async function runcCheckpoint(d: CheckpointDeps, id: string, o: Checkpoin
       throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });
     }
     const dumpMs = performance.now() - t0;
-    await copyFile(d.idmapFile, join(o.imagesDir, IDMAP_FILE)).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-    });
+    for (const [from, name] of [[d.idmapFile, IDMAP_FILE], [d.layoutFile, LAYOUT_FILE]] as const) {
+      await copyFile(from, join(o.imagesDir, name)).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+      });
+    }
     const frozenAt = await readNs(`${hook}.frozen-at`);
     if (frozenAt === undefined) throw new ForkdError('INTERNAL', 'the criu action script did not run: run forkd setup again', { logPath: join(o.workDir, 'dump.log') });
     if (o.leaveRunning) await d.thaw();

@@ -32,13 +32,23 @@ export async function readIdmap(imagesDir: string): Promise<IdMap | undefined> {
  * Checkpoints taken before forkd owned network namespaces carry their own;
  * newer ones name the host's namespace by runc's external key instead.
  */
+/** In a bundle and in every checkpoint's images: the sandbox's mount layout, as JSON (see oci-spec.ts devMounts). */
+export const LAYOUT_FILE = 'forkd-layout.json';
+
 /**
- * Images with a tmpfs archive were dumped with /dev a tmpfs (the only other
- * tmpfs forkd ever gave a sandbox, cgroup v1's, came with it): a restore
- * gives runc the layout the images hold (see oci-spec.ts devMounts).
+ * Whether the images were dumped with /dev the root's own directory (a
+ * bind) rather than a tmpfs: a restore gives runc the layout the images
+ * hold. Images from before the record have a tmpfs archive when /dev was a
+ * tmpfs (it always was, then).
  */
-export async function dumpedWithTmpfsDev(imagesDir: string): Promise<boolean> {
-  return (await readdir(imagesDir).catch(() => [] as string[])).some((f) => /^tmpfs-dev-\d+\.tar\.gz\.img$/.test(f));
+export async function dumpedWithDevInRoot(imagesDir: string): Promise<boolean> {
+  const text = await readFile(join(imagesDir, LAYOUT_FILE), 'utf8').catch(() => undefined);
+  if (text !== undefined) {
+    const l = JSON.parse(text) as { devInRoot?: unknown };
+    if (typeof l.devInRoot !== 'boolean') throw new ForkdError('INTERNAL', `bad ${LAYOUT_FILE} in the images of a snapshot`);
+    return l.devInRoot;
+  }
+  return !(await readdir(imagesDir).catch(() => [] as string[])).some((f) => /^tmpfs-dev-\d+\.tar\.gz\.img$/.test(f));
 }
 
 export async function carriesOwnNetns(imagesDir: string): Promise<boolean> {

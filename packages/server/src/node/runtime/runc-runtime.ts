@@ -15,7 +15,7 @@ import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import { criuError, runcCheckpoint } from './runc-checkpoint.js';
 import { killQuietly, listeningDaemon } from './runc-daemons.js';
 import { killContainer } from './runc-kill.js';
-import { carriesOwnNetns, dumpedWithTmpfsDev, IDMAP_FILE, ownImages, readIdmap, runcImages } from './runc-images.js';
+import { carriesOwnNetns, dumpedWithDevInRoot, IDMAP_FILE, LAYOUT_FILE, ownImages, readIdmap, runcImages } from './runc-images.js';
 import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
 import { RootMounts, type RootView } from './root-mounts.js';
 import { GUEST_INIT, UnixSocketGuest } from './unix-socket-guest.js';
@@ -29,7 +29,7 @@ export interface RuncOptions {
   bundleRoot: string;
   /** cgroup parent of every sandbox, e.g. `forkd`. */
   cgroupParent: string;
-  /** CRIU ≥ 4 (a wrapper script on Debian 12 hosts); checkpoint/restore fail without it. */
+  /** CRIU ≥ 4.2 (setup's wrapper: forkd-criu-version installed as criu); checkpoint/restore fail without it. */
   criu?: string;
   /** CRIU's action script (forkd-criu-action): named by criuDumpConfig for dumps, runc's hook at a restore (see oci-spec.ts loopbackHook). */
   criuAction?: string;
@@ -43,7 +43,7 @@ export interface RuncOptions {
   lazyRestore?: boolean;
   /** On cgroup v1, /sys/fs/cgroup as binds (see oci-spec.ts cgroupMounts); off, runc's tmpfs. */
   cgroupV1Binds?: boolean;
-  /** /dev as a directory of the root (see oci-spec.ts); off, a tmpfs. */
+  /** New sandboxes get /dev as the root's own directory bound over itself (see oci-spec.ts devMounts); off, a tmpfs. */
   devInRoot?: boolean;
   /**
    * libforkd-uffd.so, which criu's wrapper preloads when FORKD_UFFD_SOCK is
@@ -159,8 +159,11 @@ export class RuncRuntime implements Runtime {
     // and images dumped with runc's tmpfs never use it (their cgroup mounts are real ones, in a cgroup namespace).
     const cgroupV1 = restore || this.#o.cgroupV1Binds ? shared.cgroupV1 : undefined;
     const loopbackHook = restore?.loopbackHook && this.#o.criuAction ? this.#o.criuAction : undefined;
-    const config = buildOciSpec({ ...spec, rootfs: view.rootfs, init: GUEST_INIT }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir: shared.emptyDir, rlimits: this.#rlimits, cgroupV1, devInRoot: restore?.devInRoot ?? this.#o.devInRoot, loopbackHook });
+    const devInRoot = (restore?.devInRoot ?? this.#o.devInRoot) && spec.idmap !== undefined;
+    const config = buildOciSpec({ ...spec, rootfs: view.rootfs, init: GUEST_INIT }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir: shared.emptyDir, rlimits: this.#rlimits, cgroupV1, devInRoot, loopbackHook });
     await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 });
+    // Goes with every checkpoint's images, as the range does.
+    await writeFile(join(bundle, LAYOUT_FILE), JSON.stringify({ devInRoot }));
     // The range goes with every checkpoint's images: a restore must recreate it (see checkpoint).
     if (spec.idmap) await writeFile(join(bundle, IDMAP_FILE), JSON.stringify(spec.idmap));
     else await rm(join(bundle, IDMAP_FILE), { force: true });
@@ -188,6 +191,7 @@ export class RuncRuntime implements Runtime {
         thaw: () => this.thaw(id),
         cgroupPath: this.cgroupPath(id),
         idmapFile: join(this.#o.bundleRoot, id, IDMAP_FILE),
+        layoutFile: join(this.#o.bundleRoot, id, LAYOUT_FILE),
         criuAction: this.#o.criuAction,
         deadlineMs: this.#o.checkpointDeadlineMs,
       },
@@ -204,7 +208,7 @@ export class RuncRuntime implements Runtime {
     // Owned by the range's root before they are bound into its reach with the root (RootMounts.mount).
     if (spec.idmap) await ownImages(o.imagesDir, spec.idmap.hostId);
     const netns = ownNetns ? undefined : await this.#o.network.prepare(id, spec.network ?? LOOPBACK_ONLY);
-    const { bundle, view } = await this.#writeBundle(id, spec, netns, { images: spec.idmap ? o.imagesDir : undefined, loopbackHook: ownNetns, devInRoot: !(await dumpedWithTmpfsDev(o.imagesDir)) });
+    const { bundle, view } = await this.#writeBundle(id, spec, netns, { images: spec.idmap ? o.imagesDir : undefined, loopbackHook: ownNetns, devInRoot: await dumpedWithDevInRoot(o.imagesDir) });
     // A veth in the images (dumped with egress) is made again with this instance's host end.
     const netEnv = ownNetns ? await restoreVethEnv(this.#o.network, id, o.imagesDir, bundle) : undefined;
     const imagesDir = spec.idmap ? this.#mounts.imagesInReach(id) : o.imagesDir;
