@@ -93,34 +93,22 @@ async function withEnv<T>(env: Record<string, string>, fn: () => Promise<T>): Pr
 
 /**
  * Each lever's effect alone: the operations it touches on a node with only
- * that lever off, against a node with every lever on (the defaults), same
- * sandbox (10 MB), same run. Rows "lever: NAME — OP (off|on)".
+ * that lever off, against a node with every lever on (the defaults)
+ * measured just before it, same sandbox (10 MB), same run. Rows
+ * "lever: NAME — OP (off|on)".
  */
 export async function leverRows(quick: boolean, only?: string): Promise<BenchRow[]> {
   const n = quick ? 2 : 7;
   const rows = liveRows();
   const levers = LEVERS.filter((l) => only === undefined || l.name.includes(only));
-  const allOps = [...new Set(levers.flatMap((l) => l.ops))];
-  const on = await withEnv({}, async () => {
-    const node = await createTestNode();
-    try {
-      return await measure(node, allOps, n);
-    } finally {
-      await node.dispose();
-    }
-  });
   for (const lever of levers) {
+    // The defaults measured again beside each lever: one baseline for all, taken at the run's start, carried
+    // whatever the machine did then into every row (a slow first minute read as every lever helping less).
+    const on = await measureWith({}, lever.ops, n);
     const restore = (await lever.host?.()) ?? (async () => {});
     let off: Map<Op, number[]>;
     try {
-      off = await withEnv(lever.off, async () => {
-        const node = await createTestNode();
-        try {
-          return await measure(node, lever.ops, n);
-        } finally {
-          await node.dispose();
-        }
-      });
+      off = await measureWith(lever.off, lever.ops, n);
     } finally {
       await restore();
     }
@@ -130,4 +118,16 @@ export async function leverRows(quick: boolean, only?: string): Promise<BenchRow
     }
   }
   return [...rows];
+}
+
+/** The operations on a node of their own, with `env` on top of the defaults. */
+function measureWith(env: Record<string, string>, ops: Op[], n: number): Promise<Map<Op, number[]>> {
+  return withEnv(env, async () => {
+    const node = await createTestNode();
+    try {
+      return await measure(node, ops, n);
+    } finally {
+      await node.dispose();
+    }
+  });
 }
