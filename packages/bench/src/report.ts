@@ -135,7 +135,7 @@ export function renderMarkdown(m: Machine, rows: readonly Comparison[], core: Re
 
 /** Rows "lever: NAME — OP (off|on)" as one table: each lever's effect alone. */
 function leverTable(rows: ReadonlyArray<{ name: string; summary: Summary }>, prefix: string): string[] {
-  const out = ['## Each lever alone', '', 'A node with one lever switched off by its knob against a node with all of them on (the defaults), the same 10 MB sandbox, the same run (`packages/bench/src/levers.ts`).', '', '| lever | operation | off p50 ms | on p50 ms | off / on |', '|---|---|---|---|---|'];
+  const out = ['## Each lever alone', '', 'A node with one lever switched off by its knob against a node with all of them on (the defaults) measured just before it, the same 10 MB sandbox, the same run (`packages/bench/src/levers.ts`).', '', '| lever | operation | off p50 ms | on p50 ms | off / on |', '|---|---|---|---|---|'];
   const pairs = new Map<string, { off?: Summary; on?: Summary }>();
   for (const r of rows) {
     const m = /^(.*) \((off|on)\)$/.exec(r.name.slice(prefix.length));
