@@ -128,12 +128,17 @@ async function installCriuAction(config: ForkdConfig): Promise<void> {
     ['forkd-criu-version', criuVersionToolPath(config)],
     ['libforkd-uffd.so', uffdPreloadPath(config)],
   ] as const) {
-    await mkdir(dirname(to), { recursive: true });
-    const tmp = ownTmp(to);
-    await copyFile(join(REPO_ROOT, 'packages/host-tools/build', from), tmp);
-    await chmod(tmp, 0o755);
-    await rename(tmp, to);
+    await installBuilt(from, to);
   }
+}
+
+/** A host tool from packages/host-tools/build copied to `to` and swapped in atomically (never rewritten under a running one). */
+async function installBuilt(from: string, to: string): Promise<void> {
+  await mkdir(dirname(to), { recursive: true });
+  const tmp = ownTmp(to);
+  await copyFile(join(REPO_ROOT, 'packages/host-tools/build', from), tmp);
+  await chmod(tmp, 0o755);
+  await rename(tmp, to);
 }
 
 /** forkd-criu-version (host-tools): answers runc's version probe with CRIU's recorded reply (see its source). */
@@ -170,10 +175,7 @@ async function installCriuLauncher(config: ForkdConfig, wrapper: string, root: s
   const tmp = ownTmp(`${wrapper}.launch`);
   await writeFile(tmp, launch.join('\n') + '\n', { mode: 0o644 });
   await rename(tmp, `${wrapper}.launch`);
-  const bin = ownTmp(wrapper);
-  await copyFile(join(REPO_ROOT, 'packages/host-tools/build/forkd-criu-version'), bin);
-  await chmod(bin, 0o755);
-  await rename(bin, wrapper);
+  await installBuilt('forkd-criu-version', wrapper);
 }
 
 /**

@@ -28,10 +28,6 @@ export async function readIdmap(imagesDir: string): Promise<IdMap | undefined> {
   return { hostId: m.hostId!, size: m.size! };
 }
 
-/**
- * Checkpoints taken before forkd owned network namespaces carry their own;
- * newer ones name the host's namespace by runc's external key instead.
- */
 /** In a bundle and in every checkpoint's images: the sandbox's mount layout, as JSON (see oci-spec.ts devMounts). */
 export const LAYOUT_FILE = 'forkd-layout.json';
 
@@ -51,6 +47,10 @@ export async function dumpedWithDevInRoot(imagesDir: string): Promise<boolean> {
   return !(await readdir(imagesDir).catch(() => [] as string[])).some((f) => /^tmpfs-dev-\d+\.tar\.gz\.img$/.test(f));
 }
 
+/**
+ * Checkpoints taken before forkd owned network namespaces carry their own;
+ * newer ones name the host's namespace by runc's external key instead.
+ */
 export async function carriesOwnNetns(imagesDir: string): Promise<boolean> {
   const img = (await readdir(imagesDir).catch(() => [] as string[])).find((f) => /^netns-\d+\.img$/.test(f));
   if (!img) return false;
