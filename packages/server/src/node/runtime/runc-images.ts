@@ -1,6 +1,7 @@
 import { access, chmod, lchown, lstat, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
+import { parseIdmapRecord, parseLayoutRecord } from './checkpoint-records.js';
 import type { CheckpointImages, IdMap } from './runtime.js';
 
 /**
@@ -21,11 +22,11 @@ export const runcImages: CheckpointImages = {
 export const IDMAP_FILE = 'forkd-idmap.json';
 
 export async function readIdmap(imagesDir: string): Promise<IdMap | undefined> {
-  const text = await readFile(join(imagesDir, IDMAP_FILE), 'utf8').catch(() => undefined);
-  if (text === undefined) return undefined;
-  const m = JSON.parse(text) as Partial<IdMap>;
-  if (!Number.isInteger(m.hostId) || !Number.isInteger(m.size)) throw new ForkdError('INTERNAL', `bad ${IDMAP_FILE} in the images of a snapshot`);
-  return { hostId: m.hostId!, size: m.size! };
+  const bytes = await readRecord(imagesDir, IDMAP_FILE);
+  if (!bytes) return undefined;
+  const r = parseIdmapRecord(bytes);
+  if (r.kind === 'malformed') throw malformed(IDMAP_FILE, imagesDir);
+  return r.idmap;
 }
 
 /** In a bundle and in every checkpoint's images: the sandbox's mount layout, as JSON (see oci-spec.ts devMounts). */
@@ -38,13 +39,26 @@ export const LAYOUT_FILE = 'forkd-layout.json';
  * tmpfs (it always was, then).
  */
 export async function dumpedWithDevInRoot(imagesDir: string): Promise<boolean> {
-  const text = await readFile(join(imagesDir, LAYOUT_FILE), 'utf8').catch(() => undefined);
-  if (text !== undefined) {
-    const l = JSON.parse(text) as { devInRoot?: unknown };
-    if (typeof l.devInRoot !== 'boolean') throw new ForkdError('INTERNAL', `bad ${LAYOUT_FILE} in the images of a snapshot`);
-    return l.devInRoot;
+  const bytes = await readRecord(imagesDir, LAYOUT_FILE);
+  if (bytes) {
+    const r = parseLayoutRecord(bytes);
+    if (r.kind === 'malformed') throw malformed(LAYOUT_FILE, imagesDir);
+    return r.devInRoot;
   }
   return !(await readdir(imagesDir).catch(() => [] as string[])).some((f) => /^tmpfs-dev-\d+\.tar\.gz\.img$/.test(f));
+}
+
+/** A record's bytes; undefined when the images have none (older ones). Other read errors are not hidden. */
+async function readRecord(imagesDir: string, name: string): Promise<Uint8Array | undefined> {
+  return readFile(join(imagesDir, name)).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
+    throw err;
+  });
+}
+
+/** The path goes to the log only: a tenant learns that the snapshot cannot be restored, not where it lives. */
+function malformed(name: string, imagesDir: string): ForkdError {
+  return new ForkdError('INTERNAL', `the images of this snapshot carry a malformed ${name}; it cannot be restored`, { imagesDir });
 }
 
 /**
