@@ -8,21 +8,36 @@ bin=$here/build/forkd-criu-action
 [ -x "$bin" ] || make -s -C "$here"
 work=$(mktemp -d /tmp/forkd-criu-action-test.XXXXXX)
 name=forkd-action-test-$$
-if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
-  cg=/sys/fs/cgroup/$name; control=$cg/cgroup.freeze; value=1; thaw=0; check=$cg/cgroup.events; pattern='^frozen 1'
-else
-  cg=/sys/fs/cgroup/freezer/$name; control=$cg/freezer.state; value=FROZEN; thaw=THAWED; check=$cg/freezer.state; pattern='^FROZEN'
-fi
-mkdir "$cg"
-sleep 1000 & victim=$!
-echo $victim > "$cg/cgroup.procs"
-cleanup() { echo $thaw > "$control" 2>/dev/null || true; kill $victim 2>/dev/null || true; wait $victim 2>/dev/null || true; rmdir "$cg" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
 fail=0
 check() { if eval "$2"; then echo "  ok   $1"; else echo "  FAIL $1"; fail=1; fi; }
 run() { CRTOOLS_SCRIPT_ACTION=$1 CRTOOLS_IMAGE_DIR=$work "$bin"; }
 hook() { printf '%s\n' "$control" "$value" "$check" "$pattern" "$@" > "$work/forkd-hook"; }
 ticks() { awk '{print $14 + $15 + $16 + $17}' /proc/$1/stat; }
+cg=; victim=
+cleanup() {
+  if [ -n "$cg" ]; then echo $thaw > "$control" 2>/dev/null || true; kill $victim 2>/dev/null || true; wait $victim 2>/dev/null || true; rmdir "$cg" 2>/dev/null || true; fi
+  cg=
+}
+trap 'cleanup; rm -rf "$work"' EXIT
+
+# Every freezer this host has: v1's, and v2's (the unified root, or a hybrid host's unified mount, whose
+# cgroups have cgroup.freeze though no controller is enabled there).
+freezers=()
+[ -d /sys/fs/cgroup/freezer ] && freezers+=(v1)
+for root in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+  if [ -f $root/cgroup.controllers ]; then freezers+=("v2:$root"); break; fi
+done
+
+freezer_suite() {
+case $1 in
+  v1) cg=/sys/fs/cgroup/freezer/$name; control=$cg/freezer.state; value=FROZEN; thaw=THAWED; check=$cg/freezer.state; pattern='^FROZEN' ;;
+  v2:*) cg=${1#v2:}/$name; control=$cg/cgroup.freeze; value=1; thaw=0; check=$cg/cgroup.events; pattern='^frozen 1' ;;
+esac
+echo "=== freezer $1"
+rm -rf "${work:?}"/*
+mkdir "$cg"
+sleep 1000 & victim=$!
+echo $victim > "$cg/cgroup.procs"
 
 echo "== no hook file: nothing to do"
 check "exit 0" 'run pre-dump'
@@ -83,6 +98,11 @@ rm -f "$work/forkd-hook"; hook; chmod 0777 "$work"
 check "images dir writable by others: exit 1" '! run pre-dump 2>/dev/null'
 check "not frozen" '! frozen'
 chmod 0700 "$work"; rm -f "$work"/forkd-hook*
+
+cleanup
+}
+
+for f in "${freezers[@]}"; do freezer_suite "$f"; done
 
 echo "== setup-namespaces (runc's createRuntime hook at a restore): lo of the restored init's namespace comes up"
 unshare -n sleep 30 & holder=$!

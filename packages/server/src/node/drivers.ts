@@ -78,6 +78,7 @@ function runcRuntime(config: ForkdConfig, network: Network): Runtime {
       cacheDir: config.cacheDir,
       conntrackBuckets: config.conntrackBuckets,
       lazyRestore: config.lazyRestore,
+      lazyRestoreMinBytes: config.lazyRestoreMinMb * 2 ** 20,
       cgroupV1Binds: config.cgroupV1Binds,
       devInRoot: config.devInRoot,
       uffdPreload: uffdPreloadPath(config),

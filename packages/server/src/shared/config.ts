@@ -89,6 +89,8 @@ export interface ForkdConfig {
   conntrackBuckets: number;
   /** Restore memory lazily (userfaultfd) for faster resume and fork. */
   lazyRestore: boolean;
+  /** Images with fewer pages than this restore eagerly even with lazyRestore (FORKD_LAZY_RESTORE_MIN_MB, default 64): the lazy daemon costs more than copying them. */
+  lazyRestoreMinMb: number;
   /** Tools are started by a resident forkd-spawn, not by forks of the daemon (FORKD_RESIDENT_SPAWN, default on; 0: off). */
   residentSpawn: boolean;
   /** On a cgroup v1 host, /sys/fs/cgroup is read-only binds, not runc's tmpfs that CRIU archives (FORKD_CGROUP_V1_BINDS, default on; 0: off; see oci-spec.ts). */
@@ -241,6 +243,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     hotPauseS: nonNegative(env.FORKD_HOT_PAUSE_S, 60, 'FORKD_HOT_PAUSE_S'),
     conntrackBuckets: nonNegative(env.FORKD_CONNTRACK_BUCKETS, 16_384, 'FORKD_CONNTRACK_BUCKETS'),
     lazyRestore: env.FORKD_LAZY_RESTORE !== '0',
+    lazyRestoreMinMb: nonNegative(env.FORKD_LAZY_RESTORE_MIN_MB, 64, 'FORKD_LAZY_RESTORE_MIN_MB'),
     residentSpawn: env.FORKD_RESIDENT_SPAWN !== '0',
     cgroupV1Binds: env.FORKD_CGROUP_V1_BINDS !== '0',
     devInRoot: env.FORKD_DEV_IN_ROOT !== '0',

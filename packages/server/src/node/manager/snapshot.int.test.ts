@@ -18,7 +18,8 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
   const counterRunning = async (id: string) => (await (await node.manager.guest(id)).listProcesses()).some((p) => p.tag === 'counter' && p.running);
 
   before(async () => {
-    node = await createTestNode();
+    // The 64 MB hog below restores lazily, the small sandboxes eagerly: both paths in one file.
+    node = await createTestNode({ config: { lazyRestoreMinMb: 32 } });
     a = (await node.manager.create({})).id;
     (await node.manager.spawn(a, { argv: COUNTER, tag: 'counter' })).process.detach();
     await waitFor(async () => (await count(a)) > 5, 5000, 'counter to start');
@@ -148,6 +149,11 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
     // In a user namespace too: the restoring tasks got their userfaultfd through forkd-uffd-broker, which is gone now.
     assert.match((await run(node.manager, f!.id, ['cat', '/proc/self/uid_map'])).stdout, /^\s*0\s+[1-9]\d*\s+65536\s*$/);
     if (existsSync('/dev/userfaultfd')) assert.ok(existsSync(join(node.config.stateDir, 'bundles', f!.id, 'criu', 'lazy-pages.log')), 'the fork was restored lazily');
+    const idle = (await node.manager.create({})).id;
+    const [small] = await node.manager.fork((await node.manager.snapshot(idle)).id);
+    assert.ok(!existsSync(join(node.config.stateDir, 'bundles', small!.id, 'criu', 'lazy-pages.log')), 'a sandbox under FORKD_LAZY_RESTORE_MIN_MB restores eagerly');
+    await node.manager.delete(small!.id);
+    await node.manager.delete(idle);
     assert.deepEqual((await readdir(join(node.manager.snapshotDir(snap.id), 'memory'))).filter((n) => n.startsWith('.uffd-')), [], 'no broker socket left');
     assert.equal((await exec('pgrep', ['-f', `forkd-uffd-broker ${node.config.runDir}`], { allowFailure: true })).stdout, '', 'no broker left');
     const held = await run(node.manager, f!.id, ['sh', '-c', 'ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c userfaultfd']);

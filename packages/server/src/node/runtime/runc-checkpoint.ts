@@ -63,15 +63,17 @@ export async function runcCheckpoint(d: CheckpointDeps, id: string, o: Checkpoin
       throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });
     }
     const dumpMs = performance.now() - t0;
+    // Thawed first: nothing below needs the freeze (the records are the bundle's, the instant is on file).
+    if (o.leaveRunning) await d.thaw();
+    const thawedAt = BigInt(Date.now()) * 1_000_000n;
+    const frozenAt = await readNs(`${hook}.frozen-at`);
+    if (frozenAt === undefined) throw new ForkdError('INTERNAL', 'the criu action script did not run: run forkd setup again', { logPath: join(o.workDir, 'dump.log') });
     for (const [from, name] of [[d.idmapFile, IDMAP_FILE], [d.layoutFile, LAYOUT_FILE]] as const) {
       await copyFile(from, join(o.imagesDir, name)).catch((err: NodeJS.ErrnoException) => {
         if (err.code !== 'ENOENT') throw err;
       });
     }
-    const frozenAt = await readNs(`${hook}.frozen-at`);
-    if (frozenAt === undefined) throw new ForkdError('INTERNAL', 'the criu action script did not run: run forkd setup again', { logPath: join(o.workDir, 'dump.log') });
-    if (o.leaveRunning) await d.thaw();
-    return { frozenMs: Number(BigInt(Date.now()) * 1_000_000n - frozenAt) / 1e6, dumpMs };
+    return { frozenMs: Number(thawedAt - frozenAt) / 1e6, dumpMs };
   } catch (err) {
     await d.thaw().catch(() => {});
     await awaitSnapshot(d.criuAction, hook);

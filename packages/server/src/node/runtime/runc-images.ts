@@ -18,6 +18,13 @@ export const runcImages: CheckpointImages = {
   idmap: (dir) => readIdmap(dir),
 };
 
+/** What a restore of the images copies into memory: their pages images' sizes. */
+export async function pagesBytes(imagesDir: string): Promise<number> {
+  const names = (await readdir(imagesDir)).filter((n) => runcImages.isPages(n));
+  const sizes = await Promise.all(names.map((n) => lstat(join(imagesDir, n)).then((st) => (st.isFile() ? st.size : 0))));
+  return sizes.reduce((a, b) => a + b, 0);
+}
+
 /** In a bundle and in every checkpoint's images: the user namespace range (RuntimeSpec.idmap), as JSON. */
 export const IDMAP_FILE = 'forkd-idmap.json';
 

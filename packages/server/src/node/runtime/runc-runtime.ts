@@ -15,7 +15,7 @@ import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import { criuError, runcCheckpoint } from './runc-checkpoint.js';
 import { killQuietly, listeningDaemon } from './runc-daemons.js';
 import { killContainer } from './runc-kill.js';
-import { carriesOwnNetns, dumpedWithDevInRoot, IDMAP_FILE, LAYOUT_FILE, ownImages, readIdmap, runcImages } from './runc-images.js';
+import { carriesOwnNetns, dumpedWithDevInRoot, IDMAP_FILE, LAYOUT_FILE, ownImages, pagesBytes, readIdmap, runcImages } from './runc-images.js';
 import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
 import { RootMounts, type RootView } from './root-mounts.js';
 import { GUEST_INIT, UnixSocketGuest } from './unix-socket-guest.js';
@@ -41,6 +41,12 @@ export interface RuncOptions {
    * daemon per restore, which exits when everything is in.
    */
   lazyRestore?: boolean;
+  /**
+   * Images whose pages add up to less restore eagerly: the lazy daemon is one
+   * more CRIU start and a socket to wait for, which costs more than copying
+   * a small sandbox's memory.
+   */
+  lazyRestoreMinBytes?: number;
   /** On cgroup v1, /sys/fs/cgroup as binds (see oci-spec.ts cgroupMounts); off, runc's tmpfs. */
   cgroupV1Binds?: boolean;
   /** New sandboxes get /dev as the root's own directory bound over itself (see oci-spec.ts devMounts); off, a tmpfs. */
@@ -84,7 +90,7 @@ export class RuncRuntime implements Runtime {
   readonly #swap = swapAccounting();
 
   constructor(opts: RuncOptions) {
-    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', criuDumpConfig: '', cacheDir: '', conntrackBuckets: 0, lazyRestore: false, cgroupV1Binds: true, devInRoot: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
+    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', criuDumpConfig: '', cacheDir: '', conntrackBuckets: 0, lazyRestore: false, lazyRestoreMinBytes: 0, cgroupV1Binds: true, devInRoot: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
     this.#mounts = new RootMounts(opts.mountRoot, opts.idmapTool);
     // runc ≥ 1.2 ignores --criu and runs the `criu` on its PATH: forkd's own comes first.
     this.#uffdBroker = [this.#o.uffdPreload, this.#o.uffdBroker, '/dev/userfaultfd'].every((p) => p !== '' && existsSync(p));
@@ -220,7 +226,7 @@ export class RuncRuntime implements Runtime {
     let brokerPid = 0;
     // Both daemons run in the host's mount namespace, where the images are only at their own path.
     const broker = spec.idmap && !this.#uffdInUserns ? this.#brokerSocket(id, o.imagesDir) : undefined;
-    if (this.#o.lazyRestore && (!spec.idmap || this.#uffdInUserns || broker)) {
+    if (this.#o.lazyRestore && (!spec.idmap || this.#uffdInUserns || broker) && (await pagesBytes(o.imagesDir)) >= this.#o.lazyRestoreMinBytes) {
       const sock = join(workDir, 'lazy-pages.socket');
       await rm(sock, { force: true });
       const lazy = listeningDaemon(sock, this.#o.criu, ['lazy-pages', '--images-dir', o.imagesDir, '--work-dir', workDir, '-o', 'lazy-pages.log']);

@@ -134,6 +134,15 @@ test('the agent directory: sealed only when real, and a swapped socket is refuse
   await rootfsOps(root, [['unseal', '.forkd']]);
   await assert.rejects(rootfsOps(root, [['check-agent', '.forkd', 'sock']]), refused, 'not sealed');
   agent.close();
+  // One that appears while it waits (a cold start's agent): found, sealed.
+  await rootfsOps(root, [['unseal', '.forkd'], ['rmtree', '.forkd'], ['mkdir', '.forkd', 0o700]]);
+  const late = createServer();
+  const t0 = Date.now();
+  setTimeout(() => late.listen(join(root, '.forkd/sock')), 150);
+  await rootfsOps(root, [['seal-agent', '.forkd', 'sock', 5000]]);
+  assert.ok(Date.now() - t0 >= 140, 'it waited for the socket');
+  await rootfsOps(root, [['check-agent', '.forkd', 'sock']]);
+  late.close();
   assert.equal(connections, 0);
   await victimIntact();
 });
