@@ -66,7 +66,8 @@ static char **list_dir(int dirfd, const char *path, size_t *count)
             }
             break;
         }
-        if (e->d_type != DT_REG && e->d_type != DT_UNKNOWN)
+        /* Dot files are forkd's own beside the images (forkd-patch's page sums), never pages. */
+        if ((e->d_type != DT_REG && e->d_type != DT_UNKNOWN) || e->d_name[0] == '.')
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 32;

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { exec } from '../../shared/exec.js';
 import { runcImages } from '../runtime/runc-images.js';
 import { patchImages, storeImages } from './image-store.js';
 
@@ -68,6 +69,55 @@ test('forkd-patch rewrites only the pages that differ, and gives up once the lay
     assert.ok((await readFile(join(dir, 'shrunk.dst'))).equals(shrunk));
     assert.ok((await readFile(join(dir, 'base'))).equals(old), 'the base is only read');
     await assert.rejects(patchImages([[join(dir, 'missing'), join(dir, 'base'), join(dir, 'next.dst')]], 0.25), { code: 'INTERNAL' });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+// The page sums (forkd-patch --sums, which patchImages always asks for): written beside each patched image,
+// used instead of the base's bytes while they describe exactly that file, ignored once it changed.
+test('forkd-patch compares by the sums of the base it stored, never by stale ones', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'forkd-sums-'));
+  const f = (n: string) => join(dir, n);
+  const round = async (src: Buffer, base: string, dst: string) => {
+    await writeFile(f('src'), src);
+    await copyFile(f(base), f(dst));
+    return (await patchImages([[f('src'), f(base), f(dst)]], 0.25))[0]!;
+  };
+  try {
+    const v0 = randomBytes(32 * 4096);
+    await writeFile(f('img0'), v0);
+    // No sums yet: bytes compared, sums of the result written.
+    const v1 = Buffer.from(v0);
+    randomBytes(4096).copy(v1, 3 * 4096);
+    assert.deepEqual(await round(v1, 'img0', 'img1'), { written: 4096, moved: false });
+    assert.ok((await readFile(f('img1'))).equals(v1));
+    assert.ok(existsSync(f('.img1.sums')) && !existsSync(f('.img0.sums')));
+    // With them: one more page changed is found without reading img1, and the result's sums equal a fresh count's.
+    const v2 = Buffer.from(v1);
+    randomBytes(4096).copy(v2, 9 * 4096);
+    assert.deepEqual(await round(v2, 'img1', 'img2'), { written: 4096, moved: false });
+    assert.ok((await readFile(f('img2'))).equals(v2));
+    await copyFile(f('img2'), f('fresh-base'));
+    await round(v2, 'fresh-base', 'fresh');
+    assert.ok((await readFile(f('.img2.sums'))).subarray(40).equals((await readFile(f('.fresh.sums'))).subarray(40)), 'the same sums as a full count');
+    // Trusted for exactly that file: bytes changed behind them with the same mtime are not seen (the sums are what counts)...
+    await exec('cp', ['-p', f('img2'), f('stamp')]);
+    const behind = Buffer.from(v2);
+    behind.fill(7, 0, 4096);
+    await writeFile(f('img2'), behind);
+    await exec('touch', ['-r', f('stamp'), f('img2')]); // the mtime to the nanosecond
+    assert.deepEqual(await round(v2, 'img2', 'img3'), { written: 0, moved: false });
+    // ...and once the file changed as forkd would see it (its mtime), they are stale: bytes are compared again.
+    await writeFile(f('img2'), behind);
+    assert.deepEqual(await round(v2, 'img2', 'img4'), { written: 4096, moved: false });
+    assert.ok((await readFile(f('img4'))).equals(v2));
+    // A damaged sums file is ignored the same way.
+    await writeFile(f('.img4.sums'), 'FKSUMS01 and then nothing useful');
+    const v5 = Buffer.from(v2);
+    randomBytes(4096).copy(v5, 0);
+    assert.deepEqual(await round(v5, 'img4', 'img5'), { written: 4096, moved: false });
+    assert.ok((await readFile(f('img5'))).equals(v5));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -30,7 +30,8 @@ export interface ImageTools {
  * - fast path: a pages image starts as a reflink of the previous image of the
  *   same name and `forkd-patch` (packages/host-tools) rewrites only the pages
  *   that differ (an idle process keeps its layout, so this writes almost
- *   nothing; one process for every image, comparing in the page cache);
+ *   nothing; one process for every image, comparing page sums kept beside
+ *   the previous image, or its bytes where it has none);
  * - when the layout moved (many pages differ at their offsets), the image is
  *   copied and `forkd-dedupe` shares the pages that moved too (Btrfs
  *   FIDEDUPERANGE: the kernel verifies the bytes).
@@ -100,10 +101,19 @@ export interface PatchResult {
   moved: boolean;
 }
 
-/** Runs forkd-patch over [src, base, dst] triples (one process; dst holds base's content); its output is checked, not trusted. */
+/**
+ * Runs forkd-patch over [src, base, dst] triples (one process; dst holds
+ * base's content); its output is checked, not trusted. A base that has page
+ * sums (`.NAME.sums`, written by the run that stored it, valid for exactly
+ * that file) is compared by them and never read: a reflinked image shares
+ * extents with the one before it but not its page cache, so reading it
+ * was a disk read of the whole image at every snapshot (~200 ms for 115 MB
+ * here, against ~30 ms by sums).
+ */
 export async function patchImages(pairs: Array<[string, string, string]>, limit: number, tool = PATCH_TOOL): Promise<PatchResult[]> {
   if (pairs.length === 0) return [];
-  const r = await exec(tool, [String(limit), ...pairs.flat()]);
+  // --sums: each stored image gets its page sums beside it, so the next snapshot never reads it (see forkd-patch).
+  const r = await exec(tool, ['--sums', String(limit), ...pairs.flat()]);
   const lines = r.stdout.trim().split('\n');
   if (lines.length !== pairs.length) throw new ForkdError('INTERNAL', `forkd-patch printed ${lines.length} results for ${pairs.length} images`, { cmd: tool, stderrTail: r.stderr.slice(-4000) });
   return lines.map((l) => {
