@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ensureRunc } from './private-runc.js';
 import { ownTmp } from '../shared/own-tmp.js';
@@ -135,10 +135,27 @@ async function installCriuAction(config: ForkdConfig): Promise<void> {
 /** A host tool from packages/host-tools/build copied to `to` and swapped in atomically (never rewritten under a running one). */
 async function installBuilt(from: string, to: string): Promise<void> {
   await mkdir(dirname(to), { recursive: true });
+  const built = join(REPO_ROOT, 'packages/host-tools/build', from);
+  // Unchanged: left alone. Daemons set up side by side (a fleet's nodes) would otherwise swap a tool in while
+  // another runs it, and a child forked during the copy still holding it open makes that exec fail (ETXTBSY).
+  if ((await sameBytes(built, to)) && ((await stat(to)).mode & 0o777) === 0o755) return;
   const tmp = ownTmp(to);
-  await copyFile(join(REPO_ROOT, 'packages/host-tools/build', from), tmp);
+  await copyFile(built, tmp);
   await chmod(tmp, 0o755);
   await rename(tmp, to);
+}
+
+async function sameBytes(a: string, b: string): Promise<boolean> {
+  const [x, y] = await Promise.all([readFile(a), readFile(b).catch(() => undefined)]);
+  return y !== undefined && x.equals(y);
+}
+
+/** A file others read at any moment (CRIU's configs, the launch file), replaced atomically: never seen half-written. */
+async function writeWhole(path: string, text: string): Promise<void> {
+  if ((await readFile(path, 'utf8').catch(() => undefined)) === text) return;
+  const tmp = ownTmp(path);
+  await writeFile(tmp, text, { mode: 0o644 });
+  await rename(tmp, path);
 }
 
 /** forkd-criu-version (host-tools): answers runc's version probe with CRIU's recorded reply (see its source). */
@@ -172,9 +189,7 @@ async function recordCriuVersion(config: ForkdConfig, wrapper: string): Promise<
 async function installCriuLauncher(config: ForkdConfig, wrapper: string, root: string, home: string): Promise<void> {
   const lib = `${root}/lib/x86_64-linux-gnu:${root}/usr/lib/x86_64-linux-gnu`;
   const launch = [`${wrapper}-version.reply`, home, uffdPreloadPath(config), `${root}/lib64/ld-linux-x86-64.so.2`, '--library-path', lib, `${root}/usr/sbin/criu`];
-  const tmp = ownTmp(`${wrapper}.launch`);
-  await writeFile(tmp, launch.join('\n') + '\n', { mode: 0o644 });
-  await rename(tmp, `${wrapper}.launch`);
+  await writeWhole(`${wrapper}.launch`, launch.join('\n') + '\n');
   await installBuilt('forkd-criu-version', wrapper);
 }
 
@@ -222,8 +237,10 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
   // every step (a process each, ~2-5 ms here), so it is named for dumps only (CRIU_CONFIG_FILE, set by
   // the runtime), and a restore runs none.
   const conf = ['network-lock skip', 'manage-cgroups ignore', ...(cgroupVersion() === 1 ? ['cgroup-yard /sys/fs/cgroup'] : [])];
-  await writeFile(join(home, '.criu', 'default.conf'), conf.join('\n') + '\n');
-  await writeFile(criuDumpConfigPath(config), `action-script ${criuActionPath(config)}\n`);
+  // Swapped in whole: CRIU reads them at every start, --version included, and daemons set up side by side
+  // (a fleet's nodes) rewrote them under each other's probe (a torn config: "criu ≥ 4.2 is required, got none").
+  await writeWhole(join(home, '.criu', 'default.conf'), conf.join('\n') + '\n');
+  await writeWhole(criuDumpConfigPath(config), `action-script ${criuActionPath(config)}\n`);
   await mkdir(join(config.cacheDir, 'bin'), { recursive: true });
   const root = privateRoot(config);
   if (!existsSync(join(root, 'usr/sbin/criu'))) {
