@@ -121,7 +121,7 @@ out:
     return sums;
 }
 
-static int pwrite_all(int fd, const void *buf, size_t len, off_t off)
+int pwrite_all(int fd, const void *buf, size_t len, off_t off)
 {
     const unsigned char *p = buf;
     while (len > 0) {

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 struct page_sum {
     uint64_t a, b;
@@ -29,6 +30,9 @@ struct page_sum *sums_load(const char *path, const struct stat *st, size_t *coun
  * sandbox adds a block or two, not 4 bytes per KiB of memory. 0, or -1 with
  * errno. */
 int sums_store(const char *path, const struct stat *st, const struct page_sum *sums, size_t count, const char *base_path, const struct page_sum *base, size_t base_count);
+
+/* pwrite(2) until all of it is written (EINTR retried). 0, or -1 with errno. */
+int pwrite_all(int fd, const void *buf, size_t len, off_t off);
 
 /* The sums file of an image: ".NAME.sums" beside it (a dot file: never exported). */
 int sums_path(char *out, size_t n, const char *image);

@@ -238,7 +238,7 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
   // the runtime), and a restore runs none.
   const conf = ['network-lock skip', 'manage-cgroups ignore', ...(cgroupVersion() === 1 ? ['cgroup-yard /sys/fs/cgroup'] : [])];
   // Swapped in whole: CRIU reads them at every start, --version included, and daemons set up side by side
-  // (a fleet's nodes) rewrote them under each other's probe (a torn config: "criu ≥ 4.2 is required, got none").
+  // (a fleet's nodes) rewrote them under each other's probe, which then may read one half-written.
   await writeWhole(join(home, '.criu', 'default.conf'), conf.join('\n') + '\n');
   await writeWhole(criuDumpConfigPath(config), `action-script ${criuActionPath(config)}\n`);
   await mkdir(join(config.cacheDir, 'bin'), { recursive: true });
