@@ -60,6 +60,7 @@ struct client {
   int file_fd;
   bool aux_wait;        /* READ_FILE: waiting for file_fd readable */
   uint64_t count;
+  bool trunc_at_end;    /* WRITE_FILE: overwritten in place, cut to `count` when done (see files_handle_write) */
   struct dirlevel *dirs;
   int ndirs, maxdepth;
   uint64_t list_cursor; /* LIST_PROCS */

@@ -69,9 +69,12 @@ static int lookup_user(struct client *c, const struct req *r, struct user_info *
   return 1;
 }
 
+/* An upload cut short leaves what O_TRUNC would have: the bytes received, nothing of the old file. */
 void files_cleanup(struct client *c) {
+  if (c->file_fd >= 0 && c->trunc_at_end) (void)!ftruncate(c->file_fd, (off_t)c->count);
   if (c->file_fd >= 0) close(c->file_fd);
   c->file_fd = -1;
+  c->trunc_at_end = false;
   for (int i = 0; i < c->ndirs; i++) {
     closedir(c->dirs[i].d);
     free(c->dirs[i].prefix);
@@ -152,8 +155,12 @@ void files_handle_write(struct client *c, const struct req *r) {
   int has_user = lookup_user(c, r, &u);
   if (has_user < 0) return;
   mode_t mode = req_has(r, K_MODE) ? (mode_t)(req_int(r, K_MODE, 0) & 07777) : 0644;
-  int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
-              (req_int(r, K_APPEND, 0) ? O_APPEND : O_TRUNC);
+  /* No O_TRUNC: the old bytes are overwritten and the rest cut when the upload ends (or fails). Btrfs
+     answers a truncation to zero by dropping every extent at once and by flushing the file's dirty
+     pages at its close (its guard for truncate-and-rewrite without fsync): 250 ms of the agent's time
+     for a 100 MB file rewritten, during which it serves no one else. */
+  bool append = req_int(r, K_APPEND, 0) != 0;
+  int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (append ? O_APPEND : 0);
 
   const char *slash = strrchr(path, '/');
   if (slash && slash != path) {
@@ -194,6 +201,7 @@ void files_handle_write(struct client *c, const struct req *r) {
   fr_empty(&c->out, T_OK);
   c->file_fd = fd;
   c->count = 0;
+  c->trunc_at_end = !append && S_ISREG(st.st_mode);
   c->state = CS_WRITE;
 }
 
@@ -216,8 +224,13 @@ int files_write_frame(struct client *c, uint8_t type, const uint8_t *p, size_t n
     return 0;
   }
   if (type == T_END) {
-    int r = close(c->file_fd);
+    int r = c->trunc_at_end ? ftruncate(c->file_fd, (off_t)c->count) : 0;
     int e = errno;
+    c->trunc_at_end = false;
+    if (close(c->file_fd) < 0 && r == 0) {
+      r = -1;
+      e = errno;
+    }
     c->file_fd = -1;
     if (r < 0 && e != EINTR) {
       client_error(c, e, "close: %s", strerror(e));

@@ -38,7 +38,7 @@ describe('guest protocol 3: file metadata as user.* xattrs', { skip: !existsSync
     assert.equal((await guest.stat(sock())).metadata, undefined, 'a socket carries none');
   });
 
-  test('a scope replaces only its own keys; a write without metadata keeps them (O_TRUNC does)', async () => {
+  test('a scope replaces only its own keys; a write without metadata keeps them (a rewrite does)', async () => {
     await guest.writeFile(f('b.txt'), Buffer.from('1'), { metadata: { mine: 'x', 'e2b.a': '1', 'e2b.b': '2' } });
     await guest.writeFile(f('b.txt'), Buffer.from('2'), { metadata: { 'e2b.b': '3' }, metadataScope: 'e2b.' });
     assert.deepEqual((await guest.stat(f('b.txt'))).metadata, { mine: 'x', 'e2b.b': '3' });
