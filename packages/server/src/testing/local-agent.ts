@@ -19,9 +19,9 @@ export interface LocalAgent {
   stop(): Promise<void>;
 }
 
-/** The real agent outside any container (`--socket`), on this host's file system, spoken to by the host's real client; `args` are more of its flags. */
-export async function startLocalAgent(prefix: string, args: string[] = []): Promise<LocalAgent> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
+/** The real agent outside any container (`--socket`), on this host's file system (in `parent`), spoken to by the host's real client; `args` are more of its flags. */
+export async function startLocalAgent(prefix: string, args: string[] = [], parent = tmpdir()): Promise<LocalAgent> {
+  const dir = await mkdtemp(join(parent, prefix));
   const sock = join(dir, 'agent.sock');
   const agent = spawn(AGENT, ['--socket', sock, ...args], { stdio: 'ignore' });
   for (let i = 0; i < 200 && !existsSync(sock); i++) await sleep(10);

@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { FILE_METADATA_LIMITS } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
+import { AGENT, startLocalAgent } from '../../testing/local-agent.js';
 import { isRoot } from '../../testing/test-node.js';
 import { ensurePool, unmountPool, type PoolOptions } from './btrfs-pool.js';
 import { BtrfsStorage } from './btrfs-storage.js';
@@ -39,6 +42,20 @@ storageConformance(
   },
   { frozenCommit: true, skip },
 );
+
+test('a pool forkd makes has 8 KiB tree nodes and one copy of its metadata, and takes the largest file metadata value', { skip: skip || (!existsSync(AGENT) && 'guest agent not built') }, async () => {
+  // See POOL_MKFS_OPTIONS: 16 KiB nodes make creates slow down with the number of sandboxes, 4 KiB ones refuse this value.
+  assert.match((await exec('btrfs', ['inspect-internal', 'dump-super', pool.image!])).stdout, /^nodesize\s+8192$/m);
+  assert.match((await exec('btrfs', ['filesystem', 'df', pool.mountPoint])).stdout, /^Metadata, single:/m);
+  const agent = await startLocalAgent('xattr-', [], pool.mountPoint);
+  try {
+    const value = 'v'.repeat(FILE_METADATA_LIMITS.maxTotalBytes - 'user.e2b.big'.length);
+    await agent.guest.writeFile(join(agent.dir, 'f'), Buffer.from('x'), { metadata: { 'e2b.big': value } });
+    assert.equal((await agent.guest.stat(join(agent.dir, 'f'))).metadata?.['e2b.big'], value);
+  } finally {
+    await agent.stop();
+  }
+});
 
 /** Subvolumes of the pool (deleted ones are not listed). */
 async function subvolumeCount(): Promise<number> {
