@@ -21,6 +21,7 @@ export const DEFAULT_CAPS = [
   'CAP_AUDIT_WRITE',
 ];
 
+/** The CFS period quotas are per: the kernel's default, which a new cgroup has (see buildOciSpec). */
 export const CPU_PERIOD_US = 100_000;
 
 /** CFS quota for a CPU count (at least 1 ms per period, the kernel's floor). */
@@ -177,7 +178,9 @@ export function buildOciSpec(spec: OciSandbox, opts: OciOptions): Record<string,
       cgroupsPath: opts.cgroupsPath,
       resources: {
         memory: { limit: memBytes, ...(opts.swapLimit ? { swap: memBytes } : {}) },
-        cpu: { quota: cpuQuota(spec.limits.cpus), period: CPU_PERIOD_US },
+        // No period: CPU_PERIOD_US is the kernel's default, and on cgroup v1 each write runc makes of a CFS
+        // setting walks every cgroup on the host (the kernel's bandwidth check): one walk per create, not two.
+        cpu: { quota: cpuQuota(spec.limits.cpus) },
         pids: { limit: spec.limits.pids },
         devices: [{ allow: false, access: 'rwm' }],
       },

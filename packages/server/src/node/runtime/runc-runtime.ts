@@ -5,6 +5,7 @@ import { ForkdError, LOOPBACK_ONLY, type Limits } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
 import { span } from '../../shared/profile.js';
 import { watchCgroupEmpty } from '../cgroups/cgroup-exit-watch.js';
+import { cloneCpusetToChildren } from '../cgroups/cpuset-parent.js';
 import { makeCgroupV1Dirs } from '../cgroups/v1-layout.js';
 import { childCgroups, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
 import type { RuntimeNetwork } from '../network/network.js';
@@ -126,8 +127,9 @@ export class RuncRuntime implements Runtime {
   /** Read once: the daemon's hard limits do not change while it runs. */
   readonly #rlimits = sandboxRlimits(readHostLimits());
 
-  prepareHost(log: Pick<Logger, 'info' | 'warn'>): Promise<void> {
-    return prepareCriuHost(this.#o, log);
+  async prepareHost(log: Pick<Logger, 'info' | 'warn'>): Promise<void> {
+    await prepareCriuHost(this.#o, log);
+    await cloneCpusetToChildren(this.#o.cgroupParent);
   }
 
   /** The agent is the container's init and listens on a Unix socket in the root (see unix-socket-guest.ts). */
