@@ -1,11 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { spawnStream } from '../../shared/exec.js';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { exec, spawnStream } from '../../shared/exec.js';
 import { isRoot } from '../../testing/test-node.js';
-import { NetnsNetwork } from './netns-network.js';
+import { NETNS_ADOPT, NetnsNetwork } from './netns-network.js';
 import { networkConformance } from './network-conformance.js';
 
 /**
@@ -81,3 +84,28 @@ networkConformance(
   },
   { skip },
 );
+
+test('forkd-netns-adopt --release unmounts a held namespace in the holder, the file left (what release does before removing it); nothing held is no error', { skip }, async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'forkd-netns-release-'));
+  const tag = randomBytes(2).toString('hex');
+  const network = new NetnsNetwork(join(dir, 'netns'), { table: `forkdnr${tag}`, ifPrefix: `nr${tag}x`, hostNet: `10.${128 + (parseInt(tag, 16) % 120)}` });
+  try {
+    const path = await network.prepare('rel');
+    const holder = /^\/proc\/(\d+)\/root/.exec(path)?.[1];
+    assert.ok(holder, path);
+    const file = join(dir, 'netns', 'rel');
+    const held = async () => (await readFile(`/proc/${holder}/mountinfo`, 'utf8')).includes(` ${file} `);
+    assert.equal(await held(), true);
+    const release = () => exec(NETNS_ADOPT, ['--mount-ns', `/proc/${holder}/ns/mnt`, '--release', file]);
+    await release();
+    assert.equal(await held(), false);
+    assert.ok(existsSync(file), 'the file stays: release() removes it');
+    await release();
+    await network.release('rel');
+  } finally {
+    await network.dropTable();
+    await network.endHolder();
+    await network.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -13,7 +13,7 @@ import { NetnsDialer, type Dialer } from './netns-dialer.js';
 /** A node's egress settings (see ForkdConfig.net): table, names, addresses, and its resolver's and proxy's. */
 export type NetnsEgressOptions = Partial<Omit<EgressOptions, 'dir' | 'services'>> & Partial<Omit<EgressServicesOptions, 'table'>>;
 
-const NETNS_ADOPT = join(REPO_ROOT, 'packages/host-tools/build/forkd-netns-adopt');
+export const NETNS_ADOPT = join(REPO_ROOT, 'packages/host-tools/build/forkd-netns-adopt');
 
 const NSFS_MAGIC = 0x6e736673;
 
@@ -96,9 +96,9 @@ export class NetnsNetwork implements Network {
   async release(id: string): Promise<void> {
     await this.#egress.release(id);
     const host = join(this.#dir, id);
-    if (await isNamespace(this.path(id))) await this.#holder.run('umount', [resolve(host)], { allowFailure: true });
+    if (await isNamespace(this.path(id))) await exec(NETNS_ADOPT, ['--mount-ns', await this.#holder.mountNs(), '--release', resolve(host)], { allowFailure: true });
     // One a daemon before the holder made in the host's namespace.
-    if (await isNamespace(host)) await exec('umount', [host], { allowFailure: true });
+    if (await isNamespace(host)) await exec(NETNS_ADOPT, ['--release', host], { allowFailure: true });
     await rm(host, { force: true });
   }
 
