@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CGROUP_ROOT } from './cgroups.js';
 
@@ -20,10 +20,16 @@ export async function cloneCpusetToChildren(parent: string, root = CGROUP_ROOT):
   for (const level of parent.split('/').filter(Boolean)) {
     const above = dir;
     dir = join(dir, level);
-    // 0755, as runc makes them (see makeCgroupV1Dirs).
-    await mkdir(dir, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EEXIST') throw err;
-    });
+    const made = await mkdir(dir).then(
+      () => true,
+      (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+        return false;
+      },
+    );
+    // As runc makes them (umask 022; the daemon's is 077): the sandbox's root, in its user namespace, passes
+    // through to its own cgroup (CRIU opens it from there at a restore).
+    if (made) await chmod(dir, 0o755);
     for (const file of ['cpuset.cpus', 'cpuset.mems']) {
       if ((await readFile(join(dir, file), 'utf8')).trim() === '') await writeFile(join(dir, file), await readFile(join(above, file), 'utf8'));
     }
