@@ -1,6 +1,7 @@
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CGROUP_ROOT } from './cgroups.js';
+import { makeCgroupV1Dirs } from './v1-layout.js';
 
 /**
  * On a cgroup v1 host, makes the sandboxes' parent in the cpuset hierarchy
@@ -16,20 +17,13 @@ import { CGROUP_ROOT } from './cgroups.js';
 export async function cloneCpusetToChildren(parent: string, root = CGROUP_ROOT): Promise<boolean> {
   const hierarchy = join(root, 'cpuset');
   if ((await readFile(join(hierarchy, 'cpuset.cpus'), 'utf8').catch(() => undefined)) === undefined) return false;
+  // Made as runc makes them (0755 whatever the daemon's umask): CRIU opens a sandbox's cgroup from inside
+  // its user namespace at a restore.
+  await makeCgroupV1Dirs(parent, ['cpuset']);
   let dir = hierarchy;
   for (const level of parent.split('/').filter(Boolean)) {
     const above = dir;
     dir = join(dir, level);
-    const made = await mkdir(dir).then(
-      () => true,
-      (err: NodeJS.ErrnoException) => {
-        if (err.code !== 'EEXIST') throw err;
-        return false;
-      },
-    );
-    // As runc makes them (umask 022; the daemon's is 077): the sandbox's root, in its user namespace, passes
-    // through to its own cgroup (CRIU opens it from there at a restore).
-    if (made) await chmod(dir, 0o755);
     for (const file of ['cpuset.cpus', 'cpuset.mems']) {
       if ((await readFile(join(dir, file), 'utf8')).trim() === '') await writeFile(join(dir, file), await readFile(join(above, file), 'utf8'));
     }
