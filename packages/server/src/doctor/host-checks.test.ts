@@ -49,6 +49,22 @@ test('forwarding off on the uplink: ok when forkd turns it on at start, a warnin
   assert.match(only(none, 'forwarding').summary, /no IPv4 default route/);
 });
 
+test('cgroup moves waiting for RCU: ok when on or when forkd turns favordynmods on at start, a warning with the remount when told to leave it', async () => {
+  assert.match(only(await doctor(healthyHost()), 'cgroup-migrations').summary, /\/sys\/fs\/cgroup has favordynmods/);
+  const mountinfo = healthyHost().files['/proc/self/mountinfo']!.replace(',favordynmods', '');
+  const off = withFiles(healthyHost(), { '/proc/self/mountinfo': mountinfo });
+  const r = only(await doctor(off), 'cgroup-migrations');
+  assert.equal(r.status, 'ok');
+  assert.match(r.summary, /no favordynmods now; forkd serve turns it on at start/);
+  const left = only(await doctor(off, { FORKD_CGROUP_FAVORDYNMODS: 'leave' }), 'cgroup-migrations');
+  assert.equal(left.status, 'warn');
+  assert.match(left.summary, /FORKD_CGROUP_FAVORDYNMODS=leave/);
+  assert.equal(left.fix, 'mount -o remount,favordynmods /sys/fs/cgroup, or unset FORKD_CGROUP_FAVORDYNMODS for forkd to do it');
+  const old = only(await doctor(withFiles(off, { '/sys/kernel/cgroup/features': 'nsdelegate\n' }), { FORKD_CGROUP_FAVORDYNMODS: 'leave' }), 'cgroup-migrations');
+  assert.equal(old.status, 'ok');
+  assert.match(old.summary, /no favordynmods \(before 6\.0\)/);
+});
+
 test('a missing loop device blocks the loop-image pool (error, exit status 1); with FORKD_POOL it is not needed', async () => {
   const spec = withFiles(healthyHost(), { '/dev/loop-control': undefined });
   const r = await doctor(spec);

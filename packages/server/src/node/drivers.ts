@@ -77,6 +77,7 @@ function runcRuntime(config: ForkdConfig, network: Network): Runtime {
       criuDumpConfig: criuDumpConfigPath(config),
       cacheDir: config.cacheDir,
       conntrackBuckets: config.conntrackBuckets,
+      favorDynmods: config.cgroupFavorDynmods === 'enable',
       lazyRestore: config.lazyRestore,
       lazyRestoreMinBytes: config.lazyRestoreMinMb * 2 ** 20,
       cgroupV1Binds: config.cgroupV1Binds,

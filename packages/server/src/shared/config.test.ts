@@ -52,3 +52,12 @@ test('sandbox hosts over HTTPS: certificate and key together, a domain for them,
   ];
   for (const [env, re] of refused) assert.throws(() => loadConfig(env), re, JSON.stringify(env));
 });
+
+test('host settings forkd changes at start: enable unless told to leave them; anything else stops the start', () => {
+  const base = loadConfig({});
+  assert.deepEqual([base.net.hostForwarding, base.cgroupFavorDynmods], ['enable', 'enable']);
+  const left = loadConfig({ FORKD_HOST_FORWARDING: 'leave', FORKD_CGROUP_FAVORDYNMODS: 'leave' });
+  assert.deepEqual([left.net.hostForwarding, left.cgroupFavorDynmods], ['leave', 'leave']);
+  assert.throws(() => loadConfig({ FORKD_CGROUP_FAVORDYNMODS: 'off' }), /FORKD_CGROUP_FAVORDYNMODS: enable or leave/);
+  assert.throws(() => loadConfig({ FORKD_HOST_FORWARDING: '0' }), /FORKD_HOST_FORWARDING: enable or leave/);
+});

@@ -87,6 +87,8 @@ export interface ForkdConfig {
   hotPauseS: number;
   /** The host's conntrack hash is shrunk to this many buckets at start (FORKD_CONNTRACK_BUCKETS, default 16384; 0: left alone; see conntrack-dump.ts). */
   conntrackBuckets: number;
+  /** `enable` (default): the host's cgroup2 hierarchy is remounted with favordynmods at start when the kernel has it; `leave`: the host's setting kept (FORKD_CGROUP_FAVORDYNMODS; see cgroups/favor-dynmods.ts). */
+  cgroupFavorDynmods: 'enable' | 'leave';
   /** Restore memory lazily (userfaultfd) for faster resume and fork. */
   lazyRestore: boolean;
   /** Images with fewer pages than this restore eagerly even with lazyRestore (FORKD_LAZY_RESTORE_MIN_MB, default 64): the lazy daemon costs more than copying them. */
@@ -208,6 +210,13 @@ function nonNegative(v: string | undefined, def: number, name: string): number {
   return v === '0' ? 0 : int(v, def, name);
 }
 
+/** A host setting forkd changes at start (`enable`, the default) or keeps as it found it (`leave`). */
+function enableOrLeave(v: string | undefined, name: string): 'enable' | 'leave' {
+  const value = v || 'enable';
+  if (value !== 'enable' && value !== 'leave') throw new Error(`${name}: enable or leave`);
+  return value;
+}
+
 /**
  * Configuration from the environment. FORKD_POOL names an existing Btrfs path
  * to use as the pool; without it a sparse loop image under the state dir is
@@ -242,6 +251,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     idleTimeoutS: nonNegative(env.FORKD_IDLE_TIMEOUT_S, 600, 'FORKD_IDLE_TIMEOUT_S'),
     hotPauseS: nonNegative(env.FORKD_HOT_PAUSE_S, 60, 'FORKD_HOT_PAUSE_S'),
     conntrackBuckets: nonNegative(env.FORKD_CONNTRACK_BUCKETS, 16_384, 'FORKD_CONNTRACK_BUCKETS'),
+    cgroupFavorDynmods: enableOrLeave(env.FORKD_CGROUP_FAVORDYNMODS, 'FORKD_CGROUP_FAVORDYNMODS'),
     lazyRestore: env.FORKD_LAZY_RESTORE !== '0',
     lazyRestoreMinMb: nonNegative(env.FORKD_LAZY_RESTORE_MIN_MB, 64, 'FORKD_LAZY_RESTORE_MIN_MB'),
     residentSpawn: env.FORKD_RESIDENT_SPAWN !== '0',
@@ -301,8 +311,7 @@ function netConfig(env: NodeJS.ProcessEnv): ForkdConfig['net'] {
   const bad = cidrListError(operatorAllow);
   if (bad) throw new Error(`FORKD_EGRESS_OPERATOR_ALLOW: ${bad} (comma-separated CIDRs)`);
   const upstream = env.FORKD_DNS_UPSTREAM ? parseUpstream(env.FORKD_DNS_UPSTREAM) : undefined;
-  const hostForwarding = env.FORKD_HOST_FORWARDING || 'enable';
-  if (hostForwarding !== 'enable' && hostForwarding !== 'leave') throw new Error('FORKD_HOST_FORWARDING: enable or leave');
+  const hostForwarding = enableOrLeave(env.FORKD_HOST_FORWARDING, 'FORKD_HOST_FORWARDING');
   return { table, ifPrefix, hostNet, ports, upstream, extraCaFile: env.FORKD_EGRESS_EXTRA_CA || undefined, ...(operatorAllow.length ? { operatorAllow } : {}), hostForwarding };
 }
 

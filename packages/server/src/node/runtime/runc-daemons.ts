@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import { spawnDaemon } from '../../shared/exec.js';
 import { waitForPath } from '../../shared/wait-for-path.js';
 
@@ -13,7 +14,7 @@ const LAZY_PAGES_START_MS = 10_000;
  * A helper daemon that listens on `sock` once ready: `listening` says whether
  * it did within LAZY_PAGES_START_MS (false at once if it exits first).
  */
-export function listeningDaemon(sock: string, file: string, args: string[]): { pid: number; listening: Promise<boolean> } {
+function listeningDaemon(sock: string, file: string, args: string[]): { pid: number; listening: Promise<boolean> } {
   let exited!: () => void;
   const gone = new Promise<void>((r) => (exited = r));
   const pid = spawnDaemon(file, args, process.env, () => exited());
@@ -21,10 +22,42 @@ export function listeningDaemon(sock: string, file: string, args: string[]): { p
 }
 
 /** The lazy-pages daemon exits by itself once the restore fails; it may already be gone. */
-export function killQuietly(pid: number): void {
+function killQuietly(pid: number): void {
   try {
     process.kill(pid, 'SIGKILL');
   } catch {
     /* already exited */
   }
+}
+
+/** A lazy restore's daemons, started (see startLazyDaemons). */
+export interface LazyDaemons {
+  /** The broker's socket (in the images directory), when there is one. */
+  broker: string | undefined;
+  /** Whether both listen (false once either exits or is late). */
+  listening: Promise<boolean>;
+  /** The broker serves the restore's start only: after runc, it and its socket go. */
+  stopBroker(): Promise<void>;
+  /** Both go (a restore that failed or went eager). */
+  stop(): Promise<void>;
+}
+
+/** `criu lazy-pages` on `lazy.sock`, and the userfaultfd broker on `broker.sock` when given. */
+export function startLazyDaemons(lazy: { sock: string; criu: string; imagesDir: string; workDir: string }, broker?: { sock: string; tool: string; hostId: number }): LazyDaemons {
+  const pages = listeningDaemon(lazy.sock, lazy.criu, ['lazy-pages', '--images-dir', lazy.imagesDir, '--work-dir', lazy.workDir, '-o', 'lazy-pages.log']);
+  const brokered = broker ? listeningDaemon(broker.sock, broker.tool, [broker.sock, String(broker.hostId)]) : undefined;
+  const stopBroker = async () => {
+    if (!brokered || !broker) return;
+    killQuietly(brokered.pid);
+    await rm(broker.sock, { force: true });
+  };
+  return {
+    broker: broker?.sock,
+    listening: Promise.all([pages.listening, brokered?.listening ?? true]).then(([a, b]) => a && b),
+    stopBroker,
+    async stop() {
+      killQuietly(pages.pid);
+      await stopBroker();
+    },
+  };
 }

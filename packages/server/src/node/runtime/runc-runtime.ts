@@ -6,6 +6,7 @@ import { exec } from '../../shared/exec.js';
 import { span } from '../../shared/profile.js';
 import { watchCgroupEmpty } from '../cgroups/cgroup-exit-watch.js';
 import { cloneCpusetToChildren } from '../cgroups/cpuset-parent.js';
+import { favorDynmods } from '../cgroups/favor-dynmods.js';
 import { makeCgroupV1Dirs } from '../cgroups/v1-layout.js';
 import { childCgroups, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
 import type { RuntimeNetwork } from '../network/network.js';
@@ -14,7 +15,7 @@ import { prepareCriuHost } from './criu-host.js';
 import type { Logger } from '../../shared/logger.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import { criuError, runcCheckpoint } from './runc-checkpoint.js';
-import { killQuietly, listeningDaemon } from './runc-daemons.js';
+import { startLazyDaemons, type LazyDaemons } from './runc-daemons.js';
 import { killContainer } from './runc-kill.js';
 import { carriesOwnNetns, dumpedWithDevInRoot, IDMAP_FILE, LAYOUT_FILE, ownImages, pagesBytes, readIdmap, runcImages } from './runc-images.js';
 import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
@@ -71,6 +72,8 @@ export interface RuncOptions {
   cacheDir?: string;
   /** The conntrack hash size prepareHost leaves the host with (see conntrack-dump.ts; 0, the default, leaves it alone). */
   conntrackBuckets?: number;
+  /** Whether prepareHost turns the cgroup mount option favordynmods on (see cgroups/favor-dynmods.ts; default off). */
+  favorDynmods?: boolean;
   /** How long a dump may keep the tree frozen before it is given up (default CHECKPOINT_DEADLINE_MS; see checkpoint). */
   checkpointDeadlineMs?: number;
 }
@@ -91,7 +94,7 @@ export class RuncRuntime implements Runtime {
   readonly #swap = swapAccounting();
 
   constructor(opts: RuncOptions) {
-    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', criuDumpConfig: '', cacheDir: '', conntrackBuckets: 0, lazyRestore: false, lazyRestoreMinBytes: 0, cgroupV1Binds: true, devInRoot: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
+    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', criuDumpConfig: '', cacheDir: '', conntrackBuckets: 0, favorDynmods: false, lazyRestore: false, lazyRestoreMinBytes: 0, cgroupV1Binds: true, devInRoot: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
     this.#mounts = new RootMounts(opts.mountRoot, opts.idmapTool);
     // runc ≥ 1.2 ignores --criu and runs the `criu` on its PATH: forkd's own comes first.
     this.#uffdBroker = [this.#o.uffdPreload, this.#o.uffdBroker, '/dev/userfaultfd'].every((p) => p !== '' && existsSync(p));
@@ -130,6 +133,9 @@ export class RuncRuntime implements Runtime {
   async prepareHost(log: Pick<Logger, 'info' | 'warn'>): Promise<void> {
     await prepareCriuHost(this.#o, log);
     await cloneCpusetToChildren(this.#o.cgroupParent);
+    const dynmods = await favorDynmods({ leave: !this.#o.favorDynmods });
+    if (dynmods.outcome === 'enabled') log.info('cgroup2 remounted with favordynmods: moving a process into a cgroup no longer waits for an RCU grace period (FORKD_CGROUP_FAVORDYNMODS=leave keeps the host\'s setting)', { path: dynmods.path });
+    if (dynmods.outcome === 'failed') log.warn('could not turn on favordynmods: each sandbox start and restore waits for an RCU grace period', { path: dynmods.path, detail: dynmods.detail });
   }
 
   /** The agent is the container's init and listens on a Unix socket in the root (see unix-socket-guest.ts). */
@@ -215,46 +221,26 @@ export class RuncRuntime implements Runtime {
     const ownNetns = spec.idmap !== undefined || (await carriesOwnNetns(o.imagesDir));
     // Owned by the range's root before they are bound into its reach with the root (RootMounts.mount).
     if (spec.idmap) await ownImages(o.imagesDir, spec.idmap.hostId);
-    const netns = ownNetns ? undefined : await this.#o.network.prepare(id, spec.network ?? LOOPBACK_ONLY);
-    const { bundle, view } = await this.#writeBundle(id, spec, netns, { images: spec.idmap ? o.imagesDir : undefined, loopbackHook: ownNetns, devInRoot: await dumpedWithDevInRoot(o.imagesDir) });
-    // A veth in the images (dumped with egress) is made again with this instance's host end.
-    const netEnv = ownNetns ? await restoreVethEnv(this.#o.network, id, o.imagesDir, bundle) : undefined;
-    const imagesDir = spec.idmap ? this.#mounts.imagesInReach(id) : o.imagesDir;
-    const workDir = join(bundle, 'criu');
-    await mkdir(workDir, { recursive: true });
-    const pidFile = join(bundle, 'init.pid');
-    const args = ['restore', '--detach', '--image-path', imagesDir, '--work-path', workDir, '--tcp-established', '--file-locks', '--pid-file', pidFile, '--bundle', bundle, id];
-    let lazyPid = 0;
-    let brokerPid = 0;
-    // Both daemons run in the host's mount namespace, where the images are only at their own path.
-    const broker = spec.idmap && !this.#uffdInUserns ? this.#brokerSocket(id, o.imagesDir) : undefined;
-    if (this.#o.lazyRestore && (!spec.idmap || this.#uffdInUserns || broker) && (await pagesBytes(o.imagesDir)) >= this.#o.lazyRestoreMinBytes) {
-      const sock = join(workDir, 'lazy-pages.socket');
-      await rm(sock, { force: true });
-      const lazy = listeningDaemon(sock, this.#o.criu, ['lazy-pages', '--images-dir', o.imagesDir, '--work-dir', workDir, '-o', 'lazy-pages.log']);
-      lazyPid = lazy.pid;
-      const brokered = broker ? listeningDaemon(broker, this.#o.uffdBroker, [broker, String(spec.idmap!.hostId)]) : undefined;
-      brokerPid = brokered?.pid ?? 0;
-      // Their sockets appear in ~10 ms; one that died or never listens means an eager restore.
-      if ((await lazy.listening) && (await (brokered?.listening ?? true))) args.splice(1, 0, '--lazy-pages');
-      else {
-        killQuietly(lazyPid);
-        if (brokerPid) killQuietly(brokerPid);
-        brokerPid = 0;
-      }
-    }
-    // runc restore binds the cgroups into the root before it makes them (see oci-spec.ts cgroupMounts).
-    const { cgroupV1 } = await this.#mounts.sharedDirs();
-    if (cgroupV1) await makeCgroupV1Dirs(this.cgroupPath(id), cgroupV1.hierarchies);
-    const viaBroker = brokerPid ? { FORKD_UFFD_SOCK: broker, FORKD_UFFD_UID: String(spec.idmap!.hostId) } : undefined;
-    const env = viaBroker || netEnv ? { ...viaBroker, ...netEnv } : undefined;
-    const r = await this.#runc(args, undefined, env, view).finally(async () => {
-      if (!brokerPid) return;
-      killQuietly(brokerPid);
-      await rm(broker!, { force: true });
+    const workDir = join(this.#o.bundleRoot, id, 'criu');
+    await mkdir(workDir, { recursive: true, mode: 0o700 });
+    // Started before the bundle is written: they take ~7 ms to listen, the bundle and cgroups ~4 of them.
+    const daemons = await this.#lazyDaemons(id, spec.idmap?.hostId, o.imagesDir, workDir);
+    const { bundle, view, netEnv } = await this.#restoreBundle(id, spec, ownNetns, o.imagesDir).catch(async (err: unknown) => {
+      await daemons?.stop();
+      throw err;
     });
+    // One that died or never listens means an eager restore.
+    const lazy = daemons !== undefined && (await daemons.listening);
+    if (daemons && !lazy) await daemons.stop();
+    const imagesDir = spec.idmap ? this.#mounts.imagesInReach(id) : o.imagesDir;
+    const pidFile = join(bundle, 'init.pid');
+    const args = ['restore', ...(lazy ? ['--lazy-pages'] : []), '--detach', '--image-path', imagesDir, '--work-path', workDir, '--tcp-established', '--file-locks', '--pid-file', pidFile, '--bundle', bundle, id];
+    const viaBroker = lazy && daemons.broker ? { FORKD_UFFD_SOCK: daemons.broker, FORKD_UFFD_UID: String(spec.idmap!.hostId) } : undefined;
+    const env = viaBroker || netEnv ? { ...viaBroker, ...netEnv } : undefined;
+    // The broker serves the restore's start only; the lazy-pages daemon serves pages until all are in.
+    const r = await this.#runc(args, undefined, env, view).finally(() => lazy && daemons.stopBroker());
     if (r.code !== 0) {
-      if (lazyPid) killQuietly(lazyPid);
+      if (lazy) await daemons.stop();
       const log = await readFile(join(workDir, 'restore.log'), 'utf8').catch(() => '');
       await this.destroy(id, { keepBundle: true }).catch(() => {});
       throw new ForkdError('INTERNAL', `criu restore failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(workDir, 'restore.log') });
@@ -264,6 +250,32 @@ export class RuncRuntime implements Runtime {
     // CRIU made the namespace: the host holds it under the sandbox's key (port proxy, release), loopback up.
     if (ownNetns) await this.#o.network.adopt(id, pid, spec.network ?? LOOPBACK_ONLY);
     return { status: 'running', pid, idmap: spec.idmap };
+  }
+
+  /** A restore's bundle, its network (a veth in the images is made again with this instance's host end) and cgroups. */
+  async #restoreBundle(id: string, spec: RuntimeSpec, ownNetns: boolean, imagesDir: string): Promise<{ bundle: string; view: RootView; netEnv: Record<string, string> | undefined }> {
+    const netns = ownNetns ? undefined : await this.#o.network.prepare(id, spec.network ?? LOOPBACK_ONLY);
+    const { bundle, view } = await this.#writeBundle(id, spec, netns, { images: spec.idmap ? imagesDir : undefined, loopbackHook: ownNetns, devInRoot: await dumpedWithDevInRoot(imagesDir) });
+    const netEnv = ownNetns ? await restoreVethEnv(this.#o.network, id, imagesDir, bundle) : undefined;
+    // runc restore binds the cgroups into the root before it makes them (see oci-spec.ts cgroupMounts).
+    const { cgroupV1 } = await this.#mounts.sharedDirs();
+    if (cgroupV1) await makeCgroupV1Dirs(this.cgroupPath(id), cgroupV1.hierarchies);
+    return { bundle, view, netEnv };
+  }
+
+  /**
+   * CRIU's lazy-pages daemon, and the broker that hands a user namespace's
+   * restoring tasks their userfaultfd where they cannot open one, when this
+   * restore is to be lazy (undefined: eager). Both run in the host's mount
+   * namespace, where the images are only at their own path.
+   */
+  async #lazyDaemons(id: string, hostId: number | undefined, imagesDir: string, workDir: string): Promise<LazyDaemons | undefined> {
+    const needsBroker = hostId !== undefined && !this.#uffdInUserns;
+    const broker = needsBroker ? this.#brokerSocket(id, imagesDir) : undefined;
+    if (!this.#o.lazyRestore || (needsBroker && !broker) || (await pagesBytes(imagesDir)) < this.#o.lazyRestoreMinBytes) return undefined;
+    const sock = join(workDir, 'lazy-pages.socket');
+    await rm(sock, { force: true });
+    return startLazyDaemons({ sock, criu: this.#o.criu, imagesDir, workDir }, broker ? { sock: broker, tool: this.#o.uffdBroker, hostId: hostId! } : undefined);
   }
 
   async start(id: string, spec: RuntimeSpec): Promise<RuntimeState> {
