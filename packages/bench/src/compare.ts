@@ -265,7 +265,8 @@ export async function compareWithPodman(node: TestNode, podman: Podman, opts: { 
     const idle = await Promise.all(Array.from({ length: k }, () => m.create({})));
     await new Promise((r) => setTimeout(r, 2000));
     const forkdRunning = ((await pinnedMemory()) - mem0) / k;
-    for (const sb of idle) await m.pause(sb.id);
+    // Hibernated, not paused: a pause keeps its frozen tree for the hot window (FORKD_HOT_PAUSE_S), a hibernation nothing.
+    for (const sb of idle) await m.hibernate(sb.id);
     const forkdPausedMem = Math.max(0, ((await pinnedMemory()) - mem0) / k);
     // What hibernation wrote: the pause snapshots' memory images (the root filesystem is shared with the template).
     let pausedBytes = 0;
