@@ -41,6 +41,7 @@ export function healthyHost(): FakeHostSpec {
       [`/sys/fs/btrfs/${FSID}/devices/loop0`]: '',
       [`/sys/fs/btrfs/${FSID}/qgroups/enabled`]: '1\n',
       [`/sys/fs/btrfs/${FSID}/qgroups/mode`]: 'squota\n',
+      [`/sys/fs/btrfs/${FSID}/nodesize`]: '8192\n',
       '/run/systemd/timesync/synchronized': '',
       '/var/lib/forkd/pool.img': '',
     },

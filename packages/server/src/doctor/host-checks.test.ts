@@ -65,6 +65,20 @@ test('cgroup moves waiting for RCU: ok when on or when forkd turns favordynmods 
   assert.match(old.summary, /no favordynmods \(before 6\.0\)/);
 });
 
+test('a pool made with 16 KiB nodes or two metadata copies: a warning naming the remedy for the loop image, ok for the operator\'s own filesystem', async () => {
+  const fsid = healthyHost().files;
+  const nodesize = Object.keys(fsid).find((f) => f.endsWith('/nodesize'))!;
+  assert.equal(only(await doctor(healthyHost()), 'pool-layout').summary, '8 KiB nodes, one metadata copy');
+  const old = withFiles(healthyHost(), { [nodesize]: '16384\n', [nodesize.replace('nodesize', 'allocation/metadata/dup/total_bytes')]: '0\n' });
+  const f = only(await doctor(old), 'pool-layout');
+  assert.equal(f.status, 'warn');
+  assert.match(f.summary, /^16 KiB nodes, two metadata copies: .*made before/);
+  assert.match(f.fix ?? '', /remove \/var\/lib\/forkd\/pool\.img/);
+  const own = only(await doctor(old, { FORKD_POOL: '/var/lib/forkd/pool' }), 'pool-layout');
+  assert.equal(own.status, 'ok');
+  assert.match(own.summary, /FORKD_POOL is the operator's filesystem/);
+});
+
 test('a missing loop device blocks the loop-image pool (error, exit status 1); with FORKD_POOL it is not needed', async () => {
   const spec = withFiles(healthyHost(), { '/dev/loop-control': undefined });
   const r = await doctor(spec);

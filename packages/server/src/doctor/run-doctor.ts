@@ -7,7 +7,7 @@ import type { DoctorContext, HostCheck } from './host-check.js';
 import { hostView, type HealthAnswer, type HostView } from './host-view.js';
 import { btrfsCheck, idmappedMountsCheck, kernelCheck, loopDevicesCheck, seccompCheck, userfaultfdCheck, userNamespacesCheck } from './kernel-checks.js';
 import { forwardingCheck, portsCheck } from './network-checks.js';
-import { poolCheck, poolSpaceCheck, quotaModeCheck } from './pool-checks.js';
+import { poolCheck, poolLayoutCheck, poolSpaceCheck, quotaModeCheck } from './pool-checks.js';
 import { criuCheck, runcCheck } from './tool-checks.js';
 import { snapshotsCheck } from './snapshot-check.js';
 
@@ -27,6 +27,7 @@ export const HOST_CHECKS: readonly [string, HostCheck][] = [
   ['pool', poolCheck],
   ['pool-space', poolSpaceCheck],
   ['quota-mode', quotaModeCheck],
+  ['pool-layout', poolLayoutCheck],
   ['snapshots', snapshotsCheck],
   ['forwarding', forwardingCheck],
   ['clock', clockCheck],

@@ -230,7 +230,7 @@ export class RuncRuntime implements Runtime {
       throw err;
     });
     // One that died or never listens means an eager restore.
-    const lazy = daemons !== undefined && (await daemons.listening);
+    const lazy = daemons !== undefined && (await span('restore: lazy-pages daemons listening', () => daemons.listening));
     if (daemons && !lazy) await daemons.stop();
     const imagesDir = spec.idmap ? this.#mounts.imagesInReach(id) : o.imagesDir;
     const pidFile = join(bundle, 'init.pid');

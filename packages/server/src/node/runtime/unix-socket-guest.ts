@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ForkdError } from '@forkd/protocol';
+import { span } from '../../shared/profile.js';
 import { GuestClient } from '../guest/guest-client.js';
 import { unixDialer } from '../guest/guest-connection.js';
 import { rootfsOps, type RootfsOp } from '../storage/rootfs-ops.js';
@@ -120,9 +121,12 @@ export class UnixSocketGuest implements GuestTransport {
           sealed = true;
           guest.sealed();
         }
-        await guest.info(Math.max(1, Math.min(deadline - Date.now(), this.#d.deadlineMs)));
-        // Restored from a dump, the agent is dumpable (see GuestClient.setDumpable); an older one does not know the request.
-        await guest.setDumpable(false).catch(() => {});
+        // After a lazy restore the agent's first answers wait for its pages (the lazy-pages daemon).
+        await span('agent: first answers', async () => {
+          await guest.info(Math.max(1, Math.min(deadline - Date.now(), this.#d.deadlineMs)));
+          // Restored from a dump, the agent is dumpable (see GuestClient.setDumpable); an older one does not know the request.
+          await guest.setDumpable(false).catch(() => {});
+        });
         return;
       } catch (err) {
         // Tampered with: fail now, and never connect.
