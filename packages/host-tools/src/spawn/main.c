@@ -12,6 +12,9 @@
  *                                     NUL-terminated strings (ARGV[0] the file)
  *   "q ID UMASK CWD ARGV ENV INPUT"   the same, its stdout and stderr /dev/null
  *                                     (done at its exit; "out" and "err" empty)
+ *   "d ID UMASK CWD ARGV ENV INPUT"   as q, in a session of its own (a helper
+ *                                     daemon that must outlive the daemon's
+ *                                     process group: a Ctrl-C, a stop)
  *   "k ID SIGNAL"                     signal a child (its timeout)
  * Out:
  *   {"id":ID,"pid":PID}                         it runs (exec succeeded)
@@ -139,8 +142,9 @@ static void exec_file(const char *file, char **argv, char **envp) {
 	errno = err;
 }
 
-static void child_side(int report, int in, int out, int err, long mask, const char *cwd, char **argv, char **envp) {
+static void child_side(int report, int in, int out, int err, long mask, int session, const char *cwd, char **argv, char **envp) {
 	sigset_t none;
+	if (session) setsid();
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
@@ -161,7 +165,7 @@ static void nonblock(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOC
 /* QUIET: the tool's stdout and stderr are /dev/null, and it is done when it exits. runc
    starting a detached container passes its stdio to the container's init, which would
    hold pipes of ours open for the sandbox's life. */
-static void start(long id, int quiet, long mask, struct buf *cwd, struct buf *args, struct buf *env, struct buf *input) {
+static void start(long id, int quiet, int session, long mask, struct buf *cwd, struct buf *args, struct buf *env, struct buf *input) {
 	struct child *c = NULL;
 	for (int i = 0; i < MAX_CHILDREN && !c; i++) if (!kids[i].pid) c = &kids[i];
 	char **argv = vec(args), **envp = vec(env);
@@ -179,7 +183,7 @@ static void start(long id, int quiet, long mask, struct buf *cwd, struct buf *ar
 		sendf("{\"id\":%ld,\"errno\":%ld}\n", id, e);
 		goto out;
 	}
-	if (pid == 0) child_side(rep[1], pi[0], po[1], pe[1], mask, cwd->len ? cwd->p : NULL, argv, envp);
+	if (pid == 0) child_side(rep[1], pi[0], po[1], pe[1], mask, session, cwd->len ? cwd->p : NULL, argv, envp);
 	if (!quiet) { close(po[1]); close(pe[1]); }
 	close(rep[1]);
 	if (pi[0] >= 0) close(pi[0]);
@@ -291,14 +295,14 @@ static void request(char *s) {
 		for (int i = 0; i < MAX_CHILDREN; i++) if (kids[i].pid && kids[i].id == id && !kids[i].exited) kill(kids[i].pid, atoi(f[2]));
 		return;
 	}
-	/* s: start, its output collected; q: start quietly (see start). */
-	if (n != 7 || (strcmp(f[0], "s") && strcmp(f[0], "q"))) { fprintf(stderr, "forkd-spawn: unreadable request\n"); return; }
+	/* s: start, its output collected; q: start quietly (see start); d: quietly, in its own session. */
+	if (n != 7 || (strcmp(f[0], "s") && strcmp(f[0], "q") && strcmp(f[0], "d"))) { fprintf(stderr, "forkd-spawn: unreadable request\n"); return; }
 	long id = atol(f[1]), mask = atol(f[2]);
 	struct buf b[4] = {{0}};
 	int bad = 0;
 	for (int k = 0; k < 4; k++) if (strcmp(f[3 + k], "-")) bad |= unhex(f[3 + k], strlen(f[3 + k]), &b[k]);
 	if (bad) sendf("{\"id\":%ld,\"errno\":%ld}\n", id, EINVAL);
-	else start(id, f[0][0] == 'q', mask, &b[0], &b[1], &b[2], &b[3]);
+	else start(id, f[0][0] != 's', f[0][0] == 'd', mask, &b[0], &b[1], &b[2], &b[3]);
 	for (int k = 0; k < 4; k++) clear(&b[k]);
 }
 

@@ -22,6 +22,8 @@ export interface ExecOptions {
    * for tools that build files sandboxes will see (debootstrap of a template root).
    */
   umask?: number;
+  /** In a session of its own (a helper daemon that must outlive the daemon's process group); only with all stdio ignored through forkd-spawn. */
+  detached?: boolean;
 }
 
 export interface ExecResult {
@@ -99,6 +101,7 @@ export function spawnHere(file: string, args: readonly string[], opts: ExecOptio
         env: opts.env ?? process.env,
         cwd: opts.cwd,
         stdio: opts.stdio ?? [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+        detached: opts.detached,
       });
     } finally {
       if (previous !== undefined) process.umask(previous);
@@ -160,7 +163,10 @@ function lastLine(s: string): string {
  * own session, no stdio of ours. Returns its pid; errors come from its logs.
  */
 export function spawnDaemon(file: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env, onExit?: () => void): number {
+  // Node's spawn: this one outlives forkd-spawn, which would report it gone when it ends (a netns holder).
+  const forkMs = profiling() ? performance.now() : 0;
   const child = spawn(file, args, { env, detached: true, stdio: 'ignore' });
+  if (forkMs) endSpan(SPAWN_SPAN, forkMs);
   child.on('error', () => onExit?.());
   if (onExit) child.on('exit', onExit);
   child.unref();
@@ -250,4 +256,22 @@ export function spawnIpc(file: string, args: readonly string[]): IpcChild {
     exit,
     kill: () => child.kill('SIGKILL'),
   };
+}
+
+/**
+ * A helper daemon for one operation (a lazy restore's), started through the
+ * resident spawner where there is one (Node's spawn stops the event loop for a
+ * fork of the daemon, 1-5 ms each), in a session of its own, stdio
+ * /dev/null. `pid` is 0 when it could not be started; `exited` resolves once it
+ * ended (or could not be watched any more: forkd-spawn ended).
+ */
+export function spawnHelperDaemon(file: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env): { pid: Promise<number>; exited: Promise<void> } {
+  let started!: (pid: number) => void;
+  const pid = new Promise<number>((resolve) => (started = resolve));
+  const opts: ExecOptions = { env, stdio: ['ignore', 'ignore', 'ignore'], detached: true, onSpawn: (p) => started(p) };
+  const exited = (resident?.run(file, args, opts) ?? spawnHere(file, args, opts)).then(
+    () => started(0),
+    () => started(0),
+  );
+  return { pid, exited };
 }

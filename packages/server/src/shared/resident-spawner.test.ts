@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { exec, setResidentExec, type ExecOptions } from './exec.js';
+import { exec, setResidentExec, spawnHelperDaemon, type ExecOptions } from './exec.js';
 import { SPAWN_TOOL, ResidentSpawner } from './resident-spawner.js';
 
 const built = existsSync(SPAWN_TOOL);
@@ -79,6 +79,25 @@ describe('resident spawner: exec() through forkd-spawn does what Node spawn does
     const r = await exec('sh', ['-c', 'sleep 3 & echo started'], { stdio: ['ignore', 'ignore', 'ignore'] });
     assert.deepEqual(r, { code: 0, stdout: '', stderr: '' });
     assert.ok(performance.now() - t0 < 2000, `${Math.round(performance.now() - t0)} ms`);
+  });
+
+  test('a helper daemon: through it, in a session of its own, its pid while it runs, its end reported', async () => {
+    const d = spawnHelperDaemon('sleep', ['30']);
+    const pid = await d.pid;
+    assert.ok(pid > 0);
+    // /proc/PID/stat after the command's ")": state ppid pgrp session
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const [, ppid, pgrp, session] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    assert.deepEqual([Number(ppid), Number(pgrp), Number(session)], [spawner.pid, pid, pid]);
+    let ended = false;
+    void d.exited.then(() => (ended = true));
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(ended, false);
+    process.kill(pid, 'SIGKILL');
+    await d.exited;
+    const missing = spawnHelperDaemon('forkd-no-such-tool', []);
+    await missing.exited;
+    assert.equal(await missing.pid, 0, 'could not be started');
   });
 
   test('more at once than its table holds: the rest are spawned by Node, every one answered', async () => {

@@ -28,14 +28,17 @@ const errnoName = (n: number) => Object.entries(constants.errno).find(([, v]) =>
 /**
  * The request for `opts.stdio`: `s` for what exec does without it (stdout and stderr
  * collected; stdin the input or /dev/null), `q` for all three ignored (runc starting a
- * detached container, whose init inherits them); anything else Node spawns.
+ * detached container, whose init inherits them), `d` for that in a session of its own
+ * (`opts.detached`: a helper daemon); anything else Node spawns.
  */
-function stdioMode(opts: ExecOptions): 's' | 'q' | undefined {
+function stdioMode(opts: ExecOptions): 's' | 'q' | 'd' | undefined {
   const io = opts.stdio;
+  const quiet = Array.isArray(io) && io.length === 3 && io.every((x) => x === 'ignore') && opts.input === undefined;
+  if (opts.detached) return quiet ? 'd' : undefined;
   if (io === undefined) return 's';
   if (!Array.isArray(io) || io.length !== 3 || io[0] !== 'ignore' || opts.input !== undefined) return undefined;
   if (io[1] === 'pipe' && io[2] === 'pipe') return 's';
-  return io[1] === 'ignore' && io[2] === 'ignore' ? 'q' : undefined;
+  return quiet ? 'q' : undefined;
 }
 
 /**

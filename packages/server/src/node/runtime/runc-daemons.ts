@@ -1,5 +1,5 @@
 import { rm } from 'node:fs/promises';
-import { spawnDaemon } from '../../shared/exec.js';
+import { spawnHelperDaemon } from '../../shared/exec.js';
 import { waitForPath } from '../../shared/wait-for-path.js';
 
 /**
@@ -10,24 +10,30 @@ import { waitForPath } from '../../shared/wait-for-path.js';
 /** How long a `criu lazy-pages` daemon may take to listen (~10 ms idle) before the restore goes eager. */
 const LAZY_PAGES_START_MS = 10_000;
 
-/**
- * A helper daemon that listens on `sock` once ready: `listening` says whether
- * it did within LAZY_PAGES_START_MS (false at once if it exits first).
- */
-function listeningDaemon(sock: string, file: string, args: string[]): { pid: number; listening: Promise<boolean> } {
-  let exited!: () => void;
-  const gone = new Promise<void>((r) => (exited = r));
-  const pid = spawnDaemon(file, args, process.env, () => exited());
-  return { pid, listening: waitForPath(sock, LAZY_PAGES_START_MS, gone) };
+/** A helper daemon that listens on `sock` once ready, killed by `kill` unless it already ended. */
+interface Listening {
+  /** Whether it did within LAZY_PAGES_START_MS (false at once if it exits first). */
+  listening: Promise<boolean>;
+  kill(): Promise<void>;
 }
 
-/** The lazy-pages daemon exits by itself once the restore fails; it may already be gone. */
-function killQuietly(pid: number): void {
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    /* already exited */
-  }
+function listeningDaemon(sock: string, file: string, args: string[]): Listening {
+  const d = spawnHelperDaemon(file, args);
+  let ended = false;
+  void d.exited.then(() => (ended = true));
+  return {
+    listening: waitForPath(sock, LAZY_PAGES_START_MS, d.exited),
+    async kill() {
+      const pid = await d.pid;
+      // Only while it runs: the pid of one that ended may be another process's by now.
+      if (!pid || ended) return;
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* ended meanwhile (the lazy-pages daemon ends by itself once a restore fails) */
+      }
+    },
+  };
 }
 
 /** A lazy restore's daemons, started (see startLazyDaemons). */
@@ -48,7 +54,7 @@ export function startLazyDaemons(lazy: { sock: string; criu: string; imagesDir: 
   const brokered = broker ? listeningDaemon(broker.sock, broker.tool, [broker.sock, String(broker.hostId)]) : undefined;
   const stopBroker = async () => {
     if (!brokered || !broker) return;
-    killQuietly(brokered.pid);
+    await brokered.kill();
     await rm(broker.sock, { force: true });
   };
   return {
@@ -56,7 +62,7 @@ export function startLazyDaemons(lazy: { sock: string; criu: string; imagesDir: 
     listening: Promise.all([pages.listening, brokered?.listening ?? true]).then(([a, b]) => a && b),
     stopBroker,
     async stop() {
-      killQuietly(pages.pid);
+      await pages.kill();
       await stopBroker();
     },
   };
