@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { CGROUP_CONTROLLERS, CGROUP_ROOT, cgroupVersion, swapAccountingIn } from '../node/cgroups/cgroups.js';
-import { CGROUP_FEATURES, findCgroup2Mount } from '../node/cgroups/favor-dynmods.js';
+import { CGROUP_FEATURES, favorDynmodsState } from '../node/cgroups/favor-dynmods.js';
 import { finding, type HostCheck } from './host-check.js';
 
 /** The hierarchy and the controllers sandboxes' limits need (cgroupVersion and cgroupDirs read the same places). */
@@ -26,11 +26,11 @@ export const cgroupCheck: HostCheck = async ({ host }) => {
 
 /** Whether a move into a cgroup waits for an RCU grace period (the daemon turns favordynmods on at start unless told to leave it). */
 export const cgroupDynmodsCheck: HostCheck = async ({ host, config }) => {
-  const supported = ((await host.read(CGROUP_FEATURES)) ?? '').split('\n').includes('favordynmods');
-  if (!supported) return finding('cgroup-migrations', 'ok', 'the kernel has no favordynmods (before 6.0): each sandbox start and restore waits for an RCU grace period');
-  const mount = findCgroup2Mount((await host.read('/proc/self/mountinfo')) ?? '');
-  if (!mount) return finding('cgroup-migrations', 'ok', 'no cgroup2 mount to turn favordynmods on with: each sandbox start and restore waits for an RCU grace period');
-  if (mount.superOptions.includes('favordynmods')) return finding('cgroup-migrations', 'ok', `${mount.path} has favordynmods`);
-  if (config.cgroupFavorDynmods === 'enable') return finding('cgroup-migrations', 'ok', `${mount.path} has no favordynmods now; forkd serve turns it on at start`);
-  return finding('cgroup-migrations', 'warn', `${mount.path} has no favordynmods (FORKD_CGROUP_FAVORDYNMODS=leave): each sandbox start, resume, fork and rewind waits 5-15 ms for an RCU grace period`, `mount -o remount,favordynmods ${mount.path}, or unset FORKD_CGROUP_FAVORDYNMODS for forkd to do it`);
+  const state = favorDynmodsState((await host.read(CGROUP_FEATURES)) ?? '', (await host.read('/proc/self/mountinfo')) ?? '');
+  if (state.outcome === 'unsupported') return finding('cgroup-migrations', 'ok', 'the kernel has no favordynmods (before 6.0): each sandbox start and restore waits for an RCU grace period');
+  if (state.outcome === 'no-cgroup2') return finding('cgroup-migrations', 'ok', 'no cgroup2 mount to turn favordynmods on with: each sandbox start and restore waits for an RCU grace period');
+  const { path } = state.mount;
+  if (state.outcome === 'on') return finding('cgroup-migrations', 'ok', `${path} has favordynmods`);
+  if (config.cgroupFavorDynmods === 'enable') return finding('cgroup-migrations', 'ok', `${path} has no favordynmods now; forkd serve turns it on at start`);
+  return finding('cgroup-migrations', 'warn', `${path} has no favordynmods (FORKD_CGROUP_FAVORDYNMODS=leave): each sandbox start, resume, fork and rewind waits 5-15 ms for an RCU grace period`, `mount -o remount,favordynmods ${path}, or unset FORKD_CGROUP_FAVORDYNMODS for forkd to do it`);
 };

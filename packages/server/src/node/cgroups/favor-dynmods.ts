@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { exec } from '../../shared/exec.js';
+import { unescapeMount } from '../storage/btrfs-pool.js';
 
 /** The kernel's list of the cgroup mount options it knows (≥ 6.0 lists favordynmods). */
 export const CGROUP_FEATURES = '/sys/kernel/cgroup/features';
@@ -19,11 +20,6 @@ export type FavorDynmodsResult =
   | { outcome: 'unsupported' | 'no-cgroup2' | 'left' }
   | { outcome: 'failed'; path: string; detail: string };
 
-/** mountinfo escapes space, tab, newline and backslash in paths as octal. */
-function unescape(field: string): string {
-  return field.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
-}
-
 /** The first cgroup2 mount in a mountinfo text, or undefined (a host with cgroup v1 only). */
 export function findCgroup2Mount(mountinfo: string): Cgroup2Mount | undefined {
   for (const line of mountinfo.split('\n')) {
@@ -33,9 +29,19 @@ export function findCgroup2Mount(mountinfo: string): Cgroup2Mount | undefined {
     const [fstype, , superOpts] = line.slice(sep + 3).split(' ');
     const [path, opts] = [before[4], before[5]];
     if (fstype !== 'cgroup2' || path === undefined || opts === undefined || superOpts === undefined) continue;
-    return { path: unescape(path), mountOptions: opts.split(','), superOptions: superOpts.split(',') };
+    return { path: unescapeMount(path), mountOptions: opts.split(','), superOptions: superOpts.split(',') };
   }
   return undefined;
+}
+
+/** What the kernel's feature list and mountinfo say of favordynmods (the node's start and `forkd doctor` both read it so). */
+export type FavorDynmodsState = { outcome: 'unsupported' } | { outcome: 'no-cgroup2' } | { outcome: 'on' | 'off'; mount: Cgroup2Mount };
+
+export function favorDynmodsState(features: string, mountinfo: string): FavorDynmodsState {
+  if (!features.split('\n').includes(OPTION)) return { outcome: 'unsupported' };
+  const mount = findCgroup2Mount(mountinfo);
+  if (!mount) return { outcome: 'no-cgroup2' };
+  return { outcome: mount.superOptions.includes(OPTION) ? 'on' : 'off', mount };
 }
 
 /** The `-o` of a remount that adds favordynmods and keeps every other option, or undefined when it is set. */
@@ -62,17 +68,17 @@ export function favorDynmodsRemountOptions(m: Cgroup2Mount): string | undefined 
  */
 export async function favorDynmods(opts: { leave?: boolean; features?: string; mountinfo?: string } = {}): Promise<FavorDynmodsResult> {
   if (opts.leave) return { outcome: 'left' };
-  const features = await readFile(opts.features ?? CGROUP_FEATURES, 'utf8').catch(() => '');
-  if (!features.split('\n').includes(OPTION)) return { outcome: 'unsupported' };
-  const mount = findCgroup2Mount(await readFile(opts.mountinfo ?? '/proc/self/mountinfo', 'utf8'));
-  if (!mount) return { outcome: 'no-cgroup2' };
+  const mountinfo = () => readFile(opts.mountinfo ?? '/proc/self/mountinfo', 'utf8');
+  const state = favorDynmodsState(await readFile(opts.features ?? CGROUP_FEATURES, 'utf8').catch(() => ''), await mountinfo());
+  if (state.outcome === 'unsupported' || state.outcome === 'no-cgroup2') return { outcome: state.outcome };
+  const { mount } = state;
   const options = favorDynmodsRemountOptions(mount);
   if (!options) return { outcome: 'already', path: mount.path };
   // Source and target both given: mount(8) then passes exactly these options, merging nothing of its own.
   const r = await exec('mount', ['-t', 'cgroup2', '-o', options, 'cgroup2', mount.path], { allowFailure: true });
   if (r.code !== 0) return { outcome: 'failed', path: mount.path, detail: r.stderr.trim().slice(-300) };
   // Outside the initial cgroup namespace the kernel takes the remount and ignores the option.
-  const after = findCgroup2Mount(await readFile(opts.mountinfo ?? '/proc/self/mountinfo', 'utf8'));
+  const after = findCgroup2Mount(await mountinfo());
   if (!after?.superOptions.includes(OPTION)) return { outcome: 'failed', path: mount.path, detail: 'the remount was taken but the option is not on (not the initial cgroup namespace?)' };
   return { outcome: 'enabled', path: mount.path };
 }
