@@ -231,22 +231,29 @@ describe('a bounded daemon (real daemon)', { skip: !isRoot && 'needs root' }, ()
   });
 
   test('300 WebSocket messages queued before the process starts close the socket with 1008', async () => {
-    // A paused sandbox: the spawn waits for its resume (~0.5 s), so the 2.4 MB surely arrive before the process
-    // starts (on a running one a quick start could take them as stdin, and the socket would rightly stay open).
-    const asleep = (await api(daemon, 'POST', '/v1/sandboxes', {})).json.id as string;
-    assert.equal((await api(daemon, 'POST', `/v1/sandboxes/${asleep}/pause`)).status, 200);
-    const ws = new WebSocket(wsUrl(daemon, asleep), { headers: { authorization: `Bearer ${daemon.apiKey}` } });
+    // A call held for approval has not started, and stays so until someone approves it: the 2.4 MB surely
+    // arrive before the process starts. (A paused sandbox's resume was a race: once resumes got fast,
+    // a quick start took the bytes as stdin and the socket rightly stayed open, for ever.)
+    const held = (await api(daemon, 'POST', '/v1/sandboxes', {})).json.id as string;
+    assert.equal((await api(daemon, 'PUT', `/v1/sandboxes/${held}/policy`, { exec: { requireApproval: ['^cat'] } })).status, 200);
+    const ws = new WebSocket(wsUrl(daemon, held), { headers: { authorization: `Bearer ${daemon.apiKey}` } });
     await new Promise((r, j) => ws.once('open', r).once('error', j));
     const bye = closed(ws);
+    const waiting = new Promise<void>((r) => ws.on('message', (d, binary) => !binary && JSON.parse(String(d)).type === 'waiting' && r()));
     ws.send(JSON.stringify({ op: 'spawn', spawn: { cmd: ['cat'] } }));
-    // Sent at once: they arrive while the process is still being started.
+    await waiting;
     const chunk = Buffer.alloc(8 * 1024, 0x61);
     for (let i = 0; i < 300; i++) ws.send(chunk);
-    const c = await bye;
+    // Bounded, so a socket that stays open fails here and names it, not as the whole file's timeout.
+    const c = await Promise.race([bye, sleep(20_000).then(() => assert.fail('the socket stayed open 20 s after 2.4 MB'))]);
     assert.equal(c.code, 1008);
     assert.match(c.reason, /1048576 bytes/);
+    // The held call went with its socket: nothing waits for approval, and no cat ever ran.
+    await waitFor(async () => ((await api(daemon, 'GET', '/v1/approvals')).json.approvals as unknown[]).length === 0, 5_000, 'approval dropped');
+    const ps = await execHttp(daemon, held, ['sh', '-c', 'grep -lx cat /proc/[0-9]*/comm | wc -l']);
+    assert.equal(ps.stdout.trim(), '0');
     await stillServing();
-    assert.equal((await api(daemon, 'DELETE', `/v1/sandboxes/${asleep}`)).status, 204);
+    assert.equal((await api(daemon, 'DELETE', `/v1/sandboxes/${held}`)).status, 204);
   });
 
   test('an oversized chunked JSON body is refused while it is read', async () => {
