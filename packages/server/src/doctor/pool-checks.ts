@@ -1,39 +1,21 @@
 import { realpath } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { unescapeMount } from '../node/storage/btrfs-pool.js';
 import { minFreeBytes } from '../node/storage/pool-space.js';
 import { currentMode, kernelHasSimpleQuotas } from '../node/storage/quota-mode.js';
+import { parseMountinfo, type MountEntry } from '../shared/mountinfo.js';
 import { finding, type DoctorContext, type HostCheck } from './host-check.js';
 
-interface Mount {
-  point: string;
-  fstype: string;
-  source: string;
-}
-
-/** /proc/self/mountinfo: mount point (field 5) and, after the ` - ` separator, type and source. */
-export function parseMountinfo(text: string): Mount[] {
-  const out: Mount[] = [];
-  for (const line of text.split('\n')) {
-    const f = line.split(' ');
-    const sep = f.indexOf('-');
-    if (sep < 5 || f[4] === undefined || f[sep + 1] === undefined) continue;
-    out.push({ point: unescapeMount(f[4]), fstype: f[sep + 1]!, source: unescapeMount(f[sep + 2] ?? '') });
-  }
-  return out;
-}
-
 /** The mount the pool's directory is on (the last, topmost, of the longest matching mount point). */
-async function poolMount({ host, config }: DoctorContext): Promise<Mount | undefined> {
+async function poolMount({ host, config }: DoctorContext): Promise<MountEntry | undefined> {
   const path = config.pool.mountPoint.replace(/\/+$/, '');
-  const under = parseMountinfo((await host.read('/proc/self/mountinfo')) ?? '').filter((m) => m.point === path || m.point === '/' || path.startsWith(`${m.point}/`));
-  return under.reduce<Mount | undefined>((best, m) => (!best || m.point.length >= best.point.length ? m : best), undefined);
+  const under = parseMountinfo((await host.read('/proc/self/mountinfo')) ?? '').filter((m) => m.mountPoint === path || m.mountPoint === '/' || path.startsWith(`${m.mountPoint}/`));
+  return under.reduce<MountEntry | undefined>((best, m) => (!best || m.mountPoint.length >= best.mountPoint.length ? m : best), undefined);
 }
 
 /** The pool's filesystem mounted and Btrfs: what the space and quota checks read. */
-async function mountedPool(ctx: DoctorContext): Promise<Mount | undefined> {
+async function mountedPool(ctx: DoctorContext): Promise<MountEntry | undefined> {
   const m = await poolMount(ctx);
-  const own = ctx.config.pool.image ? m?.point === ctx.config.pool.mountPoint.replace(/\/+$/, '') : true;
+  const own = ctx.config.pool.image ? m?.mountPoint === ctx.config.pool.mountPoint.replace(/\/+$/, '') : true;
   return m && own && m.fstype === 'btrfs' ? m : undefined;
 }
 
@@ -45,7 +27,7 @@ export const poolCheck: HostCheck = async (ctx) => {
     if (m?.fstype === 'btrfs') return finding('pool', 'ok', `FORKD_POOL ${mountPoint} on Btrfs`);
     return finding('pool', 'error', `FORKD_POOL ${mountPoint} is not on Btrfs (${m?.fstype ?? 'no mount'})`, 'point FORKD_POOL at a directory of a Btrfs filesystem, or unset it for a loop image under the state dir');
   }
-  if (m?.point === mountPoint.replace(/\/+$/, '')) {
+  if (m?.mountPoint === mountPoint.replace(/\/+$/, '')) {
     if (m.fstype === 'btrfs') return finding('pool', 'ok', `${mountPoint} (Btrfs on the loop image ${image})`);
     return finding('pool', 'error', `${mountPoint} is a ${m.fstype} mount, not the pool's Btrfs`, `unmount ${mountPoint}; forkd serve mounts the pool there`);
   }
@@ -72,7 +54,7 @@ export const poolSpaceCheck: HostCheck = async (ctx) => {
 };
 
 /** The pool's filesystem in sysfs, found by its device (/sys/fs/btrfs/<fsid>/devices/<dev>). */
-async function sysfsDir(ctx: DoctorContext, m: Mount): Promise<string | undefined> {
+async function sysfsDir(ctx: DoctorContext, m: MountEntry): Promise<string | undefined> {
   // A device-mapper source (/dev/mapper/x) is listed by its kernel name (dm-N), its link's target.
   const dev = basename(await realpath(join(ctx.host.root, m.source)).catch(() => m.source));
   for (const fsid of await ctx.host.list('/sys/fs/btrfs')) {

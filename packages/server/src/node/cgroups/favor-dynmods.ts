@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { exec } from '../../shared/exec.js';
-import { unescapeMount } from '../storage/btrfs-pool.js';
+import { parseMountinfo } from '../../shared/mountinfo.js';
 
 /** The kernel's list of the cgroup mount options it knows (≥ 6.0 lists favordynmods). */
 export const CGROUP_FEATURES = '/sys/kernel/cgroup/features';
@@ -22,16 +22,8 @@ export type FavorDynmodsResult =
 
 /** The first cgroup2 mount in a mountinfo text, or undefined (a host with cgroup v1 only). */
 export function findCgroup2Mount(mountinfo: string): Cgroup2Mount | undefined {
-  for (const line of mountinfo.split('\n')) {
-    const sep = line.indexOf(' - ');
-    if (sep < 0) continue;
-    const before = line.slice(0, sep).split(' ');
-    const [fstype, , superOpts] = line.slice(sep + 3).split(' ');
-    const [path, opts] = [before[4], before[5]];
-    if (fstype !== 'cgroup2' || path === undefined || opts === undefined || superOpts === undefined) continue;
-    return { path: unescapeMount(path), mountOptions: opts.split(','), superOptions: superOpts.split(',') };
-  }
-  return undefined;
+  const m = parseMountinfo(mountinfo).find((e) => e.fstype === 'cgroup2');
+  return m && { path: m.mountPoint, mountOptions: m.options, superOptions: m.superOptions };
 }
 
 /** What the kernel's feature list and mountinfo say of favordynmods (the node's start and `forkd doctor` both read it so). */

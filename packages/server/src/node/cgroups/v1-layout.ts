@@ -1,5 +1,6 @@
 import { chmod, mkdir, readdir, readFile, readlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { parseMountinfo } from '../../shared/mountinfo.js';
 import { CGROUP_ROOT } from './cgroups.js';
 
 /** A cgroup v1 host's /sys/fs/cgroup: a directory per mounted hierarchy, and the links of co-mounted names (cpu -> cpu,cpuacct). */
@@ -9,19 +10,16 @@ export interface CgroupV1Layout {
 }
 
 /**
- * The v1 hierarchies mounted directly under `root`, from mountinfo's text
- * (fields: id parent dev root mountpoint options ... - fstype source super).
+ * The v1 hierarchies mounted directly under `root`, from mountinfo's text.
  * cgroup2 (a hybrid host's `unified`) is not one: sandboxes get v1's.
  */
 export function parseV1Hierarchies(mountinfo: string, root = CGROUP_ROOT): string[] {
   const out: string[] = [];
-  for (const line of mountinfo.split('\n')) {
-    const [pre, post] = line.split(' - ');
-    const mountpoint = pre?.split(' ')[4];
-    if (!mountpoint || post?.split(' ')[0] !== 'cgroup' || dirname(mountpoint) !== root) continue;
-    const name = basename(mountpoint);
-    // mountinfo escapes a space, tab, newline or backslash as \ooo: no such name is a hierarchy's.
-    if (!name.includes('\\') && !out.includes(name)) out.push(name);
+  for (const m of parseMountinfo(mountinfo)) {
+    if (m.fstype !== 'cgroup' || dirname(m.mountPoint) !== root) continue;
+    const name = basename(m.mountPoint);
+    // No hierarchy's name holds a space or a backslash: such a mount is someone else's.
+    if (!/[\s\\]/.test(name) && !out.includes(name)) out.push(name);
   }
   return out;
 }

@@ -2,6 +2,7 @@ import { chmod, mkdir, open, readFile, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import { exec } from '../../shared/exec.js';
+import { readMounts } from '../../shared/mountinfo.js';
 
 export interface PoolOptions {
   /** Where the Btrfs filesystem is (or will be) mounted. */
@@ -17,21 +18,14 @@ export async function isBtrfs(path: string): Promise<boolean> {
 }
 
 export async function isMountPoint(path: string): Promise<boolean> {
-  const info = await readFile('/proc/self/mountinfo', 'utf8');
   const target = path.replace(/\/+$/, '');
-  return info.split('\n').some((line) => unescapeMount(line.split(' ')[4] ?? '') === target);
+  return (await readMounts()).some((m) => m.mountPoint === target);
 }
 
 /** The per-mount options (nodev, noatime, …) of the topmost mount at `path`, if one is there. */
 async function mountOptions(path: string): Promise<string[] | undefined> {
-  const info = await readFile('/proc/self/mountinfo', 'utf8');
   const target = path.replace(/\/+$/, '');
-  const line = info.split('\n').filter((l) => unescapeMount(l.split(' ')[4] ?? '') === target).pop();
-  return line?.split(' ')[5]?.split(',');
-}
-
-export function unescapeMount(s: string): string {
-  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+  return (await readMounts()).filter((m) => m.mountPoint === target).pop()?.options;
 }
 
 /**
