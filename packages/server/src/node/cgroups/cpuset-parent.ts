@@ -19,7 +19,7 @@ export async function cloneCpusetToChildren(parent: string, root = CGROUP_ROOT):
   if ((await readFile(join(hierarchy, 'cpuset.cpus'), 'utf8').catch(() => undefined)) === undefined) return false;
   // Made as runc makes them (0755 whatever the daemon's umask): CRIU opens a sandbox's cgroup from inside
   // its user namespace at a restore.
-  await makeCgroupV1Dirs(parent, ['cpuset']);
+  await makeCgroupV1Dirs(parent, ['cpuset'], root);
   let dir = hierarchy;
   for (const level of parent.split('/').filter(Boolean)) {
     const above = dir;

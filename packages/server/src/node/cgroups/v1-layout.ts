@@ -42,9 +42,9 @@ export async function readCgroupV1Layout(): Promise<CgroupV1Layout | undefined> 
  * binds each into the root (the sandbox's /sys/fs/cgroup/NAME) before it
  * makes the cgroups itself (`runc run` makes them first).
  */
-export async function makeCgroupV1Dirs(cgroupPath: string, hierarchies: readonly string[]): Promise<void> {
+export async function makeCgroupV1Dirs(cgroupPath: string, hierarchies: readonly string[], root = CGROUP_ROOT): Promise<void> {
   for (const h of hierarchies) {
-    const dir = cgroupV1Source(h, cgroupPath);
+    const dir = join(root, h, cgroupPath);
     const first = await mkdir(dir, { recursive: true });
     // As runc makes them (umask 022): the sandbox's root, in its user namespace, passes through to its own.
     if (first) for (let d = dir; d.length >= first.length; d = dirname(d)) await chmod(d, 0o755);
