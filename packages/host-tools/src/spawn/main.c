@@ -14,7 +14,12 @@
  *                                     (done at its exit; "out" and "err" empty)
  *   "d ID UMASK CWD ARGV ENV INPUT"   as q, in a session of its own (a helper
  *                                     daemon that must outlive the daemon's
- *                                     process group: a Ctrl-C, a stop)
+ *                                     process group: a Ctrl-C, a stop), and
+ *                                     held: killed if the channel closes
+ *                                     before an "r" lets it go
+ *   "r ID"                            let a held child go: it outlives this
+ *                                     process (a lazy-pages daemon whose
+ *                                     restore has begun serving)
  *   "k ID SIGNAL"                     signal a child (its timeout)
  * Out:
  *   {"id":ID,"pid":PID}                         it runs (exec succeeded)
@@ -24,6 +29,11 @@
  *                                               exited and both pipes closed
  * stdout keeps its last 32 MiB past 64 MiB, stderr its last 64 KiB, as the
  * daemon's own exec does.
+ *
+ * Why held: a daemon killed while a restore was being set up left its
+ * lazy-pages daemon waiting for a connection that never came, for ever. Once
+ * the restore is running the helper must live on (the restored tree faults
+ * its pages from it), and the daemon says so with "r".
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +62,7 @@ struct child {
 	struct buf input; size_t input_off;
 	struct buf o, e;
 	int exited, status;
+	int held;        /* a "d" child not yet let go */
 };
 
 static struct child kids[MAX_CHILDREN];
@@ -199,7 +210,7 @@ static void start(long id, int quiet, int session, long mask, struct buf *cwd, s
 		sendf("{\"id\":%ld,\"errno\":%ld}\n", id, e);
 		goto out;
 	}
-	*c = (struct child){ .id = id, .pid = pid, .in = pi[1], .out = po[0], .err = pe[0] };
+	*c = (struct child){ .id = id, .pid = pid, .in = pi[1], .out = po[0], .err = pe[0], .held = session };
 	if (!quiet) { nonblock(c->out); nonblock(c->err); }
 	if (c->in >= 0) { nonblock(c->in); c->input = *input; *input = (struct buf){0}; }
 	sendf("{\"id\":%ld,\"pid\":%ld}\n", id, pid);
@@ -290,6 +301,11 @@ static void request(char *s) {
 	char *f[8];
 	int n = 0;
 	for (char *tok = strtok(s, " "); tok && n < 8; tok = strtok(NULL, " ")) f[n++] = tok;
+	if (n == 2 && !strcmp(f[0], "r")) {
+		long id = atol(f[1]);
+		for (int i = 0; i < MAX_CHILDREN; i++) if (kids[i].pid && kids[i].id == id) kids[i].held = 0;
+		return;
+	}
 	if (n == 3 && !strcmp(f[0], "k")) {
 		long id = atol(f[1]);
 		for (int i = 0; i < MAX_CHILDREN; i++) if (kids[i].pid && kids[i].id == id && !kids[i].exited) kill(kids[i].pid, atoi(f[2]));
@@ -366,6 +382,10 @@ int main(void) {
 				break;
 			}
 		}
-		if (p[0].revents && read_channel(&acc) < 0) return 0;
+		if (p[0].revents && read_channel(&acc) < 0) {
+			/* The daemon is gone: what it had not let go has no one to finish it. */
+			for (int i = 0; i < MAX_CHILDREN; i++) if (kids[i].pid && kids[i].held && !kids[i].exited) kill(kids[i].pid, SIGKILL);
+			return 0;
+		}
 	}
 }

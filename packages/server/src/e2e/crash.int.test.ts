@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { disposeNodeDir, isRoot, testConfig } from '../testing/test-node.js';
 import { api, execHttp, type ApiTarget } from '../testing/http-client.js';
 import { startDaemonProcess, stopDaemonProcess, type DaemonProcess } from '../testing/daemon-process.js';
+import { waitFor } from '../testing/helpers.js';
+import { exec } from '../shared/exec.js';
 
 const COUNTER = "import time\ni=0\nwhile True:\n  i+=1\n  open('/tmp/c.tmp','w').write(str(i))\n  __import__('os').rename('/tmp/c.tmp','/tmp/count')\n  time.sleep(0.02)";
 
@@ -20,13 +22,13 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
   let daemon: DaemonProcess | undefined;
   let id = '';
 
-  const restart = async (crashAt?: string) => {
+  const restart = async (crashAt?: string, env: NodeJS.ProcessEnv = {}) => {
     await stopDaemonProcess(daemon);
-    daemon = await startDaemonProcess({ ...cfg.env, ...(crashAt ? { FORKD_CRASH_AT: crashAt } : {}) });
+    daemon = await startDaemonProcess({ ...cfg.env, ...env, ...(crashAt ? { FORKD_CRASH_AT: crashAt } : {}) });
     return daemon;
   };
-  const crashDuring = async (crashAt: string, method: string, path: string, body?: unknown) => {
-    const d = await restart(crashAt);
+  const crashDuring = async (crashAt: string, method: string, path: string, body?: unknown, env?: NodeJS.ProcessEnv) => {
+    const d = await restart(crashAt, env);
     await fetch(d.url + path, { method, headers: { 'content-type': 'application/json', authorization: `Bearer ${d.apiKey}` }, body: body ? JSON.stringify(body) : null }).then(
       (r) => assert.fail(`expected the daemon to die, got ${r.status}`),
       () => {},
@@ -139,6 +141,17 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
     // An exec resumes it transparently at the target: the later file is gone.
     assert.equal((await execHttp(url, id, ['test', '-e', '/tmp/after3'])).exit, 1);
     await noTmpSnapshots();
+  });
+
+  test('crash mid-resume, its lazy-pages daemon listening, runc not yet run: the daemon goes with it (none left waiting for ever); it is paused and resumes', async () => {
+    assert.equal((await api(daemon!, 'POST', `/v1/sandboxes/${id}/pause`)).json.state, 'paused');
+    // Every restore lazy (the counter's images are small), and no hot window: the resume restores.
+    const url = await crashDuring('restore:helpers-listening', 'POST', `/v1/sandboxes/${id}/resume`, undefined, { FORKD_LAZY_RESTORE_MIN_MB: '0', FORKD_HOT_PAUSE_S: '0' });
+    assert.equal((await api(url, 'GET', `/v1/sandboxes/${id}`)).json.state, 'paused');
+    const ours = async () => (await exec('ps', ['-eo', 'args'])).stdout.split('\n').filter((l) => l.includes(' lazy-pages ') && l.includes(dir));
+    await waitFor(async () => (await ours()).length === 0, 5_000, 'no lazy-pages daemon of ours left');
+    assert.equal((await api(url, 'POST', `/v1/sandboxes/${id}/resume`)).json.state, 'running');
+    await assertCounterRuns(url);
   });
 
   // Last: the counter does not survive it.

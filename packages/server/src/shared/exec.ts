@@ -24,6 +24,11 @@ export interface ExecOptions {
   umask?: number;
   /** In a session of its own (a helper daemon that must outlive the daemon's process group); only with all stdio ignored through forkd-spawn. */
   detached?: boolean;
+  /**
+   * A detached child through forkd-spawn is held: killed if the daemon dies
+   * before the function given here is called (Node's own spawn cannot hold one).
+   */
+  onHeld?: ((release: () => void) => void) | undefined;
 }
 
 export interface ExecResult {
@@ -263,15 +268,17 @@ export function spawnIpc(file: string, args: readonly string[]): IpcChild {
  * resident spawner where there is one (Node's spawn stops the event loop for a
  * fork of the daemon, 1-5 ms each), in a session of its own, stdio
  * /dev/null. `pid` is 0 when it could not be started; `exited` resolves once it
- * ended (or could not be watched any more: forkd-spawn ended).
+ * ended (or could not be watched any more: forkd-spawn ended). It dies with the
+ * daemon until `release` (see ExecOptions.onHeld).
  */
-export function spawnHelperDaemon(file: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env): { pid: Promise<number>; exited: Promise<void> } {
+export function spawnHelperDaemon(file: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env): { pid: Promise<number>; exited: Promise<void>; release(): void } {
   let started!: (pid: number) => void;
+  let release = () => {};
   const pid = new Promise<number>((resolve) => (started = resolve));
-  const opts: ExecOptions = { env, stdio: ['ignore', 'ignore', 'ignore'], detached: true, onSpawn: (p) => started(p) };
+  const opts: ExecOptions = { env, stdio: ['ignore', 'ignore', 'ignore'], detached: true, onSpawn: (p) => started(p), onHeld: (r) => (release = r) };
   const exited = (resident?.run(file, args, opts) ?? spawnHere(file, args, opts)).then(
     () => started(0),
     () => started(0),
   );
-  return { pid, exited };
+  return { pid, exited, release: () => release() };
 }

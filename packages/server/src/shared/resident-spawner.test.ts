@@ -100,6 +100,28 @@ describe('resident spawner: exec() through forkd-spawn does what Node spawn does
     assert.equal(await missing.pid, 0, 'could not be started');
   });
 
+  test('a helper dies with the daemon until let go; one let go outlives it', async () => {
+    // A daemon of its own (this test's process must live on): it starts two helpers, lets one go, and is killed.
+    const script = `
+      import { spawnHelperDaemon } from ${JSON.stringify(new URL('./exec.js', import.meta.url).href)};
+      import { useResidentSpawner } from ${JSON.stringify(new URL('./resident-spawner.js', import.meta.url).href)};
+      useResidentSpawner(true);
+      const held = spawnHelperDaemon('sleep', ['30']);
+      const gone = spawnHelperDaemon('sleep', ['31']);
+      gone.release();
+      console.log(JSON.stringify([await held.pid, await gone.pid]));
+      setTimeout(() => process.kill(process.pid, 'SIGKILL'), 100);
+    `;
+    const out = await exec(process.execPath, ['--input-type=module', '-e', script], { allowFailure: true });
+    const [held, gone] = JSON.parse(out.stdout) as [number, number];
+    assert.ok(held > 0 && gone > 0, out.stdout);
+    const alive = (pid: number) => readFile(`/proc/${pid}/stat`, 'utf8').then((s) => s.slice(s.lastIndexOf(')') + 2, s.lastIndexOf(')') + 3) !== 'Z', () => false);
+    for (let i = 0; i < 100 && (await alive(held)); i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(await alive(held), false, 'the held helper went with its daemon');
+    assert.equal(await alive(gone), true, 'the one let go lives on');
+    process.kill(gone, 'SIGKILL');
+  });
+
   test('more at once than its table holds: the rest are spawned by Node, every one answered', async () => {
     const rs = await Promise.all(Array.from({ length: 300 }, (_, i) => exec('sh', ['-c', `sleep 0.2; echo ${i}`])));
     assert.deepEqual(rs.map((r) => r.stdout), Array.from({ length: 300 }, (_, i) => `${i}\n`));

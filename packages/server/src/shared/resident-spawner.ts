@@ -79,6 +79,7 @@ export class ResidentSpawner implements ResidentExec {
       this.#pending.set(id, p);
       child.ref(true);
       if (!child.send(line)) return this.#fallBack(id);
+      if (mode === 'd') opts.onHeld?.(() => void child.send(`r ${id}`));
       if (opts.timeoutMs) {
         p.timer = setTimeout(() => {
           p.timedOut = true;

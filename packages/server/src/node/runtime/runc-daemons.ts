@@ -15,6 +15,8 @@ interface Listening {
   /** Whether it did within LAZY_PAGES_START_MS (false at once if it exits first). */
   listening: Promise<boolean>;
   kill(): Promise<void>;
+  /** It outlives the daemon from now on. */
+  release(): void;
 }
 
 function listeningDaemon(sock: string, file: string, args: string[]): Listening {
@@ -23,6 +25,7 @@ function listeningDaemon(sock: string, file: string, args: string[]): Listening 
   void d.exited.then(() => (ended = true));
   return {
     listening: waitForPath(sock, LAZY_PAGES_START_MS, d.exited),
+    release: d.release,
     async kill() {
       const pid = await d.pid;
       // Only while it runs: the pid of one that ended may be another process's by now.
@@ -46,6 +49,11 @@ export interface LazyDaemons {
   stopBroker(): Promise<void>;
   /** Both go (a restore that failed or went eager). */
   stop(): Promise<void>;
+  /**
+   * The restore runs: its pages daemon must outlive the daemon. Until then
+   * both die with it (through forkd-spawn), never left waiting for ever.
+   */
+  release(): void;
 }
 
 /** `criu lazy-pages` on `lazy.sock`, and the userfaultfd broker on `broker.sock` when given. */
@@ -61,6 +69,7 @@ export function startLazyDaemons(lazy: { sock: string; criu: string; imagesDir: 
     broker: broker?.sock,
     listening: Promise.all([pages.listening, brokered?.listening ?? true]).then(([a, b]) => a && b),
     stopBroker,
+    release: pages.release,
     async stop() {
       await pages.kill();
       await stopBroker();

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ForkdError, LOOPBACK_ONLY, type Limits } from '@forkd/protocol';
+import { crashPoint } from '../../shared/crash-point.js';
 import { exec } from '../../shared/exec.js';
 import { span } from '../../shared/profile.js';
 import { watchCgroupEmpty } from '../cgroups/cgroup-exit-watch.js';
@@ -232,6 +233,7 @@ export class RuncRuntime implements Runtime {
     // One that died or never listens means an eager restore.
     const lazy = daemons !== undefined && (await span('restore: lazy-pages daemons listening', () => daemons.listening));
     if (daemons && !lazy) await daemons.stop();
+    if (lazy) crashPoint('restore:helpers-listening');
     const imagesDir = spec.idmap ? this.#mounts.imagesInReach(id) : o.imagesDir;
     const pidFile = join(bundle, 'init.pid');
     const args = ['restore', ...(lazy ? ['--lazy-pages'] : []), '--detach', '--image-path', imagesDir, '--work-path', workDir, '--tcp-established', '--file-locks', '--pid-file', pidFile, '--bundle', bundle, id];
@@ -245,6 +247,8 @@ export class RuncRuntime implements Runtime {
       await this.destroy(id, { keepBundle: true }).catch(() => {});
       throw new ForkdError('INTERNAL', `criu restore failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(workDir, 'restore.log') });
     }
+    // Its processes fault their pages from it now: no commit of this restore comes before this.
+    if (lazy) daemons.release();
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
     await chmod(pidFile, 0o600); // runc wrote it under its 022 (see #runc)
     // CRIU made the namespace: the host holds it under the sandbox's key (port proxy, release), loopback up.
