@@ -11,9 +11,13 @@ const PACKAGES = ['@forkd/protocol', '@forkd/sdk', '@forkd/mcp', '@forkd/cli'];
 /** The caller's environment (its registry, proxy and CA settings) without FORKD_*: the installed CLI must find its server only where the test says. */
 const npmEnv: NodeJS.ProcessEnv = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('FORKD_'))), npm_config_update_notifier: 'false' };
 
-/** The packages' own dependencies (zod, the MCP SDK) come from the registry: without it there is nothing to install. */
-const ping = await exec('npm', ['ping'], { allowFailure: true, timeoutMs: 20_000, env: npmEnv });
-const offline = ping.code !== 0 && `the npm registry is unreachable (npm ping: ${ping.stderr.trim().split('\n').pop() ?? ping.code})`;
+/**
+ * The packages' own dependencies (zod, the MCP SDK) come from the registry: without it there is nothing to
+ * install. Probed by what the installs need (a package's metadata), not `npm ping`: a registry mirror may not
+ * answer /-/ping, and a probe that hangs until its timeout rejects (it once failed the whole file so).
+ */
+const probe = await exec('npm', ['view', 'zod', 'version'], { allowFailure: true, timeoutMs: 30_000, env: npmEnv }).catch((err: Error) => ({ code: -1, stderr: err.message }));
+const offline = probe.code !== 0 && `the npm registry is unreachable (npm view zod version: ${probe.stderr.trim().split('\n').pop() ?? probe.code})`;
 
 describe('the published packages: packed, installed from their tarballs, run', { skip: offline }, () => {
   let dir = '';

@@ -64,11 +64,12 @@ networkConformance(
       },
       async process() {
         const p = await helper('unshare', ['--net', 'sleep', '600']);
-        // unshare execs sleep (same pid) once the namespace is made: wait until it is in another one than ours.
+        // unshare makes the namespace, then execs sleep (same pid): wait for both, since a busy host can
+        // show the new namespace while the cmdline is still unshare's.
         const ours = await nsIno('/proc/self/ns/net');
-        for (let i = 0; i < 500 && (await nsIno(`/proc/${p.pid}/ns/net`).catch(() => ours)) === ours; i++) await sleep(5);
-        const cmd = await readFile(`/proc/${p.pid}/cmdline`, 'utf8');
-        if (!cmd.startsWith('sleep')) throw new Error(`not in its namespace yet: ${cmd}`);
+        const ready = async () => (await nsIno(`/proc/${p.pid}/ns/net`).catch(() => ours)) !== ours && (await readFile(`/proc/${p.pid}/cmdline`, 'utf8').catch(() => '')).startsWith('sleep');
+        for (let i = 0; i < 1000 && !(await ready()); i++) await sleep(5);
+        if (!(await ready())) throw new Error(`not in its namespace yet: ${await readFile(`/proc/${p.pid}/cmdline`, 'utf8').catch(() => 'gone')}`);
         return p;
       },
       sameNamespace: async (_id, path, pid) => (await nsIno(path)) === (await nsIno(`/proc/${pid}/ns/net`)),
