@@ -1,22 +1,5 @@
 import type { Sql } from './pg-open.js';
-import type { GrantRecord, SecretRecord, SecretRecords } from './secret-records.js';
-
-interface GrantRow {
-  id: string;
-  tenant: string;
-  sandbox_id: string;
-  secret: string;
-  spec: string;
-  created_at: string;
-  expires_at: string | null;
-}
-
-type GrantSpecColumns = Pick<GrantRecord, 'hosts' | 'methods' | 'paths' | 'header'>;
-
-function toGrant(r: GrantRow): GrantRecord {
-  const spec = JSON.parse(r.spec) as GrantSpecColumns;
-  return { id: r.id, tenant: r.tenant, sandboxId: r.sandbox_id, secret: r.secret, ...spec, createdAt: r.created_at, ...(r.expires_at ? { expiresAt: r.expires_at } : {}) };
-}
+import { grantSpec, toGrant, type GrantRecord, type GrantRow, type SecretRecord, type SecretRecords } from './secret-records.js';
 
 /**
  * SecretRecords over PostgreSQL (tables of pg-migrations.ts). Unlike
@@ -50,7 +33,7 @@ export class PgSecretRecords implements SecretRecords {
   }
 
   async insertGrant(g: GrantRecord): Promise<void> {
-    const spec: GrantSpecColumns = { hosts: g.hosts, header: g.header, ...(g.methods ? { methods: g.methods } : {}), ...(g.paths ? { paths: g.paths } : {}) };
+    const spec = grantSpec(g);
     await this.#sql`INSERT INTO grants (id, tenant, sandbox_id, secret, spec, created_at, expires_at)
       VALUES (${g.id}, ${g.tenant}, ${g.sandboxId}, ${g.secret}, ${JSON.stringify(spec)}, ${g.createdAt}, ${g.expiresAt ?? null})`;
   }

@@ -35,3 +35,26 @@ export interface SecretRecords {
   grants(sandboxId?: string): Promise<GrantRecord[]>;
   deleteGrant(id: string): Promise<boolean>;
 }
+
+/** A grant as both stores keep it: its rule columns as one JSON text. */
+export interface GrantRow {
+  id: string;
+  tenant: string;
+  sandbox_id: string;
+  secret: string;
+  spec: string;
+  created_at: string;
+  expires_at: string | null;
+}
+
+type GrantSpecColumns = Pick<GrantRecord, 'hosts' | 'methods' | 'paths' | 'header'>;
+
+/** What a grant's `spec` column holds (absent methods and paths left out). */
+export function grantSpec(g: GrantRecord): GrantSpecColumns {
+  return { hosts: g.hosts, header: g.header, ...(g.methods ? { methods: g.methods } : {}), ...(g.paths ? { paths: g.paths } : {}) };
+}
+
+export function toGrant(r: GrantRow): GrantRecord {
+  const spec = JSON.parse(r.spec) as GrantSpecColumns;
+  return { id: r.id, tenant: r.tenant, sandboxId: r.sandbox_id, secret: r.secret, ...spec, createdAt: r.created_at, ...(r.expires_at ? { expiresAt: r.expires_at } : {}) };
+}

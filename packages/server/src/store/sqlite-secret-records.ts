@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { GrantRecord, SecretRecord, SecretRecords } from './secret-records.js';
+import { grantSpec, toGrant, type GrantRecord, type GrantRow, type SecretRecord, type SecretRecords } from './secret-records.js';
 
 export const SECRET_MIGRATION = `CREATE TABLE secrets (
      tenant TEXT NOT NULL,
@@ -19,23 +19,6 @@ export const SECRET_MIGRATION = `CREATE TABLE secrets (
      expires_at TEXT
    );
    CREATE INDEX grants_by_sandbox ON grants (sandbox_id);`;
-
-interface GrantRow {
-  id: string;
-  tenant: string;
-  sandbox_id: string;
-  secret: string;
-  spec: string;
-  created_at: string;
-  expires_at: string | null;
-}
-
-type GrantSpecColumns = Pick<GrantRecord, 'hosts' | 'methods' | 'paths' | 'header'>;
-
-function toGrant(r: GrantRow): GrantRecord {
-  const spec = JSON.parse(r.spec) as GrantSpecColumns;
-  return { id: r.id, tenant: r.tenant, sandboxId: r.sandbox_id, secret: r.secret, ...spec, createdAt: r.created_at, ...(r.expires_at ? { expiresAt: r.expires_at } : {}) };
-}
 
 /** SecretRecords over the control store's SQLite database (tables of SECRET_MIGRATION). */
 export class SqliteSecretRecords implements SecretRecords {
@@ -68,7 +51,7 @@ export class SqliteSecretRecords implements SecretRecords {
   }
 
   async insertGrant(g: GrantRecord): Promise<void> {
-    const spec: GrantSpecColumns = { hosts: g.hosts, header: g.header, ...(g.methods ? { methods: g.methods } : {}), ...(g.paths ? { paths: g.paths } : {}) };
+    const spec = grantSpec(g);
     this.#db
       .prepare('INSERT INTO grants (id, tenant, sandbox_id, secret, spec, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
       .run(g.id, g.tenant, g.sandboxId, g.secret, JSON.stringify(spec), g.createdAt, g.expiresAt ?? null);
