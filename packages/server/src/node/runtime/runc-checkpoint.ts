@@ -95,9 +95,18 @@ async function awaitSnapshot(criuAction: string, hook: string): Promise<void> {
   await exec(criuAction, [], { env, allowFailure: true }).catch(() => {});
 }
 
-/** CRIU's last error line in a log, without its timestamp. */
+/**
+ * The error that failed CRIU, from its log, without the timestamp: the last
+ * one before its "Restoring FAILED" / "Dumping FAILED" (what follows is the
+ * teardown's fallout, e.g. "cgroupd: recv req error" after a mount was
+ * refused); the last one when nothing comes before it.
+ */
 export function criuError(log: string): string {
-  const errs = log.split('\n').filter((l) => /Error \(/.test(l));
+  const lines = log.split('\n');
+  const failed = lines.findIndex((l) => /Error \(.*\b(Restoring|Dumping) FAILED/.test(l));
+  const all = lines.filter((l) => /Error \(/.test(l));
+  const before = failed >= 0 ? lines.slice(0, failed).filter((l) => /Error \(/.test(l)) : [];
+  const errs = before.length ? before : all;
   return (errs[errs.length - 1] ?? '').replace(/^\([0-9.]+\)\s*/, '').slice(0, 500);
 }
 

@@ -6,7 +6,7 @@ import { crashPoint } from '../../shared/crash-point.js';
 import { exec } from '../../shared/exec.js';
 import { span } from '../../shared/profile.js';
 import { watchCgroupEmpty } from '../cgroups/cgroup-exit-watch.js';
-import { cloneCpusetToChildren } from '../cgroups/cpuset-parent.js';
+import { prepareCgroupParent } from '../cgroups/cgroup-parent.js';
 import { favorDynmods } from '../cgroups/favor-dynmods.js';
 import { makeCgroupV1Dirs } from '../cgroups/v1-layout.js';
 import { childCgroups, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
@@ -133,7 +133,7 @@ export class RuncRuntime implements Runtime {
 
   async prepareHost(log: Pick<Logger, 'info' | 'warn'>): Promise<void> {
     await prepareCriuHost(this.#o, log);
-    await cloneCpusetToChildren(this.#o.cgroupParent);
+    await prepareCgroupParent(this.#o.cgroupParent, log);
     const dynmods = await favorDynmods({ leave: !this.#o.favorDynmods });
     if (dynmods.outcome === 'enabled') log.info('cgroup2 remounted with favordynmods: moving a process into a cgroup no longer waits for an RCU grace period (FORKD_CGROUP_FAVORDYNMODS=leave keeps the host\'s setting)', { path: dynmods.path });
     if (dynmods.outcome === 'failed') log.warn('could not turn on favordynmods: each sandbox start and restore waits for an RCU grace period', { path: dynmods.path, detail: dynmods.detail });
