@@ -3,7 +3,7 @@ import { expectPositionals, parseOptions } from '../args.js';
 import { printJson } from '../format.js';
 import type { CliCommand } from '../command.js';
 import { openSandbox } from '../connect.js';
-import { expectSnapshotId } from './snapshot.js';
+import { expectSnapshotRef, resolveSnapshotRef, type SnapshotRef } from './snapshot.js';
 import { UsageError } from '../usage-error.js';
 
 const PAUSE_USAGE = `Usage: forkd pause [--no-memory] ID [--json]
@@ -58,8 +58,8 @@ export const timeoutCommand: CliCommand = {
 
 const REWIND_USAGE = `Usage: forkd rewind ID SNAPSHOT [--json]
 
-Puts a sandbox back to one of its own snapshots (see forkd timeline):
-memory, processes and files. The state it leaves is snapshotted first
+Puts a sandbox back to one of its own snapshots (see forkd timeline), by id
+or by name (the newest of that name): memory, processes and files. The state it leaves is snapshotted first
 (reason rewind), so you can rewind forward again.
 
   --json        print the sandbox as JSON (otherwise nothing: the exit status says it worked)
@@ -71,10 +71,10 @@ export function parseIdArg(argv: string[]): { id: string; json: boolean } {
   return { id: id!, json: !!values.json };
 }
 
-export function parseRewindArgs(argv: string[]): { id: string; snapshot: string; json: boolean } {
+export function parseRewindArgs(argv: string[]): { id: string; snapshot: SnapshotRef; json: boolean } {
   const { values, positionals } = parseOptions({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' } } });
   const [id, snapshot] = expectPositionals(positionals, ['ID', 'SNAPSHOT']);
-  return { id: id!, snapshot: expectSnapshotId(snapshot!), json: !!values.json };
+  return { id: id!, snapshot: expectSnapshotRef(snapshot!), json: !!values.json };
 }
 
 /** `ID [--no-memory] [--json]`: pause and resume. */
@@ -113,6 +113,8 @@ export const rewindCommand: CliCommand = {
   usage: REWIND_USAGE,
   async run(argv) {
     const args = parseRewindArgs(argv);
-    return printInfo(await (await openSandbox(args.id)).rewind(args.snapshot), args.json);
+    const sb = await openSandbox(args.id);
+    const snapshot = 'id' in args.snapshot ? args.snapshot.id : resolveSnapshotRef(args.snapshot, await sb.timeline(), args.id);
+    return printInfo(await sb.rewind(snapshot), args.json);
   },
 };

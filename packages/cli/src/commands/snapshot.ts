@@ -1,3 +1,4 @@
+import { ForkdError } from '@forkd/sdk';
 import { SNAPSHOT_NAME_PATTERN } from '@forkd/protocol/ids';
 import { expectPositionals, parseOptions } from '../args.js';
 import type { CliCommand } from '../command.js';
@@ -45,6 +46,23 @@ Deletes snapshots. Sandboxes forked from one keep running. The snapshot
 holding a paused sandbox's state cannot be deleted (resume it first).
 Prints each id deleted; carries on past failures and exits 1 if any failed.
 `;
+
+/** A snapshot of a sandbox's own timeline on the command line: its id, or its name (the newest of that name). */
+export type SnapshotRef = { id: string } | { name: string };
+
+export function expectSnapshotRef(value: string): SnapshotRef {
+  if (value.startsWith('snap-')) return { id: value };
+  if (SNAPSHOT_NAME_PATTERN.test(value) && !value.startsWith('sbx-')) return { name: value };
+  throw new UsageError(`expected a snapshot id (snap-...) or name, got ${JSON.stringify(value)}`);
+}
+
+/** The snapshot id a reference names in a sandbox's timeline (oldest first: the last of a name is the newest). */
+export function resolveSnapshotRef(ref: SnapshotRef, timeline: readonly { id: string; name?: string | undefined }[], sandbox: string): string {
+  if ('id' in ref) return ref.id;
+  const found = timeline.filter((s) => s.name === ref.name).at(-1);
+  if (!found) throw new ForkdError('NOT_FOUND', `no snapshot named ${JSON.stringify(ref.name)} in ${sandbox}'s timeline (see forkd timeline ${sandbox})`);
+  return found.id;
+}
 
 /** A snapshot id on the command line: anything else (a sandbox id above all) is a mistake worth catching early. */
 export function expectSnapshotId(value: string): string {

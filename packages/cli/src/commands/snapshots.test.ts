@@ -5,7 +5,7 @@ import { sandboxInfo } from '@forkd/sdk/testing';
 import { UsageError } from '../usage-error.js';
 import { parseForkArgs, parseForkSource } from './fork.js';
 import { parseIdArg, parseMemoryArgs, parseRewindArgs } from './lifecycle.js';
-import { parseSnapshotArgs, parseSnapshotRmArgs } from './snapshot.js';
+import { parseSnapshotArgs, parseSnapshotRmArgs, resolveSnapshotRef } from './snapshot.js';
 import { parseTimelineArgs, timelineTable } from './timeline.js';
 import { parseTreeArgs, renderTree } from './tree.js';
 
@@ -54,9 +54,15 @@ test('pause and resume [--no-memory] ID [--json]', () => {
 });
 
 test('rewind ID SNAPSHOT, pause ID, resume ID', () => {
-  assert.deepEqual(parseRewindArgs([SBX, SNAP]), { id: SBX, snapshot: SNAP, json: false });
+  assert.deepEqual(parseRewindArgs([SBX, SNAP]), { id: SBX, snapshot: { id: SNAP }, json: false });
+  assert.deepEqual(parseRewindArgs([SBX, 'before-upgrade']), { id: SBX, snapshot: { name: 'before-upgrade' }, json: false });
   assert.throws(() => parseRewindArgs([SBX]), /missing SNAPSHOT/);
-  assert.throws(() => parseRewindArgs([SNAP, SBX]), /expected a snapshot id/);
+  assert.throws(() => parseRewindArgs([SNAP, SBX]), /expected a snapshot id \(snap-\.\.\.\) or name/, 'swapped: a sandbox id is no name');
+  assert.throws(() => parseRewindArgs([SBX, 'a b']), /expected a snapshot id/);
+  const tl = [{ id: 'snap-aaaaaaaaaaa1', name: 'x' }, { id: 'snap-aaaaaaaaaaa2' }, { id: 'snap-aaaaaaaaaaa3', name: 'x' }];
+  assert.equal(resolveSnapshotRef({ name: 'x' }, tl, SBX), 'snap-aaaaaaaaaaa3', 'the newest of the name');
+  assert.equal(resolveSnapshotRef({ id: SNAP }, [], SBX), SNAP);
+  assert.throws(() => resolveSnapshotRef({ name: 'y' }, tl, SBX), (e: { code?: string; message?: string }) => e.code === 'NOT_FOUND' && /no snapshot named "y"/.test(e.message ?? ''));
   assert.deepEqual(parseIdArg([SBX]), { id: SBX, json: false });
   assert.deepEqual(parseIdArg([SBX, '--json']), { id: SBX, json: true });
   assert.throws(() => parseIdArg([]), /missing ID/);
