@@ -29,7 +29,7 @@ export const cgroupDynmodsCheck: HostCheck = async ({ host, config }) => {
   const state = favorDynmodsState((await host.read(CGROUP_FEATURES)) ?? '', (await host.read('/proc/self/mountinfo')) ?? '');
   if (state.outcome === 'unsupported') return finding('cgroup-migrations', 'ok', 'the kernel has no favordynmods (before 6.0): each sandbox start and restore waits for an RCU grace period');
   if (state.outcome === 'no-cgroup2') return finding('cgroup-migrations', 'ok', 'no cgroup2 mount to turn favordynmods on with: each sandbox start and restore waits for an RCU grace period');
-  const { path } = state.mount;
+  const path = state.mount.mountPoint;
   if (state.outcome === 'on') return finding('cgroup-migrations', 'ok', `${path} has favordynmods`);
   if (config.cgroupFavorDynmods === 'enable') return finding('cgroup-migrations', 'ok', `${path} has no favordynmods now; forkd serve turns it on at start`);
   return finding('cgroup-migrations', 'warn', `${path} has no favordynmods (FORKD_CGROUP_FAVORDYNMODS=leave): each sandbox start, resume, fork and rewind waits 5-15 ms for an RCU grace period`, `mount -o remount,favordynmods ${path}, or unset FORKD_CGROUP_FAVORDYNMODS for forkd to do it`);

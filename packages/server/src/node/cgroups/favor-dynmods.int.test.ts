@@ -18,6 +18,6 @@ test('on this host: favordynmods is on after it, with every option the cgroup2 m
   assert.ok(after, 'the cgroup2 mount is still there');
   assert.ok(after.superOptions.includes('favordynmods'), JSON.stringify(after));
   for (const o of before.superOptions) assert.ok(after.superOptions.includes(o), `hierarchy option ${o} kept`);
-  for (const o of before.mountOptions) assert.ok(after.mountOptions.includes(o), `mount option ${o} kept`);
-  assert.deepEqual(await favorDynmods(), { outcome: 'already', path: before.path }, 'again: nothing to do');
+  for (const o of before.options) assert.ok(after.options.includes(o), `mount option ${o} kept`);
+  assert.deepEqual(await favorDynmods(), { outcome: 'already', path: before.mountPoint }, 'again: nothing to do');
 });

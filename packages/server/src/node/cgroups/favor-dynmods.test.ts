@@ -15,16 +15,16 @@ const HYBRID = [
 const UNIFIED = '25 21 0:22 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n';
 
 test('the cgroup2 mount: a hybrid host\'s unified, a v2 host\'s /sys/fs/cgroup, none on v1 only, escaped paths decoded', () => {
-  assert.deepEqual(findCgroup2Mount(HYBRID), { path: '/sys/fs/cgroup/unified', mountOptions: ['rw', 'nosuid', 'nodev', 'noexec', 'relatime'], superOptions: ['rw', 'nsdelegate'] });
-  assert.equal(findCgroup2Mount(UNIFIED)?.path, '/sys/fs/cgroup');
+  assert.deepEqual(findCgroup2Mount(HYBRID), { mountPoint: '/sys/fs/cgroup/unified', options: ['rw', 'nosuid', 'nodev', 'noexec', 'relatime'], fstype: 'cgroup2', source: 'cgroup2', superOptions: ['rw', 'nsdelegate'] });
+  assert.equal(findCgroup2Mount(UNIFIED)?.mountPoint, '/sys/fs/cgroup');
   assert.equal(findCgroup2Mount(HYBRID.split('\n').filter((l) => !l.includes('cgroup2')).join('\n')), undefined);
-  assert.equal(findCgroup2Mount('1 2 0:3 / /cg\\040two rw - cgroup2 none rw\n')?.path, '/cg two');
+  assert.equal(findCgroup2Mount('1 2 0:3 / /cg\\040two rw - cgroup2 none rw\n')?.mountPoint, '/cg two');
   assert.equal(findCgroup2Mount('1 2 0:3 / - cgroup2\n'), undefined, 'a short line is skipped');
 });
 
 test('the remount keeps every mount and hierarchy option and adds favordynmods; nothing when it is on', () => {
   assert.equal(favorDynmodsRemountOptions(findCgroup2Mount(UNIFIED)!), 'remount,rw,nosuid,nodev,noexec,relatime,nsdelegate,memory_recursiveprot,favordynmods');
-  assert.equal(favorDynmodsRemountOptions({ path: '/x', mountOptions: ['rw'], superOptions: ['rw', 'favordynmods'] }), undefined);
+  assert.equal(favorDynmodsRemountOptions({ options: ['rw'], superOptions: ['rw', 'favordynmods'] }), undefined);
 });
 
 test('nothing is remounted when left, when the kernel lacks the option, when there is no cgroup2, or when it is on', async () => {

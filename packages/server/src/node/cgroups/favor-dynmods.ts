@@ -1,19 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { exec } from '../../shared/exec.js';
-import { parseMountinfo } from '../../shared/mountinfo.js';
+import { parseMountinfo, type MountEntry } from '../../shared/mountinfo.js';
 
 /** The kernel's list of the cgroup mount options it knows (≥ 6.0 lists favordynmods). */
 export const CGROUP_FEATURES = '/sys/kernel/cgroup/features';
 const OPTION = 'favordynmods';
-
-/** A cgroup2 mount as /proc/self/mountinfo describes it. */
-export interface Cgroup2Mount {
-  path: string;
-  /** The mount's own flags (rw, nosuid, relatime, ...): a remount that leaves one out clears it. */
-  mountOptions: string[];
-  /** The hierarchy's (rw, nsdelegate, memory_recursiveprot, ...): a remount that leaves one out clears it too. */
-  superOptions: string[];
-}
 
 export type FavorDynmodsResult =
   | { outcome: 'enabled' | 'already'; path: string }
@@ -21,13 +12,12 @@ export type FavorDynmodsResult =
   | { outcome: 'failed'; path: string; detail: string };
 
 /** The first cgroup2 mount in a mountinfo text, or undefined (a host with cgroup v1 only). */
-export function findCgroup2Mount(mountinfo: string): Cgroup2Mount | undefined {
-  const m = parseMountinfo(mountinfo).find((e) => e.fstype === 'cgroup2');
-  return m && { path: m.mountPoint, mountOptions: m.options, superOptions: m.superOptions };
+export function findCgroup2Mount(mountinfo: string): MountEntry | undefined {
+  return parseMountinfo(mountinfo).find((e) => e.fstype === 'cgroup2');
 }
 
 /** What the kernel's feature list and mountinfo say of favordynmods (the node's start and `forkd doctor` both read it so). */
-export type FavorDynmodsState = { outcome: 'unsupported' } | { outcome: 'no-cgroup2' } | { outcome: 'on' | 'off'; mount: Cgroup2Mount };
+export type FavorDynmodsState = { outcome: 'unsupported' } | { outcome: 'no-cgroup2' } | { outcome: 'on' | 'off'; mount: MountEntry };
 
 export function favorDynmodsState(features: string, mountinfo: string): FavorDynmodsState {
   if (!features.split('\n').includes(OPTION)) return { outcome: 'unsupported' };
@@ -36,10 +26,13 @@ export function favorDynmodsState(features: string, mountinfo: string): FavorDyn
   return { outcome: mount.superOptions.includes(OPTION) ? 'on' : 'off', mount };
 }
 
-/** The `-o` of a remount that adds favordynmods and keeps every other option, or undefined when it is set. */
-export function favorDynmodsRemountOptions(m: Cgroup2Mount): string | undefined {
+/**
+ * The `-o` of a remount that adds favordynmods and keeps every other option (the mount's own flags and the
+ * hierarchy's: a remount that leaves one out clears it), or undefined when it is set.
+ */
+export function favorDynmodsRemountOptions(m: Pick<MountEntry, 'options' | 'superOptions'>): string | undefined {
   if (m.superOptions.includes(OPTION)) return undefined;
-  return ['remount', ...new Set([...m.mountOptions, ...m.superOptions, OPTION])].join(',');
+  return ['remount', ...new Set([...m.options, ...m.superOptions, OPTION])].join(',');
 }
 
 /**
@@ -65,12 +58,12 @@ export async function favorDynmods(opts: { leave?: boolean; features?: string; m
   if (state.outcome === 'unsupported' || state.outcome === 'no-cgroup2') return { outcome: state.outcome };
   const { mount } = state;
   const options = favorDynmodsRemountOptions(mount);
-  if (!options) return { outcome: 'already', path: mount.path };
+  if (!options) return { outcome: 'already', path: mount.mountPoint };
   // Source and target both given: mount(8) then passes exactly these options, merging nothing of its own.
-  const r = await exec('mount', ['-t', 'cgroup2', '-o', options, 'cgroup2', mount.path], { allowFailure: true });
-  if (r.code !== 0) return { outcome: 'failed', path: mount.path, detail: r.stderr.trim().slice(-300) };
+  const r = await exec('mount', ['-t', 'cgroup2', '-o', options, 'cgroup2', mount.mountPoint], { allowFailure: true });
+  if (r.code !== 0) return { outcome: 'failed', path: mount.mountPoint, detail: r.stderr.trim().slice(-300) };
   // Outside the initial cgroup namespace the kernel takes the remount and ignores the option.
   const after = findCgroup2Mount(await mountinfo());
-  if (!after?.superOptions.includes(OPTION)) return { outcome: 'failed', path: mount.path, detail: 'the remount was taken but the option is not on (not the initial cgroup namespace?)' };
-  return { outcome: 'enabled', path: mount.path };
+  if (!after?.superOptions.includes(OPTION)) return { outcome: 'failed', path: mount.mountPoint, detail: 'the remount was taken but the option is not on (not the initial cgroup namespace?)' };
+  return { outcome: 'enabled', path: mount.mountPoint };
 }

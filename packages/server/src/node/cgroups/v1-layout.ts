@@ -44,7 +44,7 @@ export async function readCgroupV1Layout(): Promise<CgroupV1Layout | undefined> 
  */
 export async function makeCgroupV1Dirs(cgroupPath: string, hierarchies: readonly string[], root = CGROUP_ROOT): Promise<void> {
   for (const h of hierarchies) {
-    const dir = join(root, h, cgroupPath);
+    const dir = cgroupV1Source(h, cgroupPath, root);
     const first = await mkdir(dir, { recursive: true });
     // As runc makes them (umask 022): the sandbox's root, in its user namespace, passes through to its own.
     if (first) for (let d = dir; d.length >= first.length; d = dirname(d)) await chmod(d, 0o755);
@@ -52,6 +52,6 @@ export async function makeCgroupV1Dirs(cgroupPath: string, hierarchies: readonly
 }
 
 /** The host directory a sandbox's /sys/fs/cgroup/NAME is bound from. */
-export function cgroupV1Source(hierarchy: string, cgroupPath: string): string {
-  return join(CGROUP_ROOT, hierarchy, cgroupPath);
+export function cgroupV1Source(hierarchy: string, cgroupPath: string, root = CGROUP_ROOT): string {
+  return join(root, hierarchy, cgroupPath);
 }

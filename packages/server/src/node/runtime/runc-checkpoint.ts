@@ -102,12 +102,10 @@ async function awaitSnapshot(criuAction: string, hook: string): Promise<void> {
  * refused); the last one when nothing comes before it.
  */
 export function criuError(log: string): string {
-  const lines = log.split('\n');
-  const failed = lines.findIndex((l) => /Error \(.*\b(Restoring|Dumping) FAILED/.test(l));
-  const all = lines.filter((l) => /Error \(/.test(l));
-  const before = failed >= 0 ? lines.slice(0, failed).filter((l) => /Error \(/.test(l)) : [];
-  const errs = before.length ? before : all;
-  return (errs[errs.length - 1] ?? '').replace(/^\([0-9.]+\)\s*/, '').slice(0, 500);
+  const errs = log.split('\n').filter((l) => /Error \(/.test(l));
+  const failed = errs.findIndex((l) => /\b(Restoring|Dumping) FAILED/.test(l));
+  const cause = errs[(failed > 0 ? failed : errs.length) - 1] ?? '';
+  return cause.replace(/^\([0-9.]+\)\s*/, '').slice(0, 500);
 }
 
 /** A wall-clock instant in ns written by the action script (`date +%s%N`). */
