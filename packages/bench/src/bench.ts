@@ -285,6 +285,12 @@ async function main(): Promise<void> {
     await cliRows(quick);
     return;
   }
+  if (process.argv.includes('--podman-only')) {
+    // The side-by-side rows alone, printed (the report is left as it is).
+    const { rows } = await podmanBench();
+    for (const r of rows) console.log(`${r.name}: forkd p50 ${fmt(summarize(r.forkd).p50)} ${r.unit}${r.podman ? `, Podman p50 ${fmt(summarize(r.podman).p50)} (${ratioText(r)})` : ''}`);
+    return;
+  }
   const date = new Date().toISOString();
   const s = new Sections(quick ? 'bench-quick' : 'bench', SECTIONS);
   const rows = [

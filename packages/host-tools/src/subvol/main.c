@@ -5,6 +5,7 @@
  *
  *   forkd-subvol delete-nested POOL VOLUME   -> prints how many it deleted
  *   forkd-subvol snapshot [-r] SOURCE DEST   -> a (read-only) snapshot of SOURCE at DEST
+ *   forkd-subvol unchanged SNAPSHOT VOLUME   -> exit 0: VOLUME is as it was when SNAPSHOT was taken of it
  *
  * A sandbox root made one with BTRFS_IOC_SUBVOL_CREATE before seccomp
  * refused it (pools made before that). The root is the sandbox's to shape,
@@ -147,10 +148,50 @@ static int snapshot(const char *source, const char *dest, bool readonly) {
   return 0;
 }
 
+/* A subvolume's own root directory and what Btrfs records of it; 3 when `path` is not one. */
+static int subvol_info(const char *path, struct btrfs_ioctl_get_subvol_info_args *out) {
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return 3;
+  struct stat st;
+  memset(out, 0, sizeof(*out));
+  int r = fstat(fd, &st) < 0 || st.st_ino != BTRFS_FIRST_FREE_OBJECTID || ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, out) < 0 ? 3 : 0;
+  close(fd);
+  return r;
+}
+
+static int any_child(const struct btrfs_ioctl_search_header *h, const void *item, void *ctx) {
+  (void)h, (void)item, (void)ctx;
+  return 1;
+}
+
+/*
+ * Whether VOLUME is still what the read-only SNAPSHOT was taken of, so a
+ * restore may keep it instead of a fresh copy of SNAPSHOT: SNAPSHOT's parent
+ * is VOLUME, and VOLUME's tree was last written in the transaction that made
+ * SNAPSHOT (taking a snapshot writes its source's root in that transaction;
+ * any later change committed to the tree moves its generation on). Data
+ * still in the page cache is not in the tree yet: the caller must know that
+ * nothing wrote VOLUME since (its processes were frozen from the snapshot
+ * until killed). A subvolume nested in VOLUME changes without moving VOLUME's
+ * generation and is not in SNAPSHOT: VOLUME must hold none.
+ * Exit 0: unchanged; 1: changed; 3: either is not a subvolume.
+ */
+static int unchanged(const char *snapshot, const char *volume) {
+  struct btrfs_ioctl_get_subvol_info_args s, v;
+  if (subvol_info(snapshot, &s) || subvol_info(volume, &v)) return 3;
+  if (!(s.flags & BTRFS_ROOT_SUBVOL_RDONLY) || memcmp(s.parent_uuid, v.uuid, BTRFS_UUID_SIZE) || v.generation != s.otransid) return 1;
+  int fd = open(volume, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return 3;
+  int r = btrfs_search_each(fd, BTRFS_ROOT_TREE_OBJECTID, v.treeid, BTRFS_ROOT_REF_KEY, 0, UINT64_MAX, any_child, NULL);
+  close(fd);
+  return r == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "delete-nested") == 0) return delete_nested(argv[2], argv[3]);
   if (argc == 4 && strcmp(argv[1], "snapshot") == 0) return snapshot(argv[2], argv[3], false);
   if (argc == 5 && strcmp(argv[1], "snapshot") == 0 && strcmp(argv[2], "-r") == 0) return snapshot(argv[3], argv[4], true);
-  fprintf(stderr, "usage: forkd-subvol delete-nested POOL VOLUME | snapshot [-r] SOURCE DEST\n");
+  if (argc == 4 && strcmp(argv[1], "unchanged") == 0) return unchanged(argv[2], argv[3]);
+  fprintf(stderr, "usage: forkd-subvol delete-nested POOL VOLUME | snapshot [-r] SOURCE DEST | unchanged SNAPSHOT VOLUME\n");
   return 2;
 }

@@ -102,6 +102,13 @@ export class MemoryStorage implements Storage {
     return p;
   }
 
+  /** A copied directory keeps no record of changes: it never knows (every restore copies). */
+  async unchangedSince(key: string, snapshot: string): Promise<boolean> {
+    assertKey(key);
+    assertKey(snapshot);
+    return false;
+  }
+
   async frozenCommit(key: string, source: string): Promise<FrozenCommit> {
     throw new ForkdError('NOT_IMPLEMENTED', `MemoryStorage has no command form of commit (${source} -> ${key}): snapshot tests need BtrfsStorage`);
   }

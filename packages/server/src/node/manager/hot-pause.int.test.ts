@@ -1,8 +1,11 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
 import { run, waitFor } from '../../testing/helpers.js';
 import { readHostCapacity } from './host-capacity.js';
+import { exec } from '../../shared/exec.js';
 
 /** A counter in process memory, mirrored to /tmp/count. */
 const COUNTER = ['python3', '-c', "import time,os\ni=0\nwhile True:\n  i+=1\n  open('/tmp/count.tmp','w').write(str(i))\n  os.rename('/tmp/count.tmp','/tmp/count')\n  time.sleep(0.02)"];
@@ -85,6 +88,30 @@ describe('hot pauses: a resume within the window thaws the frozen tree (real run
     const back = await count(c);
     assert.ok(back < atEarly + 30, `rewound to the earlier snapshot, not thawed: ${back} vs ${atEarly}`);
     await node.manager.delete(c);
+  });
+
+  test('a hibernated sandbox resumes on the root volume it froze (nothing copied); a root changed since gets a fresh copy of the snapshot', async () => {
+    const id = await counting();
+    const subvolume = async () => (await exec('btrfs', ['inspect-internal', 'rootid', await node.manager.rootfs(id)])).stdout.trim();
+    await run(node.manager, id, ['sh', '-c', 'echo before > /kept']);
+    await node.manager.hibernate(id);
+    const frozenRoot = await subvolume();
+    await node.manager.resume(id);
+    assert.equal(await subvolume(), frozenRoot, 'the same subvolume');
+    const atResume = await count(id);
+    await waitFor(async () => (await count(id)) > atResume + 3, 5000, 'the counter to go on');
+    assert.equal((await run(node.manager, id, ['cat', '/kept'])).stdout, 'before\n');
+
+    await node.manager.hibernate(id);
+    // A change committed to the root while it is hibernated (only the host could make one).
+    const root = await node.manager.rootfs(id);
+    await writeFile(join(root, 'changed'), 'by the host');
+    await exec('sync', ['-f', root]);
+    await node.manager.resume(id);
+    assert.notEqual(await subvolume(), frozenRoot, 'a new copy');
+    assert.equal((await run(node.manager, id, ['test', '-e', '/changed'])).exitCode, 1, 'the files are the snapshot\'s');
+    assert.equal((await run(node.manager, id, ['cat', '/kept'])).stdout, 'before\n');
+    await node.manager.delete(id);
   });
 
   test('a create that needs the memory a hot pause holds drops it; that sandbox still resumes', async () => {

@@ -26,6 +26,7 @@ export async function pauseSandbox(c: ManagerContext, id: string, opts: PauseOpt
   crashPoint('pause:recorded');
   // Only now that the snapshot is recorded do the (frozen) processes go, or are kept as its cache.
   const key = r.instance ?? r.id;
+  c.instances.frozenAt(key, snap.id);
   if (!hot || !c.hot.keep(id, key, snap.id, r.network)) await c.runtime.destroy(key);
   return toInfo(await c.record(id));
 }
@@ -81,6 +82,7 @@ async function thawed(c: ManagerContext, r: SandboxRecord, frozen: HotPause): Pr
   try {
     // Its rules as recorded now: a change while it was paused is applied, as a restore applies it.
     if (JSON.stringify(r.network) !== JSON.stringify(frozen.network)) await c.instances.setNetwork(key, r.network ?? LOOPBACK_ONLY);
+    c.instances.thawing(key);
     await c.runtime.thaw(key);
     await c.instances.waitAlive(key);
     await c.transition(r, 'running');

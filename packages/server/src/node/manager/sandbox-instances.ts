@@ -41,6 +41,8 @@ export class SandboxInstances {
   /** Id ranges of warm-pool members (no record yet) and of starts whose record does not have theirs yet. */
   readonly pooledIdmap = new Map<string, IdMap | undefined>();
   readonly #reservedIds = new Set<number>();
+  /** Instances whose processes were frozen at a pause's snapshot and never ran after it (key → snapshot id); see frozenAt. */
+  readonly #frozenRoots = new Map<string, string>();
 
   constructor(deps: InstancesDeps) {
     this.#d = deps;
@@ -155,6 +157,7 @@ export class SandboxInstances {
 
   /** Recovery without a usable snapshot: the agent started afresh on the instance's own root volume (its files, no memory). */
   async startCold(key: string, r: SandboxRecord): Promise<void> {
+    this.#frozenRoots.delete(key);
     if (!(await this.#d.storage.exists(this.volumeOf(key)))) throw new ForkdError('FAILED_PRECONDITION', `sandbox ${r.id} has neither a usable snapshot nor its files`);
     const rootfs = this.rootfsOf(key);
     // Also gives a root made before quotas its limit.
@@ -173,10 +176,16 @@ export class SandboxInstances {
   async restoreInto(key: string, r: SandboxRecord, snap: SnapshotRecord): Promise<void> {
     await this.#d.files.checkRestorable(snap.id);
     const volume = this.volumeOf(key);
+    const frozenAt = this.#frozenRoots.get(key);
+    this.#frozenRoots.delete(key);
+    // A hibernated sandbox resumed from its pause: its root is that snapshot's files (~10 ms less than a new copy).
+    const kept = frozenAt === snap.id && (await this.#d.storage.unchangedSince(volume, this.#d.files.rootfsKey(snap.id)));
     // Simple quotas: the new root joins the group of the root it replaces (this one, or the instance a rewind leaves).
-    const lineage = await this.#d.space.lineage([this.rootfsOf(key), this.rootfsOf(r.instance ?? r.id)]);
-    await this.#d.storage.remove(volume);
-    await this.#d.storage.prepare(volume, this.#d.files.rootfsKey(snap.id));
+    const lineage = kept ? undefined : await this.#d.space.lineage([this.rootfsOf(key), this.rootfsOf(r.instance ?? r.id)]);
+    if (!kept) {
+      await this.#d.storage.remove(volume);
+      await this.#d.storage.prepare(volume, this.#d.files.rootfsKey(snap.id));
+    }
     // Room for forkd and CRIU to write, even into a root that was at its quota.
     await this.#d.space.limitForStart(this.#d.storage.path(volume), await this.templateRoot(r), r.limits.diskMb, lineage);
     await this.#d.guests.prepareRoot(key, { install: false });
@@ -220,8 +229,26 @@ export class SandboxInstances {
     await this.releaseKey(await this.key(id));
   }
 
+  /**
+   * The processes of `key` were frozen when `snapshot` was taken (a pause)
+   * and will not run again: they are killed frozen, or thawed only after
+   * thawing() says so. Nothing writes the root after the snapshot, so a
+   * restore of that snapshot may keep the root rather than copy the
+   * snapshot's, if Storage.unchangedSince also finds nothing committed to it
+   * since. Memory only: after a restart of the daemon every restore copies.
+   */
+  frozenAt(key: string, snapshot: string): void {
+    this.#frozenRoots.set(key, snapshot);
+  }
+
+  /** The processes of `key` run again from now on (see frozenAt). */
+  thawing(key: string): void {
+    this.#frozenRoots.delete(key);
+  }
+
   /** Processes, namespaces, cgroup and root volume of one instance. */
   async releaseKey(key: string): Promise<void> {
+    this.#frozenRoots.delete(key);
     this.#d.guests.drop(key);
     await this.#d.runtime.destroy(key);
     this.#d.space.forget(this.rootfsOf(key));

@@ -220,16 +220,22 @@ export class RuncRuntime implements Runtime {
     const spec = { ...requested, idmap: await readIdmap(o.imagesDir) };
     // With a user namespace the network namespace is the sandbox's own, in its images (see Network.adopt).
     const ownNetns = spec.idmap !== undefined || (await carriesOwnNetns(o.imagesDir));
-    // Owned by the range's root before they are bound into its reach with the root (RootMounts.mount).
-    if (spec.idmap) await ownImages(o.imagesDir, spec.idmap.hostId);
+    // Owned by the range's root before CRIU opens them from inside it; meanwhile the rest is made ready.
+    const owned = spec.idmap ? ownImages(o.imagesDir, spec.idmap.hostId) : undefined;
+    owned?.catch(() => {}); // awaited below
     const workDir = join(this.#o.bundleRoot, id, 'criu');
     await mkdir(workDir, { recursive: true, mode: 0o700 });
     // Started before the bundle is written: they take ~7 ms to listen, the bundle and cgroups ~4 of them.
     const daemons = await this.#lazyDaemons(id, spec.idmap?.hostId, o.imagesDir, workDir);
-    const { bundle, view, netEnv } = await this.#restoreBundle(id, spec, ownNetns, o.imagesDir).catch(async (err: unknown) => {
-      await daemons?.stop();
-      throw err;
-    });
+    const { bundle, view, netEnv } = await this.#restoreBundle(id, spec, ownNetns, o.imagesDir)
+      .then(async (b) => {
+        await owned;
+        return b;
+      })
+      .catch(async (err: unknown) => {
+        await daemons?.stop();
+        throw err;
+      });
     // One that died or never listens means an eager restore.
     const lazy = daemons !== undefined && (await span('restore: lazy-pages daemons listening', () => daemons.listening));
     if (daemons && !lazy) await daemons.stop();

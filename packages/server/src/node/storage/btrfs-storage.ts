@@ -13,7 +13,8 @@ import { assertKey, type Storage } from './storage.js';
 /**
  * forkd-subvol (host-tools): deletes the subvolumes nested in a volume by id,
  * deepest first; makes snapshots (btrfs-progs' ioctl from a static binary:
- * ~3 ms less per snapshot here, inside a freeze too).
+ * ~3 ms less per snapshot here, inside a freeze too); tells a volume left
+ * unchanged since a snapshot of it.
  */
 export const SUBVOL_TOOL = join(REPO_ROOT, 'packages/host-tools/build/forkd-subvol');
 
@@ -66,6 +67,12 @@ export class BtrfsStorage implements Storage {
     await exec(SUBVOL_TOOL, ['snapshot', '-r', src, p]);
     if (!opts.keepActive) await this.remove(source);
     return p;
+  }
+
+  /** Btrfs's own record (forkd-subvol unchanged): the snapshot's parent is the volume, whose tree was last written in the snapshot's transaction. */
+  async unchangedSince(key: string, snapshot: string): Promise<boolean> {
+    const r = await exec(SUBVOL_TOOL, ['unchanged', this.path(snapshot), this.path(key)], { allowFailure: true });
+    return r.code === 0;
   }
 
   async frozenCommit(key: string, source: string): Promise<FrozenCommit> {

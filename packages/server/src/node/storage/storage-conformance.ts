@@ -18,6 +18,8 @@ export interface OpenedStorage {
 export interface StorageConformanceOptions {
   /** frozenCommit gives a command that really snapshots (Btrfs); without this its test is skipped. */
   frozenCommit?: boolean;
+  /** unchangedSince can say true (Btrfs); without this it must always say false. */
+  provesUnchanged?: boolean;
   /** Why the whole suite cannot run here (e.g. it needs root), or false. */
   skip?: string | false;
 }
@@ -311,6 +313,28 @@ export function storageConformance(name: string, open: () => Promise<OpenedStora
       },
       opts.frozenCommit ? false : 'this implementation has no command form of commit',
     );
+
+    withStorage('unchangedSince: true only for the volume a read-only commit was taken of, until a change of it is committed', async (s) => {
+      const src = await s.create('sandboxes/a');
+      await fill(src);
+      await s.commit('snapshots/s1/rootfs', 'sandboxes/a', { keepActive: true });
+      // What a caller sees once a change is on disk (a sandbox's writes, committed by the filesystem in time).
+      const settle = () => exec('sync', ['-f', src]);
+      assert.equal(await s.unchangedSince('sandboxes/a', 'snapshots/s1/rootfs'), opts.provesUnchanged === true);
+      assert.equal(await s.unchangedSince('sandboxes/missing', 'snapshots/s1/rootfs'), false);
+      await s.prepare('sandboxes/b', 'snapshots/s1/rootfs');
+      assert.equal(await s.unchangedSince('sandboxes/b', 'snapshots/s1/rootfs'), false, 'a copy of the snapshot is not what it was taken of');
+      await writeFile(join(src, 'etc/hostname'), 'changed');
+      await settle();
+      assert.equal(await s.unchangedSince('sandboxes/a', 'snapshots/s1/rootfs'), false, 'changed since');
+      await s.commit('snapshots/s2/rootfs', 'sandboxes/a', { keepActive: true });
+      assert.equal(await s.unchangedSince('sandboxes/a', 'snapshots/s2/rootfs'), opts.provesUnchanged === true, 'unchanged since the newer one');
+      assert.equal(await s.unchangedSince('sandboxes/a', 'snapshots/s1/rootfs'), false, 'but not since the older one');
+      await s.create('sandboxes/a/nested');
+      await s.commit('snapshots/s3/rootfs', 'sandboxes/a', { keepActive: true });
+      assert.equal(await s.unchangedSince('sandboxes/a', 'snapshots/s3/rootfs'), false, 'a volume nested in it changes on its own');
+      await s.remove('sandboxes/a/nested');
+    });
 
     poolConformance(withStorage);
   });

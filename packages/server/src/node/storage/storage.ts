@@ -42,6 +42,15 @@ export interface Storage {
   adoptDir(key: string, sourceDir: string): Promise<void>;
   /** Removes a plain directory of the pool (see adoptDir) and everything in it; idempotent. */
   removeDir(key: string): Promise<void>;
+  /**
+   * Whether volume `key` is still what the read-only `snapshot` was
+   * committed from, nothing committed to it since and no volume nested in
+   * it, so a restore of that snapshot may keep it rather than copy the
+   * snapshot (true only when that is known: false when it cannot tell).
+   * Writes still in the page cache are not seen: the caller must know that
+   * nothing wrote the volume since the commit.
+   */
+  unchangedSince(key: string, snapshot: string): Promise<boolean>;
   /** Atomically renames a volume (used to publish a finished template). */
   rename(from: string, to: string): Promise<void>;
   remove(key: string): Promise<void>;
