@@ -7,7 +7,7 @@ import { FakeGuestTransport } from './fake-guest-transport.js';
 import type { RuntimeNetwork } from '../node/network/network.js';
 import type { CheckpointImages, CheckpointOptions, CheckpointStats, IdMap, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from '../node/runtime/runtime.js';
 
-export type RuntimeOp = 'start' | 'restore' | 'checkpoint' | 'destroy' | 'state' | 'usage' | 'thaw' | 'update' | 'list';
+export type RuntimeOp = 'start' | 'restore' | 'checkpoint' | 'destroy' | 'state' | 'usage' | 'thaw' | 'update' | 'list' | 'settleMemory';
 
 export interface RuntimeCall {
   op: RuntimeOp;
@@ -166,6 +166,11 @@ export class FakeRuntime implements Runtime {
     if (this.#network) await (idmap ? this.#network.adopt(id, pid, rules) : this.#network.prepare(id, rules));
     this.instances.set(id, { status: 'running', spec, pid, memory, pids: 1, oomKills: 0 });
     return { status: 'running', pid, idmap };
+  }
+
+  /** A fake restore has all its memory at once. */
+  async settleMemory(id: string): Promise<void> {
+    await this.#enter('settleMemory', id);
   }
 
   async checkpoint(id: string, opts: CheckpointOptions): Promise<CheckpointStats> {

@@ -166,6 +166,32 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
     await node.manager.delete(f!.id);
   });
 
+  test('a snapshot right after a lazy restore waits for its last pages: hibernated at once after resume, forked at once, the memory is whole', async () => {
+    const id = (await node.manager.create({ memoryMb: 1024 })).id;
+    // Touches its buffer only when asked (SIGUSR1): every page it does not touch comes in through the lazy daemon.
+    const HOG = "import os,time,signal,hashlib\nb=bytearray(os.urandom(64*1024*1024))\ndef s(*a):\n  open('/tmp/h.tmp','w').write(hashlib.sha256(b).hexdigest())\n  os.rename('/tmp/h.tmp','/tmp/h')\nsignal.signal(signal.SIGUSR1, s)\ns()\nopen('/tmp/pid','w').write(str(os.getpid()))\nwhile True: time.sleep(1)";
+    (await node.manager.spawn(id, { argv: ['python3', '-c', HOG], tag: 'hog' })).process.detach();
+    await waitFor(async () => (await run(node.manager, id, ['test', '-e', '/tmp/pid'])).exitCode === 0, 20_000, 'hog ready');
+    const sum = async (sb: string) => {
+      await run(node.manager, sb, ['sh', '-c', 'rm -f /tmp/h && kill -USR1 $(cat /tmp/pid)']);
+      await waitFor(async () => (await run(node.manager, sb, ['test', '-e', '/tmp/h'])).exitCode === 0, 20_000, 'a fresh hash');
+      return (await run(node.manager, sb, ['cat', '/tmp/h'])).stdout;
+    };
+    const whole = await sum(id);
+    for (let i = 0; i < 3; i++) {
+      await node.manager.hibernate(id);
+      await node.manager.resume(id);
+    }
+    const snap = await node.manager.snapshot(id);
+    const [f] = await node.manager.fork(snap.id);
+    const again = await node.manager.snapshot(f!.id);
+    const [g] = await node.manager.fork(again.id);
+    if (existsSync('/dev/userfaultfd')) assert.ok(existsSync(join(node.config.stateDir, 'bundles', g!.id, 'criu', 'lazy-pages.log')), 'restored lazily');
+    assert.equal(await sum(g!.id), whole, 'the fork of a fork taken at once has all the memory');
+    assert.equal(await sum(id), whole, 'the sandbox hibernated at once after each resume has all its memory');
+    for (const x of [g!.id, f!.id, id]) await node.manager.delete(x);
+  });
+
   test('a stopped job (Ctrl-Z, kill -STOP) does not hold snapshots; it stays stopped in the sandbox and its fork', async () => {
     const id = (await node.manager.create({})).id;
     await run(node.manager, id, ['sh', '-c', 'nohup sleep 1000 >/dev/null 2>&1 & echo $! > /tmp/job; kill -STOP $!']);

@@ -1,6 +1,7 @@
 import { ForkdError, newSnapshotId } from '@forkd/protocol';
 import type { Logger } from '../../shared/logger.js';
 import { crashPoint } from '../../shared/crash-point.js';
+import { span } from '../../shared/profile.js';
 import type { SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Storage } from '../storage/storage.js';
@@ -32,6 +33,8 @@ async function dumpOnce(c: SnapshotContext, r: SandboxRecord, key: string, draft
     await guest.setDumpable(true).catch((err: unknown) => {
       if (err instanceof ForkdError && err.code === 'TIMEOUT') throw err;
     });
+    // Before the guest's streams are held back: right after a lazy restore this waits for its last pages.
+    await span('snapshot: memory settled', () => c.runtime.settleMemory(key));
     const release = await guest.quiesce();
     try {
       const stats = await c.runtime.checkpoint(key, {

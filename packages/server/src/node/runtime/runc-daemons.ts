@@ -14,6 +14,9 @@ const LAZY_PAGES_START_MS = 10_000;
 interface Listening {
   /** Whether it did within LAZY_PAGES_START_MS (false at once if it exits first). */
   listening: Promise<boolean>;
+  /** Its pid (0 when it could not start) and its end. */
+  pid: Promise<number>;
+  exited: Promise<void>;
   kill(): Promise<void>;
   /** It outlives the daemon from now on. */
   release(): void;
@@ -25,6 +28,8 @@ function listeningDaemon(sock: string, file: string, args: string[]): Listening 
   void d.exited.then(() => (ended = true));
   return {
     listening: waitForPath(sock, LAZY_PAGES_START_MS, d.exited),
+    pid: d.pid,
+    exited: d.exited,
     release: d.release,
     async kill() {
       const pid = await d.pid;
@@ -54,6 +59,8 @@ export interface LazyDaemons {
    * both die with it (through forkd-spawn), never left waiting for ever.
    */
   release(): void;
+  /** The pages daemon, which ends once every page is in (see LazyPagesWaits). */
+  pages: { pid: Promise<number>; exited: Promise<void> };
 }
 
 /** `criu lazy-pages` on `lazy.sock`, and the userfaultfd broker on `broker.sock` when given. */
@@ -70,6 +77,7 @@ export function startLazyDaemons(lazy: { sock: string; criu: string; imagesDir: 
     listening: Promise.all([pages.listening, brokered?.listening ?? true]).then(([a, b]) => a && b),
     stopBroker,
     release: pages.release,
+    pages: { pid: pages.pid, exited: pages.exited },
     async stop() {
       await pages.kill();
       await stopBroker();

@@ -36,17 +36,17 @@ interface Proc {
 async function initOf(pidFile: string): Promise<Proc | undefined> {
   const pid = Number((await readFile(pidFile, 'utf8').catch(() => '')).trim());
   if (!Number.isSafeInteger(pid) || pid <= 0) return undefined;
-  const st = await stat(pid);
+  const st = await procStat(pid);
   return st && !st.gone ? { pid, startTime: st.startTime } : undefined;
 }
 
 async function exited(p: Proc): Promise<boolean> {
-  const st = await stat(p.pid);
+  const st = await procStat(p.pid);
   return !st || st.gone || st.startTime !== p.startTime;
 }
 
 /** State and start time from /proc/PID/stat (fields 3 and 22; the name before them may hold spaces and parentheses). */
-async function stat(pid: number): Promise<{ gone: boolean; startTime: string } | undefined> {
+export async function procStat(pid: number): Promise<{ gone: boolean; startTime: string } | undefined> {
   const s = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
   if (s === undefined) return undefined;
   const fields = s.slice(s.lastIndexOf(')') + 2).split(' ');

@@ -17,6 +17,7 @@ import type { Logger } from '../../shared/logger.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import { criuError, runcCheckpoint } from './runc-checkpoint.js';
 import { startLazyDaemons, type LazyDaemons } from './runc-daemons.js';
+import { LazyPagesWaits } from './lazy-pages-waits.js';
 import { killContainer } from './runc-kill.js';
 import { carriesOwnNetns, dumpedWithDevInRoot, IDMAP_FILE, LAYOUT_FILE, ownImages, pagesBytes, readIdmap, runcImages } from './runc-images.js';
 import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
@@ -130,6 +131,7 @@ export class RuncRuntime implements Runtime {
 
   /** Read once: the daemon's hard limits do not change while it runs. */
   readonly #rlimits = sandboxRlimits(readHostLimits());
+  readonly #lazyPages = new LazyPagesWaits();
 
   async prepareHost(log: Pick<Logger, 'info' | 'warn'>): Promise<void> {
     await prepareCriuHost(this.#o, log);
@@ -198,7 +200,8 @@ export class RuncRuntime implements Runtime {
   }
 
   /** See runcCheckpoint. */
-  checkpoint(id: string, o: CheckpointOptions): Promise<CheckpointStats> {
+  async checkpoint(id: string, o: CheckpointOptions): Promise<CheckpointStats> {
+    await this.settleMemory(id);
     const dumpEnv = this.#o.criuDumpConfig ? { CRIU_CONFIG_FILE: this.#o.criuDumpConfig } : undefined;
     return runcCheckpoint(
       {
@@ -213,6 +216,10 @@ export class RuncRuntime implements Runtime {
       id,
       o,
     );
+  }
+
+  settleMemory(id: string): Promise<void> {
+    return this.#lazyPages.settled(id, join(this.#o.bundleRoot, id, 'criu'), this.#o.checkpointDeadlineMs);
   }
 
   async restore(id: string, requested: RuntimeSpec, o: { imagesDir: string }): Promise<RuntimeState> {
@@ -254,7 +261,11 @@ export class RuncRuntime implements Runtime {
       throw new ForkdError('INTERNAL', `criu restore failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(workDir, 'restore.log') });
     }
     // Its processes fault their pages from it now: no commit of this restore comes before this.
-    if (lazy) daemons.release();
+    if (lazy) {
+      daemons.release();
+      // Until its last page is in, a dump would lose the pages still out (see LazyPagesWaits).
+      await this.#lazyPages.started(id, workDir, { pid: await daemons.pages.pid, exited: daemons.pages.exited });
+    }
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
     await chmod(pidFile, 0o600); // runc wrote it under its 022 (see #runc)
     // CRIU made the namespace: the host holds it under the sandbox's key (port proxy, release), loopback up.
@@ -331,6 +342,7 @@ export class RuncRuntime implements Runtime {
     if (plain?.code !== 0 && !(plain && GONE.test(plain.stderr))) await this.#forceDelete(id);
     // runc removes the cgroup of a container it knows; one whose state went (with /run on a reboot) leaves it.
     await removeCgroup(this.cgroupPath(id));
+    this.#lazyPages.forget(id);
     await this.#mounts.unmount(id);
     if (!opts.keepBundle) {
       await this.#o.network.release(id);

@@ -105,6 +105,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       assert.deepEqual(await h.runtime.usage(k), { memoryBytes: 0, memoryLimitBytes: 0, cpuNanos: 0, pids: 0, oomKills: 0, pidsLimitHits: 0 });
       await assert.rejects(h.runtime.update(k, Limits.parse({})), ForkdError);
       await assert.rejects(h.runtime.thaw(k), (err) => err instanceof ForkdError && err.code === 'NOT_FOUND');
+      await h.runtime.settleMemory(k); // nothing of it is being restored
       const imagesDir = await h.dir();
       await assert.rejects(h.runtime.checkpoint(k, { imagesDir, workDir: await h.dir(), leaveRunning: true }), ForkdError);
       assert.equal(await h.runtime.images.complete(imagesDir), false, 'no checkpoint was written');
@@ -165,6 +166,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       assert.ok((await h.runtime.list()).includes(b));
       if (h.network) assert.ok((await h.network.list()).includes(b), 'its network namespace is held under its id');
       assert.equal(await h.memory(b), value, 'the init\'s memory came back');
+      await h.runtime.settleMemory(b);
       assert.equal(await h.runtime.images.complete(imagesDir), true, 'the images are left for other restores');
       await h.runtime.destroy(b);
       assert.deepEqual(await h.runtime.state(b), { status: 'missing', pid: 0 });

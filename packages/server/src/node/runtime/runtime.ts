@@ -113,6 +113,13 @@ export interface Runtime {
    * nothing).
    */
   checkpoint(id: string, opts: CheckpointOptions): Promise<CheckpointStats>;
+  /**
+   * Resolves once the tree's whole memory is in its processes, as a dump
+   * needs (a lazy restore's pages still out would be lost: see
+   * LazyPagesWaits); TIMEOUT when that takes too long. checkpoint waits for
+   * it too: a caller calls it first to wait before it holds anything back.
+   */
+  settleMemory(id: string): Promise<void>;
   /** Starts a sandbox from a checkpoint, with `spec` (its own root, cgroup, limits). */
   restore(id: string, spec: RuntimeSpec, opts: { imagesDir: string }): Promise<RuntimeState>;
   /** Kills every process and releases namespaces and cgroups. Idempotent. */

@@ -66,6 +66,9 @@ export class StampedRuntime implements Runtime {
   thaw(id: string): Promise<void> {
     return this.#inner.thaw(id);
   }
+  settleMemory(id: string): Promise<void> {
+    return this.#inner.settleMemory(id);
+  }
   destroy(id: string): Promise<void> {
     return this.#inner.destroy(id);
   }
