@@ -13,13 +13,14 @@ interface Lever {
   ops: Op[];
 }
 
-type Op = 'snapshot freeze' | 'snapshot total' | 'resume after pause' | 'fork of one' | 'rewind';
+type Op = 'snapshot freeze' | 'snapshot total' | 'resume after pause' | 'resume after hibernation' | 'fork of one' | 'rewind';
 
 const BUCKETS = '/proc/sys/net/netfilter/nf_conntrack_buckets';
 
 /** The levers a knob can switch off alone; the baseline has every one on (the defaults). */
 const LEVERS: Lever[] = [
   { name: 'hot pause (resume is a thaw)', off: { FORKD_HOT_PAUSE_S: '0' }, ops: ['resume after pause'] },
+  { name: 'resume keeps the root volume its pause froze (off: a fresh copy of the pause snapshot)', off: { FORKD_KEEP_PAUSED_ROOT: '0' }, ops: ['resume after hibernation'] },
   { name: 'resident spawner (tools started by forkd-spawn, not forks of the daemon)', off: { FORKD_RESIDENT_SPAWN: '0' }, ops: ['snapshot total', 'fork of one', 'rewind'] },
   { name: "runc's CRIU version probe answered from the recorded reply", off: { FORKD_CRIU_ASK_VERSION: '1' }, ops: ['snapshot total', 'fork of one'] },
   {
@@ -53,8 +54,8 @@ async function measure(node: TestNode, ops: Op[], n: number): Promise<Map<Op, nu
       const t0 = performance.now();
       if (op === 'snapshot freeze') out.get(op)!.push((await m.snapshot(s.id)).frozenMs);
       else if (op === 'snapshot total') await m.snapshot(s.id);
-      else if (op === 'resume after pause') {
-        await m.pause(s.id);
+      else if (op === 'resume after pause' || op === 'resume after hibernation') {
+        await (op === 'resume after pause' ? m.pause(s.id) : m.hibernate(s.id));
         const t1 = performance.now();
         await m.resume(s.id);
         out.get(op)!.push(performance.now() - t1);

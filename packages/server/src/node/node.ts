@@ -127,6 +127,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
     warmPoolSize: config.warmPool,
     warmPoolTemplates: config.warmPoolTemplates,
     hotPauseMs: config.hotPauseS * 1000,
+    keepPausedRoot: config.keepPausedRoot,
     recoverOnStart: config.recoverOnStart,
     userns: config.userns,
     guestDeadlineMs: config.guestDeadlineS * 1000,

@@ -31,6 +31,8 @@ export interface ManagerDeps {
   warmPoolTemplates?: number;
   /** How long a paused sandbox's frozen processes are kept so a resume is a thaw (0, the default: not kept; see hot-pauses.ts). */
   hotPauseMs?: number;
+  /** A resume may keep the root volume its pause froze (default true; see SandboxInstances.frozenAt). */
+  keepPausedRoot?: boolean;
   /** Bring back sandboxes whose processes were lost when the daemon starts (default true; see recovery.ts). */
   recoverOnStart?: boolean;
   /** New sandboxes get a user namespace (an id range of their own; see id-ranges.ts). */

@@ -47,7 +47,7 @@ export function assembleManager(deps: ManagerDeps, m: ManagerFacade): ManagerPar
   // The runtime says how its guest is reached; Storage says where each instance's root is.
   const guests = deps.guests ?? deps.runtime.guests({ root: (key) => deps.storage.root(poolLayout.sandbox(key), deps.runtime.rootKind), guestBinary: deps.guestBinary, deadlineMs: guestDeadlineMs });
   const files = deps.snapshotFiles ?? new PoolSnapshotFiles({ storage: deps.storage, stagingDir: deps.stagingDir, images: deps.runtime.images, logger: deps.logger, onStored: (id, bytes) => store.setSnapshotSize(id, bytes) });
-  const instances = new SandboxInstances({ ...deps, summaries, guests, files, space, userns: !!deps.userns });
+  const instances = new SandboxInstances({ ...deps, summaries, guests, files, space, userns: !!deps.userns, keepPausedRoot: deps.keepPausedRoot ?? true });
   const hot = new HotPauses(deps.hotPauseMs ?? 0, (key) => instances.dropProcesses(key), deps.logger);
   // A hot pause's frozen tree keeps its memory: counted as running until dropped, and dropped first when room runs out.
   const admissionRecords = async () => {

@@ -115,3 +115,15 @@ async function lose(id: string): Promise<void> {
   await t.store.setLost(id, { at: new Date().toISOString(), reason: 'killed for the test' });
   await t.store.transition(id, 'running', 'failed', 'killed for the test');
 }
+
+test('FORKD_KEEP_PAUSED_ROOT=0: every resume copies the pause snapshot\'s root, storage not asked', async () => {
+  const m = t.restart({ keepPausedRoot: false });
+  const s = await m.create({ template: 'base' });
+  await m.hibernate(s.id);
+  copies.length = 0;
+  await m.resume(s.id);
+  assert.deepEqual(asked, []);
+  assert.deepEqual(copies, [`sandboxes/${s.id}`]);
+  await m.delete(s.id);
+  await m.close();
+});

@@ -29,6 +29,8 @@ export interface InstancesDeps {
   network: Network;
   /** New sandboxes get a user namespace (an id range of their own; see id-ranges.ts). */
   userns: boolean;
+  /** See frozenAt (FORKD_KEEP_PAUSED_ROOT). */
+  keepPausedRoot: boolean;
 }
 
 /**
@@ -238,7 +240,7 @@ export class SandboxInstances {
    * since. Memory only: after a restart of the daemon every restore copies.
    */
   frozenAt(key: string, snapshot: string): void {
-    this.#frozenRoots.set(key, snapshot);
+    if (this.#d.keepPausedRoot) this.#frozenRoots.set(key, snapshot);
   }
 
   /** The processes of `key` run again from now on (see frozenAt). */
