@@ -148,15 +148,17 @@ static int snapshot(const char *source, const char *dest, bool readonly) {
   return 0;
 }
 
-/* A subvolume's own root directory and what Btrfs records of it; 3 when `path` is not one. */
-static int subvol_info(const char *path, struct btrfs_ioctl_get_subvol_info_args *out) {
+/* An fd of a subvolume's own root directory, with what Btrfs records of it; -1 when `path` is not one. */
+static int open_subvol(const char *path, struct btrfs_ioctl_get_subvol_info_args *out) {
   int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return 3;
+  if (fd < 0) return -1;
   struct stat st;
   memset(out, 0, sizeof(*out));
-  int r = fstat(fd, &st) < 0 || st.st_ino != BTRFS_FIRST_FREE_OBJECTID || ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, out) < 0 ? 3 : 0;
-  close(fd);
-  return r;
+  if (fstat(fd, &st) < 0 || st.st_ino != BTRFS_FIRST_FREE_OBJECTID || ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, out) < 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 static int any_child(const struct btrfs_ioctl_search_header *h, const void *item, void *ctx) {
@@ -178,13 +180,16 @@ static int any_child(const struct btrfs_ioctl_search_header *h, const void *item
  */
 static int unchanged(const char *snapshot, const char *volume) {
   struct btrfs_ioctl_get_subvol_info_args s, v;
-  if (subvol_info(snapshot, &s) || subvol_info(volume, &v)) return 3;
-  if (!(s.flags & BTRFS_ROOT_SUBVOL_RDONLY) || memcmp(s.parent_uuid, v.uuid, BTRFS_UUID_SIZE) || v.generation != s.otransid) return 1;
-  int fd = open(volume, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int sfd = open_subvol(snapshot, &s);
+  if (sfd < 0) return 3;
+  close(sfd);
+  int fd = open_subvol(volume, &v);
   if (fd < 0) return 3;
-  int r = btrfs_search_each(fd, BTRFS_ROOT_TREE_OBJECTID, v.treeid, BTRFS_ROOT_REF_KEY, 0, UINT64_MAX, any_child, NULL);
+  int r = 1;
+  if ((s.flags & BTRFS_ROOT_SUBVOL_RDONLY) && !memcmp(s.parent_uuid, v.uuid, BTRFS_UUID_SIZE) && v.generation == s.otransid)
+    r = btrfs_search_each(fd, BTRFS_ROOT_TREE_OBJECTID, v.treeid, BTRFS_ROOT_REF_KEY, 0, UINT64_MAX, any_child, NULL) == 0 ? 0 : 1;
   close(fd);
-  return r == 0 ? 0 : 1;
+  return r;
 }
 
 int main(int argc, char **argv) {

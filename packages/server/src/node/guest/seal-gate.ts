@@ -1,13 +1,8 @@
 import { ForkdError } from '@forkd/protocol';
+import { withTimeout } from '../../shared/with-timeout.js';
 
 /** How long a call waits for a start or restore to seal the agent's directory. */
 const SEAL_WAIT_MS = 60_000;
-
-function withTimeout(p: Promise<void>, ms: number, what: string): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const t = new Promise<void>((_, reject) => (timer = setTimeout(() => reject(new ForkdError('UNAVAILABLE', what)), ms)));
-  return Promise.race([p, t]).finally(() => clearTimeout(timer));
-}
 
 /**
  * Whether a connection to the agent may be made yet. The socket lives in
@@ -64,7 +59,7 @@ export class SealGate {
   async ready(): Promise<void> {
     while (!this.#trusted) {
       if (this.#sealing) {
-        await withTimeout(this.#sealing.done, SEAL_WAIT_MS, 'the guest agent is not ready');
+        await withTimeout(this.#sealing.done, SEAL_WAIT_MS, () => new ForkdError('UNAVAILABLE', 'the guest agent is not ready'));
         continue;
       }
       this.#verifying ??= this.#verify!()

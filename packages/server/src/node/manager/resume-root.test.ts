@@ -32,6 +32,22 @@ test.beforeEach(() => {
 
 const pauseSnapshot = async (id: string) => (await t.store.getSandbox(id))?.resumeFrom;
 
+/** Its processes died behind forkd's back, as recovery records it: a restore of the same instance follows. */
+async function lose(id: string): Promise<void> {
+  t.runtime.kill(id);
+  await t.store.setLost(id, { at: new Date().toISOString(), reason: 'killed for the test' });
+  await t.store.transition(id, 'running', 'failed', 'killed for the test');
+}
+
+/** `op` restores `id` from a fresh copy of the snapshot's root, storage not even asked whether the root could be kept. */
+async function copiedUnasked(id: string, op: () => Promise<unknown>): Promise<void> {
+  copies.length = 0;
+  await op();
+  assert.deepEqual(asked, []);
+  assert.deepEqual(copies, [`sandboxes/${id}`]);
+}
+
+
 test('a resume from the pause keeps the root volume the pause froze, when storage finds it unchanged since the pause snapshot', async () => {
   const s = await t.manager.create({ template: 'base' });
   await t.manager.hibernate(s.id);
@@ -60,10 +76,7 @@ test('after a restart of the daemon nothing is known of the pause: the root is c
   await t.manager.hibernate(s.id);
   const m = t.restart();
   await m.recover();
-  copies.length = 0;
-  await m.resume(s.id);
-  assert.deepEqual(asked, []);
-  assert.deepEqual(copies, [`sandboxes/${s.id}`]);
+  await copiedUnasked(s.id, () => m.resume(s.id));
   await m.delete(s.id);
   await m.close();
 });
@@ -72,11 +85,8 @@ test('a resume to another state than the pause froze (a rewind while paused) cop
   const s = await t.manager.create({ template: 'base' });
   const early = await t.manager.snapshot(s.id);
   await t.manager.hibernate(s.id);
-  copies.length = 0;
-  await t.manager.rewind(s.id, early.id);
+  await copiedUnasked(s.id, () => t.manager.rewind(s.id, early.id));
   assert.equal((await t.manager.get(s.id)).state, 'running');
-  assert.deepEqual(asked, []);
-  assert.deepEqual(copies, [`sandboxes/${s.id}`]);
   await t.manager.delete(s.id);
 });
 
@@ -101,29 +111,16 @@ test('a hot pause resumed by a thaw ran on its root again: a later restore of th
   await m.resume(s.id);
   assert.equal(t.runtime.callsOf('restore').includes(s.id), false, 'thawed, not restored');
   await lose(s.id);
-  copies.length = 0;
-  await m.rewind(s.id, snap!);
-  assert.deepEqual(asked, []);
-  assert.deepEqual(copies, [`sandboxes/${s.id}`]);
+  await copiedUnasked(s.id, () => m.rewind(s.id, snap!));
   await m.delete(s.id);
   await m.close();
 });
-
-/** Its processes died behind forkd's back, as recovery records it: a restore of the same instance follows. */
-async function lose(id: string): Promise<void> {
-  t.runtime.kill(id);
-  await t.store.setLost(id, { at: new Date().toISOString(), reason: 'killed for the test' });
-  await t.store.transition(id, 'running', 'failed', 'killed for the test');
-}
 
 test('FORKD_KEEP_PAUSED_ROOT=0: every resume copies the pause snapshot\'s root, storage not asked', async () => {
   const m = t.restart({ keepPausedRoot: false });
   const s = await m.create({ template: 'base' });
   await m.hibernate(s.id);
-  copies.length = 0;
-  await m.resume(s.id);
-  assert.deepEqual(asked, []);
-  assert.deepEqual(copies, [`sandboxes/${s.id}`]);
+  await copiedUnasked(s.id, () => m.resume(s.id));
   await m.delete(s.id);
   await m.close();
 });

@@ -1,8 +1,8 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ForkdError } from '@forkd/protocol';
-import { procStat } from './runc-kill.js';
+import { withTimeout } from '../../shared/with-timeout.js';
+import { awaitExit, hasExited, liveProcess, type LiveProcess } from './live-process.js';
 
 /** In an instance's CRIU work dir while its pages daemon may run: "PID STARTTIME". */
 const MARKER = 'lazy-pages.pid';
@@ -21,47 +21,39 @@ const MARKER = 'lazy-pages.pid';
  */
 export class LazyPagesWaits {
   readonly #running = new Map<string, Promise<void>>();
-  /** Instances found without a marker since this daemon started: only started() could put one there now. */
+  /** Instances known to have no pages daemon: only started() could give one a daemon (and a marker) now. */
   readonly #clear = new Set<string>();
 
   /** A lazy restore of `key` (work dir `workDir`) runs; `exited` resolves when its pages daemon ends. */
   async started(key: string, workDir: string, daemon: { pid: number; exited: Promise<void> }): Promise<void> {
     const marker = join(workDir, MARKER);
     this.#clear.delete(key);
-    const startTime = await startTimeOf(daemon.pid);
-    const done = daemon.exited.then(() => rm(marker, { force: true })).catch(() => {});
+    const live = await liveProcess(daemon.pid);
+    const done: Promise<void> = daemon.exited
+      .then(() => rm(marker, { force: true }))
+      .catch(() => {})
+      .then(() => {
+        if (this.#running.get(key) !== done) return;
+        this.#running.delete(key);
+        this.#clear.add(key);
+      });
     this.#running.set(key, done);
-    void done.finally(() => this.#running.get(key) === done && this.#running.delete(key));
     // Ended already (its pages all in at once): nothing to wait for, nothing on file.
-    if (startTime === undefined) return;
-    await writeFile(marker, `${daemon.pid} ${startTime}\n`, { mode: 0o600 });
+    if (!live) return;
+    await writeFile(marker, `${live.pid} ${live.startTime}\n`, { mode: 0o600 });
     // It may have ended while the marker was written, after its removal.
-    if ((await startTimeOf(daemon.pid)) !== startTime) await rm(marker, { force: true });
+    if (await hasExited(live)) await rm(marker, { force: true });
   }
 
   /** Resolves once no pages daemon serves `key` (at once when none does); TIMEOUT past `deadlineMs`. */
   async settled(key: string, workDir: string, deadlineMs: number): Promise<void> {
     const known = this.#running.get(key);
-    const deadline = Date.now() + deadlineMs;
-    if (known) {
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), deadlineMs)));
-      const r = await Promise.race([known, late]).finally(() => clearTimeout(timer));
-      if (r === 'late') throw pagesLate(key, deadlineMs);
-      return;
-    }
+    if (known) return withTimeout(known, deadlineMs, () => pagesLate(key, deadlineMs));
     if (this.#clear.has(key)) return;
     const marker = join(workDir, MARKER);
     const onFile = parseMarker(await readFile(marker, 'utf8').catch(() => ''));
-    if (!onFile) {
-      this.#clear.add(key);
-      return;
-    }
-    for (let delay = 2; (await startTimeOf(onFile.pid)) === onFile.startTime; delay = Math.min(delay * 2, 50)) {
-      if (Date.now() >= deadline) throw pagesLate(key, deadlineMs);
-      await sleep(delay);
-    }
-    await rm(marker, { force: true });
+    if (onFile && !(await awaitExit(onFile, Date.now() + deadlineMs))) throw pagesLate(key, deadlineMs);
+    if (onFile) await rm(marker, { force: true });
     this.#clear.add(key);
   }
 
@@ -72,17 +64,11 @@ export class LazyPagesWaits {
   }
 }
 
-export function parseMarker(text: string): { pid: number; startTime: string } | undefined {
+export function parseMarker(text: string): LiveProcess | undefined {
   const m = /^(\d{1,10}) (\d{1,20})\n?$/.exec(text);
   if (!m) return undefined;
   const pid = Number(m[1]);
   return Number.isSafeInteger(pid) && pid > 0 ? { pid, startTime: m[2]! } : undefined;
-}
-
-/** Start time of a live process, undefined once it is gone or a zombie. */
-async function startTimeOf(pid: number): Promise<string | undefined> {
-  const st = await procStat(pid);
-  return st && !st.gone ? st.startTime : undefined;
 }
 
 function pagesLate(key: string, ms: number): ForkdError {

@@ -234,15 +234,10 @@ export class RuncRuntime implements Runtime {
     await mkdir(workDir, { recursive: true, mode: 0o700 });
     // Started before the bundle is written: they take ~7 ms to listen, the bundle and cgroups ~4 of them.
     const daemons = await this.#lazyDaemons(id, spec.idmap?.hostId, o.imagesDir, workDir);
-    const { bundle, view, netEnv } = await this.#restoreBundle(id, spec, ownNetns, o.imagesDir)
-      .then(async (b) => {
-        await owned;
-        return b;
-      })
-      .catch(async (err: unknown) => {
-        await daemons?.stop();
-        throw err;
-      });
+    const [{ bundle, view, netEnv }] = await Promise.all([this.#restoreBundle(id, spec, ownNetns, o.imagesDir), owned]).catch(async (err: unknown) => {
+      await daemons?.stop();
+      throw err;
+    });
     // One that died or never listens means an eager restore.
     const lazy = daemons !== undefined && (await span('restore: lazy-pages daemons listening', () => daemons.listening));
     if (daemons && !lazy) await daemons.stop();
