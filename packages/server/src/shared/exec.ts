@@ -263,22 +263,27 @@ export function spawnIpc(file: string, args: readonly string[]): IpcChild {
   };
 }
 
+/** How a helper daemon ended: status 0, a failure (non-zero, a signal), or not known (forkd-spawn, which watched it, ended first). */
+export type HelperEnd = 'clean' | 'failed' | 'unknown';
+
 /**
  * A helper daemon for one operation (a lazy restore's), started through the
  * resident spawner where there is one (Node's spawn stops the event loop for a
  * fork of the daemon, 1-5 ms each), in a session of its own, stdio
- * /dev/null. `pid` is 0 when it could not be started; `exited` resolves once it
- * ended (or could not be watched any more: forkd-spawn ended). It dies with the
- * daemon until `release` (see ExecOptions.onHeld).
+ * /dev/null. `pid` is 0 when it could not be started (then `exited` is
+ * 'failed'); `exited` resolves once it ended or could not be watched any
+ * more. It dies with the daemon until `release` (see ExecOptions.onHeld).
  */
-export function spawnHelperDaemon(file: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env): { pid: Promise<number>; exited: Promise<void>; release(): void } {
+export function spawnHelperDaemon(file: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env): { pid: Promise<number>; exited: Promise<HelperEnd>; release(): void } {
   let started!: (pid: number) => void;
   let release = () => {};
+  let ran = false;
   const pid = new Promise<number>((resolve) => (started = resolve));
-  const opts: ExecOptions = { env, stdio: ['ignore', 'ignore', 'ignore'], detached: true, onSpawn: (p) => started(p), onHeld: (r) => (release = r) };
+  const opts: ExecOptions = { env, stdio: ['ignore', 'ignore', 'ignore'], detached: true, onSpawn: (p) => ((ran = true), started(p)), onHeld: (r) => (release = r) };
   const exited = (resident?.run(file, args, opts) ?? spawnHere(file, args, opts)).then(
-    () => started(0),
-    () => started(0),
+    (o): HelperEnd => (started(0), o.code === 0 ? 'clean' : 'failed'),
+    // A spawn that failed, or forkd-spawn gone: only the latter leaves it possibly running.
+    (): HelperEnd => (started(0), ran ? 'unknown' : 'failed'),
   );
   return { pid, exited, release: () => release() };
 }

@@ -94,10 +94,11 @@ describe('resident spawner: exec() through forkd-spawn does what Node spawn does
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(ended, false);
     process.kill(pid, 'SIGKILL');
-    await d.exited;
+    assert.equal(await d.exited, 'failed');
     const missing = spawnHelperDaemon('forkd-no-such-tool', []);
-    await missing.exited;
+    assert.equal(await missing.exited, 'failed');
     assert.equal(await missing.pid, 0, 'could not be started');
+    assert.equal(await spawnHelperDaemon('true', []).exited, 'clean');
   });
 
   test('a helper dies with the daemon until let go; one let go outlives it', async () => {

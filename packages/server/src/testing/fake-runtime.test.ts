@@ -29,6 +29,7 @@ runtimeConformance('FakeRuntime', async () => {
     idmap: { hostId: 2 ** 31, size: 65536 },
     hostLinks: async () => [...network.hostLinks],
     memory: async (key) => runtime.instances.get(key)?.memory ?? '',
+    killInit: async (key) => runtime.kill(key),
     close: () => rm(dir, { recursive: true, force: true }),
   };
 });

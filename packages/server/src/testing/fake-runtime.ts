@@ -5,7 +5,7 @@ import { ForkdError, type Limits } from '@forkd/protocol';
 import type { GuestTransport } from '../node/runtime/guest-transport.js';
 import { FakeGuestTransport } from './fake-guest-transport.js';
 import type { RuntimeNetwork } from '../node/network/network.js';
-import type { CheckpointImages, CheckpointOptions, CheckpointStats, IdMap, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from '../node/runtime/runtime.js';
+import type { CheckpointImages, CheckpointOptions, CheckpointStats, ExitWatch, IdMap, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from '../node/runtime/runtime.js';
 
 export type RuntimeOp = 'start' | 'restore' | 'checkpoint' | 'destroy' | 'state' | 'usage' | 'thaw' | 'update' | 'list' | 'settleMemory';
 
@@ -106,11 +106,11 @@ export class FakeRuntime implements Runtime {
     for (const w of watches) w();
   }
 
-  watchExit(id: string, onExit: () => void): () => void {
+  watchExit(id: string, onExit: () => void): ExitWatch {
     const set = this.#exitWatches.get(id) ?? new Set<() => void>();
     set.add(onExit);
     this.#exitWatches.set(id, set);
-    return () => set.delete(onExit);
+    return { stop: () => set.delete(onExit), everyExit: true };
   }
 
   /** Exit watches in place (tests of who watches what). */

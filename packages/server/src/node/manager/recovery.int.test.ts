@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -7,6 +8,7 @@ import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.j
 import { run, waitFor } from '../../testing/helpers.js';
 import { JUMP, JUMPED, JUMPING_COUNTER } from '../../testing/counter.js';
 import type { NodeEvent } from '../node-event.js';
+import { PAGES_LOST, parseMarker } from '../runtime/lazy-pages-waits.js';
 
 /**
  * A sandbox whose init dies while the daemon runs (the OOM killer, a kill
@@ -104,5 +106,41 @@ describe('recovery of a sandbox whose init died (real CRIU)', { skip: !isRoot &&
     assert.equal((await run(node.manager, b, ['true'])).exitCode, 0);
     await waitFor(async () => policy.watched(b), 5000, 'the new instance to be watched');
     await node.manager.delete(b);
+  });
+
+  test('a lazy restore whose page daemon dies: killed rather than left on zeroed memory, lost for that reason, brought back whole from the snapshot it came from', { skip: !existsSync('/dev/userfaultfd') && 'no userfaultfd' }, async () => {
+    await node.startPolicy();
+    const c = (await node.manager.create({ memoryMb: 1024 })).id;
+    // Touches its buffer only when asked: the pages it holds come in through the lazy daemon, above FORKD_LAZY_RESTORE_MIN_MB.
+    const HOG = "import os,time,signal,hashlib\nb=bytearray(os.urandom(192*1024*1024))\ndef s(*a):\n  open('/tmp/h.tmp','w').write(hashlib.sha256(b).hexdigest())\n  os.rename('/tmp/h.tmp','/tmp/h')\nsignal.signal(signal.SIGUSR1, s)\ns()\nopen('/tmp/pid','w').write(str(os.getpid()))\nwhile True: time.sleep(1)";
+    (await node.manager.spawn(c, { argv: ['python3', '-c', HOG], tag: 'hog' })).process.detach();
+    await waitFor(async () => (await run(node.manager, c, ['test', '-e', '/tmp/pid'])).exitCode === 0, 30_000, 'hog ready');
+    const sum = async () => {
+      await run(node.manager, c, ['sh', '-c', 'rm -f /tmp/h && kill -USR1 $(cat /tmp/pid)']);
+      await waitFor(async () => (await run(node.manager, c, ['test', '-e', '/tmp/h'])).exitCode === 0, 20_000, 'a fresh hash');
+      return (await run(node.manager, c, ['cat', '/tmp/h'])).stdout;
+    };
+    const whole = await sum();
+    // The daemon runs until its last page is in (~0.1 s for these): killed as soon as the resume answers.
+    let killed = false;
+    for (let i = 0; i < 5 && !killed; i++) {
+      await node.manager.hibernate(c);
+      await node.manager.resume(c);
+      const key = (await node.manager.recordOf(c))?.instance ?? c;
+      const daemon = parseMarker(await readFile(join(node.config.stateDir, 'bundles', key, 'criu', 'lazy-pages.pid'), 'utf8').catch(() => ''));
+      if (!daemon) continue;
+      process.kill(daemon.pid, 'SIGKILL');
+      killed = true;
+    }
+    assert.ok(killed, 'a page daemon caught before its end');
+    const pause = (await node.manager.timeline(c)).filter((x) => x.reason === 'pause').pop();
+    await waitFor(async () => (await node.manager.get(c)).recovered !== undefined, 30_000, 'the sandbox to be brought back');
+    const info = await node.manager.get(c);
+    assert.equal(info.state, 'running');
+    assert.equal(info.recovered?.reason, PAGES_LOST);
+    assert.equal(info.recovered?.fromSnapshot, pause?.id);
+    assert.equal(await sum(), whole, 'its memory whole, not zeros where the pages were still out');
+    assert.ok(events.some((e) => e.sandboxId === c && e.operation === 'lost' && e.detail?.includes(PAGES_LOST)));
+    await node.manager.delete(c);
   });
 });

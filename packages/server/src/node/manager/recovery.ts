@@ -73,7 +73,7 @@ export class Recovery {
     const st = await this.#d.runtime.state(key);
     if (st.status !== 'stopped' && st.status !== 'missing') return false;
     const oomKills = (await this.#d.runtime.usage(key).catch(() => undefined))?.oomKills ?? 0;
-    const reason = `its init process died while the daemon ran (${oomKills ? `the OOM killer killed ${oomKills} of its processes` : 'no OOM kill recorded: killed from outside, or it crashed'})`;
+    const reason = st.cause ?? `its init process died while the daemon ran (${oomKills ? `the OOM killer killed ${oomKills} of its processes` : 'no OOM kill recorded: killed from outside, or it crashed'})`;
     const relapsed = !!r.recovered && now - Date.parse(r.recovered.at) < RELAPSE_MS;
     await this.markLost(r, reason, relapsed ? `, less than ${RELAPSE_MS / 60_000} minutes after its last recovery: not brought back automatically` : '');
     await this.#d.dropProcesses(key);

@@ -12,7 +12,7 @@ import type { ClaimSandbox, ForkOptions, ForkTree, ImportSnapshotOptions, NodeSt
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
 import type { GuestClient } from '../guest/guest-client.js';
-import type { ResourceUsage } from '../runtime/runtime.js';
+import type { ExitWatch, ResourceUsage } from '../runtime/runtime.js';
 import type { WarmPool } from './warm-pool.js';
 import { sandboxTimeoutMs } from './sandbox-timeout.js';
 import type { SandboxMaxima } from './sandbox-maxima.js';
@@ -353,7 +353,7 @@ export class SandboxManager {
   }
 
   /** The runtime's notice that an instance's processes are all gone (see Runtime.watchExit). */
-  watchExit(key: string, onExit: () => void): (() => void) | undefined {
+  watchExit(key: string, onExit: () => void): ExitWatch {
     return this.#d.runtime.watchExit(key, onExit);
   }
 

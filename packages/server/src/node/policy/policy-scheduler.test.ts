@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { silentLogger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
+import type { ExitWatch } from '../runtime/runtime.js';
 import { ManualClock } from '../../testing/manual-clock.js';
 import { LIVENESS_LOOK_MS, MIN_RELOOK_MS } from './policy-plan.js';
 import { PolicyScheduler, type PolicyEvents, type PolicyLooker, type SchedulerHost } from './policy-scheduler.js';
@@ -57,10 +58,10 @@ class FakeNode implements SchedulerHost, PolicyEvents, PolicyLooker {
   lastActive(id: string): number | undefined {
     return this.active.get(id);
   }
-  watchExit(key: string, onExit: () => void): (() => void) | undefined {
-    if (!this.canWatch) return undefined;
+  watchExit(key: string, onExit: () => void): ExitWatch {
+    // Without a host watch the runtime still announces the ends it causes.
     this.exits.set(key, onExit);
-    return () => this.exits.delete(key);
+    return { stop: () => this.exits.delete(key), everyExit: this.canWatch };
   }
   onSandboxChange(l: (id: string) => void): () => void {
     this.#change.add(l);
@@ -157,6 +158,13 @@ test('a runtime that cannot announce deaths: a liveness look every LIVENESS_LOOK
   );
   await advance(LIVENESS_LOOK_MS);
   assert.equal(node.looks.length, 2);
+  // An end the runtime caused itself (a lost lazy restore) is still announced: looked at now, not in a minute.
+  node.exits.get('a')!();
+  await advance(0);
+  assert.deepEqual(
+    node.looks.map((l) => l.liveness),
+    [true, true, true],
+  );
   s.stop();
 });
 

@@ -1,5 +1,6 @@
 import type { Logger } from '../../shared/logger.js';
 import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
+import type { ExitWatch } from '../runtime/runtime.js';
 import { activityMakesDue, MIN_RELOOK_MS, nextLookAt, type PlanFacts } from './policy-plan.js';
 import { effectivePolicy, PASS_CONCURRENCY, type PolicyDefaults } from './reconciler.js';
 import { REAL_CLOCK, SandboxTimers, type TimerClock } from './sandbox-timers.js';
@@ -13,7 +14,7 @@ export interface SchedulerHost {
   snapshotRecords(id: string): Promise<SnapshotRecord[]>;
   lastActive(id: string): number | undefined;
   /** The runtime's exit watch of an instance (see Runtime.watchExit). */
-  watchExit(key: string, onExit: () => void): (() => void) | undefined;
+  watchExit(key: string, onExit: () => void): ExitWatch;
 }
 
 /** The events it follows instead of polling. Each returns its unsubscribe. */
@@ -61,7 +62,7 @@ export class PolicyScheduler {
   readonly #facts = new Map<string, PlanFacts>();
   readonly #looked = new Map<string, number>();
   readonly #seen = new Map<string, number>();
-  readonly #watches = new Map<string, { key: string; stop: (() => void) | undefined }>();
+  readonly #watches = new Map<string, { key: string; watch: ExitWatch | undefined }>();
   readonly #dirty = new Set<string>();
   readonly #queue: string[] = [];
   readonly #queued = new Map<string, boolean>();
@@ -100,7 +101,7 @@ export class PolicyScheduler {
     for (const u of this.#unsubscribe.splice(0)) u();
     if (this.#resync !== undefined) this.#clock.clearTimeout(this.#resync);
     this.#timers.clear();
-    for (const w of this.#watches.values()) w.stop?.();
+    for (const w of this.#watches.values()) w.watch?.stop();
     this.#watches.clear();
     this.#queue.length = 0;
     this.#queued.clear();
@@ -120,9 +121,9 @@ export class PolicyScheduler {
     return this.#timers.dueAt(id);
   }
 
-  /** Whether its death is announced by the runtime. */
+  /** Whether its death is announced by the runtime, whatever the cause. */
   watched(id: string): boolean {
-    return this.#watches.get(id)?.stop !== undefined;
+    return this.#watches.get(id)?.watch?.everyExit === true;
   }
 
   /** Sandboxes with a look armed. */
@@ -206,10 +207,10 @@ export class PolicyScheduler {
     const cur = this.#watches.get(r.id);
     if (r.state !== 'running') return this.#unwatch(r.id);
     if (cur?.key === key) return;
-    cur?.stop?.();
-    const w: { key: string; stop: (() => void) | undefined } = { key, stop: undefined };
+    cur?.watch?.stop();
+    const w: { key: string; watch: ExitWatch | undefined } = { key, watch: undefined };
     this.#watches.set(r.id, w);
-    w.stop = this.#host.watchExit(key, () => {
+    w.watch = this.#host.watchExit(key, () => {
       if (this.#watches.get(r.id) !== w) return;
       // Fired once: the next plan watches again whatever instance it then runs.
       this.#watches.delete(r.id);
@@ -218,7 +219,7 @@ export class PolicyScheduler {
   }
 
   #unwatch(id: string): void {
-    this.#watches.get(id)?.stop?.();
+    this.#watches.get(id)?.watch?.stop();
     this.#watches.delete(id);
   }
 

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { ForkdError } from '@forkd/protocol';
+import type { HelperEnd } from '../../shared/exec.js';
 import { LazyPagesWaits, parseMarker } from './lazy-pages-waits.js';
 
 let dir: string;
@@ -16,10 +17,10 @@ after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** A stand-in for a pages daemon: a process that ends after `ms`. */
-function daemon(ms: number): { pid: number; exited: Promise<void> } {
+/** A stand-in for a pages daemon: a process that ends after `ms` (cleanly, unless killed). */
+function daemon(ms: number): { pid: number; exited: Promise<HelperEnd> } {
   const p = spawn('sleep', [String(ms / 1000)], { stdio: 'ignore' });
-  return { pid: p.pid!, exited: new Promise((resolve) => p.once('exit', () => resolve())) };
+  return { pid: p.pid!, exited: new Promise((resolve) => p.once('exit', (code) => resolve(code === 0 ? 'clean' : 'failed'))) };
 }
 
 test('a dump waits until the pages daemon of its instance has ended; the marker goes with it', async () => {
@@ -36,11 +37,11 @@ test('a dump waits until the pages daemon of its instance has ended; the marker 
 
 test('a daemon that outlives the deadline: TIMEOUT, nothing dumped', async () => {
   const w = new LazyPagesWaits();
-  const d = daemon(5000);
+  const d = daemon(600);
   await w.started('k3', dir, d);
   await assert.rejects(w.settled('k3', dir, 100), (err) => err instanceof ForkdError && err.code === 'TIMEOUT');
-  process.kill(d.pid, 'SIGKILL');
-  await d.exited;
+  // Let it end in its time: then the dump goes ahead.
+  assert.equal(await d.exited, 'clean');
   await w.settled('k3', dir, 1000);
 });
 
@@ -64,6 +65,52 @@ test('after a restart of forkd the marker tells: its process is waited for; a de
   }
   // The live process on file again: a daemon that looked once and found none does not look again (only started() makes one).
   await restarted.settled('k4', dir, 10_000);
+});
+
+test('a daemon that fails: its instance is killed, then its watches fire; its dumps are refused until it is restored again', async () => {
+  const events: string[] = [];
+  const w = new LazyPagesWaits(async (key) => {
+    events.push(`kill ${key}`);
+  });
+  const d = daemon(5000);
+  await w.started('k5', dir, d);
+  w.watchLoss('k5', () => events.push('watch'));
+  const stopped = w.watchLoss('k5', () => events.push('stopped watch'));
+  stopped();
+  w.watchLoss('k6', () => events.push('other instance'));
+  process.kill(d.pid, 'SIGKILL');
+  await assert.rejects(w.settled('k5', dir, 10_000), (err) => err instanceof ForkdError && err.code === 'UNAVAILABLE');
+  assert.deepEqual(events, ['kill k5', 'watch']);
+  assert.equal(w.lost('k5'), true);
+  // A watch that begins after the loss (set once the resume answered) hears of it at once.
+  w.watchLoss('k5', () => events.push('late watch'));
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(events, ['kill k5', 'watch', 'late watch']);
+  events.pop();
+  assert.equal(existsSync(join(dir, 'lazy-pages.pid')), false);
+  // Restored again (recovery): whole again once that daemon ends cleanly.
+  await w.started('k5', dir, daemon(10));
+  assert.equal(w.lost('k5'), false);
+  await w.settled('k5', dir, 10_000);
+  // A kill of an instance being destroyed: forgotten, nothing lost.
+  const e = daemon(5000);
+  await w.started('k7', dir, e);
+  w.forget('k7');
+  process.kill(e.pid, 'SIGKILL');
+  await e.exited;
+  await w.settled('k7', dir, 1000);
+  assert.equal(w.lost('k7'), false);
+  assert.deepEqual(events, ['kill k5', 'watch']);
+});
+
+test('a daemon whose end could not be watched (forkd-spawn went) is waited for through its marker', async () => {
+  const w = new LazyPagesWaits();
+  const d = daemon(300);
+  await w.started('k8', dir, { pid: d.pid, exited: Promise.resolve('unknown') });
+  const t0 = Date.now();
+  await w.settled('k8', dir, 10_000);
+  assert.ok(Date.now() - t0 >= 200, 'waited for the process on file');
+  assert.equal(await d.exited, 'clean');
 });
 
 test('parseMarker reads "PID STARTTIME" and nothing else', () => {

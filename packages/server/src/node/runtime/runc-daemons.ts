@@ -1,5 +1,5 @@
 import { rm } from 'node:fs/promises';
-import { spawnHelperDaemon } from '../../shared/exec.js';
+import { spawnHelperDaemon, type HelperEnd } from '../../shared/exec.js';
 import { waitForPath } from '../../shared/wait-for-path.js';
 
 /**
@@ -16,7 +16,7 @@ interface Listening {
   listening: Promise<boolean>;
   /** Its pid (0 when it could not start) and its end. */
   pid: Promise<number>;
-  exited: Promise<void>;
+  exited: Promise<HelperEnd>;
   kill(): Promise<void>;
   /** It outlives the daemon from now on. */
   release(): void;
@@ -59,8 +59,8 @@ export interface LazyDaemons {
    * both die with it (through forkd-spawn), never left waiting for ever.
    */
   release(): void;
-  /** The pages daemon, which ends once every page is in (see LazyPagesWaits). */
-  pages: { pid: Promise<number>; exited: Promise<void> };
+  /** The pages daemon, which ends once every page is in, cleanly; a failure leaves pages out (see LazyPagesWaits). */
+  pages: { pid: Promise<number>; exited: Promise<HelperEnd> };
 }
 
 /** `criu lazy-pages` on `lazy.sock`, and the userfaultfd broker on `broker.sock` when given. */

@@ -81,6 +81,9 @@ runtimeConformance(
         const proc = async (f: string) => (await readFile(`/proc/${pid}/${f}`, 'utf8').catch(() => '?')).trim();
         throw new Error(`the init of ${key} (pid ${pid}) did not answer SIGUSR1: ${(await proc('status')).split('\n').filter((l) => /^(State|SigPnd|ShdPnd|SigBlk|SigCgt)/.test(l)).join(', ')}, wchan ${await proc('wchan')}`);
       },
+      async killInit(key) {
+        process.kill((await runtime.state(key)).pid, 'SIGKILL');
+      },
       async close() {
         for (const id of await runtime.list()) await runtime.destroy(id).catch(() => {});
         // Its resolver and proxy (started by the egress test) would keep the process alive.

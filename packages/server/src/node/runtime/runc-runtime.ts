@@ -9,7 +9,7 @@ import { watchCgroupEmpty } from '../cgroups/cgroup-exit-watch.js';
 import { prepareCgroupParent } from '../cgroups/cgroup-parent.js';
 import { favorDynmods } from '../cgroups/favor-dynmods.js';
 import { makeCgroupV1Dirs } from '../cgroups/v1-layout.js';
-import { childCgroups, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
+import { childCgroups, killCgroup, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
 import type { RuntimeNetwork } from '../network/network.js';
 import { restoreVethEnv } from './criu-veth.js';
 import { prepareCriuHost } from './criu-host.js';
@@ -17,14 +17,15 @@ import type { Logger } from '../../shared/logger.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import { criuError, runcCheckpoint } from './runc-checkpoint.js';
 import { startLazyDaemons, type LazyDaemons } from './runc-daemons.js';
-import { LazyPagesWaits } from './lazy-pages-waits.js';
+import { LazyPagesWaits, PAGES_LOST } from './lazy-pages-waits.js';
+import { firstExit } from './exit-watch.js';
 import { killContainer } from './runc-kill.js';
 import { carriesOwnNetns, dumpedWithDevInRoot, IDMAP_FILE, LAYOUT_FILE, ownImages, pagesBytes, readIdmap, runcImages } from './runc-images.js';
 import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
 import { RootMounts, type RootView } from './root-mounts.js';
 import { GUEST_INIT, UnixSocketGuest } from './unix-socket-guest.js';
 import { readHostLimits, sandboxRlimits } from './rlimits.js';
-import type { CheckpointOptions, CheckpointStats, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
+import type { CheckpointOptions, CheckpointStats, ExitWatch, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
 
 export interface RuncOptions {
   /** runc's state directory (tmpfs: containers do not survive a reboot anyway). */
@@ -131,7 +132,8 @@ export class RuncRuntime implements Runtime {
 
   /** Read once: the daemon's hard limits do not change while it runs. */
   readonly #rlimits = sandboxRlimits(readHostLimits());
-  readonly #lazyPages = new LazyPagesWaits();
+  // A tree whose pages daemon failed runs on zeroed memory: its tasks go (see LazyPagesWaits).
+  readonly #lazyPages = new LazyPagesWaits((id) => killCgroup(this.cgroupPath(id)));
 
   async prepareHost(log: Pick<Logger, 'info' | 'warn'>): Promise<void> {
     await prepareCriuHost(this.#o, log);
@@ -317,7 +319,7 @@ export class RuncRuntime implements Runtime {
     try {
       const s = JSON.parse(r.stdout) as { status?: string; pid?: number };
       const status = (['created', 'running', 'paused', 'stopped'] as const).find((x) => x === s.status) ?? 'stopped';
-      return { status: status as RuntimeStatus, pid: s.pid ?? 0 };
+      return { status: status as RuntimeStatus, pid: s.pid ?? 0, ...(this.#lazyPages.lost(id) && { cause: PAGES_LOST }) };
     } catch {
       return { status: 'missing', pid: 0 };
     }
@@ -359,8 +361,8 @@ export class RuncRuntime implements Runtime {
     return readUsage(this.cgroupPath(id));
   }
 
-  watchExit(id: string, onExit: () => void): (() => void) | undefined {
-    return watchCgroupEmpty(this.cgroupPath(id), onExit);
+  watchExit(id: string, onExit: () => void): ExitWatch {
+    return firstExit(onExit, (fire) => watchCgroupEmpty(this.cgroupPath(id), fire), (fire) => this.#lazyPages.watchLoss(id, fire));
   }
 
   async list(): Promise<string[]> {

@@ -28,6 +28,8 @@ export interface RuntimeHarness {
   dir(): Promise<string>;
   /** A user namespace range starts use; undefined: none. */
   idmap?: IdMap | undefined;
+  /** Ends `key`'s init from outside the runtime (a kill by the host, the OOM killer). */
+  killInit(key: string): Promise<void>;
   /** The value the init of `key` picked at its start and keeps in memory: the same after a checkpoint and restore. */
   memory(key: string): Promise<string>;
   close(): Promise<void>;
@@ -97,6 +99,24 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       if (h.network) assert.ok(!(await h.network.list()).includes(k), 'its network namespace is released');
       await h.runtime.destroy(k);
       await h.runtime.destroy(key('never'));
+    });
+
+    test('an exit watch announces an end once where the runtime says it announces every end; a stopped watch says nothing', async () => {
+      const [k, quiet] = [key('exit'), key('exit-quiet')];
+      await Promise.all([h.runtime.start(k, await spec(k)), h.runtime.start(quiet, await spec(quiet))]);
+      let ends = 0;
+      let quietEnds = 0;
+      const w = h.runtime.watchExit(k, () => ends++);
+      h.runtime.watchExit(quiet, () => quietEnds++).stop();
+      await Promise.all([h.killInit(k), h.killInit(quiet)]);
+      if (w.everyExit) {
+        for (let i = 0; i < 500 && ends === 0; i++) await new Promise((r) => setTimeout(r, 10));
+        assert.equal(ends, 1);
+      }
+      w.stop();
+      assert.ok(ends <= 1);
+      assert.equal(quietEnds, 0);
+      await Promise.all([h.runtime.destroy(k), h.runtime.destroy(quiet)]);
     });
 
     test('an unknown id: state missing (pid 0), usage all zeros, update and checkpoint reject, thaw rejects with NOT_FOUND', async () => {

@@ -35,6 +35,19 @@ export interface RuntimeState {
   pid: number;
   /** The user namespace range it runs with (a restore's is its images'); from start and restore only. */
   idmap?: IdMap | undefined;
+  /** Why it stopped, when the runtime itself ended it (a lazy restore whose memory could not all come in). */
+  cause?: string | undefined;
+}
+
+/** A watch of an instance's end (Runtime.watchExit). */
+export interface ExitWatch {
+  stop(): void;
+  /**
+   * Whether every end is announced. False where the host cannot tell (cgroup
+   * v1): only the ends the runtime causes itself are, and the caller also
+   * looks for itself.
+   */
+  everyExit: boolean;
 }
 
 export interface CheckpointOptions {
@@ -127,12 +140,12 @@ export interface Runtime {
   usage(id: string): Promise<ResourceUsage>;
   /**
    * Calls `onExit` once when every process of the sandbox is gone (its init
-   * died: the OOM killer, a kill from outside), announced by the host rather
-   * than found by polling each sandbox. Returns the stop; undefined when this
-   * runtime cannot tell on this host (the caller then looks for itself).
-   * May also fire for a sandbox being destroyed: the caller confirms.
+   * died: the OOM killer, a kill from outside, the runtime's own kill of a
+   * tree whose memory was lost), announced rather than found by polling
+   * each sandbox (see ExitWatch.everyExit). May also fire for a sandbox
+   * being destroyed: the caller confirms.
    */
-  watchExit(id: string, onExit: () => void): (() => void) | undefined;
+  watchExit(id: string, onExit: () => void): ExitWatch;
   /** Ids of every sandbox this runtime knows (recovery, orphan sweep). */
   list(): Promise<string[]>;
 }
