@@ -5,7 +5,7 @@ import { ForkdError, type Limits } from '@forkd/protocol';
 import type { GuestTransport } from '../node/runtime/guest-transport.js';
 import { FakeGuestTransport } from './fake-guest-transport.js';
 import type { RuntimeNetwork } from '../node/network/network.js';
-import type { CheckpointImages, CheckpointOptions, CheckpointStats, ExitWatch, IdMap, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from '../node/runtime/runtime.js';
+import type { CheckpointImages, CheckpointOptions, CheckpointStats, ExitWatch, IdMap, ResourceUsage, RestoreOptions, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from '../node/runtime/runtime.js';
 
 export type RuntimeOp = 'start' | 'restore' | 'checkpoint' | 'destroy' | 'state' | 'usage' | 'thaw' | 'update' | 'list' | 'settleMemory';
 
@@ -151,8 +151,9 @@ export class FakeRuntime implements Runtime {
     return this.#run(id, spec, spec.idmap, randomBytes(8).toString('hex'));
   }
 
-  async restore(id: string, requested: RuntimeSpec, opts: { imagesDir: string }): Promise<RuntimeState> {
+  async restore(id: string, requested: RuntimeSpec, opts: RestoreOptions): Promise<RuntimeState> {
     await this.#enter('restore', id);
+    await opts.rootReady;
     if (!(await fakeImages.complete(opts.imagesDir))) throw new ForkdError('INTERNAL', `fake restore failed: no checkpoint in ${opts.imagesDir}`);
     // As CRIU: the range the images were dumped with, whatever the spec says.
     const { idmap, memory } = await readCheckpoint(opts.imagesDir);

@@ -177,6 +177,23 @@ export class SandboxInstances {
    */
   async restoreInto(key: string, r: SandboxRecord, snap: SnapshotRecord): Promise<void> {
     await this.#d.files.checkRestorable(snap.id);
+    const release = await this.#d.guests.at(key).quiesce();
+    // Made while the runtime readies the rest (its bundle, cgroups, network: ~5 ms); awaited on every path.
+    const rootReady = this.#rootFor(key, r, snap);
+    try {
+      const st = await this.#d.runtime.restore(key, this.spec(r, key), { imagesDir: this.#d.files.memoryDir(snap.id), rootReady });
+      // The images decide (a fork's are its parent's): the record follows.
+      await this.recordIdmap(r, st.idmap);
+    } catch (err) {
+      await rootReady.catch(() => {});
+      throw err;
+    } finally {
+      release();
+    }
+  }
+
+  /** The root volume of `key` for a restore of `snap`: its files, its start headroom, the agent's mount points. */
+  async #rootFor(key: string, r: SandboxRecord, snap: SnapshotRecord): Promise<void> {
     const volume = this.volumeOf(key);
     const frozenAt = this.#frozenRoots.get(key);
     this.#frozenRoots.delete(key);
@@ -188,17 +205,11 @@ export class SandboxInstances {
       await this.#d.storage.remove(volume);
       await this.#d.storage.prepare(volume, this.#d.files.rootfsKey(snap.id));
     }
-    // Room for forkd and CRIU to write, even into a root that was at its quota.
-    await this.#d.space.limitForStart(this.#d.storage.path(volume), await this.templateRoot(r), r.limits.diskMb, lineage);
-    await this.#d.guests.prepareRoot(key, { install: false });
-    const release = await this.#d.guests.at(key).quiesce();
-    try {
-      const st = await this.#d.runtime.restore(key, this.spec(r, key), { imagesDir: this.#d.files.memoryDir(snap.id) });
-      // The images decide (a fork's are its parent's): the record follows.
-      await this.recordIdmap(r, st.idmap);
-    } finally {
-      release();
-    }
+    await Promise.all([
+      // Room for forkd and CRIU to write, even into a root that was at its quota.
+      this.templateRoot(r).then((template) => this.#d.space.limitForStart(this.#d.storage.path(volume), template, r.limits.diskMb, lineage)),
+      this.#d.guests.prepareRoot(key, { install: false }),
+    ]);
   }
 
   /** A running instance's network, as `rules` say from the next connection on. */

@@ -25,7 +25,7 @@ import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
 import { RootMounts, type RootView } from './root-mounts.js';
 import { GUEST_INIT, UnixSocketGuest } from './unix-socket-guest.js';
 import { readHostLimits, sandboxRlimits } from './rlimits.js';
-import type { CheckpointOptions, CheckpointStats, ExitWatch, ResourceUsage, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
+import type { CheckpointOptions, CheckpointStats, ExitWatch, ResourceUsage, RestoreOptions, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
 
 export interface RuncOptions {
   /** runc's state directory (tmpfs: containers do not survive a reboot anyway). */
@@ -224,7 +224,7 @@ export class RuncRuntime implements Runtime {
     return this.#lazyPages.settled(id, join(this.#o.bundleRoot, id, 'criu'), this.#o.checkpointDeadlineMs);
   }
 
-  async restore(id: string, requested: RuntimeSpec, o: { imagesDir: string }): Promise<RuntimeState> {
+  async restore(id: string, requested: RuntimeSpec, o: RestoreOptions): Promise<RuntimeState> {
     // CRIU recreates the user namespace the images were dumped in: the root's view must use that range.
     const spec = { ...requested, idmap: await readIdmap(o.imagesDir) };
     // With a user namespace the network namespace is the sandbox's own, in its images (see Network.adopt).
@@ -243,6 +243,16 @@ export class RuncRuntime implements Runtime {
     // One that died or never listens means an eager restore.
     const lazy = daemons !== undefined && (await span('restore: lazy-pages daemons listening', () => daemons.listening));
     if (daemons && !lazy) await daemons.stop();
+    // Everything above ran beside the caller's making of the root; runc needs its files from here on.
+    const notReady = await o.rootReady?.then(
+      () => undefined,
+      (err: unknown) => ({ err }),
+    );
+    if (notReady) {
+      if (lazy) await daemons.stop();
+      await this.destroy(id, { keepBundle: true }).catch(() => {});
+      throw notReady.err;
+    }
     if (lazy) crashPoint('restore:helpers-listening');
     const imagesDir = spec.idmap ? this.#mounts.imagesInReach(id) : o.imagesDir;
     const pidFile = join(bundle, 'init.pid');

@@ -228,6 +228,25 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       assert.ok(!(await h.hostLinks()).includes(host));
     });
 
+    test('a restore starts the tree only once its root is ready (made meanwhile); a root that could not be made fails it with that error, nothing left running', async () => {
+      const a = key('root-source');
+      await h.runtime.start(a, await spec(a));
+      const value = await h.memory(a);
+      const { imagesDir, snapKey } = await checkpoint(a, true);
+      const [b, c] = [key('root-late'), key('root-failed')];
+      let readyAt = 0;
+      const rootReady = new Promise<void>((resolve) => setTimeout(() => ((readyAt = performance.now()), resolve()), 300));
+      await h.runtime.restore(b, { ...(await spec(b)), root: await h.rootFrom(b, snapKey) }, { imagesDir, rootReady });
+      assert.ok(readyAt > 0, 'not started before its root was ready');
+      assert.equal(await h.memory(b), value);
+      const failed = new Error('the root could not be made');
+      const never = new Promise<void>((_, reject) => setTimeout(() => reject(failed), 50));
+      await assert.rejects(h.runtime.restore(c, { ...(await spec(c)), root: await h.rootFrom(c, snapKey) }, { imagesDir, rootReady: never }), (err) => err === failed);
+      assert.notEqual((await h.runtime.state(c)).status, 'running');
+      await Promise.all([a, b, c].map((k) => h.runtime.destroy(k)));
+      assert.ok(!(await h.runtime.list()).includes(c));
+    });
+
     test('a restore from a directory without a checkpoint rejects with a ForkdError; destroy then leaves nothing', async () => {
       const k = key('badrestore');
       const empty = await h.dir();

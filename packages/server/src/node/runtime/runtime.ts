@@ -39,6 +39,17 @@ export interface RuntimeState {
   cause?: string | undefined;
 }
 
+export interface RestoreOptions {
+  imagesDir: string;
+  /**
+   * The root's files are being made ready meanwhile (a copy of the
+   * snapshot's, its quota, the agent's mount points): the runtime prepares
+   * everything else and waits for this only before it starts the tree. If
+   * it rejects, the restore does, with its error, leaving nothing running.
+   */
+  rootReady?: Promise<void> | undefined;
+}
+
 /** A watch of an instance's end (Runtime.watchExit). */
 export interface ExitWatch {
   stop(): void;
@@ -134,7 +145,7 @@ export interface Runtime {
    */
   settleMemory(id: string): Promise<void>;
   /** Starts a sandbox from a checkpoint, with `spec` (its own root, cgroup, limits). */
-  restore(id: string, spec: RuntimeSpec, opts: { imagesDir: string }): Promise<RuntimeState>;
+  restore(id: string, spec: RuntimeSpec, opts: RestoreOptions): Promise<RuntimeState>;
   /** Kills every process and releases namespaces and cgroups. Idempotent. */
   destroy(id: string): Promise<void>;
   usage(id: string): Promise<ResourceUsage>;

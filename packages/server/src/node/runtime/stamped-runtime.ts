@@ -2,7 +2,7 @@ import { ForkdError } from '@forkd/protocol';
 import type { GuestTransportDeps } from './guest-transport.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Limits } from '@forkd/protocol';
-import type { CheckpointOptions, CheckpointStats, Runtime, RuntimeSpec, RuntimeState } from './runtime.js';
+import type { CheckpointOptions, CheckpointStats, RestoreOptions, Runtime, RuntimeSpec, RuntimeState } from './runtime.js';
 import { incompatibilities, type InstalledVersions } from './snapshot-compat.js';
 import { readStamp, writeStamp } from './snapshot-stamp.js';
 import { incompatibleCheckpoints } from './incompatible-checkpoints.js';
@@ -90,7 +90,7 @@ export class StampedRuntime implements Runtime {
     return stats;
   }
 
-  async restore(id: string, spec: RuntimeSpec, opts: { imagesDir: string }): Promise<RuntimeState> {
+  async restore(id: string, spec: RuntimeSpec, opts: RestoreOptions): Promise<RuntimeState> {
     const why = await restoreRefusal(opts.imagesDir, await this.#versions());
     if (why.length) throw new ForkdError('FAILED_PRECONDITION', `this snapshot cannot be restored by the installed versions: ${why.join('; ')}`, { incompatible: why });
     return this.#inner.restore(id, spec, opts);
