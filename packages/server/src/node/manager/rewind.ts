@@ -11,7 +11,8 @@ import { toInfo } from './sandbox-info.js';
  * A running sandbox is dumped and the target restored at the same time: the
  * target comes up as a new instance (own runtime key, root volume and
  * network namespace, so nothing collides with the frozen tree being dumped),
- * and one store write switches the sandbox to it once both are done. A crash
+ * its agent awaited while the dump goes on, and one store write switches the
+ * sandbox to it once both are done. A crash
  * before the switch leaves the old instance (thawed by recovery), after it
  * the new one; recovery removes the other. Under the sandbox's lock.
  */
@@ -35,7 +36,10 @@ export async function rewindSandbox(c: ManagerContext, id: string, snapId: strin
   if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
   const old = r.instance ?? r.id;
   const next = `${id}.${randomBytes(4).toString('hex')}`;
-  const [left, target] = await Promise.allSettled([c.takeSnapshot(r, { reason: 'rewind', leaveRunning: false, deferStore: true }), c.instances.restoreInto(next, r, snap)]);
+  const [left, target] = await Promise.allSettled([
+    c.takeSnapshot(r, { reason: 'rewind', leaveRunning: false, deferStore: true }),
+    c.instances.restoreInto(next, r, snap).then(() => c.instances.waitReady(next)),
+  ]);
   // Nothing is lost by giving up: the old instance runs on, the state it left (if dumped) stays a snapshot.
   const giveUp = async (err: unknown): Promise<never> => {
     await c.store.setInstance(id, old);
@@ -49,7 +53,6 @@ export async function rewindSandbox(c: ManagerContext, id: string, snapId: strin
   // Snapshots older than this instant (the state left included) are no longer its line (see Recovery.candidates).
   await c.store.setInstance(id, next, { at: new Date().toISOString(), snapshot: snapId });
   crashPoint('rewind:switched');
-  await c.instances.waitReady(next).catch(giveUp);
   c.markActive(id);
   c.logger.info('sandbox rewound', { sandbox: id, snapshot: snapId, instance: next });
   const done = c.instances.releaseKey(old).catch((err) => c.logger.warn('release of the instance left failed', { sandbox: id, instance: old, error: String(err) }));
