@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import { CGROUP_CONTROLLERS, CGROUP_ROOT, cgroupVersion, swapAccountingIn } from '../node/cgroups/cgroups.js';
 import { CGROUP_FEATURES, favorDynmodsState } from '../node/cgroups/favor-dynmods.js';
+import { unsearchableCgroupParents } from '../node/cgroups/cgroup-parent.js';
+import { parseV1Hierarchies } from '../node/cgroups/v1-layout.js';
 import { finding, type HostCheck } from './host-check.js';
 
 /** The hierarchy and the controllers sandboxes' limits need (cgroupVersion and cgroupDirs read the same places). */
@@ -22,6 +24,21 @@ export const cgroupCheck: HostCheck = async ({ host }) => {
   }
   if (!swapAccountingIn(root)) return finding('cgroups', 'warn', 'cgroup v1 without swap accounting: a sandbox\'s memory limit does not bound its swap', 'boot with swapaccount=1, or with the unified hierarchy (cgroup v2)');
   return finding('cgroups', 'ok', `cgroup v${version} (${wanted.join(', ')})`);
+};
+
+/**
+ * Whether a sandbox's user namespace can pass through every level of the
+ * sandboxes' parent cgroup: CRIU opens a sandbox's cgroup from inside it at
+ * each restore. forkd serve makes them 0755 at its start (cgroup-parent.ts);
+ * a level changed since fails every resume, fork and rewind until then.
+ */
+export const cgroupParentCheck: HostCheck = async ({ host, config }) => {
+  const v1 = parseV1Hierarchies((await host.read('/proc/self/mountinfo')) ?? '');
+  const unified = v1.length && (await host.presence(join(CGROUP_ROOT, 'unified'))) === 'present' ? ['unified'] : [];
+  const hierarchies = v1.length ? [...v1, ...unified] : [''];
+  const bad = await unsearchableCgroupParents(config.cgroupParent, hierarchies, (dir) => host.mode(dir));
+  if (!bad.length) return finding('cgroup-parent', 'ok', `the sandboxes' parent cgroup (${config.cgroupParent}) is searchable from their user namespaces, or not made yet`);
+  return finding('cgroup-parent', 'warn', `${bad.length} level${bad.length > 1 ? 's' : ''} of the sandboxes' parent cgroup cannot be searched from a sandbox's user namespace (${bad.join(', ')}): every restore into one (resume, fork, rewind) fails with "open_tree ... Permission denied"`, `chmod 755 ${bad.join(' ')}, or restart forkd serve (it does so at start)`);
 };
 
 /** Whether a move into a cgroup waits for an RCU grace period (the daemon turns favordynmods on at start unless told to leave it). */

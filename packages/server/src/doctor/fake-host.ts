@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { loadConfig, type ForkdConfig } from '../shared/config.js';
@@ -12,6 +12,8 @@ export interface FakeHostSpec {
   tools?: Record<string, ToolOutput>;
   space?: PoolSpace;
   health?: HealthAnswer;
+  /** Directories made with these modes (after the files). */
+  dirs?: Record<string, number>;
 }
 
 const FSID = '9592cd38-1246-40cb-94dd-abc8cf7c7cdc';
@@ -79,6 +81,10 @@ export async function fakeHost(spec: FakeHostSpec, env: NodeJS.ProcessEnv = {}):
     if (content === undefined) continue;
     await mkdir(dirname(join(root, path)), { recursive: true });
     await writeFile(join(root, path), content);
+  }
+  for (const [path, mode] of Object.entries(spec.dirs ?? {})) {
+    await mkdir(join(root, path), { recursive: true });
+    await chmod(join(root, path), mode);
   }
   const host = hostView(root, {
     run: async (path) => spec.tools?.[path.split('/').pop()!] ?? { kind: 'missing' },

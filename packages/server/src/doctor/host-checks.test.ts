@@ -117,6 +117,24 @@ test('pool not mounted: space and quotas skipped; no image yet: a warning; not B
   assert.match(only(ext4, 'pool').summary, /not on Btrfs \(ext4\)/);
 });
 
+test('the sandboxes\' parent cgroup: every level searchable from a user namespace, in every hierarchy; one that is not is a warning naming it', async () => {
+  const made = await doctor({ ...healthyHost(), dirs: { '/sys/fs/cgroup/forkd': 0o755 } });
+  assert.equal(only(made, 'cgroup-parent').status, 'ok');
+  const closed = only(await doctor({ ...healthyHost(), dirs: { '/sys/fs/cgroup/forkd': 0o700 } }), 'cgroup-parent');
+  assert.equal(closed.status, 'warn');
+  assert.match(closed.summary, /\/sys\/fs\/cgroup\/forkd\)/);
+  assert.match(closed.fix ?? '', /chmod 755 \/sys\/fs\/cgroup\/forkd/);
+  // v1: the hierarchies mountinfo names (a hybrid's unified too), each level of a nested parent.
+  const mounts = ['memory', 'pids'].map((c, i) => `${30 + i} 25 0:${30 + i} / /sys/fs/cgroup/${c} rw - cgroup cgroup rw,${c}\n`).join('');
+  const v1 = { ...withFiles(healthyHost(), { ...CGROUP_V1, '/proc/self/mountinfo': `22 1 8:1 / / rw - ext4 /dev/sda1 rw\n25 22 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n${mounts}` }) };
+  const nested = { FORKD_CGROUP_PARENT: 'a/forkd' };
+  const open = { '/sys/fs/cgroup/memory/a/forkd': 0o755, '/sys/fs/cgroup/pids/a/forkd': 0o755, '/sys/fs/cgroup/unified/a/forkd': 0o755 };
+  assert.equal(only(await doctor({ ...v1, dirs: open }, nested), 'cgroup-parent').status, 'ok');
+  const deep = only(await doctor({ ...v1, dirs: { ...open, '/sys/fs/cgroup/pids/a/forkd': 0o711, '/sys/fs/cgroup/unified/a': 0o700 } }, nested), 'cgroup-parent');
+  assert.equal(deep.status, 'warn');
+  assert.match(deep.summary, /^2 levels .*\(\/sys\/fs\/cgroup\/pids\/a\/forkd, \/sys\/fs\/cgroup\/unified\/a\)/);
+});
+
 test('cgroup v1 and v2: each with its controllers; one missing is an error; v1 without swap accounting a warning', async () => {
   const v1 = await doctor(withFiles(healthyHost(), CGROUP_V1));
   assert.equal(only(v1, 'cgroups').status, 'ok');

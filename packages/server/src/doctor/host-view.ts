@@ -24,6 +24,8 @@ export interface HostView {
   list(path: string): Promise<string[]>;
   run(path: string, args: readonly string[]): Promise<ToolOutput>;
   space(path: string): PoolSpace | undefined;
+  /** Its mode (st_mode, type bits included), undefined when absent. */
+  mode(path: string): Promise<number | undefined>;
   health(url: string): Promise<HealthAnswer>;
 }
 
@@ -42,6 +44,7 @@ export function hostView(root = '/', replaced: Partial<Omit<HostView, 'root'>> =
   return {
     root,
     read: (p) => readFile(at(p), 'utf8').catch(() => undefined),
+    mode: (p) => stat(at(p)).then((s) => s.mode, () => undefined),
     presence,
     list: (p) => readdir(at(p)).catch(() => []),
     async run(p, args) {

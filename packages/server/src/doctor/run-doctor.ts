@@ -1,6 +1,6 @@
 import { DoctorReport, type DoctorFinding } from '@forkd/protocol';
 import type { ForkdConfig } from '../shared/config.js';
-import { cgroupCheck, cgroupDynmodsCheck } from './cgroup-check.js';
+import { cgroupCheck, cgroupDynmodsCheck, cgroupParentCheck } from './cgroup-check.js';
 import { clockCheck } from './clock-check.js';
 import { daemonCheck } from './daemon-check.js';
 import type { DoctorContext, HostCheck } from './host-check.js';
@@ -19,6 +19,7 @@ export const HOST_CHECKS: readonly [string, HostCheck][] = [
   ['userfaultfd', userfaultfdCheck],
   ['cgroups', cgroupCheck],
   ['cgroup-migrations', cgroupDynmodsCheck],
+  ['cgroup-parent', cgroupParentCheck],
   ['seccomp', seccompCheck],
   ['btrfs', btrfsCheck],
   ['loop-devices', loopDevicesCheck],

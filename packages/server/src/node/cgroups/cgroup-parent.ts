@@ -15,19 +15,24 @@ import { readCgroupV1Layout } from './v1-layout.js';
  * "open_tree ... Permission denied", and mkdir never repairs a level that exists.
  */
 export async function searchableCgroupParents(parent: string, hierarchies: readonly string[], root = CGROUP_ROOT): Promise<string[]> {
-  const changed: string[] = [];
+  const changed = await unsearchableCgroupParents(parent, hierarchies, async (dir) => (await stat(dir).catch(() => undefined))?.mode, root);
+  for (const dir of changed) await chmod(dir, 0o755);
+  return changed;
+}
+
+/** The levels of `parent` (as searchableCgroupParents walks them) that exist and are not 0755-searchable; `mode` says a directory's (undefined: absent). */
+export async function unsearchableCgroupParents(parent: string, hierarchies: readonly string[], mode: (dir: string) => Promise<number | undefined>, root = CGROUP_ROOT): Promise<string[]> {
+  const found: string[] = [];
   for (const h of hierarchies) {
     let dir = join(root, h);
     for (const level of parent.split('/').filter(Boolean)) {
       dir = join(dir, level);
-      const st = await stat(dir).catch(() => undefined);
-      if (!st?.isDirectory()) break;
-      if ((st.mode & 0o055) === 0o055) continue;
-      await chmod(dir, 0o755);
-      changed.push(dir);
+      const m = await mode(dir);
+      if (m === undefined || (m & 0o170000) !== 0o040000) break;
+      if ((m & 0o055) !== 0o055) found.push(dir);
     }
   }
-  return changed;
+  return found;
 }
 
 /** The sandboxes' parent cgroup made ready at the node's start: cpuset cloned to children (v1), every level searchable. */
