@@ -275,10 +275,14 @@ export class SandboxManager {
   /**
    * Reconciler: a running sandbox whose cgroup has no task left (its init
    * was killed, by the OOM killer or from outside) is confirmed dead,
-   * marked lost and brought back. Returns whether it was found dead.
+   * marked lost and brought back. Returns whether it was found dead. The
+   * task count filters the periodic looks without a process per sandbox;
+   * an end the runtime `announced` is confirmed with it at once, since a
+   * killed init stays counted until it is reaped (here up to ~2 s, by a
+   * PID 1 that is not systemd).
    */
-  async reviveIfDead(id: string): Promise<boolean> {
-    const u = await this.#d.runtime.usage(await this.#ctx.instances.key(id)).catch(() => undefined);
+  async reviveIfDead(id: string, announced = false): Promise<boolean> {
+    const u = announced ? undefined : await this.#d.runtime.usage(await this.#ctx.instances.key(id)).catch(() => undefined);
     if (u && u.pids > 0) return false;
     return this.#ctx.locks.exclusive(id, async () => {
       const r = await this.#d.store.getSandbox(id);

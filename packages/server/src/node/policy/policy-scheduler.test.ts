@@ -18,7 +18,7 @@ class FakeNode implements SchedulerHost, PolicyEvents, PolicyLooker {
   readonly snaps = new Map<string, SnapshotRecord[]>();
   readonly active = new Map<string, number>();
   readonly exits = new Map<string, () => void>();
-  readonly looks: Array<{ id: string; at: number; liveness: boolean }> = [];
+  readonly looks: Array<{ id: string; at: number; liveness: boolean; announced: boolean }> = [];
   readonly forgotten: string[] = [];
   reads = 0;
   canWatch = true;
@@ -71,8 +71,8 @@ class FakeNode implements SchedulerHost, PolicyEvents, PolicyLooker {
     this.#active.add(l);
     return () => this.#active.delete(l);
   }
-  async lookAt(id: string, now: number, liveness: boolean): Promise<void> {
-    this.looks.push({ id, at: now, liveness });
+  async lookAt(id: string, now: number, liveness: boolean, announced = false): Promise<void> {
+    this.looks.push({ id, at: now, liveness, announced });
   }
   forget(id: string): void {
     this.forgotten.push(id);
@@ -158,12 +158,17 @@ test('a runtime that cannot announce deaths: a liveness look every LIVENESS_LOOK
   );
   await advance(LIVENESS_LOOK_MS);
   assert.equal(node.looks.length, 2);
-  // An end the runtime caused itself (a lost lazy restore) is still announced: looked at now, not in a minute.
+  // An end the runtime caused itself (a lost lazy restore) is still announced: looked at now, not in a minute,
+  // as announced (the manager confirms it even before the kernel has reaped the last task).
   node.exits.get('a')!();
   await advance(0);
   assert.deepEqual(
-    node.looks.map((l) => l.liveness),
-    [true, true, true],
+    node.looks.map((l) => [l.liveness, l.announced]),
+    [
+      [true, false],
+      [true, false],
+      [true, true],
+    ],
   );
   s.stop();
 });

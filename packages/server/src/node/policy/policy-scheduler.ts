@@ -27,7 +27,8 @@ export interface PolicyEvents {
 
 /** What the scheduler has the policy do: the Reconciler's per-sandbox look. */
 export interface PolicyLooker {
-  lookAt(id: string, now: number, liveness: boolean): Promise<void>;
+  /** `announced`: the runtime said its processes ended (an exit watch), so `liveness` is looked at even if a task is not yet reaped. */
+  lookAt(id: string, now: number, liveness: boolean, announced?: boolean): Promise<void>;
   forget(id: string): void;
 }
 
@@ -65,6 +66,7 @@ export class PolicyScheduler {
   readonly #watches = new Map<string, { key: string; watch: ExitWatch | undefined }>();
   readonly #dirty = new Set<string>();
   readonly #queue: string[] = [];
+  /** Queued for a look; true: its exit watch fired. */
   readonly #queued = new Map<string, boolean>();
   readonly #busy = new Set<string>();
   readonly #unsubscribe: Array<() => void> = [];
@@ -234,12 +236,12 @@ export class PolicyScheduler {
     if (armed !== undefined && armed > soon) this.#timers.arm(id, soon);
   }
 
-  #enqueue(id: string, liveness: boolean): void {
+  #enqueue(id: string, announced: boolean): void {
     if (this.#stopped) return;
     this.#timers.cancel(id);
     const had = this.#queued.get(id);
     if (had === undefined) this.#queue.push(id);
-    this.#queued.set(id, had === true || liveness);
+    this.#queued.set(id, had === true || announced);
     this.#pump();
   }
 
@@ -248,11 +250,12 @@ export class PolicyScheduler {
       const i = this.#queue.findIndex((id) => !this.#busy.has(id));
       if (i < 0) return;
       const [id] = this.#queue.splice(i, 1) as [string];
-      const liveness = this.#queued.get(id) === true || !this.watched(id);
+      const announced = this.#queued.get(id) === true;
+      const liveness = announced || !this.watched(id);
       this.#queued.delete(id);
       this.#workers++;
       this.#busy.add(id);
-      void this.#look(id, liveness).finally(() => {
+      void this.#look(id, liveness, announced).finally(() => {
         this.#workers--;
         this.#busy.delete(id);
         this.#pump();
@@ -260,11 +263,11 @@ export class PolicyScheduler {
     }
   }
 
-  async #look(id: string, liveness: boolean): Promise<void> {
+  async #look(id: string, liveness: boolean, announced: boolean): Promise<void> {
     const now = this.#clock.now();
     this.#looked.set(id, now);
     try {
-      await this.#looker.lookAt(id, now, liveness);
+      await this.#looker.lookAt(id, now, liveness, announced);
     } catch (err) {
       this.#host.logger.warn('policy look failed', { sandbox: id, error: String(err) });
     }

@@ -17,7 +17,7 @@ export interface ReconcilerHost {
   lastActive(id: string): number | undefined;
   openConnections(id: string): Promise<number>;
   timeOut(id: string): Promise<void>;
-  reviveIfDead(id: string): Promise<boolean>;
+  reviveIfDead(id: string, announced?: boolean): Promise<boolean>;
   /** A pause that gives the memory back at once (no hot window). */
   hibernate(id: string): Promise<unknown>;
   policySnapshot(id: string): Promise<void>;
@@ -87,13 +87,14 @@ export class Reconciler {
    * One sandbox's decisions at `now` (its timer, or an event, see
    * PolicyScheduler), within the same timeout as in a pass; nothing while
    * earlier work on it still overruns. `liveness`: look whether its processes
-   * died (not needed when the runtime announces that).
+   * died (not needed when the runtime announces that); `announced`: the
+   * runtime said so (see SandboxManager.reviveIfDead).
    */
-  async lookAt(id: string, now = Date.now(), liveness = true): Promise<void> {
+  async lookAt(id: string, now = Date.now(), liveness = true, announced = false): Promise<void> {
     if (this.#overrun.has(id)) return;
     const r = await this.#m.recordOf(id);
     if (!r) return this.forget(id);
-    await this.#bounded([r], now, liveness);
+    await this.#bounded([r], now, liveness, announced);
   }
 
   /** Whether work on it from an earlier look overran its timeout and still runs. */
@@ -106,7 +107,7 @@ export class Reconciler {
     this.#cpu.delete(id);
   }
 
-  async #bounded(records: SandboxRecord[], now: number, liveness: boolean): Promise<void> {
+  async #bounded(records: SandboxRecord[], now: number, liveness: boolean, announced = false): Promise<void> {
     const late = new Set<string>();
     await eachBounded(
       records,
@@ -124,7 +125,7 @@ export class Reconciler {
           if (late.has(r.id)) this.#overrun.delete(r.id);
         },
       },
-      (r) => this.#one(r, now, liveness),
+      (r) => this.#one(r, now, liveness, announced),
     );
   }
 
@@ -142,12 +143,12 @@ export class Reconciler {
     return now;
   }
 
-  async #one(r: SandboxRecord, now: number, liveness: boolean): Promise<void> {
+  async #one(r: SandboxRecord, now: number, liveness: boolean, announced: boolean): Promise<void> {
     const expires = r.policy?.expiresAt ? Date.parse(r.policy.expiresAt) : Number.NaN;
     if ((r.state === 'running' || r.state === 'paused') && now >= expires) return this.#m.timeOut(r.id);
     const { timeline, idleMs } = effectivePolicy(r, this.#defaults);
     // Its processes died (init killed, e.g. by the OOM killer): it is brought back, nothing else this pass.
-    if (r.state === 'running' && liveness && (await this.#m.reviveIfDead(r.id))) return;
+    if (r.state === 'running' && liveness && (await this.#m.reviveIfDead(r.id, announced))) return;
     if (r.state === 'running') {
       const last = await this.#lastActivity(r, now);
       if (idleMs > 0 && now - last >= idleMs) {

@@ -82,11 +82,10 @@ test('a daemon that fails: its instance is killed, then its watches fire; its du
   await assert.rejects(w.settled('k5', dir, 10_000), (err) => err instanceof ForkdError && err.code === 'UNAVAILABLE');
   assert.deepEqual(events, ['kill k5', 'watch']);
   assert.equal(w.lost('k5'), true);
-  // A watch that begins after the loss (set once the resume answered) hears of it at once.
+  // Told once: a watch that begins after the loss was told hears nothing more (no busy loop of watch, look, watch).
   w.watchLoss('k5', () => events.push('late watch'));
   await new Promise((r) => setImmediate(r));
-  assert.deepEqual(events, ['kill k5', 'watch', 'late watch']);
-  events.pop();
+  assert.deepEqual(events, ['kill k5', 'watch']);
   assert.equal(existsSync(join(dir, 'lazy-pages.pid')), false);
   // Restored again (recovery): whole again once that daemon ends cleanly.
   await w.started('k5', dir, daemon(10));
@@ -101,6 +100,24 @@ test('a daemon that fails: its instance is killed, then its watches fire; its du
   await w.settled('k7', dir, 1000);
   assert.equal(w.lost('k7'), false);
   assert.deepEqual(events, ['kill k5', 'watch']);
+});
+
+test('a loss before any watch is told to the first watch that comes, once', async () => {
+  const events: string[] = [];
+  const w = new LazyPagesWaits(async () => {
+    events.push('kill');
+  });
+  const d = daemon(5000);
+  await w.started('k9', dir, d);
+  process.kill(d.pid, 'SIGKILL');
+  await assert.rejects(w.settled('k9', dir, 10_000), ForkdError);
+  assert.deepEqual(events, ['kill']);
+  const stopped = w.watchLoss('k9', () => events.push('stopped before told'));
+  stopped();
+  w.watchLoss('k9', () => events.push('first'));
+  w.watchLoss('k9', () => events.push('second'));
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(events, ['kill', 'first']);
 });
 
 test('a daemon whose end could not be watched (forkd-spawn went) is waited for through its marker', async () => {

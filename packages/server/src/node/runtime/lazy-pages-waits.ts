@@ -35,8 +35,8 @@ export class LazyPagesWaits {
   readonly #running = new Map<string, Promise<void>>();
   /** Instances known to have no pages daemon: only started() could give one a daemon (and a marker) now. */
   readonly #clear = new Set<string>();
-  /** Instances whose pages daemon failed: whether their tasks are killed yet. */
-  readonly #lost = new Map<string, boolean>();
+  /** Instances whose pages daemon failed: their tasks being killed, killed, or killed and the loss told to a watch. */
+  readonly #lost = new Map<string, 'killing' | 'killed' | 'told'>();
   readonly #lossWatches = new Map<string, Set<() => void>>();
   readonly #onLost: (key: string) => Promise<unknown>;
 
@@ -90,10 +90,16 @@ export class LazyPagesWaits {
 
   /** Calls `fn` once when `key` is lost to its pages daemon's failure, after its tasks were killed; returns the stop. */
   watchLoss(key: string, fn: () => void): () => void {
-    // Lost and killed before this watch began (a watch is set after a resume answers, the loss may come first).
-    if (this.#lost.get(key) === true) {
+    // Lost and killed before any watch began (one is set after a resume answers, the loss may come first): told
+    // once, to the first that comes. Not again: a watcher that looks, finds the tree not yet reaped and watches
+    // anew would be told at once, for ever (a busy loop until the kernel lets go of the last task).
+    if (this.#lost.get(key) === 'killed') {
       let on = true;
-      queueMicrotask(() => on && fn());
+      queueMicrotask(() => {
+        if (!on || this.#lost.get(key) !== 'killed') return;
+        this.#lost.set(key, 'told');
+        fn();
+      });
       return () => (on = false);
     }
     const set = this.#lossWatches.get(key) ?? new Set<() => void>();
@@ -113,12 +119,14 @@ export class LazyPagesWaits {
   }
 
   async #lose(key: string): Promise<void> {
-    this.#lost.set(key, false);
+    this.#lost.set(key, 'killing');
     await this.#onLost(key).catch(() => {});
-    if (this.#lost.has(key)) this.#lost.set(key, true);
-    const watches = this.#lossWatches.get(key);
+    // Restored again or forgotten meanwhile: nothing to tell.
+    if (!this.#lost.has(key)) return;
+    const watches = [...(this.#lossWatches.get(key) ?? [])];
     this.#lossWatches.delete(key);
-    for (const fn of watches ?? []) fn();
+    this.#lost.set(key, watches.length ? 'told' : 'killed');
+    for (const fn of watches) fn();
   }
 }
 
