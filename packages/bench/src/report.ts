@@ -127,7 +127,7 @@ export function renderMarkdown(m: Machine, rows: readonly Comparison[], core: Re
   for (const r of core.filter((x) => x.name.startsWith(PROFILE))) out.push(`| ${r.name.slice(PROFILE.length)} | ${fmt(r.summary.p50)} | ${fmt(r.summary.p95)} | ${r.summary.n} |`);
   out.push(
     '',
-    "Host CPU per snapshot: CPU time of the bench process and of everything it starts while `snapshot` runs (runc, criu, CRIU's action script and the Btrfs snapshot it starts, the page store's forkd-patch), read from the accounting of a cgroup the bench moves itself into, so a detached helper counts too; the sandbox's own CPU (its cgroup) and kernel threads (Btrfs commits) do not. The target is the freeze's wall time: waiting for the freeze and for the Btrfs snapshot blocks in the kernel (inotify, a FIFO) or sleeps, so nothing spins while the sandbox is frozen.",
+    "Host CPU per snapshot: CPU time of the bench process and of everything it starts while `snapshot` runs (runc, criu, CRIU's action script and the Btrfs snapshot it starts, the page store's forkd-patch), read from the accounting of a cgroup the bench moves itself into, so a detached helper counts too; the sandbox's own CPU (its cgroup) and kernel threads (Btrfs commits) do not. The targets: 50 ms (issue 24), and at most the freeze's wall time: waiting for the freeze and for the Btrfs snapshot blocks in the kernel (inotify, a FIFO) or sleeps, so nothing spins while the sandbox is frozen.",
     '',
   );
   return out.join('\n');
