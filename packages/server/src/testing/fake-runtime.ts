@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { ForkdError, type Limits } from '@forkd/protocol';
 import type { GuestTransport } from '../node/runtime/guest-transport.js';
 import { FakeGuestTransport } from './fake-guest-transport.js';
+import { KeyedCallbacks } from '../shared/keyed-callbacks.js';
 import type { RuntimeNetwork } from '../node/network/network.js';
 import type { CheckpointImages, CheckpointOptions, CheckpointStats, ExitWatch, IdMap, ResourceUsage, RestoreOptions, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from '../node/runtime/runtime.js';
 
@@ -92,7 +93,7 @@ export class FakeRuntime implements Runtime {
     return this.calls.filter((c) => c.op === op).map((c) => c.id);
   }
 
-  readonly #exitWatches = new Map<string, Set<() => void>>();
+  readonly #exitWatches = new KeyedCallbacks();
 
   /** As if its init died (OOM killer, kill from outside): announced to its exit watches. */
   kill(id: string): void {
@@ -101,21 +102,16 @@ export class FakeRuntime implements Runtime {
       i.status = 'stopped';
       i.pids = 0;
     }
-    const watches = [...(this.#exitWatches.get(id) ?? [])];
-    this.#exitWatches.delete(id);
-    for (const w of watches) w();
+    for (const w of this.#exitWatches.take(id)) w();
   }
 
   watchExit(id: string, onExit: () => void): ExitWatch {
-    const set = this.#exitWatches.get(id) ?? new Set<() => void>();
-    set.add(onExit);
-    this.#exitWatches.set(id, set);
-    return { stop: () => set.delete(onExit), everyExit: true };
+    return { stop: this.#exitWatches.add(id, onExit), everyExit: true };
   }
 
   /** Exit watches in place (tests of who watches what). */
   exitWatches(id: string): number {
-    return this.#exitWatches.get(id)?.size ?? 0;
+    return this.#exitWatches.count(id);
   }
 
   /** An instance the manager did not make (an orphan a crash left). */

@@ -4,26 +4,12 @@ import type { ControlPlane } from '../control-plane.js';
 import type { AccessTokens } from './access-tokens.js';
 import { Lifetimes } from './lifetimes.js';
 import type { SandboxReach } from './sandbox-mapping.js';
+import { KeyedCallbacks } from '../../shared/keyed-callbacks.js';
 
 /** Open envd streams per sandbox, so a kill, pause or expiry cuts them (the SDK reads a cut as "the sandbox was killed"). */
-export class OpenStreams {
-  readonly #bySandbox = new Map<string, Set<() => void>>();
-
-  /** Registers an abort; returns its removal. */
-  add(id: string, abort: () => void): () => void {
-    let set = this.#bySandbox.get(id);
-    if (!set) this.#bySandbox.set(id, (set = new Set()));
-    set.add(abort);
-    return () => {
-      set.delete(abort);
-      if (set.size === 0 && this.#bySandbox.get(id) === set) this.#bySandbox.delete(id);
-    };
-  }
-
+export class OpenStreams extends KeyedCallbacks {
   abortAll(id: string): void {
-    const set = this.#bySandbox.get(id);
-    this.#bySandbox.delete(id);
-    for (const f of set ?? []) f();
+    for (const f of this.take(id)) f();
   }
 }
 

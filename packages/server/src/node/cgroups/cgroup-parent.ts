@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { constants, existsSync } from 'node:fs';
 import { chmod, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../../shared/logger.js';
@@ -28,7 +28,7 @@ export async function unsearchableCgroupParents(parent: string, hierarchies: rea
     for (const level of parent.split('/').filter(Boolean)) {
       dir = join(dir, level);
       const m = await mode(dir);
-      if (m === undefined || (m & 0o170000) !== 0o040000) break;
+      if (m === undefined || (m & constants.S_IFMT) !== constants.S_IFDIR) break;
       if ((m & 0o055) !== 0o055) found.push(dir);
     }
   }

@@ -9,6 +9,7 @@ import { run, waitFor } from '../../testing/helpers.js';
 import { JUMP, JUMPED, JUMPING_COUNTER } from '../../testing/counter.js';
 import type { NodeEvent } from '../node-event.js';
 import { PAGES_LOST, parseMarker } from '../runtime/lazy-pages-waits.js';
+import { memoryHash, startMemoryHog } from '../../testing/memory-hog.js';
 
 /**
  * A sandbox whose init dies while the daemon runs (the OOM killer, a kill
@@ -111,15 +112,9 @@ describe('recovery of a sandbox whose init died (real CRIU)', { skip: !isRoot &&
   test('a lazy restore whose page daemon dies: killed rather than left on zeroed memory, lost for that reason, brought back whole from the snapshot it came from', { skip: !existsSync('/dev/userfaultfd') && 'no userfaultfd' }, async () => {
     await node.startPolicy();
     const c = (await node.manager.create({ memoryMb: 1024 })).id;
-    // Touches its buffer only when asked: the pages it holds come in through the lazy daemon, above FORKD_LAZY_RESTORE_MIN_MB.
-    const HOG = "import os,time,signal,hashlib\nb=bytearray(os.urandom(192*1024*1024))\ndef s(*a):\n  open('/tmp/h.tmp','w').write(hashlib.sha256(b).hexdigest())\n  os.rename('/tmp/h.tmp','/tmp/h')\nsignal.signal(signal.SIGUSR1, s)\ns()\nopen('/tmp/pid','w').write(str(os.getpid()))\nwhile True: time.sleep(1)";
-    (await node.manager.spawn(c, { argv: ['python3', '-c', HOG], tag: 'hog' })).process.detach();
-    await waitFor(async () => (await run(node.manager, c, ['test', '-e', '/tmp/pid'])).exitCode === 0, 30_000, 'hog ready');
-    const sum = async () => {
-      await run(node.manager, c, ['sh', '-c', 'rm -f /tmp/h && kill -USR1 $(cat /tmp/pid)']);
-      await waitFor(async () => (await run(node.manager, c, ['test', '-e', '/tmp/h'])).exitCode === 0, 20_000, 'a fresh hash');
-      return (await run(node.manager, c, ['cat', '/tmp/h'])).stdout;
-    };
+    // Above FORKD_LAZY_RESTORE_MIN_MB: its pages come in through the lazy daemon.
+    await startMemoryHog(node.manager, c, 192);
+    const sum = () => memoryHash(node.manager, c);
     const whole = await sum();
     // The daemon runs until its last page is in (~0.1 s for these): killed as soon as the resume answers.
     let killed = false;

@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestNode, isRoot, type TestNode } from '../../testing/test-node.js';
 import { run, waitFor } from '../../testing/helpers.js';
+import { memoryHash, startMemoryHog } from '../../testing/memory-hog.js';
 
 /** A counter that lives in process memory and mirrors itself to /tmp/count. */
 const COUNTER = ['python3', '-c', "import time\ni=0\nwhile True:\n  i+=1\n  open('/tmp/count.tmp','w').write(str(i))\n  __import__('os').rename('/tmp/count.tmp','/tmp/count')\n  time.sleep(0.02)"];
@@ -168,15 +169,9 @@ describe('snapshots, pause/resume, fork, rewind (real CRIU)', { skip: !isRoot &&
 
   test('a snapshot right after a lazy restore waits for its last pages: hibernated at once after resume, forked at once, the memory is whole', async () => {
     const id = (await node.manager.create({ memoryMb: 1024 })).id;
-    // Touches its buffer only when asked (SIGUSR1): every page it does not touch comes in through the lazy daemon.
-    const HOG = "import os,time,signal,hashlib\nb=bytearray(os.urandom(64*1024*1024))\ndef s(*a):\n  open('/tmp/h.tmp','w').write(hashlib.sha256(b).hexdigest())\n  os.rename('/tmp/h.tmp','/tmp/h')\nsignal.signal(signal.SIGUSR1, s)\ns()\nopen('/tmp/pid','w').write(str(os.getpid()))\nwhile True: time.sleep(1)";
-    (await node.manager.spawn(id, { argv: ['python3', '-c', HOG], tag: 'hog' })).process.detach();
-    await waitFor(async () => (await run(node.manager, id, ['test', '-e', '/tmp/pid'])).exitCode === 0, 20_000, 'hog ready');
-    const sum = async (sb: string) => {
-      await run(node.manager, sb, ['sh', '-c', 'rm -f /tmp/h && kill -USR1 $(cat /tmp/pid)']);
-      await waitFor(async () => (await run(node.manager, sb, ['test', '-e', '/tmp/h'])).exitCode === 0, 20_000, 'a fresh hash');
-      return (await run(node.manager, sb, ['cat', '/tmp/h'])).stdout;
-    };
+    // Every page it does not touch comes in through the lazy daemon.
+    await startMemoryHog(node.manager, id, 64, 20_000);
+    const sum = (sb: string) => memoryHash(node.manager, sb);
     const whole = await sum(id);
     for (let i = 0; i < 3; i++) {
       await node.manager.hibernate(id);

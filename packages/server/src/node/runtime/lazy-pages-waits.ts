@@ -2,6 +2,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import type { HelperEnd } from '../../shared/exec.js';
+import { KeyedCallbacks } from '../../shared/keyed-callbacks.js';
 import { withTimeout } from '../../shared/with-timeout.js';
 import { awaitExit, hasExited, liveProcess, type LiveProcess } from './live-process.js';
 
@@ -37,7 +38,7 @@ export class LazyPagesWaits {
   readonly #clear = new Set<string>();
   /** Instances whose pages daemon failed: their tasks being killed, killed, or killed and the loss told to a watch. */
   readonly #lost = new Map<string, 'killing' | 'killed' | 'told'>();
-  readonly #lossWatches = new Map<string, Set<() => void>>();
+  readonly #lossWatches = new KeyedCallbacks();
   readonly #onLost: (key: string) => Promise<unknown>;
 
   constructor(onLost: (key: string) => Promise<unknown> = async () => {}) {
@@ -102,13 +103,7 @@ export class LazyPagesWaits {
       });
       return () => (on = false);
     }
-    const set = this.#lossWatches.get(key) ?? new Set<() => void>();
-    this.#lossWatches.set(key, set);
-    set.add(fn);
-    return () => {
-      set.delete(fn);
-      if (set.size === 0 && this.#lossWatches.get(key) === set) this.#lossWatches.delete(key);
-    };
+    return this.#lossWatches.add(key, fn);
   }
 
   /** The instance is gone: nothing of it to wait for (its pages daemon ends with its tasks). */
@@ -123,8 +118,7 @@ export class LazyPagesWaits {
     await this.#onLost(key).catch(() => {});
     // Restored again or forgotten meanwhile: nothing to tell.
     if (!this.#lost.has(key)) return;
-    const watches = [...(this.#lossWatches.get(key) ?? [])];
-    this.#lossWatches.delete(key);
+    const watches = this.#lossWatches.take(key);
     this.#lost.set(key, watches.length ? 'told' : 'killed');
     for (const fn of watches) fn();
   }
