@@ -202,7 +202,7 @@ async function coreBench(): Promise<BenchRow[]> {
       await m.rewind(big.id, snaps[i % snaps.length]!);
       rewindMs.push(performance.now() - t0);
     }
-    rows.push({ name: 'rewind (snapshot of the state left + restore)', unit: 'ms', target: 'p50 ≤ 60', summary: summarize(rewindMs) });
+    rows.push({ name: 'rewind (state left frozen and kept + restore; its dump after the answer)', unit: 'ms', target: 'p50 ≤ 60', summary: summarize(rewindMs) });
     await timeProfileRows(m, big.id, snaps[0]!, quick ? 2 : 5, rows);
     await m.delete(big.id);
   } finally {

@@ -7,8 +7,8 @@ import type { BenchRow } from './row-line.js';
  * phase (shared/profile.ts spans) of resume from a hibernation, fork of one,
  * rewind and snapshot, medians per run of each, the rest as "forkd itself"
  * (store writes, the guest link, waiting). Spans of one operation may
- * overlap (a rewind dumps and restores at once): their sum can pass the
- * total. Rows are named "where the time goes: OP — SPAN", pushed to `rows`
+ * overlap (a rewind freezes the tree it leaves while it restores): their
+ * sum can pass the total. Rows are named "where the time goes: OP — SPAN", pushed to `rows`
  * (the core section's live rows) as each operation's runs end.
  */
 export async function timeProfileRows(m: SandboxManager, id: string, snap: string, runs: number, rows: Pick<BenchRow[], 'push'>): Promise<void> {

@@ -109,7 +109,7 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
     assert.equal((await api(url, 'GET', `/v1/sandboxes/${id}`)).json.state, 'running');
     assert.equal((await execHttp(url, id, ['test', '-e', '/tmp/after'])).exit, 0, 'still at the state it was left in');
     await assertCounterRuns(url, 'thawed: the counter runs');
-    assert.equal((await rewindSnapshots(url)).length, kept + 1, 'the state dumped on the way is a whole, listed snapshot');
+    assert.equal((await rewindSnapshots(url)).length, kept, 'the state left was not dumped yet (it is the state the sandbox runs on): not listed');
     assert.equal((await instances()).length, 1, 'the restored target instance was removed');
     await noTmpSnapshots();
   });
@@ -126,11 +126,29 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
     const left = lefts.at(-1)!;
     assert.equal((await instances()).length, 1, 'the instance left was removed');
     await noTmpSnapshots();
-    // Its images were still in staging at the crash: recovery stored them, so one can rewind forward.
+    // Its dump was not taken at the crash: the restart took it from the frozen tree, so one can rewind forward.
     assert.equal((await api(url, 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: left.id })).status, 200);
     assert.equal((await execHttp(url, id, ['cat', '/tmp/after2'])).stdout, 'after2\n', 'forward again');
     const stored = (await api(url, 'GET', `/v1/snapshots/${left.id}`)).json;
     assert.ok(stored.sizeBytes > 0, `its size is recorded: ${JSON.stringify(stored)}`);
+  });
+
+  test('crash after a rewind answered, the state left dumped but not yet published: the restart dumps it again from the frozen tree', async () => {
+    const target = await targetThenFile('before-dumped', 'after4');
+    const kept = (await rewindSnapshots(daemon!)).length;
+    const d = await restart('rewind:left-dumped');
+    assert.equal((await api(d, 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: target.id })).status, 200, 'the rewind answers before its dump');
+    const c = d.child;
+    if (c.exitCode === null && c.signalCode === null) await new Promise((r) => c.once('exit', r));
+    const url = await restart();
+    assert.equal((await execHttp(url, id, ['test', '-e', '/tmp/after4'])).exit, 1, 'at the target');
+    const lefts = await rewindSnapshots(url);
+    assert.equal(lefts.length, kept + 1, 'the state left is kept');
+    assert.equal((await instances()).length, 1, 'the instance left was released after its dump');
+    await noTmpSnapshots();
+    assert.equal((await api(url, 'POST', `/v1/sandboxes/${id}/rewind`, { snapshot: lefts.at(-1)!.id })).status, 200);
+    assert.equal((await execHttp(url, id, ['cat', '/tmp/after4'])).stdout, 'after4\n', 'forward again: the state left, whole');
+    await assertCounterRuns(url, 'the counter runs');
   });
 
   test('crash mid-rewind of a paused sandbox: the rewind is committed; it resumes at the target', async () => {

@@ -9,8 +9,12 @@ import type { ErrorCode } from '@forkd/protocol';
 export interface NodeEvent {
   at: string;
   sandboxId: string;
-  /** `lost` or `recover`; `snapshot-skipped`: a timeline snapshot the pool had no room for; `secret.use`: a grant's header added to a request (never the value). */
-  operation: 'lost' | 'recover' | 'snapshot-skipped' | 'secret.use';
+  /**
+   * `lost` or `recover`; `snapshot-skipped`: a timeline snapshot the pool had no room for;
+   * `snapshot-lost`: the state a rewind left could not be dumped after the rewind answered;
+   * `secret.use`: a grant's header added to a request (never the value).
+   */
+  operation: 'lost' | 'recover' | 'snapshot-skipped' | 'snapshot-lost' | 'secret.use';
   /** What happened, for people (the snapshot used, the time lost, or why it failed). */
   detail: string;
   code: 'OK' | ErrorCode;

@@ -1,4 +1,5 @@
 import { ForkdError } from '@forkd/protocol';
+import { FORKD_GUEST_PROTOCOL } from '../node/guest/guest-frames.js';
 import type { GuestClient } from '../node/guest/guest-client.js';
 import type { GuestTransport } from '../node/runtime/guest-transport.js';
 import type { RuntimeStatus } from '../node/runtime/runtime.js';
@@ -20,6 +21,7 @@ export class FakeGuestTransport implements GuestTransport {
       const silent = () => this.silent.has(key);
       const fake = {
         openConnections: 0,
+        protocol: FORKD_GUEST_PROTOCOL,
         info: async () => {
           if (silent()) throw new ForkdError('TIMEOUT', `fake agent of ${key} does not answer`);
           return {};

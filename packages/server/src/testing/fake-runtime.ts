@@ -8,7 +8,7 @@ import { KeyedCallbacks } from '../shared/keyed-callbacks.js';
 import type { RuntimeNetwork } from '../node/network/network.js';
 import type { CheckpointImages, CheckpointOptions, CheckpointStats, ExitWatch, IdMap, ResourceUsage, RestoreOptions, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from '../node/runtime/runtime.js';
 
-export type RuntimeOp = 'start' | 'restore' | 'checkpoint' | 'destroy' | 'state' | 'usage' | 'thaw' | 'update' | 'list' | 'settleMemory';
+export type RuntimeOp = 'start' | 'restore' | 'checkpoint' | 'destroy' | 'state' | 'usage' | 'thaw' | 'freeze' | 'update' | 'list' | 'settleMemory';
 
 export interface RuntimeCall {
   op: RuntimeOp;
@@ -173,7 +173,8 @@ export class FakeRuntime implements Runtime {
   async checkpoint(id: string, opts: CheckpointOptions): Promise<CheckpointStats> {
     await this.#enter('checkpoint', id);
     const i = this.instances.get(id);
-    if (!i || i.status !== 'running') throw new ForkdError('INTERNAL', `fake dump failed: instance ${id} is not running`);
+    // A tree frozen beforehand (freeze) is dumped as it is, and stays frozen.
+    if (!i || (i.status !== 'running' && i.status !== 'paused')) throw new ForkdError('INTERNAL', `fake dump failed: instance ${id} is not running`);
     await mkdir(opts.imagesDir, { recursive: true, mode: 0o700 });
     await mkdir(opts.workDir, { recursive: true, mode: 0o700 });
     await writeFile(join(opts.imagesDir, 'fake-pages-1'), i.memory);
@@ -206,6 +207,13 @@ export class FakeRuntime implements Runtime {
     const i = this.instances.get(id);
     if (!i) throw new ForkdError('NOT_FOUND', `fake instance ${id} not found`);
     if (i.status === 'paused') i.status = 'running';
+  }
+
+  async freeze(id: string): Promise<void> {
+    await this.#enter('freeze', id);
+    const i = this.instances.get(id);
+    if (!i) throw new ForkdError('NOT_FOUND', `fake instance ${id} not found`);
+    i.status = 'paused';
   }
 
   async usage(id: string): Promise<ResourceUsage> {

@@ -1,5 +1,6 @@
 import type { SandboxState } from '@forkd/protocol';
 import type { Logger } from '../../shared/logger.js';
+import type { NodeEventSink } from '../node-event.js';
 import type { SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Storage } from '../storage/storage.js';
@@ -36,8 +37,12 @@ export interface ManagerContext {
   pool: WarmPool;
   /** Frozen trees of recent pauses, kept so a resume is a thaw (see hot-pauses.ts). */
   hot: HotPauses;
+  /** Where events no API call asked for go (the sandbox's event log). */
+  onEvent?: NodeEventSink | undefined;
   /** Releases of instances left by rewinds, finished in the background (awaited by close and delete). */
   background: Set<Promise<void>>;
+  /** Per sandbox, the dump of the state its last rewind left, while it is not in (the next rewind waits: one at a time). */
+  leftDumps: Map<string, Promise<void>>;
   record(id: string): Promise<SandboxRecord>;
   snapshotRecord(snapId: string): Promise<SnapshotRecord>;
   /** Compare-and-set of the state (CONFLICT when it is not allowed or changed concurrently). */

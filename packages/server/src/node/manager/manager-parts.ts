@@ -114,6 +114,7 @@ export function assembleManager(deps: ManagerDeps, m: ManagerFacade): ManagerPar
     pool,
     hot,
     background: new Set(),
+    leftDumps: new Map(),
     record,
     snapshotRecord: async (snapId) => {
       const s = await store.getSnapshot(snapId);

@@ -1,20 +1,25 @@
 import { randomBytes } from 'node:crypto';
 import { ForkdError, type SandboxInfo } from '@forkd/protocol';
+import type { SandboxRecord, SnapshotRecord } from '../../store/store.js';
 import { crashPoint } from '../../shared/crash-point.js';
 import type { ManagerContext } from './manager-context.js';
+import { freezeToKeep, type FrozenState } from './deferred-dump.js';
 import { resumeSandbox, revived } from './pause-resume.js';
 import { toInfo } from './sandbox-info.js';
 
 /**
  * Rewind in place to any snapshot of the sandbox's timeline. Non-destructive:
- * the state being left is snapshotted first, so one can rewind forward again.
- * A running sandbox is dumped and the target restored at the same time: the
- * target comes up as a new instance (own runtime key, root volume and
- * network namespace, so nothing collides with the frozen tree being dumped),
- * its agent awaited while the dump goes on, and one store write switches the
- * sandbox to it once both are done. A crash
- * before the switch leaves the old instance (thawed by recovery), after it
- * the new one; recovery removes the other. Under the sandbox's lock.
+ * the state being left is kept as a snapshot, so one can rewind forward
+ * again. A running sandbox's tree is frozen (that instant is the state
+ * left) while the target is restored beside it as a new instance (own
+ * runtime key, root volume and network namespace, so nothing collides with
+ * the frozen tree) and its agent awaited; then the state left is recorded,
+ * one store write switches the sandbox to the target, and it answers. The
+ * frozen tree is dumped after that (see freezeToKeep: readers of that
+ * snapshot wait for it, and a restart takes the dump if the daemon dies
+ * first). A crash before the switch leaves the
+ * old instance (thawed by recovery), after it the new one; recovery removes
+ * the other once its dump is taken. Under the sandbox's lock.
  */
 export async function rewindSandbox(c: ManagerContext, id: string, snapId: string): Promise<SandboxInfo> {
   let r = await c.record(id);
@@ -34,14 +39,23 @@ export async function rewindSandbox(c: ManagerContext, id: string, snapId: strin
     return resumeSandbox(c, id);
   }
   if (r.state !== 'running') throw new ForkdError('FAILED_PRECONDITION', `sandbox ${id} is ${r.state}`);
+  return rewindRunning(c, r, snap);
+}
+
+/** A running sandbox: the state left frozen and kept, the target restored beside it, then the switch. */
+async function rewindRunning(c: ManagerContext, r: SandboxRecord, snap: SnapshotRecord): Promise<SandboxInfo> {
+  const id = r.id;
+  // Rewinds asked for faster than their dumps finish would stack frozen trees: one dump at a time per sandbox.
+  await c.leftDumps.get(id);
   const old = r.instance ?? r.id;
   const next = `${id}.${randomBytes(4).toString('hex')}`;
   const [left, target] = await Promise.allSettled([
-    c.takeSnapshot(r, { reason: 'rewind', leaveRunning: false, deferStore: true }),
+    freezeToKeep({ ...c, reattach: c.locks.reattach }, r, old),
     c.instances.restoreInto(next, r, snap).then(() => c.instances.waitReady(next)),
   ]);
-  // Nothing is lost by giving up: the old instance runs on, the state it left (if dumped) stays a snapshot.
+  // Nothing is lost by giving up: the old instance runs on as it was.
   const giveUp = async (err: unknown): Promise<never> => {
+    if (left.status === 'fulfilled') await left.value.abandon();
     await c.store.setInstance(id, old);
     await c.instances.releaseKey(next).catch(() => {});
     await c.runtime.thaw(old).catch(() => {});
@@ -49,14 +63,39 @@ export async function rewindSandbox(c: ManagerContext, id: string, snapId: strin
   };
   const failed = [left, target].find((x): x is PromiseRejectedResult => x.status === 'rejected');
   if (failed) return giveUp(failed.reason);
-  crashPoint('rewind:restored');
-  // Snapshots older than this instant (the state left included) are no longer its line (see Recovery.candidates).
-  await c.store.setInstance(id, next, { at: new Date().toISOString(), snapshot: snapId });
+  const frozen = (left as PromiseFulfilledResult<FrozenState>).value;
+  try {
+    await frozen.commit();
+    crashPoint('rewind:restored');
+    // Snapshots older than this instant (the state left included) are no longer its line (see Recovery.candidates).
+    await c.store.setInstance(id, next, { at: new Date().toISOString(), snapshot: snap.id });
+  } catch (err) {
+    return giveUp(err);
+  }
   crashPoint('rewind:switched');
   c.markActive(id);
-  c.logger.info('sandbox rewound', { sandbox: id, snapshot: snapId, instance: next });
-  const done = c.instances.releaseKey(old).catch((err) => c.logger.warn('release of the instance left failed', { sandbox: id, instance: old, error: String(err) }));
-  c.background.add(done);
-  void done.finally(() => c.background.delete(done));
+  c.logger.info('sandbox rewound', { sandbox: id, snapshot: snap.id, instance: next });
+  dumpLeftLater(c, id, old, frozen);
   return toInfo(await c.record(id));
+}
+
+/**
+ * After the answer, not under the lock (a delete asked for meanwhile waits
+ * for it, under it): what reads or removes the state left waits for its
+ * dump in SnapshotFiles, and the tree dumped is no longer the sandbox's.
+ * Then the instance left is released.
+ */
+function dumpLeftLater(c: ManagerContext, id: string, old: string, frozen: FrozenState): void {
+  // The tenant learns of a state left that could not be kept (the reason is the node's, in its log).
+  const lost = (snapId: string) => c.onEvent?.({ at: new Date().toISOString(), sandboxId: id, operation: 'snapshot-lost', detail: `the state left by the rewind (snapshot ${snapId}) could not be dumped and is not kept`, code: 'INTERNAL', durationMs: 0 });
+  const done = frozen
+    .finish(lost)
+    .then(() => c.instances.releaseKey(old))
+    .catch((err) => c.logger.warn('release of the instance left failed', { sandbox: id, instance: old, error: String(err) }));
+  c.background.add(done);
+  c.leftDumps.set(id, done);
+  void done.finally(() => {
+    c.background.delete(done);
+    if (c.leftDumps.get(id) === done) c.leftDumps.delete(id);
+  });
 }

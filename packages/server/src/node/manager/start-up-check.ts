@@ -5,6 +5,7 @@ import { poolLayout } from '../storage/pool-layout.js';
 import type { Storage } from '../storage/storage.js';
 import type { SnapshotFiles } from '../storage/snapshot-files.js';
 import type { TemplateRegistry } from '../templates/template-registry.js';
+import { finishFrozenDrafts } from './deferred-dump.js';
 import { eachBounded } from './each-bounded.js';
 import type { GuestTransport } from '../runtime/guest-transport.js';
 import { LOST_AT_START, type Recovery } from './recovery.js';
@@ -36,13 +37,15 @@ export interface StartUpContext {
 
 /**
  * Reconciles the store with reality after a (possibly unclean) restart:
- * finishes interrupted creates and deletes, marks sandboxes whose processes
+ * takes the dumps rewinds left to do, finishes interrupted creates and deletes, marks sandboxes whose processes
  * are gone as lost, removes runtime state, volumes, snapshot directories
  * and staging directories nobody owns, and then (unless turned off) brings
  * the lost sandboxes back (see Recovery).
  */
 export async function checkAtStartUp(c: StartUpContext): Promise<void> {
   await c.templates.sweep();
+  // Before the sweep would take their instances: rewinds that answered before the state they left was dumped.
+  await finishFrozenDrafts(c);
   const known = new Set<string>();
   const lost: SandboxRecord[] = [];
   const records = await c.store.listSandboxes();

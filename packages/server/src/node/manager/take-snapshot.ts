@@ -3,7 +3,7 @@ import type { Logger } from '../../shared/logger.js';
 import { crashPoint } from '../../shared/crash-point.js';
 import { span } from '../../shared/profile.js';
 import type { SandboxRecord, SnapshotRecord, Store } from '../../store/store.js';
-import type { Runtime } from '../runtime/runtime.js';
+import type { CheckpointStats, Runtime } from '../runtime/runtime.js';
 import type { Storage } from '../storage/storage.js';
 import type { SnapshotDraft, SnapshotFiles } from '../storage/snapshot-files.js';
 import type { GuestTransport } from '../runtime/guest-transport.js';
@@ -21,21 +21,30 @@ function agentHeldAConnection(err: unknown): boolean {
 }
 
 /**
+ * The guest made dumpable, its memory whole and every host connection let
+ * go of (streams held back until the returned release).
+ */
+export async function readyForDump(c: Pick<SnapshotContext, 'guests' | 'runtime'>, key: string): Promise<() => void> {
+  const guest = c.guests.at(key);
+  // An agent that never answers cannot be dumped (it stays non-dumpable): say so rather than let CRIU fail.
+  await guest.setDumpable(true).catch((err: unknown) => {
+    if (err instanceof ForkdError && err.code === 'TIMEOUT') throw err;
+  });
+  // Before the guest's streams are held back: right after a lazy restore this waits for its last pages.
+  await span('snapshot: memory settled', () => c.runtime.settleMemory(key));
+  return guest.quiesce();
+}
+
+/**
  * One dump: the guest made dumpable and quiesced (every host connection let
  * go of, streams held back), the checkpoint with the root's commit while
  * frozen, then the guest let back in.
  */
-async function dumpOnce(c: SnapshotContext, r: SandboxRecord, key: string, draft: SnapshotDraft, leaveRunning: boolean) {
+export async function dumpOnce(c: SnapshotContext, r: SandboxRecord, key: string, draft: SnapshotDraft, leaveRunning: boolean) {
   const reopen = c.reattach.hold(r.id);
   const guest = c.guests.at(key);
   try {
-    // An agent that never answers cannot be dumped (it stays non-dumpable): say so rather than let CRIU fail.
-    await guest.setDumpable(true).catch((err: unknown) => {
-      if (err instanceof ForkdError && err.code === 'TIMEOUT') throw err;
-    });
-    // Before the guest's streams are held back: right after a lazy restore this waits for its last pages.
-    await span('snapshot: memory settled', () => c.runtime.settleMemory(key));
-    const release = await guest.quiesce();
+    const release = await readyForDump(c, key);
     try {
       const stats = await c.runtime.checkpoint(key, {
         imagesDir: draft.imagesDir,
@@ -52,6 +61,26 @@ async function dumpOnce(c: SnapshotContext, r: SandboxRecord, key: string, draft
   } finally {
     reopen();
     if (leaveRunning) await guest.setDumpable(false).catch(() => {});
+  }
+}
+
+/**
+ * `dump` into `first`, and once more into a fresh draft when the agent had
+ * not yet closed its end of a connection the host let go of (a starved
+ * agent on a loaded host): that dump failed before anything was frozen for
+ * long, and `dump` quiesces again. A draft whose dump failed is discarded.
+ */
+export async function dumpRetrying(c: Pick<SnapshotContext, 'files' | 'logger'>, sandbox: string, snapId: string, first: SnapshotDraft, dump: (draft: SnapshotDraft, attempt: number) => Promise<CheckpointStats>): Promise<{ stats: CheckpointStats; draft: SnapshotDraft }> {
+  let draft = first;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return { stats: await dump(draft, attempt), draft };
+    } catch (err) {
+      await draft.discard();
+      if (attempt > 1 || !agentHeldAConnection(err)) throw err;
+      c.logger.warn('snapshot dump retried: the guest agent still held a closed connection', { sandbox, snapshot: snapId });
+      draft = await c.files.draft(snapId, draft.staged);
+    }
   }
 }
 
@@ -91,25 +120,10 @@ export async function takeSnapshot(c: SnapshotContext, r: SandboxRecord, opts: T
   const key = await c.instances.key(r.id);
   const used = (await c.runtime.usage(key).catch(() => undefined))?.memoryBytes;
   const stage = await c.files.canStage(used);
-  let draft = await c.files.draft(snapId, stage);
   const previous = (await c.store.listSnapshots(r.id)).pop()?.id ?? r.forkedFrom;
-  let stats;
+  const { stats, draft } = await dumpRetrying(c, r.id, snapId, await c.files.draft(snapId, stage), (d) => dumpOnce(c, r, key, d, opts.leaveRunning));
   let sealed: { memoryBytes: number; deferred: boolean };
   try {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        stats = await dumpOnce(c, r, key, draft, opts.leaveRunning);
-        break;
-      } catch (err) {
-        if (attempt > 1 || !agentHeldAConnection(err)) throw err;
-        // The agent had not yet closed its end of a connection the host let go of (a starved
-        // agent on a loaded host): the dump failed before anything was frozen for long. Once more,
-        // from a fresh draft, after quiescing again.
-        c.logger.warn('snapshot dump retried: the guest agent still held a closed connection', { sandbox: r.id, snapshot: snapId });
-        await draft.discard();
-        draft = await c.files.draft(snapId, stage);
-      }
-    }
     sealed = await draft.seal({ defer: !!opts.deferStore, previous });
   } catch (err) {
     await draft.discard();

@@ -83,6 +83,43 @@ export async function runcCheckpoint(d: CheckpointDeps, id: string, o: Checkpoin
   }
 }
 
+/** What freezing ahead of a dump needs of the runtime. */
+export interface FreezeDeps {
+  /** forkd-criu-action: its pre-dump freeze is the one every dump uses. */
+  criuAction: string;
+  cgroupPath: string;
+  /** A directory of root's for the hook file (made anew, removed after). */
+  hookDir: string;
+  thaw(): Promise<void>;
+}
+
+/**
+ * Freezes the tree as a checkpoint would (forkd's CRIU action script at
+ * pre-dump, run directly: stopped tasks turned into frozen ones with
+ * SIGSTOP pending, a vfork caught in the freeze let through first), without
+ * the dump: a later runcCheckpoint finds it frozen, freezes nothing more
+ * and leaves it frozen. On failure it is thawed again.
+ */
+export async function runcFreeze(d: FreezeDeps, id: string): Promise<void> {
+  if (!d.criuAction) throw new ForkdError('FAILED_PRECONDITION', 'the criu action script is not installed: run forkd setup again');
+  const f = freezerControl(d.cgroupPath);
+  if (!existsSync(dirname(f.file))) throw new ForkdError('NOT_FOUND', `sandbox ${id} has no cgroup to freeze`);
+  await rm(d.hookDir, { recursive: true, force: true });
+  await mkdir(d.hookDir, { recursive: true, mode: 0o700 });
+  const hook = join(d.hookDir, CHECKPOINT_HOOK);
+  try {
+    await writeFile(hook, [f.file, f.freeze, f.checkFile, f.frozenPattern].join('\n') + '\n', { mode: 0o600, flag: 'wx' });
+    const env = { ...process.env, CRTOOLS_SCRIPT_ACTION: 'pre-dump', CRTOOLS_IMAGE_DIR: d.hookDir };
+    const r = await exec(d.criuAction, [], { env, allowFailure: true });
+    if (r.code !== 0) {
+      await d.thaw().catch(() => {});
+      throw new ForkdError('INTERNAL', `the freeze of ${id} failed: ${r.stderr.trim().slice(-300)}`, { cmd: d.criuAction, exitCode: r.code, stderrTail: r.stderr.slice(-4000) });
+    }
+  } finally {
+    await rm(d.hookDir, { recursive: true, force: true });
+  }
+}
+
 /**
  * A dump that failed after the action script started the filesystem
  * snapshot: that snapshot still runs, and the caller is about to remove

@@ -15,7 +15,7 @@ import { restoreVethEnv } from './criu-veth.js';
 import { prepareCriuHost } from './criu-host.js';
 import type { Logger } from '../../shared/logger.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
-import { criuError, runcCheckpoint } from './runc-checkpoint.js';
+import { criuError, runcCheckpoint, runcFreeze } from './runc-checkpoint.js';
 import { startLazyDaemons, type LazyDaemons } from './runc-daemons.js';
 import { LazyPagesWaits, PAGES_LOST } from './lazy-pages-waits.js';
 import { firstExit } from './exit-watch.js';
@@ -199,6 +199,12 @@ export class RuncRuntime implements Runtime {
       if (err.code === 'ENOENT') throw new ForkdError('NOT_FOUND', `sandbox ${id} has no cgroup to thaw`);
       throw err;
     });
+  }
+
+  /** See runcFreeze. */
+  freeze(id: string): Promise<void> {
+    const hookDir = join(this.#o.bundleRoot, id, 'freeze');
+    return runcFreeze({ criuAction: this.#o.criuAction, cgroupPath: this.cgroupPath(id), hookDir, thaw: () => this.thaw(id) }, id);
   }
 
   /** See runcCheckpoint. */

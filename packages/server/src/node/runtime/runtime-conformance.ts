@@ -170,6 +170,28 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       await h.runtime.destroy(k);
     });
 
+    test('freeze then checkpoint (a deferred dump): the frozen tree is dumped as it is, stays frozen, and restores with its memory', async () => {
+      await assert.rejects(h.runtime.freeze(key('absent')), (err) => err instanceof ForkdError && err.code === 'NOT_FOUND');
+      const a = key('prefrozen');
+      await h.runtime.start(a, await spec(a));
+      const value = await h.memory(a);
+      await h.runtime.freeze(a);
+      assert.equal((await h.runtime.state(a)).status, 'paused');
+      const { imagesDir, snapKey } = await checkpoint(a, false);
+      assert.equal(await h.runtime.images.complete(imagesDir), true);
+      assert.equal((await h.runtime.state(a)).status, 'paused', 'left frozen');
+      await h.runtime.destroy(a);
+      const b = key('from-prefrozen');
+      await h.runtime.restore(b, { ...(await spec(b)), root: await h.rootFrom(b, snapKey) }, { imagesDir });
+      assert.equal(await h.memory(b), value);
+      // A freeze given up (the rewind failed): thawed, it runs and dumps as before.
+      await h.runtime.freeze(b);
+      await h.runtime.thaw(b);
+      assert.equal((await h.runtime.state(b)).status, 'running');
+      assert.equal(await h.runtime.images.complete((await checkpoint(b, true)).imagesDir), true);
+      await h.runtime.destroy(b);
+    });
+
     test('restore brings the checkpointed tree back in another instance, with its memory and the images\' range whatever the spec says', async () => {
       const a = key('source');
       await h.runtime.start(a, await spec(a));

@@ -126,8 +126,16 @@ export interface Runtime {
   state(id: string): Promise<RuntimeState>;
   /** Changes the cgroup limits of a running sandbox. */
   update(id: string, limits: Limits): Promise<void>;
-  /** Thaws a sandbox left frozen (by a checkpoint without leaveRunning, or a crash in one). */
+  /** Thaws a sandbox left frozen (by freeze, a checkpoint without leaveRunning, or a crash in one). */
   thaw(id: string): Promise<void>;
+  /**
+   * Freezes the tree now for a checkpoint to come (which finds it frozen and
+   * leaves it so): the instant a snapshot whose dump is deferred keeps (a
+   * rewind's state left). Frozen as a checkpoint freezes (tasks stopped by
+   * job control, a vfork caught in the freeze: see runcCheckpoint), so that
+   * dump cannot hang on it. NOT_FOUND when there is no such instance.
+   */
+  freeze(id: string): Promise<void>;
   /**
    * Dumps the process tree's memory and state into `imagesDir` (CRIU for containers).
    * Consistency: `whileFrozen` runs while the tree is frozen (alongside the

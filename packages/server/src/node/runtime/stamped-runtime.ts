@@ -66,6 +66,10 @@ export class StampedRuntime implements Runtime {
   thaw(id: string): Promise<void> {
     return this.#inner.thaw(id);
   }
+
+  freeze(id: string): Promise<void> {
+    return this.#inner.freeze(id);
+  }
   settleMemory(id: string): Promise<void> {
     return this.#inner.settleMemory(id);
   }

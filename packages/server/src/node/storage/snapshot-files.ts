@@ -13,6 +13,8 @@ import { memAvailableBytes } from './host-space.js';
 
 /** In a snapshot directory: its memory images are still in staging, at the path this file holds. */
 const STAGED_MARKER = 'staged';
+/** In a draft: the frozen instance its dump is still to be taken from (a rewind's state left), as this file says (see dumpLater). */
+const FROZEN_MARKER = 'frozen-instance';
 
 /** A snapshot being written: under `.tmp-*` until published, so a crash never leaves a half-made one that looks whole. */
 export interface SnapshotDraft {
@@ -30,6 +32,13 @@ export interface SnapshotDraft {
    * page sharing against `previous`. Returns the memory bytes written (0 when deferred).
    */
   seal(opts: { defer: boolean; previous: string | undefined }): Promise<{ memoryBytes: number; deferred: boolean }>;
+  /**
+   * Before the dump (a dump deferred, see SnapshotFiles.dumpLater): says
+   * which frozen instance it is to be taken from, so a restart of the
+   * daemon takes it (SnapshotFiles.frozenDrafts) instead of removing the
+   * draft. `note` is the caller's (the instance key and what the dump needs).
+   */
+  markFrozen(note: string): Promise<void>;
   /** Renames the finished draft into place. */
   publish(): Promise<void>;
   /** Removes what the draft made (a failed dump). */
@@ -55,6 +64,14 @@ export interface SnapshotFiles {
   draft(snapId: string, stage: boolean): Promise<SnapshotDraft>;
   /** A deferred draft's images, moved from staging into the pool in the background (`onStored` records their size). */
   storeLater(snapId: string, previous: string | undefined): void;
+  /**
+   * A snapshot recorded before its dump is taken (a rewind's state left,
+   * dumped after the rewind answers): everything that reads or removes it
+   * waits for `done` first, as for a store in progress.
+   */
+  dumpLater(snapId: string, done: Promise<unknown>): void;
+  /** Drafts marked frozen (markFrozen) whose dump a crash interrupted: their snapshot ids and notes. */
+  frozenDrafts(): Promise<Array<{ snapId: string; note: string }>>;
   /** Throws UNAVAILABLE when its images could not be stored (waits for a store in progress). */
   checkRestorable(snapId: string): Promise<void>;
   /** Whether its images and root are whole (recovery's choice of a snapshot). */
@@ -87,6 +104,10 @@ export class PoolSnapshotFiles implements SnapshotFiles {
   readonly #d: PoolSnapshotFilesDeps;
   /** Snapshots whose memory images are still being moved from staging into the pool (see storeLater). */
   readonly #storing = new Map<string, Promise<void>>();
+  /** Snapshots recorded whose dump is still to come (see dumpLater). */
+  readonly #dumping = new Map<string, Promise<void>>();
+  /** Background stores sharing pages with a snapshot, by that snapshot: its removal waits for them. */
+  readonly #sharing = new Map<string, Set<Promise<void>>>();
 
   constructor(deps: PoolSnapshotFilesDeps) {
     this.#d = deps;
@@ -137,7 +158,12 @@ export class PoolSnapshotFiles implements SnapshotFiles {
         }
         return { memoryBytes: Number((await exec('du', ['-sb', join(tmp, 'memory')])).stdout.split('\t')[0]) || 0, deferred: false };
       },
-      publish: () => rename(tmp, this.dir(snapId)),
+      markFrozen: (note) => writeFile(join(tmp, FROZEN_MARKER), note, { mode: 0o600 }),
+      // The marker travels with the rename; once published it means nothing (frozenDrafts reads drafts only).
+      publish: async () => {
+        await rename(tmp, this.dir(snapId));
+        await rm(join(this.dir(snapId), FROZEN_MARKER), { force: true });
+      },
       discard: async () => {
         await this.remove(tmpName).catch(() => {});
         if (staging) await rm(staging, { recursive: true, force: true });
@@ -152,7 +178,7 @@ export class PoolSnapshotFiles implements SnapshotFiles {
 
   /** Staging → pool, sharing pages with the previous snapshot (once that one is stored itself). */
   async #storeImages(staging: string, snapId: string, dir: string, previous: string | undefined): Promise<StoreStats> {
-    if (previous) await this.#storing.get(previous);
+    if (previous) await this.#whole(previous);
     const prevDir = previous ? this.memoryDir(previous) : undefined;
     const stats = await storeImages(staging, join(dir, 'memory'), prevDir && existsSync(prevDir) ? prevDir : undefined, this.#d.images.isPages);
     this.#d.logger.debug('snapshot stored', { snapshot: snapId, ...stats });
@@ -178,26 +204,69 @@ export class PoolSnapshotFiles implements SnapshotFiles {
         this.#freeStaging(staging);
       })
       .catch((err) => this.#d.logger.error('snapshot images could not be stored', { snapshot: snapId, error: String(err) }))
-      .finally(() => this.#storing.delete(snapId));
+      .finally(() => {
+        this.#storing.delete(snapId);
+        if (previous) this.#sharing.get(previous)?.delete(p);
+      });
     this.#storing.set(snapId, p);
+    if (previous) this.#sharing.set(previous, (this.#sharing.get(previous) ?? new Set()).add(p));
+  }
+
+  /** Waits for a dump still to come, then for the store of its images. */
+  async #whole(snapId: string): Promise<void> {
+    await this.#dumping.get(snapId);
+    await this.#storing.get(snapId);
+  }
+
+  dumpLater(snapId: string, done: Promise<unknown>): void {
+    const p = done.then(
+      () => {},
+      () => {},
+    );
+    this.#dumping.set(snapId, p);
+    void p.finally(() => {
+      if (this.#dumping.get(snapId) === p) this.#dumping.delete(snapId);
+    });
+  }
+
+  async frozenDrafts(): Promise<Array<{ snapId: string; note: string }>> {
+    const out: Array<{ snapId: string; note: string }> = [];
+    const root = dirname(this.dir('x'));
+    for (const name of await readdir(root).catch(() => [] as string[])) {
+      if (!name.startsWith('.tmp-')) continue;
+      const note = await readFile(join(root, name, FROZEN_MARKER), 'utf8').catch(() => undefined);
+      if (note !== undefined) out.push({ snapId: name.slice('.tmp-'.length), note });
+    }
+    return out;
   }
 
   async checkRestorable(snapId: string): Promise<void> {
-    await this.#storing.get(snapId);
+    await this.#whole(snapId);
     // A store that failed leaves images half-patched: restoring them would bring back wrong memory.
     if (existsSync(join(this.dir(snapId), STAGED_MARKER))) throw new ForkdError('UNAVAILABLE', `the memory images of snapshot ${snapId} could not be stored (see the node's log); it cannot be restored until a restart retries`);
   }
 
   async restorable(snapId: string): Promise<boolean> {
-    await this.#storing.get(snapId);
+    await this.#whole(snapId);
     const dir = this.dir(snapId);
     return (await this.#d.images.complete(join(dir, 'memory'))) && existsSync(join(dir, 'rootfs')) && !existsSync(join(dir, STAGED_MARKER));
   }
 
   async remove(name: string): Promise<void> {
-    await this.#storing.get(name);
+    await this.#whole(name);
+    // A later snapshot's store still reading its pages would fail half-way (its images then unrestorable).
+    await Promise.all(this.#sharing.get(name) ?? []);
+    this.#sharing.delete(name);
+    // A store that failed keeps its staging dir for a restart to retry: with the snapshot gone, it goes too.
+    const staged = this.#ownStaging(await stagedPath(join(this.dir(name), STAGED_MARKER)));
     await this.#d.storage.remove(poolLayout.snapshotRoot(name));
     await rm(this.dir(name), { recursive: true, force: true });
+    if (staged) await rm(staged, { recursive: true, force: true });
+  }
+
+  /** A path a `staged` marker names, if it is a directory of this node's staging (nothing else is ever removed by one). */
+  #ownStaging(path: string | undefined): string | undefined {
+    return path && this.#d.stagingDir && dirname(path) === resolve(this.#d.stagingDir) ? path : undefined;
   }
 
   async recoverAtStart(recorded: (name: string) => Promise<{ parentId?: string | undefined } | undefined>, forget: (snapId: string) => Promise<void>): Promise<void> {
@@ -220,7 +289,7 @@ export class PoolSnapshotFiles implements SnapshotFiles {
   async #finishStore(snapId: string, previous: string | undefined, forget: (snapId: string) => Promise<void>): Promise<void> {
     const staging = await stagedPath(join(this.dir(snapId), STAGED_MARKER));
     if (!staging) return;
-    if (this.#d.stagingDir && dirname(staging) === resolve(this.#d.stagingDir) && existsSync(staging)) {
+    if (this.#ownStaging(staging) && existsSync(staging)) {
       this.storeLater(snapId, previous, staging);
       return;
     }
@@ -231,6 +300,7 @@ export class PoolSnapshotFiles implements SnapshotFiles {
   }
 
   async settled(): Promise<void> {
+    await Promise.all(this.#dumping.values());
     await Promise.all(this.#storing.values());
   }
 }
