@@ -25,6 +25,16 @@ async function sandboxWithTarget() {
   return { s, target, targetMemory };
 }
 
+/** sandboxWithTarget, rewound to its target with the dump of the state left held back (released by `dump.release`). */
+async function rewoundWithDumpHeld() {
+  const made = await sandboxWithTarget();
+  const old = await instanceOf(made.s.id);
+  const dump = t.runtime.block('checkpoint');
+  const back = await t.manager.rewind(made.s.id, made.target.id);
+  await dump.reached;
+  return { ...made, old, dump, back };
+}
+
 const instanceOf = async (id: string) => {
   const r = await t.store.getSandbox(id);
   return r!.instance ?? r!.id;
@@ -32,11 +42,7 @@ const instanceOf = async (id: string) => {
 const leftOf = async (id: string) => (await t.manager.timeline(id)).filter((x) => x.reason === 'rewind');
 
 test('a rewind answers before the state it leaves is dumped: that state is listed at once, frozen meanwhile, and a rewind forward to it waits for its dump', async () => {
-  const { s, target, targetMemory } = await sandboxWithTarget();
-  const old = await instanceOf(s.id);
-  const dump = t.runtime.block('checkpoint');
-  const back = await t.manager.rewind(s.id, target.id);
-  await dump.reached;
+  const { s, targetMemory, old, dump, back } = await rewoundWithDumpHeld();
   assert.equal(back.state, 'running');
   assert.equal(t.runtime.instances.get(await instanceOf(s.id))?.memory, targetMemory, 'at the target');
   assert.equal(t.runtime.instances.get(old)?.status, 'paused', 'the tree left is frozen, its dump not yet taken');
@@ -60,11 +66,7 @@ test('a rewind answers before the state it leaves is dumped: that state is liste
 });
 
 test('a delete asked for while the state left is dumped waits for the dump, then everything goes (no deadlock on the lock)', async () => {
-  const { s, target } = await sandboxWithTarget();
-  const old = await instanceOf(s.id);
-  const dump = t.runtime.block('checkpoint');
-  await t.manager.rewind(s.id, target.id);
-  await dump.reached;
+  const { s, old, dump } = await rewoundWithDumpHeld();
   const del = t.manager.delete(s.id);
   assert.ok(await pending(del));
   dump.release();
@@ -75,10 +77,7 @@ test('a delete asked for while the state left is dumped waits for the dump, then
 });
 
 test('rewinds asked for faster than their dumps: the next waits for the last one\'s dump (one frozen tree at a time per sandbox)', async () => {
-  const { s, target } = await sandboxWithTarget();
-  const dump = t.runtime.block('checkpoint');
-  await t.manager.rewind(s.id, target.id);
-  await dump.reached;
+  const { s, target, dump } = await rewoundWithDumpHeld();
   const frozenBefore = [...t.runtime.instances.values()].filter((i) => i.status === 'paused').length;
   const again = t.manager.rewind(s.id, target.id);
   assert.ok(await pending(again), 'the second rewind waits');
@@ -132,11 +131,8 @@ test('a restore that fails after the freeze thaws the tree: it runs on as it was
 });
 
 test('a daemon that died before the dump: its restart takes the dump from the frozen instance and releases it', async () => {
-  const { s, target } = await sandboxWithTarget();
-  const old = await instanceOf(s.id);
-  const stale = t.runtime.block('checkpoint');
-  await t.manager.rewind(s.id, target.id);
-  await stale.reached; // the first daemon "dies" here: its dump never ends
+  // The first daemon "dies" with its dump held: it never ends.
+  const { s, old, dump: stale } = await rewoundWithDumpHeld();
   const [left] = await leftOf(s.id);
   const m = t.restart();
   await m.recover();

@@ -59,7 +59,8 @@ export async function freezeToKeep(c: SnapshotContext, r: SandboxRecord, key: st
   const used = (await c.runtime.usage(key).catch(() => undefined))?.memoryBytes;
   const first = await c.files.draft(snapId, await c.files.canStage(used));
   const previous = (await c.store.listSnapshots(r.id)).pop()?.id ?? r.forkedFrom;
-  const note = JSON.stringify({ instance: key, guestProtocol: c.guests.at(key).protocol } satisfies FrozenNote);
+  const guestProtocol = c.guests.at(key).protocol;
+  const note = JSON.stringify({ instance: key, guestProtocol } satisfies FrozenNote);
   const t0 = performance.now();
   let release: () => void;
   try {
@@ -92,7 +93,7 @@ export async function freezeToKeep(c: SnapshotContext, r: SandboxRecord, key: st
       try {
         const dump = (d: SnapshotDraft, attempt: number) =>
           // A failed dump thawed the tree: once more as an ordinary one, the instant a moment later (nobody saw it since).
-          attempt === 1 ? dumpFrozen(c, key, d, c.guests.at(key).protocol) : d.markFrozen(note).then(() => dumpOnce(c, r, key, d, false));
+          attempt === 1 ? dumpFrozen(c, key, d, guestProtocol) : d.markFrozen(note).then(() => dumpOnce(c, r, key, d, false));
         const { draft } = await dumpRetrying(c, r.id, snapId, first, dump);
         await sealAndPublish(c, snapId, draft, previous);
         c.logger.info('snapshot taken', { sandbox: r.id, snapshot: snapId, reason: 'rewind', frozenMs: record.frozenMs, deferredDumpMs: ms(performance.now() - frozenAt) });
@@ -159,13 +160,13 @@ export async function finishFrozenDrafts(c: FrozenDraftsContext): Promise<void> 
     const status = note ? (await c.runtime.state(note.instance)).status : 'missing';
     const left = note && rec && owner && (owner.instance ?? owner.id) !== note.instance && (status === 'paused' || status === 'running');
     try {
+      // Either way the draft goes: a dump at the restart starts from a fresh one.
+      await c.files.remove(`.tmp-${snapId}`);
       if (!left) {
         if (rec) c.logger.warn('a rewind left a snapshot whose dump cannot be taken any more; it is removed', { snapshot: snapId });
         if (rec) await c.store.deleteSnapshot(snapId);
-        await c.files.remove(`.tmp-${snapId}`);
         continue;
       }
-      await c.files.remove(`.tmp-${snapId}`);
       const draft = await c.files.draft(snapId, false);
       await draft.markFrozen(text);
       const stats = await dumpRetrying(c, rec.sandboxId, snapId, draft, (d) => dumpFrozen(c, note.instance, d, note.guestProtocol));

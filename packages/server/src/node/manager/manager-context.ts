@@ -39,10 +39,12 @@ export interface ManagerContext {
   hot: HotPauses;
   /** Where events no API call asked for go (the sandbox's event log). */
   onEvent?: NodeEventSink | undefined;
-  /** Releases of instances left by rewinds, finished in the background (awaited by close and delete). */
-  background: Set<Promise<void>>;
-  /** Per sandbox, the dump of the state its last rewind left, while it is not in (the next rewind waits: one at a time). */
-  leftDumps: Map<string, Promise<void>>;
+  /**
+   * Per sandbox, what its last rewind left to the background: the dump of
+   * the state left, then the release of that instance (awaited by close and
+   * delete; the next rewind waits for it, so there is one at a time).
+   */
+  background: Map<string, Promise<void>>;
   record(id: string): Promise<SandboxRecord>;
   snapshotRecord(snapId: string): Promise<SnapshotRecord>;
   /** Compare-and-set of the state (CONFLICT when it is not allowed or changed concurrently). */

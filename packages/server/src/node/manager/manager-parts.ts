@@ -113,8 +113,7 @@ export function assembleManager(deps: ManagerDeps, m: ManagerFacade): ManagerPar
     recovery,
     pool,
     hot,
-    background: new Set(),
-    leftDumps: new Map(),
+    background: new Map(),
     record,
     snapshotRecord: async (snapId) => {
       const s = await store.getSnapshot(snapId);

@@ -46,7 +46,7 @@ export async function rewindSandbox(c: ManagerContext, id: string, snapId: strin
 async function rewindRunning(c: ManagerContext, r: SandboxRecord, snap: SnapshotRecord): Promise<SandboxInfo> {
   const id = r.id;
   // Rewinds asked for faster than their dumps finish would stack frozen trees: one dump at a time per sandbox.
-  await c.leftDumps.get(id);
+  await c.background.get(id);
   const old = r.instance ?? r.id;
   const next = `${id}.${randomBytes(4).toString('hex')}`;
   const [left, target] = await Promise.allSettled([
@@ -92,10 +92,8 @@ function dumpLeftLater(c: ManagerContext, id: string, old: string, frozen: Froze
     .finish(lost)
     .then(() => c.instances.releaseKey(old))
     .catch((err) => c.logger.warn('release of the instance left failed', { sandbox: id, instance: old, error: String(err) }));
-  c.background.add(done);
-  c.leftDumps.set(id, done);
+  c.background.set(id, done);
   void done.finally(() => {
-    c.background.delete(done);
-    if (c.leftDumps.get(id) === done) c.leftDumps.delete(id);
+    if (c.background.get(id) === done) c.background.delete(id);
   });
 }

@@ -108,7 +108,7 @@ export class SandboxManager {
 
   /** Resolves once the work operations left to the background is done (rewinds: release of the instance left, store of its images). */
   async settled(): Promise<void> {
-    await Promise.all([...this.#ctx.background, this.#ctx.files.settled(), this.#ctx.space.settled()]);
+    await Promise.all([...this.#ctx.background.values(), this.#ctx.files.settled(), this.#ctx.space.settled()]);
   }
 
   /** Storage key of a sandbox's current root volume. */
@@ -222,7 +222,7 @@ export class SandboxManager {
     const r = await this.#ctx.record(id);
     if (r.state !== 'stopping') await this.#ctx.transition(r, 'stopping');
     // A rewind releases the instance it left after answering: that must not outlive the sandbox.
-    await Promise.allSettled([...this.#ctx.background]);
+    await Promise.allSettled([...this.#ctx.background.values()]);
     await this.#ctx.release(id);
     // Snapshots go with their sandbox; forks made from them do not need them (own volumes).
     for (const snap of await this.#d.store.listSnapshots(id)) {

@@ -38,10 +38,7 @@ export interface CheckpointDeps {
 export async function runcCheckpoint(d: CheckpointDeps, id: string, o: CheckpointOptions): Promise<CheckpointStats> {
   await mkdir(o.imagesDir, { recursive: true, mode: 0o700 });
   await mkdir(o.workDir, { recursive: true, mode: 0o700 });
-  const hook = join(o.imagesDir, CHECKPOINT_HOOK);
-  const f = freezerControl(d.cgroupPath);
-  // Root's own file, made anew (never through something already there): the action script refuses any other.
-  await writeFile(hook, [f.file, f.freeze, f.checkFile, f.frozenPattern, ...(o.whileFrozen?.argv ?? [])].join('\n') + '\n', { mode: 0o600, flag: 'wx' });
+  const hook = await writeHook(o.imagesDir, d.cgroupPath, o.whileFrozen?.argv);
   const t0 = performance.now();
   // A task stopped by SIGSTOP (a tenant's `kill -STOP`, a shell's Ctrl-Z) in a frozen cgroup wedges CRIU: its
   // ptrace attach waits for the stopped task to trap, which a frozen task never does. The action script
@@ -102,15 +99,12 @@ export interface FreezeDeps {
  */
 export async function runcFreeze(d: FreezeDeps, id: string): Promise<void> {
   if (!d.criuAction) throw new ForkdError('FAILED_PRECONDITION', 'the criu action script is not installed: run forkd setup again');
-  const f = freezerControl(d.cgroupPath);
-  if (!existsSync(dirname(f.file))) throw new ForkdError('NOT_FOUND', `sandbox ${id} has no cgroup to freeze`);
+  if (!existsSync(dirname(freezerControl(d.cgroupPath).file))) throw new ForkdError('NOT_FOUND', `sandbox ${id} has no cgroup to freeze`);
   await rm(d.hookDir, { recursive: true, force: true });
   await mkdir(d.hookDir, { recursive: true, mode: 0o700 });
-  const hook = join(d.hookDir, CHECKPOINT_HOOK);
   try {
-    await writeFile(hook, [f.file, f.freeze, f.checkFile, f.frozenPattern].join('\n') + '\n', { mode: 0o600, flag: 'wx' });
-    const env = { ...process.env, CRTOOLS_SCRIPT_ACTION: 'pre-dump', CRTOOLS_IMAGE_DIR: d.hookDir };
-    const r = await exec(d.criuAction, [], { env, allowFailure: true });
+    await writeHook(d.hookDir, d.cgroupPath);
+    const r = await runAction(d.criuAction, 'pre-dump', d.hookDir);
     if (r.code !== 0) {
       await d.thaw().catch(() => {});
       throw new ForkdError('INTERNAL', `the freeze of ${id} failed: ${r.stderr.trim().slice(-300)}`, { cmd: d.criuAction, exitCode: r.code, stderrTail: r.stderr.slice(-4000) });
@@ -128,8 +122,25 @@ export async function runcFreeze(d: FreezeDeps, id: string): Promise<void> {
  */
 async function awaitSnapshot(criuAction: string, hook: string): Promise<void> {
   if (!criuAction || !existsSync(`${hook}.snap-fifo`)) return;
-  const env = { ...process.env, CRTOOLS_SCRIPT_ACTION: 'post-dump', CRTOOLS_IMAGE_DIR: dirname(hook) };
-  await exec(criuAction, [], { env, allowFailure: true }).catch(() => {});
+  await runAction(criuAction, 'post-dump', dirname(hook)).catch(() => {});
+}
+
+/**
+ * The hook file the action script follows (its format: main.c's header),
+ * for the cgroup at `cgroupPath`, with `argv` of the filesystem snapshot to
+ * take while frozen. Root's own file, made anew (never through something
+ * already there): the action script refuses any other. Returns its path.
+ */
+async function writeHook(dir: string, cgroupPath: string, argv: readonly string[] = []): Promise<string> {
+  const f = freezerControl(cgroupPath);
+  const hook = join(dir, CHECKPOINT_HOOK);
+  await writeFile(hook, [f.file, f.freeze, f.checkFile, f.frozenPattern, ...argv].join('\n') + '\n', { mode: 0o600, flag: 'wx' });
+  return hook;
+}
+
+/** The action script run directly, as CRIU runs it for `action`, on the hook file in `dir`. */
+function runAction(criuAction: string, action: 'pre-dump' | 'post-dump', dir: string) {
+  return exec(criuAction, [], { env: { ...process.env, CRTOOLS_SCRIPT_ACTION: action, CRTOOLS_IMAGE_DIR: dir }, allowFailure: true });
 }
 
 /**

@@ -231,7 +231,7 @@ export class PoolSnapshotFiles implements SnapshotFiles {
 
   async frozenDrafts(): Promise<Array<{ snapId: string; note: string }>> {
     const out: Array<{ snapId: string; note: string }> = [];
-    const root = dirname(this.dir('x'));
+    const root = this.#d.storage.path(poolLayout.snapshots);
     for (const name of await readdir(root).catch(() => [] as string[])) {
       if (!name.startsWith('.tmp-')) continue;
       const note = await readFile(join(root, name, FROZEN_MARKER), 'utf8').catch(() => undefined);
