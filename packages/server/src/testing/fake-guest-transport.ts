@@ -19,6 +19,8 @@ export class FakeGuestTransport implements GuestTransport {
     let g = this.#links.get(key);
     if (!g) {
       const silent = () => this.silent.has(key);
+      // As GuestClient: a request made while quiesced waits for the release.
+      let gate: Promise<void> | undefined;
       const fake = {
         openConnections: 0,
         protocol: FORKD_GUEST_PROTOCOL,
@@ -26,8 +28,18 @@ export class FakeGuestTransport implements GuestTransport {
           if (silent()) throw new ForkdError('TIMEOUT', `fake agent of ${key} does not answer`);
           return {};
         },
-        setDumpable: async () => {},
-        quiesce: async () => () => {},
+        setDumpable: async () => {
+          await gate;
+        },
+        quiesce: async () => {
+          let open!: () => void;
+          const mine = new Promise<void>((r) => (open = r));
+          gate = mine;
+          return () => {
+            if (gate === mine) gate = undefined;
+            open();
+          };
+        },
         unsealing: () => {},
         sealed: () => {},
         sealFailed: () => {},

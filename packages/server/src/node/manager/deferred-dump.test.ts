@@ -105,6 +105,21 @@ test('a dump of the state left that fails: the rewind stands, the snapshot is fo
   await t.manager.delete(s.id);
 });
 
+test('a dump of the state left refused because the agent still held a closed connection: taken once more as an ordinary dump (its guest let go of first)', async () => {
+  const { s, target } = await sandboxWithTarget();
+  const old = await instanceOf(s.id);
+  t.runtime.fail('checkpoint', new ForkdError('INTERNAL', 'criu dump failed', { stderrTail: 'Error (criu/sk-unix.c:123): unix: Unix socket 4242 not found' }), 1);
+  await t.manager.rewind(s.id, target.id);
+  await t.manager.settled();
+  const [left] = await leftOf(s.id);
+  assert.ok(left, 'kept');
+  assert.equal(t.runtime.instances.has(old), false, 'released after its dump');
+  const forward = await t.manager.rewind(s.id, left.id);
+  assert.equal(forward.state, 'running');
+  assert.equal(t.runtime.instances.get(await instanceOf(s.id))?.memory, 'the-state-left');
+  await t.manager.delete(s.id);
+});
+
 test('a freeze that fails gives the rewind up: the sandbox runs on as it was, nothing listed', async () => {
   const { s, target } = await sandboxWithTarget();
   const old = await instanceOf(s.id);

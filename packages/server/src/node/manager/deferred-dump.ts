@@ -92,8 +92,9 @@ export async function freezeToKeep(c: SnapshotContext, r: SandboxRecord, key: st
     finish: async (onLost) => {
       try {
         const dump = (d: SnapshotDraft, attempt: number) =>
-          // A failed dump thawed the tree: once more as an ordinary one, the instant a moment later (nobody saw it since).
-          attempt === 1 ? dumpFrozen(c, key, d, guestProtocol) : d.markFrozen(note).then(() => dumpOnce(c, r, key, d, false));
+          // A failed dump thawed the tree: once more as an ordinary one, the instant a moment later (nobody saw it
+          // since). That dump quiesces the guest itself: ours is let go first, or its first request would wait on it.
+          attempt === 1 ? dumpFrozen(c, key, d, guestProtocol) : (release(), d.markFrozen(note).then(() => dumpOnce(c, r, key, d, false)));
         const { draft } = await dumpRetrying(c, r.id, snapId, first, dump);
         await sealAndPublish(c, snapId, draft, previous);
         c.logger.info('snapshot taken', { sandbox: r.id, snapshot: snapId, reason: 'rewind', frozenMs: record.frozenMs, deferredDumpMs: ms(performance.now() - frozenAt) });
