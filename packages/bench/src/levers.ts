@@ -34,6 +34,7 @@ const LEVERS: Lever[] = [
     },
     ops: ['snapshot freeze'],
   },
+  { name: 'runc started beside the lazy-pages daemon, CRIU waiting for it to listen (off: runc after it listens)', off: { FORKD_LAZY_CONNECT_WAIT: '0' }, ops: ['resume after hibernation', 'fork of one'] },
   { name: 'eager restore below FORKD_LAZY_RESTORE_MIN_MB (off: every restore lazy)', off: { FORKD_LAZY_RESTORE_MIN_MB: '0' }, ops: ['fork of one', 'rewind'] },
   { name: 'cgroup v1: /sys/fs/cgroup as binds, not a tmpfs CRIU archives with tar', off: { FORKD_CGROUP_V1_BINDS: '0' }, ops: ['snapshot freeze', 'fork of one', 'rewind'] },
   { name: "/dev the root's own directory bound over itself, not a tmpfs CRIU archives with tar", off: { FORKD_DEV_IN_ROOT: '0' }, ops: ['snapshot freeze', 'fork of one', 'rewind'] },

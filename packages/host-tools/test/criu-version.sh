@@ -59,6 +59,7 @@ chmod +x "$WORK/loader"
 printf '%s\n' "$WORK/reply" /criu-home /lib/uffd.so "$WORK/loader" --library-path /priv/lib /priv/criu > "$WORK/bin/criu.launch"
 check "launch: runs the loader with CRIU's arguments and HOME" "$("$WORK/bin/criu" check --all)" "HOME=/criu-home --library-path /priv/lib /priv/criu check --all"
 check "launch: preloads the uffd library when asked" "$(FORKD_UFFD_SOCK=/s "$WORK/bin/criu" lazy-pages)" "HOME=/criu-home --preload /lib/uffd.so --library-path /priv/lib /priv/criu lazy-pages"
+check "launch: preloads it for a lazy restore's connect wait" "$(FORKD_LAZY_WAIT_MS=100 "$WORK/bin/criu" restore)" "HOME=/criu-home --preload /lib/uffd.so --library-path /priv/lib /priv/criu restore"
 launched() {
   python3 - "$WORK/bin/criu" "$1" <<'PY'
 import socket, subprocess, sys

@@ -25,7 +25,7 @@
  * also CRIU's wrapper, so no shell starts at each CRIU run (~3 ms each here,
  * two per operation): FILE.launch beside it (FILE its own path) holds, one
  * per line, the reply file, HOME for CRIU's config, the library that
- * FORKD_UFFD_SOCK preloads, then the command that runs CRIU from its private
+ * FORKD_UFFD_SOCK or FORKD_LAZY_WAIT_MS preloads, then the command that runs CRIU from its private
  * root (loader, its options, criu). `swrk FD` is answered as above when it
  * is the version probe (unless FORKD_CRIU_ASK_VERSION is set); everything
  * else execs CRIU with the same arguments.
@@ -127,10 +127,11 @@ static int launch(int argc, char **argv) {
   }
   if (setenv("HOME", line[1], 1) != 0) return perror("forkd-criu: HOME"), 127;
   const char *uffd = getenv("FORKD_UFFD_SOCK");
+  const char *lazy = getenv("FORKD_LAZY_WAIT_MS");
   char *args[MAX_LINES + 4 + 256];
   int k = 0;
   args[k++] = line[3];
-  if (uffd && *uffd) {
+  if ((uffd && *uffd) || (lazy && *lazy)) {
     args[k++] = "--preload";
     args[k++] = line[2];
   }

@@ -1,6 +1,17 @@
 /*
  * libforkd-uffd.so: preloaded into criu by its wrapper when the runtime sets
- * FORKD_UFFD_SOCK, for lazy restores into a user namespace (see
+ * FORKD_UFFD_SOCK or FORKD_LAZY_WAIT_MS, for lazy restores.
+ *
+ * FORKD_LAZY_WAIT_MS=N: a lazy restore's runc starts beside its `criu
+ * lazy-pages` daemon instead of after it listens (its start took ~8 ms of
+ * every lazy resume's path). CRIU connects to the daemon's socket once, early
+ * in the restore, and fails if nobody listens yet: connect() to a socket named
+ * lazy-pages.socket (or to the broker's) is tried again while it is absent or
+ * refused, for up to N ms, or until the process FORKD_LAZY_PID (the daemon)
+ * is gone. A daemon that never listens fails the restore then, as an
+ * unanswered connect did before; the runtime restores eagerly.
+ *
+ * FORKD_UFFD_SOCK: for lazy restores into a user namespace (see
  * forkd-uffd-broker for why). It wraps libc's syscall(): when CRIU's
  * syscall(SYS_userfaultfd) is refused with EPERM inside the namespace, the
  * restoring task asks the broker for an fd of /dev/userfaultfd, makes its
@@ -15,7 +26,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -24,6 +37,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef USERFAULTFD_IOC_NEW
@@ -31,8 +45,12 @@
 #endif
 
 typedef long (*syscall_fn)(long, ...);
+typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
 
 static syscall_fn real_syscall;
+static connect_fn real_connect;
+static long wait_ms;
+static pid_t daemon_pid;
 static int armed;
 static dev_t images_dev;
 static ino_t images_ino;
@@ -40,6 +58,14 @@ static char sock_name[108];
 
 __attribute__((constructor)) static void init(void) {
   real_syscall = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
+  real_connect = (connect_fn)dlsym(RTLD_NEXT, "connect");
+  const char *wait = getenv("FORKD_LAZY_WAIT_MS");
+  char *end = NULL;
+  long ms = wait ? strtol(wait, &end, 10) : 0;
+  if (wait && end && *end == 0 && ms > 0 && ms <= 600000) wait_ms = ms;
+  const char *pid = getenv("FORKD_LAZY_PID");
+  long p = pid ? strtol(pid, &end, 10) : 0;
+  if (pid && end && *end == 0 && p > 1 && p < (1L << 22)) daemon_pid = (pid_t)p;
   const char *path = getenv("FORKD_UFFD_SOCK");
   const char *slash = path ? strrchr(path, '/') : NULL;
   if (!slash || slash == path || strlen(slash + 1) >= sizeof(sock_name)) return;
@@ -80,6 +106,48 @@ static int find_images_fd(void) {
   for (long fd = top - 1; fd >= 0; fd--)
     if (fcntl((int)fd, F_GETFD) >= 0 && is_images_dir((int)fd)) return (int)fd;
   return -1;
+}
+
+static long now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
+}
+
+/* A daemon's socket (by its last path element) that may not listen yet when CRIU first connects. */
+static int awaited_socket(const struct sockaddr *sa, socklen_t len) {
+  if (!sa || len <= offsetof(struct sockaddr_un, sun_path) || sa->sa_family != AF_UNIX) return 0;
+  const struct sockaddr_un *un = (const struct sockaddr_un *)sa;
+  size_t n = strnlen(un->sun_path, len - offsetof(struct sockaddr_un, sun_path));
+  if (n == 0 || n >= sizeof(un->sun_path)) return 0;
+  char path[sizeof(un->sun_path)];
+  memcpy(path, un->sun_path, n);
+  path[n] = 0;
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  return strcmp(base, "lazy-pages.socket") == 0 || (armed && strcmp(base, sock_name) == 0);
+}
+
+/* The daemon named by FORKD_LAZY_PID ended before it listened: it never will. errno kept (the connect's). */
+static int daemon_gone(void) {
+  int saved = errno;
+  int gone = daemon_pid && kill(daemon_pid, 0) != 0 && errno == ESRCH;
+  errno = saved;
+  return gone;
+}
+
+int connect(int fd, const struct sockaddr *sa, socklen_t len) {
+  int r = real_connect(fd, sa, len);
+  if (r == 0 || wait_ms == 0 || (errno != ENOENT && errno != ECONNREFUSED) || !awaited_socket(sa, len)) return r;
+  long deadline = now_ms() + wait_ms;
+  while (now_ms() < deadline && !daemon_gone()) {
+    /* 200 us: the daemon listens within ~10 ms; a refused connect leaves the socket fd reusable. */
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = 200000};
+    nanosleep(&pause, NULL);
+    r = real_connect(fd, sa, len);
+    if (r == 0 || (errno != ENOENT && errno != ECONNREFUSED)) return r;
+  }
+  return r;
 }
 
 static int receive_device(int s) {

@@ -161,10 +161,10 @@ describe('crash safety of stateful operations', { skip: !isRoot && 'needs root' 
     await noTmpSnapshots();
   });
 
-  test('crash mid-resume, its lazy-pages daemon listening, runc not yet run: the daemon goes with it (none left waiting for ever); it is paused and resumes', async () => {
+  test('crash mid-resume, its lazy-pages daemon started, runc not yet run: the daemon goes with it (none left waiting for ever); it is paused and resumes', async () => {
     assert.equal((await api(daemon!, 'POST', `/v1/sandboxes/${id}/pause`)).json.state, 'paused');
     // Every restore lazy (the counter's images are small), and no hot window: the resume restores.
-    const url = await crashDuring('restore:helpers-listening', 'POST', `/v1/sandboxes/${id}/resume`, undefined, { FORKD_LAZY_RESTORE_MIN_MB: '0', FORKD_HOT_PAUSE_S: '0' });
+    const url = await crashDuring('restore:helpers-started', 'POST', `/v1/sandboxes/${id}/resume`, undefined, { FORKD_LAZY_RESTORE_MIN_MB: '0', FORKD_HOT_PAUSE_S: '0' });
     assert.equal((await api(url, 'GET', `/v1/sandboxes/${id}`)).json.state, 'paused');
     const ours = async () => (await exec('ps', ['-eo', 'args'])).stdout.split('\n').filter((l) => l.includes(' lazy-pages ') && l.includes(dir));
     await waitFor(async () => (await ours()).length === 0, 5_000, 'no lazy-pages daemon of ours left');

@@ -4,7 +4,7 @@ import type { Logger } from '../shared/logger.js';
 import { criuActionPath, criuDumpConfigPath, criuPath, uffdPreloadPath } from '../setup/setup.js';
 import { runcPath } from '../setup/private-runc.js';
 import type { Network } from './network/network.js';
-import { RuncRuntime } from './runtime/runc-runtime.js';
+import { RuncRuntime, type RuncOptions } from './runtime/runc-runtime.js';
 import type { Runtime } from './runtime/runtime.js';
 import { StampedRuntime } from './runtime/stamped-runtime.js';
 import { installedVersions } from './runtime/installed-versions.js';
@@ -64,29 +64,35 @@ function stamped(config: ForkdConfig, inner: Runtime): Runtime {
 }
 
 function runcRuntime(config: ForkdConfig, network: Network): Runtime {
-  return new RuncRuntime({
-      network,
-      stateRoot: join(config.runDir, 'runc'),
-      bundleRoot: join(config.stateDir, 'bundles'),
-      mountRoot: join(config.runDir, 'roots'),
-      idmapTool: join(REPO_ROOT, 'packages/host-tools/build/forkd-idmap'),
-      cgroupParent: config.cgroupParent,
-      runc: runcPath(config),
-      criu: criuPath(config),
-      criuAction: criuActionPath(config),
-      criuDumpConfig: criuDumpConfigPath(config),
-      cacheDir: config.cacheDir,
-      conntrackBuckets: config.conntrackBuckets,
-      favorDynmods: config.cgroupFavorDynmods === 'enable',
-      lazyRestore: config.lazyRestore,
-      lazyRestoreMinBytes: config.lazyRestoreMinMb * 2 ** 20,
-      cgroupV1Binds: config.cgroupV1Binds,
-      devInRoot: config.devInRoot,
-      uffdPreload: uffdPreloadPath(config),
-      uffdBroker: join(REPO_ROOT, 'packages/host-tools/build/forkd-uffd-broker'),
-      // At least a few guest deadlines (a test's short deadline must not cut real dumps short).
-      checkpointDeadlineMs: Math.max(60_000, 4 * config.guestDeadlineS * 1000),
-  });
+  return new RuncRuntime(runcOptions(config, network));
+}
+
+/** The runc runtime's options from the node's config (a test swaps one tool for its own). */
+export function runcOptions(config: ForkdConfig, network: Network): RuncOptions {
+  return {
+    network,
+    stateRoot: join(config.runDir, 'runc'),
+    bundleRoot: join(config.stateDir, 'bundles'),
+    mountRoot: join(config.runDir, 'roots'),
+    idmapTool: join(REPO_ROOT, 'packages/host-tools/build/forkd-idmap'),
+    cgroupParent: config.cgroupParent,
+    runc: runcPath(config),
+    criu: criuPath(config),
+    criuAction: criuActionPath(config),
+    criuDumpConfig: criuDumpConfigPath(config),
+    cacheDir: config.cacheDir,
+    conntrackBuckets: config.conntrackBuckets,
+    favorDynmods: config.cgroupFavorDynmods === 'enable',
+    lazyRestore: config.lazyRestore,
+    lazyRestoreMinBytes: config.lazyRestoreMinMb * 2 ** 20,
+    lazyConnectWait: config.lazyConnectWait,
+    cgroupV1Binds: config.cgroupV1Binds,
+    devInRoot: config.devInRoot,
+    uffdPreload: uffdPreloadPath(config),
+    uffdBroker: join(REPO_ROOT, 'packages/host-tools/build/forkd-uffd-broker'),
+    // At least a few guest deadlines (a test's short deadline must not cut real dumps short).
+    checkpointDeadlineMs: Math.max(60_000, 4 * config.guestDeadlineS * 1000),
+  };
 }
 
 /** The driver `name` of a registry; an unknown name fails start-up, naming the choices. */

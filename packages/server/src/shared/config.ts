@@ -95,6 +95,8 @@ export interface ForkdConfig {
   lazyRestore: boolean;
   /** Images with fewer pages than this restore eagerly even with lazyRestore (FORKD_LAZY_RESTORE_MIN_MB, default 64): the lazy daemon costs more than copying them. */
   lazyRestoreMinMb: number;
+  /** A lazy restore's runc starts beside its pages daemon, CRIU's connect waiting for it (FORKD_LAZY_CONNECT_WAIT, default on; 0: runc after the daemon listens; see libforkd-uffd). */
+  lazyConnectWait: boolean;
   /** Tools are started by a resident forkd-spawn, not by forks of the daemon (FORKD_RESIDENT_SPAWN, default on; 0: off). */
   residentSpawn: boolean;
   /** On a cgroup v1 host, /sys/fs/cgroup is read-only binds, not runc's tmpfs that CRIU archives (FORKD_CGROUP_V1_BINDS, default on; 0: off; see oci-spec.ts). */
@@ -257,6 +259,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     keepPausedRoot: env.FORKD_KEEP_PAUSED_ROOT !== '0',
     lazyRestore: env.FORKD_LAZY_RESTORE !== '0',
     lazyRestoreMinMb: nonNegative(env.FORKD_LAZY_RESTORE_MIN_MB, 64, 'FORKD_LAZY_RESTORE_MIN_MB'),
+    lazyConnectWait: env.FORKD_LAZY_CONNECT_WAIT !== '0',
     residentSpawn: env.FORKD_RESIDENT_SPAWN !== '0',
     cgroupV1Binds: env.FORKD_CGROUP_V1_BINDS !== '0',
     devInRoot: env.FORKD_DEV_IN_ROOT !== '0',

@@ -16,6 +16,8 @@ const NOT_SETTINGS: Record<string, string> = {
   FORKD_CRASH_AT: 'fault injection for the crash-safety tests (shared/crash-point.ts)',
   FORKD_CRIU_ASK_VERSION: "a bench lever (setup.ts's CRIU wrapper)",
   FORKD_UFFD_SOCK: "set by forkd for CRIU's preload library, not by anyone else",
+  FORKD_LAZY_WAIT_MS: "set by forkd for CRIU's preload library, not by anyone else",
+  FORKD_LAZY_PID: "set by forkd for CRIU's preload library, not by anyone else",
   FORKD_UFFD_UID: "set by forkd for CRIU's preload library, not by anyone else",
   FORKD_GUEST_PROTOCOL: 'a constant (the guest protocol version)',
   FORKD_GUEST_PROTOCOL_MIN: 'a constant (the oldest guest protocol spoken)',

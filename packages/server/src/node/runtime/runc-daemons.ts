@@ -8,7 +8,7 @@ import { waitForPath } from '../../shared/wait-for-path.js';
  */
 
 /** How long a `criu lazy-pages` daemon may take to listen (~10 ms idle) before the restore goes eager. */
-const LAZY_PAGES_START_MS = 10_000;
+export const LAZY_PAGES_START_MS = 10_000;
 
 /** A helper daemon that listens on `sock` once ready, killed by `kill` unless it already ended. */
 interface Listening {

@@ -16,7 +16,7 @@ import { prepareCriuHost } from './criu-host.js';
 import type { Logger } from '../../shared/logger.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import { criuError, runcCheckpoint, runcFreeze } from './runc-checkpoint.js';
-import { startLazyDaemons, type LazyDaemons } from './runc-daemons.js';
+import { LAZY_PAGES_START_MS, startLazyDaemons, type LazyDaemons } from './runc-daemons.js';
 import { LazyPagesWaits, PAGES_LOST } from './lazy-pages-waits.js';
 import { firstExit } from './exit-watch.js';
 import { killContainer } from './runc-kill.js';
@@ -52,6 +52,12 @@ export interface RuncOptions {
    * a small sandbox's memory.
    */
   lazyRestoreMinBytes?: number;
+  /**
+   * runc starts beside the lazy-pages daemons instead of after they listen
+   * (~8 ms of a lazy restore's path): CRIU's connect to them is tried again
+   * until they do, by libforkd-uffd (FORKD_LAZY_WAIT_MS).
+   */
+  lazyConnectWait?: boolean;
   /** On cgroup v1, /sys/fs/cgroup as binds (see oci-spec.ts cgroupMounts); off, runc's tmpfs. */
   cgroupV1Binds?: boolean;
   /** New sandboxes get /dev as the root's own directory bound over itself (see oci-spec.ts devMounts); off, a tmpfs. */
@@ -97,7 +103,7 @@ export class RuncRuntime implements Runtime {
   readonly #swap = swapAccounting();
 
   constructor(opts: RuncOptions) {
-    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', criuDumpConfig: '', cacheDir: '', conntrackBuckets: 0, favorDynmods: false, lazyRestore: false, lazyRestoreMinBytes: 0, cgroupV1Binds: true, devInRoot: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
+    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', criuDumpConfig: '', cacheDir: '', conntrackBuckets: 0, favorDynmods: false, lazyRestore: false, lazyRestoreMinBytes: 0, lazyConnectWait: true, cgroupV1Binds: true, devInRoot: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
     this.#mounts = new RootMounts(opts.mountRoot, opts.idmapTool);
     // runc ≥ 1.2 ignores --criu and runs the `criu` on its PATH: forkd's own comes first.
     this.#uffdBroker = [this.#o.uffdPreload, this.#o.uffdBroker, '/dev/userfaultfd'].every((p) => p !== '' && existsSync(p));
@@ -230,7 +236,12 @@ export class RuncRuntime implements Runtime {
     return this.#lazyPages.settled(id, join(this.#o.bundleRoot, id, 'criu'), this.#o.checkpointDeadlineMs);
   }
 
-  async restore(id: string, requested: RuntimeSpec, o: RestoreOptions): Promise<RuntimeState> {
+  restore(id: string, requested: RuntimeSpec, o: RestoreOptions): Promise<RuntimeState> {
+    return this.#restore(id, requested, o, true);
+  }
+
+  /** `mayBeLazy` false: eagerly, a lazy try's daemon having never listened. */
+  async #restore(id: string, requested: RuntimeSpec, o: RestoreOptions, mayBeLazy: boolean): Promise<RuntimeState> {
     // CRIU recreates the user namespace the images were dumped in: the root's view must use that range.
     const spec = { ...requested, idmap: await readIdmap(o.imagesDir) };
     // With a user namespace the network namespace is the sandbox's own, in its images (see Network.adopt).
@@ -241,13 +252,13 @@ export class RuncRuntime implements Runtime {
     const workDir = join(this.#o.bundleRoot, id, 'criu');
     await mkdir(workDir, { recursive: true, mode: 0o700 });
     // Started before the bundle is written: they take ~7 ms to listen, the bundle and cgroups ~4 of them.
-    const daemons = await this.#lazyDaemons(id, spec.idmap?.hostId, o.imagesDir, workDir);
+    const daemons = mayBeLazy ? await this.#lazyDaemons(id, spec.idmap?.hostId, o.imagesDir, workDir) : undefined;
     const [{ bundle, view, netEnv }] = await Promise.all([this.#restoreBundle(id, spec, ownNetns, o.imagesDir), owned]).catch(async (err: unknown) => {
       await daemons?.stop();
       throw err;
     });
-    // One that died or never listens means an eager restore.
-    const lazy = daemons !== undefined && (await span('restore: lazy-pages daemons listening', () => daemons.listening));
+    // With lazyConnectWait runc is not held until they listen: CRIU's connect waits. One that ended already never will: eager.
+    const lazy = daemons !== undefined && (await (this.#o.lazyConnectWait ? Promise.race([daemons.listening, Promise.resolve(true)]) : span('restore: lazy-pages daemons listening', () => daemons.listening)));
     if (daemons && !lazy) await daemons.stop();
     // Everything above ran beside the caller's making of the root; runc needs its files from here on.
     const notReady = await o.rootReady?.then(
@@ -259,18 +270,20 @@ export class RuncRuntime implements Runtime {
       await this.destroy(id, { keepBundle: true }).catch(() => {});
       throw notReady.err;
     }
-    if (lazy) crashPoint('restore:helpers-listening');
+    if (lazy) crashPoint('restore:helpers-started');
     const imagesDir = spec.idmap ? this.#mounts.imagesInReach(id) : o.imagesDir;
     const pidFile = join(bundle, 'init.pid');
     const args = ['restore', ...(lazy ? ['--lazy-pages'] : []), '--detach', '--image-path', imagesDir, '--work-path', workDir, '--tcp-established', '--file-locks', '--pid-file', pidFile, '--bundle', bundle, id];
     const viaBroker = lazy && daemons.broker ? { FORKD_UFFD_SOCK: daemons.broker, FORKD_UFFD_UID: String(spec.idmap!.hostId) } : undefined;
-    const env = viaBroker || netEnv ? { ...viaBroker, ...netEnv } : undefined;
+    const env = lazy || netEnv ? { ...viaBroker, ...(lazy && this.#o.lazyConnectWait && { FORKD_LAZY_WAIT_MS: String(LAZY_PAGES_START_MS), FORKD_LAZY_PID: String(await daemons.pages.pid) }), ...netEnv } : undefined;
     // The broker serves the restore's start only; the lazy-pages daemon serves pages until all are in.
     const r = await this.#runc(args, undefined, env, view).finally(() => lazy && daemons.stopBroker());
     if (r.code !== 0) {
       if (lazy) await daemons.stop();
       const log = await readFile(join(workDir, 'restore.log'), 'utf8').catch(() => '');
       await this.destroy(id, { keepBundle: true }).catch(() => {});
+      // Its daemon never listened (it died, or was late), so CRIU could not connect: eagerly, as before runc if known then.
+      if (lazy && !(await daemons.listening)) return this.#restore(id, requested, o, false);
       throw new ForkdError('INTERNAL', `criu restore failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(workDir, 'restore.log') });
     }
     // Its processes fault their pages from it now: no commit of this restore comes before this.
