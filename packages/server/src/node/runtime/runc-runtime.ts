@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { ForkdError, LOOPBACK_ONLY, type Limits } from '@forkd/protocol';
+import { ForkdError, LOOPBACK_ONLY, type Limits, type NetworkRules } from '@forkd/protocol';
 import { crashPoint } from '../../shared/crash-point.js';
 import { exec } from '../../shared/exec.js';
 import { span } from '../../shared/profile.js';
@@ -287,16 +287,20 @@ export class RuncRuntime implements Runtime {
       throw new ForkdError('INTERNAL', `criu restore failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(workDir, 'restore.log') });
     }
     // Its processes fault their pages from it now: no commit of this restore comes before this.
-    if (lazy) {
-      daemons.release();
-      // Until its last page is in, a dump would lose the pages still out (see LazyPagesWaits).
-      await this.#lazyPages.started(id, workDir, { pid: await daemons.pages.pid, exited: daemons.pages.exited });
-    }
+    if (lazy) daemons.release();
+    // Until its last page is in, a dump would lose the pages still out (see LazyPagesWaits): on file before the
+    // answer, beside the network's adoption (nothing dumps the instance before this returns).
+    const registering = lazy ? this.#lazyPages.started(id, workDir, { pid: await daemons.pages.pid, exited: daemons.pages.exited }) : undefined;
+    const pid = await this.#adoptRestored(id, pidFile, ownNetns ? (spec.network ?? LOOPBACK_ONLY) : undefined).finally(() => registering);
+    return { status: 'running', pid, idmap: spec.idmap };
+  }
+
+  /** The restored init's pid; with `rules`, CRIU made its namespace: the host holds it under the sandbox's key (port proxy, release), loopback up. */
+  async #adoptRestored(id: string, pidFile: string, rules: NetworkRules | undefined): Promise<number> {
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
     await chmod(pidFile, 0o600); // runc wrote it under its 022 (see #runc)
-    // CRIU made the namespace: the host holds it under the sandbox's key (port proxy, release), loopback up.
-    if (ownNetns) await this.#o.network.adopt(id, pid, spec.network ?? LOOPBACK_ONLY);
-    return { status: 'running', pid, idmap: spec.idmap };
+    if (rules) await this.#o.network.adopt(id, pid, rules);
+    return pid;
   }
 
   /** A restore's bundle, its network (a veth in the images is made again with this instance's host end) and cgroups. */
