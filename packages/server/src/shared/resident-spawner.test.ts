@@ -31,6 +31,13 @@ describe('resident spawner: exec() through forkd-spawn does what Node spawn does
       assert.equal(big.stdout.length, 5 * 2 ** 20);
       assert.equal((await exec('printf', ['a\\0b'])).stdout, 'a\0b');
       assert.ok((await stat(SPAWN_TOOL)).isFile());
+      // The tool starts as from Node: no signal blocked or ignored (the spawner blocks SIGCHLD and ignores SIGPIPE).
+      const status = (await exec('cat', ['/proc/self/status'])).stdout;
+      assert.match(status, /^SigBlk:\s+0+$/m);
+      assert.match(status, /^SigIgn:\s+0+$/m);
+      // Many in a row, each in its own memory once it runs: the spawner's own state is intact after them.
+      const many = await Promise.all(Array.from({ length: 40 }, (_, i) => exec('sh', ['-c', `echo ${i}`], { cwd: dir })));
+      assert.deepEqual(many.map((x) => x.stdout), Array.from({ length: 40 }, (_, i) => `${i}\n`));
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -1,9 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmodSync, existsSync, readFileSync } from 'node:fs';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ForkdError, LOOPBACK_ONLY, type Limits, type NetworkRules } from '@forkd/protocol';
 import { crashPoint } from '../../shared/crash-point.js';
-import { exec } from '../../shared/exec.js';
+import { exec, type ExecResult } from '../../shared/exec.js';
 import { span } from '../../shared/profile.js';
 import { watchCgroupEmpty } from '../cgroups/cgroup-exit-watch.js';
 import { prepareCgroupParent } from '../cgroups/cgroup-parent.js';
@@ -276,29 +276,40 @@ export class RuncRuntime implements Runtime {
     const args = ['restore', ...(lazy ? ['--lazy-pages'] : []), '--detach', '--image-path', imagesDir, '--work-path', workDir, '--tcp-established', '--file-locks', '--pid-file', pidFile, '--bundle', bundle, id];
     const viaBroker = lazy && daemons.broker ? { FORKD_UFFD_SOCK: daemons.broker, FORKD_UFFD_UID: String(spec.idmap!.hostId) } : undefined;
     const env = lazy || netEnv ? { ...viaBroker, ...(lazy && this.#o.lazyConnectWait && { FORKD_LAZY_WAIT_MS: String(LAZY_PAGES_START_MS), FORKD_LAZY_PID: String(await daemons.pages.pid) }), ...netEnv } : undefined;
-    // The broker serves the restore's start only; the lazy-pages daemon serves pages until all are in.
-    const r = await this.#runc(args, undefined, env, view).finally(() => lazy && daemons.stopBroker());
+    const r = await this.#runc(args, undefined, env, view).catch(async (err: unknown) => {
+      if (lazy) await daemons.stopBroker();
+      throw err;
+    });
+    // The broker serves the restore's start only (the lazy-pages daemon serves pages until all are in): it goes beside what follows.
+    const brokerGone = lazy ? daemons.stopBroker() : undefined;
     if (r.code !== 0) {
-      if (lazy) await daemons.stop();
-      const log = await readFile(join(workDir, 'restore.log'), 'utf8').catch(() => '');
-      await this.destroy(id, { keepBundle: true }).catch(() => {});
-      // Its daemon never listened (it died, or was late), so CRIU could not connect: eagerly, as before runc if known then.
-      if (lazy && !(await daemons.listening)) return this.#restore(id, requested, o, false);
-      throw new ForkdError('INTERNAL', `criu restore failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(workDir, 'restore.log') });
+      await brokerGone;
+      return this.#restoreFailed(id, { r, args, workDir, daemons: lazy ? daemons : undefined }, () => this.#restore(id, requested, o, false));
     }
     // Its processes fault their pages from it now: no commit of this restore comes before this.
     if (lazy) daemons.release();
     // Until its last page is in, a dump would lose the pages still out (see LazyPagesWaits): on file before the
     // answer, beside the network's adoption (nothing dumps the instance before this returns).
     const registering = lazy ? this.#lazyPages.started(id, workDir, { pid: await daemons.pages.pid, exited: daemons.pages.exited }) : undefined;
-    const pid = await this.#adoptRestored(id, pidFile, ownNetns ? (spec.network ?? LOOPBACK_ONLY) : undefined).finally(() => registering);
+    const pid = await this.#adopt(id, pidFile, ownNetns ? (spec.network ?? LOOPBACK_ONLY) : undefined).finally(() => Promise.all([registering, brokerGone]));
     return { status: 'running', pid, idmap: spec.idmap };
   }
 
-  /** The restored init's pid; with `rules`, CRIU made its namespace: the host holds it under the sandbox's key (port proxy, release), loopback up. */
-  async #adoptRestored(id: string, pidFile: string, rules: NetworkRules | undefined): Promise<number> {
-    const pid = Number((await readFile(pidFile, 'utf8')).trim());
-    await chmod(pidFile, 0o600); // runc wrote it under its 022 (see #runc)
+  /** After a failed `runc restore`: cleaned up, then again eagerly (`eager`) if its lazy daemon never listened, else the error. */
+  async #restoreFailed(id: string, f: { r: ExecResult; args: string[]; workDir: string; daemons: LazyDaemons | undefined }, eager: () => Promise<RuntimeState>): Promise<RuntimeState> {
+    await f.daemons?.stop();
+    const log = await readFile(join(f.workDir, 'restore.log'), 'utf8').catch(() => '');
+    await this.destroy(id, { keepBundle: true }).catch(() => {});
+    // Its daemon never listened (it died, or was late), so CRIU could not connect: eagerly, as before runc if known then.
+    if (f.daemons && !(await f.daemons.listening)) return eager();
+    throw new ForkdError('INTERNAL', `criu restore failed: ${criuError(log) || f.r.stderr.trim().slice(-300)}`, { cmd: `runc ${f.args.join(' ')}`, exitCode: f.r.code, stderrTail: (log || f.r.stderr).slice(-4000), logPath: join(f.workDir, 'restore.log') });
+  }
+
+  /** The started or restored init's pid; with `rules`, runc or CRIU made its namespace: the host holds it under the sandbox's key (port proxy, release), loopback up. */
+  async #adopt(id: string, pidFile: string, rules: NetworkRules | undefined): Promise<number> {
+    // Synchronously: a few bytes of a local file, where a trip through the thread pool took ~3 ms of a busy host's restore.
+    const pid = Number(readFileSync(pidFile, 'utf8').trim());
+    chmodSync(pidFile, 0o600); // runc wrote it under its 022 (see #runc)
     if (rules) await this.#o.network.adopt(id, pid, rules);
     return pid;
   }
@@ -340,9 +351,7 @@ export class RuncRuntime implements Runtime {
       const tail = await readFile(log, 'utf8').catch(() => '');
       throw new ForkdError('INTERNAL', `runc run failed: ${lastRuncError(tail)}`, { cmd: `runc run ${id}`, exitCode: r.code, stderrTail: tail.slice(-4000) });
     }
-    const pid = Number((await readFile(pidFile, 'utf8')).trim());
-    await chmod(pidFile, 0o600); // runc wrote it under its 022 (see #runc)
-    if (spec.idmap) await this.#o.network.adopt(id, pid, spec.network ?? LOOPBACK_ONLY);
+    const pid = await this.#adopt(id, pidFile, spec.idmap ? (spec.network ?? LOOPBACK_ONLY) : undefined);
     return { status: 'running', pid, idmap: spec.idmap };
   }
 
