@@ -74,6 +74,39 @@ test('forkd-patch rewrites only the pages that differ, and gives up once the lay
   }
 });
 
+// forkd-patch reads in chunks of 64 pages: a run of changed pages across a chunk's end is still written whole, with bytes and with sums.
+test('forkd-patch: runs across its read chunks, a base shorter than one chunk', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'forkd-patch-chunks-'));
+  const f = (n: string) => join(dir, n);
+  try {
+    const old = randomBytes(200 * 4096);
+    const next = Buffer.from(old);
+    randomBytes(5 * 4096).copy(next, 62 * 4096); // pages 62-66: over the end of the first chunk
+    randomBytes(2 * 4096).copy(next, 127 * 4096); // 127-128
+    randomBytes(1).copy(next, 199 * 4096 + 4095); // the last byte
+    await writeFile(f('base'), old);
+    await writeFile(f('src'), next);
+    // Bytes compared (the base has no sums), then sums: `summed` equals the base and has sums of its own.
+    await writeFile(f('summed'), old);
+    await copyFile(f('summed'), f('summed.base'));
+    await writeFile(f('old.src'), old);
+    assert.deepEqual((await patchImages([[f('old.src'), f('summed.base'), f('summed')]], 0.25))[0], { written: 0, moved: false });
+    assert.ok(existsSync(f('.summed.sums')));
+    for (const base of ['base', 'summed']) {
+      await copyFile(f(base), f('dst'));
+      assert.deepEqual((await patchImages([[f('src'), f(base), f('dst')]], 0.25))[0], { written: 8 * 4096, moved: false }, base);
+      assert.ok((await readFile(f('dst'))).equals(next), base);
+    }
+    // A base of a few pages, a source of three chunks: everything past the base is written.
+    await writeFile(f('small'), old.subarray(0, 3 * 4096));
+    await copyFile(f('small'), f('dst2'));
+    assert.deepEqual((await patchImages([[f('src'), f('small'), f('dst2')]], 1))[0], { written: next.length - 3 * 4096, moved: false });
+    assert.ok((await readFile(f('dst2'))).equals(next));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
 // The page sums (forkd-patch --sums, which patchImages always asks for): written beside each patched image,
 // used instead of the base's bytes while they describe exactly that file, ignored once it changed.
 test('forkd-patch compares by the sums of the base it stored, never by stale ones', async () => {
