@@ -25,6 +25,7 @@ import { checkDrivers, makeRuntime, openStorage } from './drivers.js';
 import { lockNode, type NodeLock } from './node-lock.js';
 import { privateDir, tightenPrivateState, usePrivateUmask } from '../shared/private-state.js';
 import { openStagingDir } from './storage/staging-dir.js';
+import { logStagingHuge, stagingHugePages } from './storage/staging-huge.js';
 import type { NodeService } from '../node-contract/node-service.js';
 import { LocalNode } from './local-node.js';
 import type { EgressInterceptor } from './network/egress-interceptor.js';
@@ -92,6 +93,7 @@ async function openLocked(config: ForkdConfig, logger: Logger, opts: OpenNodeOpt
   await tightenPrivateState({ stateDir: config.stateDir, runDir: config.runDir, cacheDir: config.cacheDir, poolMountPoint: config.pool.mountPoint });
   const { storage, quotas, quotaKeeper, lineageSweeper } = await openStorage(config, logger);
   await openStagingDir(config.stagingDir, (m) => logger.warn(m));
+  logStagingHuge(await stagingHugePages(config.stagingDir, { leave: config.stagingHugePages === 'leave' }), logger);
   const routedUplink = config.net.hostForwarding === 'enable' ? await enableUplinkForwarding(join(config.runDir, 'forwarding-by-forkd')).catch((err) => logger.warn('IPv4 forwarding could not be turned on', { error: String(err) })) : undefined;
   if (routedUplink) logger.info('IPv4 forwarding is on for the uplink for sandboxes\' egress (as Docker does; FORKD_HOST_FORWARDING=leave keeps the host\'s setting); new connections routed through this host from it are refused', { uplink: routedUplink });
   const forwarding = await uplinkForwardingWarning();

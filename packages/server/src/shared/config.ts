@@ -89,6 +89,8 @@ export interface ForkdConfig {
   conntrackBuckets: number;
   /** `enable` (default): the host's cgroup2 hierarchy is remounted with favordynmods at start when the kernel has it; `leave`: the host's setting kept (FORKD_CGROUP_FAVORDYNMODS; see cgroups/favor-dynmods.ts). */
   cgroupFavorDynmods: 'enable' | 'leave';
+  /** `enable` (default): the tmpfs of the CRIU staging directory is remounted with huge=within_size at start when it has no huge pages; `leave`: kept as it is (FORKD_STAGING_HUGE_PAGES; see storage/staging-huge.ts). */
+  stagingHugePages: 'enable' | 'leave';
   /** A resume keeps the root volume its pause froze when nothing changed it (FORKD_KEEP_PAUSED_ROOT, default on; 0: always a fresh copy of the pause snapshot's root; see SandboxInstances.frozenAt). */
   keepPausedRoot: boolean;
   /** Restore memory lazily (userfaultfd) for faster resume and fork. */
@@ -256,6 +258,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     hotPauseS: nonNegative(env.FORKD_HOT_PAUSE_S, 60, 'FORKD_HOT_PAUSE_S'),
     conntrackBuckets: nonNegative(env.FORKD_CONNTRACK_BUCKETS, 16_384, 'FORKD_CONNTRACK_BUCKETS'),
     cgroupFavorDynmods: enableOrLeave(env.FORKD_CGROUP_FAVORDYNMODS, 'FORKD_CGROUP_FAVORDYNMODS'),
+    stagingHugePages: enableOrLeave(env.FORKD_STAGING_HUGE_PAGES, 'FORKD_STAGING_HUGE_PAGES'),
     keepPausedRoot: env.FORKD_KEEP_PAUSED_ROOT !== '0',
     lazyRestore: env.FORKD_LAZY_RESTORE !== '0',
     lazyRestoreMinMb: nonNegative(env.FORKD_LAZY_RESTORE_MIN_MB, 64, 'FORKD_LAZY_RESTORE_MIN_MB'),
