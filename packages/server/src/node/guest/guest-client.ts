@@ -14,6 +14,8 @@ export type { SpawnOptions, ProcessSelector, ResumePoint, WriteFileOptions };
 
 /** How long a snapshot waits for short requests (file transfers, listings) to finish before it cuts them. */
 const REQUEST_DRAIN_MS = 1000;
+/** An upload goes to the socket 16 frames (1 MiB) at a time (see GuestConnection.sendFrames). */
+const UPLOAD_BATCH = 16 * MAX_DATA;
 
 function selectorFields(sel: ProcessSelector): TlvInput {
   return 'pid' in sel ? [[K.PID, sel.pid]] : [[K.TAG, sel.tag]];
@@ -305,11 +307,13 @@ export class GuestClient {
     );
     try {
       await conn.expect(T.OK);
-      const source = data instanceof Uint8Array ? [data] : data;
-      for await (const chunk of source) {
+      // A whole buffer is the caller's until this resolves: its frames point into it. A stream's chunks are
+      // copied, as its source may refill the memory of one it yielded.
+      const whole = data instanceof Uint8Array;
+      for await (const chunk of whole ? [data] : data) {
         const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-        for (let off = 0; off < buf.length; off += MAX_DATA) {
-          if (!conn.sendRaw(T.DATA, buf.subarray(off, off + MAX_DATA))) await conn.drained(conn.deadlineMs);
+        for (let off = 0; off < buf.length; off += UPLOAD_BATCH) {
+          if (!conn.sendFrames(T.DATA, buf.subarray(off, off + UPLOAD_BATCH), whole)) await conn.drained(conn.deadlineMs);
         }
       }
       conn.send(T.END);

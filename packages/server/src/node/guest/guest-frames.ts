@@ -122,11 +122,16 @@ export function encodeTlv(fields: TlvInput): Buffer {
 }
 
 export function encodeFrame(type: number, payload: Buffer = Buffer.alloc(0)): Buffer {
-  if (payload.length + 1 > MAX_FRAME) throw new ProtocolError('frame too large');
+  return Buffer.concat([frameHeader(type, payload.length), payload]);
+}
+
+/** The 5 bytes before a frame's payload of `length` bytes. */
+export function frameHeader(type: number, length: number): Buffer {
+  if (length + 1 > MAX_FRAME) throw new ProtocolError('frame too large');
   const h = Buffer.alloc(5);
-  h.writeUInt32BE(payload.length + 1, 0);
+  h.writeUInt32BE(length + 1, 0);
   h.writeUInt8(type, 4);
-  return Buffer.concat([h, payload]);
+  return h;
 }
 
 /** A decoded TLV list with typed, validating accessors. */

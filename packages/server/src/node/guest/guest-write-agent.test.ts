@@ -40,6 +40,23 @@ describe('guest agent: writing over an existing file', { skip: !existsSync(AGENT
     assert.deepEqual(await readFile(f('a')), long);
   });
 
+  test('uploads of many frames arrive whole: a buffer over several batches, a stream that refills one buffer', async () => {
+    const big = Buffer.from(Array.from({ length: 3 * 1024 * KB + 12345 }, (_, i) => (i * 31 + (i >> 16)) & 255));
+    assert.equal(await local.guest.writeFile(f('d'), big), big.length);
+    assert.ok((await readFile(f('d'))).equals(big));
+    // Each chunk yielded is the same memory, filled anew once the upload asks for the next: what went out of the previous fill must not change.
+    const reused = Buffer.alloc(4096 * KB); // more than the socket takes at once: some of it waits in the daemon
+    async function* refilled() {
+      for (let i = 0; i < 4; i++) {
+        reused.fill(65 + i);
+        yield reused;
+      }
+    }
+    const expected = Buffer.concat(Array.from({ length: 4 }, (_, i) => Buffer.alloc(4096 * KB, 65 + i)));
+    assert.equal(await local.guest.writeFile(f('e'), refilled()), expected.length);
+    assert.ok((await readFile(f('e'))).equals(expected));
+  });
+
   test('appending keeps what was there', async () => {
     await writeFile(f('b'), 'head-');
     await local.guest.writeFile(f('b'), Buffer.from('tail'), { append: true });
