@@ -65,6 +65,21 @@ test('cgroup moves waiting for RCU: ok when on or when forkd turns favordynmods 
   assert.match(old.summary, /no favordynmods \(before 6\.0\)/);
 });
 
+test('the staging tmpfs\'s large pages: ok when on or when forkd remounts it at start, a warning with the remount when told to leave it', async () => {
+  assert.match(only(await doctor(healthyHost()), 'staging-pages').summary, /\/dev\/shm gives large pages/);
+  const mountinfo = healthyHost().files['/proc/self/mountinfo']!.replace(',huge=within_size', '');
+  const off = withFiles(healthyHost(), { '/proc/self/mountinfo': mountinfo });
+  assert.match(only(await doctor(off), 'staging-pages').summary, /no large pages now; forkd serve remounts it/);
+  const left = only(await doctor(off, { FORKD_STAGING_HUGE_PAGES: 'leave' }), 'staging-pages');
+  assert.equal(left.status, 'warn');
+  assert.equal(left.fix, 'mount -o remount,huge=within_size /dev/shm, or unset FORKD_STAGING_HUGE_PAGES for forkd to do it');
+  const deny = withFiles(off, { '/sys/kernel/mm/transparent_hugepage/shmem_enabled': 'always within_size advise never [deny] force\n' });
+  assert.match(only(await doctor(deny, { FORKD_STAGING_HUGE_PAGES: 'leave' }), 'staging-pages').summary, /no large pages: each snapshot/);
+  const elsewhere = only(await doctor(off, { FORKD_STAGING_DIR: '/var/lib/forkd/staging' }), 'staging-pages');
+  assert.equal(elsewhere.status, 'ok');
+  assert.match(elsewhere.summary, /is on no tmpfs/);
+});
+
 test('a pool made with 16 KiB nodes or two metadata copies: a warning naming the remedy for the loop image, ok for the operator\'s own filesystem', async () => {
   const fsid = healthyHost().files;
   const nodesize = Object.keys(fsid).find((f) => f.endsWith('/nodesize'))!;

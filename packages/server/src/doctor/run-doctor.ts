@@ -10,6 +10,7 @@ import { forwardingCheck, portsCheck } from './network-checks.js';
 import { poolCheck, poolLayoutCheck, poolSpaceCheck, quotaModeCheck } from './pool-checks.js';
 import { criuCheck, runcCheck } from './tool-checks.js';
 import { snapshotsCheck } from './snapshot-check.js';
+import { stagingPagesCheck } from './staging-check.js';
 
 /** In the order `forkd doctor` prints them: the kernel, forkd's tools, the pool, the network, the daemon. */
 export const HOST_CHECKS: readonly [string, HostCheck][] = [
@@ -19,6 +20,7 @@ export const HOST_CHECKS: readonly [string, HostCheck][] = [
   ['userfaultfd', userfaultfdCheck],
   ['cgroups', cgroupCheck],
   ['cgroup-migrations', cgroupDynmodsCheck],
+  ['staging-pages', stagingPagesCheck],
   ['cgroup-parent', cgroupParentCheck],
   ['seccomp', seccompCheck],
   ['btrfs', btrfsCheck],

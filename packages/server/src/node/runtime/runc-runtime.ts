@@ -10,7 +10,6 @@ import { prepareCgroupParent } from '../cgroups/cgroup-parent.js';
 import { favorDynmods } from '../cgroups/favor-dynmods.js';
 import { makeCgroupV1Dirs } from '../cgroups/v1-layout.js';
 import { childCgroups, killCgroup, readUsage, removeCgroup, swapAccounting, thawCgroup } from '../cgroups/cgroups.js';
-import type { RuntimeNetwork } from '../network/network.js';
 import { restoreVethEnv } from './criu-veth.js';
 import { prepareCriuHost } from './criu-host.js';
 import type { Logger } from '../../shared/logger.js';
@@ -25,73 +24,11 @@ import type { GuestTransport, GuestTransportDeps } from './guest-transport.js';
 import { RootMounts, type RootView } from './root-mounts.js';
 import { GUEST_INIT, UnixSocketGuest } from './unix-socket-guest.js';
 import { readHostLimits, sandboxRlimits } from './rlimits.js';
+import { withRuncDefaults, type RuncOptions } from './runc-options.js';
 import type { CheckpointOptions, CheckpointStats, ExitWatch, ResourceUsage, RestoreOptions, Runtime, RuntimeSpec, RuntimeState, RuntimeStatus } from './runtime.js';
-
-export interface RuncOptions {
-  /** runc's state directory (tmpfs: containers do not survive a reboot anyway). */
-  stateRoot: string;
-  /** Where bundles (config.json) are kept; survives daemon restarts. */
-  bundleRoot: string;
-  /** cgroup parent of every sandbox, e.g. `forkd`. */
-  cgroupParent: string;
-  /** CRIU ≥ 4.2 (setup's wrapper: forkd-criu-version installed as criu); checkpoint/restore fail without it. */
-  criu?: string;
-  /** CRIU's action script (forkd-criu-action): named by criuDumpConfig for dumps, runc's hook at a restore (see oci-spec.ts loopbackHook). */
-  criuAction?: string;
-  /** CRIU's config for dumps (CRIU_CONFIG_FILE), which names the action script: CRIU runs it at every step, a process each. */
-  criuDumpConfig?: string;
-  /**
-   * Restore lazily: processes resume at once and their memory is served on
-   * demand (userfaultfd) and pushed in the background by a `criu lazy-pages`
-   * daemon per restore, which exits when everything is in.
-   */
-  lazyRestore?: boolean;
-  /**
-   * Images whose pages add up to less restore eagerly: the lazy daemon is one
-   * more CRIU start and a socket to wait for, which costs more than copying
-   * a small sandbox's memory.
-   */
-  lazyRestoreMinBytes?: number;
-  /**
-   * runc starts beside the lazy-pages daemons instead of after they listen
-   * (~8 ms of a lazy restore's path): CRIU's connect to them is tried again
-   * until they do, by libforkd-uffd (FORKD_LAZY_WAIT_MS).
-   */
-  lazyConnectWait?: boolean;
-  /** On cgroup v1, /sys/fs/cgroup as binds (see oci-spec.ts cgroupMounts); off, runc's tmpfs. */
-  cgroupV1Binds?: boolean;
-  /** New sandboxes get /dev as the root's own directory bound over itself (see oci-spec.ts devMounts); off, a tmpfs. */
-  devInRoot?: boolean;
-  /**
-   * libforkd-uffd.so, which criu's wrapper preloads when FORKD_UFFD_SOCK is
-   * set, and forkd-uffd-broker, which answers it: how a lazy restore into a
-   * user namespace gets its userfaultfd without vm.unprivileged_userfaultfd
-   * (see host-tools/src/uffd-broker).
-   */
-  uffdPreload?: string;
-  uffdBroker?: string;
-  runc?: string;
-  /** Owner of each sandbox's network namespace and veth (the runtime tells CRIU about them). */
-  network: RuntimeNetwork;
-  /** Where idmapped views of sandbox roots are mounted (one directory per key; a tmpfs, so a reboot leaves none). */
-  mountRoot: string;
-  /** forkd-idmap (host-tools): makes those views. */
-  idmapTool: string;
-  /** Where CRIU's kernel probe is kept (see criu-kdat.ts); absent: not cached, every CRIU run probes. */
-  cacheDir?: string;
-  /** The conntrack hash size prepareHost leaves the host with (see conntrack-dump.ts; 0, the default, leaves it alone). */
-  conntrackBuckets?: number;
-  /** Whether prepareHost turns the cgroup mount option favordynmods on (see cgroups/favor-dynmods.ts; default off). */
-  favorDynmods?: boolean;
-  /** How long a dump may keep the tree frozen before it is given up (default CHECKPOINT_DEADLINE_MS; see checkpoint). */
-  checkpointDeadlineMs?: number;
-}
 
 /** sizeof(sockaddr_un.sun_path), with room for its NUL. */
 const UNIX_PATH_MAX = 108;
-
-/** Default deadline of a dump: far above what a large sandbox's takes here, far below for ever. */
-export const CHECKPOINT_DEADLINE_MS = 120_000;
 
 /** Runtime backed by runc: one OCI container per sandbox, the guest agent as its init. */
 export class RuncRuntime implements Runtime {
@@ -103,7 +40,7 @@ export class RuncRuntime implements Runtime {
   readonly #swap = swapAccounting();
 
   constructor(opts: RuncOptions) {
-    this.#o = { runc: 'runc', criu: 'criu', criuAction: '', criuDumpConfig: '', cacheDir: '', conntrackBuckets: 0, favorDynmods: false, lazyRestore: false, lazyRestoreMinBytes: 0, lazyConnectWait: true, cgroupV1Binds: true, devInRoot: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
+    this.#o = withRuncDefaults(opts);
     this.#mounts = new RootMounts(opts.mountRoot, opts.idmapTool);
     // runc ≥ 1.2 ignores --criu and runs the `criu` on its PATH: forkd's own comes first.
     this.#uffdBroker = [this.#o.uffdPreload, this.#o.uffdBroker, '/dev/userfaultfd'].every((p) => p !== '' && existsSync(p));

@@ -7,7 +7,8 @@ import { makeRuntime, runcOptions } from '../drivers.js';
 import { pickIdRange } from '../manager/id-ranges.js';
 import { NetnsNetwork } from '../network/netns-network.js';
 import { poolLayout } from '../storage/pool-layout.js';
-import { RuncRuntime, type RuncOptions } from './runc-runtime.js';
+import { RuncRuntime } from './runc-runtime.js';
+import type { RuncOptions } from './runc-options.js';
 import type { RuntimeHarness } from './runtime-conformance.js';
 import { rootDirectory } from './sandbox-root.js';
 

@@ -32,6 +32,17 @@ export function selectedShmemMode(text: string): string | undefined {
   return /\[([a-z_]+)\]/.exec(text)?.[1];
 }
 
+/** What the kernel and mountinfo say of large pages for the staging directory at `path` (the node's start and `forkd doctor` both read it so). */
+export type StagingHugeState = { outcome: 'unsupported' } | { outcome: 'not-tmpfs' } | { outcome: 'on' | 'off'; mount: MountEntry };
+
+export function stagingHugeState(mountinfo: string, shmemEnabled: string, path: string): StagingHugeState {
+  const mode = selectedShmemMode(shmemEnabled);
+  if (!mode || mode === 'deny') return { outcome: 'unsupported' };
+  const mount = mountOf(parseMountinfo(mountinfo), path);
+  if (!mount || mount.fstype !== 'tmpfs') return { outcome: 'not-tmpfs' };
+  return { outcome: mode === 'force' || tmpfsHuge(mount) ? 'on' : 'off', mount };
+}
+
 /**
  * Gives the tmpfs the CRIU staging directory is on (/dev/shm by default)
  * large pages for files that fill them (`huge=within_size`; a remount of
@@ -49,17 +60,16 @@ export function selectedShmemMode(text: string): string | undefined {
  */
 export async function stagingHugePages(path: string, opts: { leave?: boolean; mountinfo?: string; shmemEnabled?: string } = {}): Promise<StagingHugeResult> {
   if (opts.leave) return { outcome: 'left' };
-  const mode = selectedShmemMode(await readFile(opts.shmemEnabled ?? SHMEM_ENABLED, 'utf8').catch(() => ''));
-  if (!mode || mode === 'deny') return { outcome: 'unsupported' };
   const where = await realpath(path).catch(() => path);
+  const shmem = await readFile(opts.shmemEnabled ?? SHMEM_ENABLED, 'utf8').catch(() => '');
   const mountinfo = () => readFile(opts.mountinfo ?? '/proc/self/mountinfo', 'utf8');
-  const mount = mountOf(parseMountinfo(await mountinfo()), where);
-  if (!mount || mount.fstype !== 'tmpfs') return { outcome: 'not-tmpfs' };
-  if (mode === 'force' || tmpfsHuge(mount)) return { outcome: 'already', path: mount.mountPoint };
+  const state = stagingHugeState(await mountinfo(), shmem, where);
+  if (state.outcome === 'unsupported' || state.outcome === 'not-tmpfs') return { outcome: state.outcome };
+  const { mount } = state;
+  if (state.outcome === 'on') return { outcome: 'already', path: mount.mountPoint };
   const r = await exec('mount', ['-o', `remount,${OPTION}`, mount.mountPoint], { allowFailure: true });
   if (r.code !== 0) return { outcome: 'failed', path: mount.mountPoint, detail: r.stderr.trim().slice(-300) };
-  const after = mountOf(parseMountinfo(await mountinfo()), where);
-  if (!after || !tmpfsHuge(after)) return { outcome: 'failed', path: mount.mountPoint, detail: 'the remount was taken but the option is not on' };
+  if (stagingHugeState(await mountinfo(), shmem, where).outcome !== 'on') return { outcome: 'failed', path: mount.mountPoint, detail: 'the remount was taken but the option is not on' };
   return { outcome: 'enabled', path: mount.mountPoint };
 }
 
