@@ -2,14 +2,13 @@ import { realpath } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { minFreeBytes } from '../node/storage/pool-space.js';
 import { currentMode, kernelHasSimpleQuotas } from '../node/storage/quota-mode.js';
-import { parseMountinfo, type MountEntry } from '../shared/mountinfo.js';
+import { mountOf, parseMountinfo, type MountEntry } from '../shared/mountinfo.js';
 import { finding, type DoctorContext, type HostCheck } from './host-check.js';
 
 /** The mount the pool's directory is on (the last, topmost, of the longest matching mount point). */
 async function poolMount({ host, config }: DoctorContext): Promise<MountEntry | undefined> {
   const path = config.pool.mountPoint.replace(/\/+$/, '');
-  const under = parseMountinfo((await host.read('/proc/self/mountinfo')) ?? '').filter((m) => m.mountPoint === path || m.mountPoint === '/' || path.startsWith(`${m.mountPoint}/`));
-  return under.reduce<MountEntry | undefined>((best, m) => (!best || m.mountPoint.length >= best.mountPoint.length ? m : best), undefined);
+  return mountOf(parseMountinfo((await host.read('/proc/self/mountinfo')) ?? ''), path);
 }
 
 /** The pool's filesystem mounted and Btrfs: what the space and quota checks read. */

@@ -33,6 +33,16 @@ export function parseMountinfo(text: string): MountEntry[] {
   return out;
 }
 
+/** The mount `path` is on: the longest mount point above it, the topmost of those stacked there (a later line). */
+export function mountOf(mounts: MountEntry[], path: string): MountEntry | undefined {
+  let best: MountEntry | undefined;
+  for (const m of mounts) {
+    const above = m.mountPoint === '/' || path === m.mountPoint || path.startsWith(`${m.mountPoint}/`);
+    if (above && (!best || m.mountPoint.length >= best.mountPoint.length)) best = m;
+  }
+  return best;
+}
+
 /** This process's mounts. */
 export async function readMounts(): Promise<MountEntry[]> {
   return parseMountinfo(await readFile('/proc/self/mountinfo', 'utf8'));

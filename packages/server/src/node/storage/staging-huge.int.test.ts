@@ -5,8 +5,8 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exec } from '../../shared/exec.js';
-import { parseMountinfo } from '../../shared/mountinfo.js';
-import { mountOf, SHMEM_ENABLED, stagingHugePages, tmpfsHuge } from './staging-huge.js';
+import { mountOf, parseMountinfo } from '../../shared/mountinfo.js';
+import { SHMEM_ENABLED, stagingHugePages, tmpfsHuge } from './staging-huge.js';
 
 const root = process.getuid?.() === 0;
 

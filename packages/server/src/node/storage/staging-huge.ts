@@ -1,7 +1,7 @@
 import { readFile, realpath } from 'node:fs/promises';
 import { exec } from '../../shared/exec.js';
 import type { Logger } from '../../shared/logger.js';
-import { parseMountinfo, type MountEntry } from '../../shared/mountinfo.js';
+import { mountOf, parseMountinfo, type MountEntry } from '../../shared/mountinfo.js';
 
 /** The kernel's switch for huge pages in tmpfs and shared memory (absent: no transparent huge pages). */
 export const SHMEM_ENABLED = '/sys/kernel/mm/transparent_hugepage/shmem_enabled';
@@ -11,16 +11,6 @@ export type StagingHugeResult =
   | { outcome: 'enabled' | 'already'; path: string }
   | { outcome: 'left' | 'not-tmpfs' | 'unsupported' }
   | { outcome: 'failed'; path: string; detail: string };
-
-/** The mount `path` is on: the longest mount point above it, the topmost of those stacked there. */
-export function mountOf(mounts: MountEntry[], path: string): MountEntry | undefined {
-  let best: MountEntry | undefined;
-  for (const m of mounts) {
-    const above = m.mountPoint === '/' || path === m.mountPoint || path.startsWith(`${m.mountPoint}/`);
-    if (above && (!best || m.mountPoint.length >= best.mountPoint.length)) best = m;
-  }
-  return best;
-}
 
 /** Whether a tmpfs already gives large pages to files (any `huge=` but never; the host's choice is kept). */
 export function tmpfsHuge(m: Pick<MountEntry, 'superOptions'>): boolean {
