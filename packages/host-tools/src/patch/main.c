@@ -66,7 +66,7 @@ struct pair {
     const char *src, *base, *dst;
     int sfd, bfd, dfd;
     size_t sl, bl;
-    const struct page_sum *bsums; /* NULL: BASE's bytes are compared */
+    struct page_sum *bsums;       /* NULL: BASE's bytes are compared */
     size_t bcount;
     struct page_sum *dsums;       /* NULL: no sums wanted */
     uint64_t give_up, written;
@@ -150,7 +150,6 @@ static int patch_one(const char *src, const char *base, const char *dst, double 
     x.bfd = open(base, O_RDONLY | O_CLOEXEC);
     x.dfd = open(dst, O_WRONLY | O_CLOEXEC);
     struct stat ss, bs;
-    struct page_sum *bsums = NULL;
     char bpath[4096];
 
     *bytes = 0;
@@ -166,7 +165,7 @@ static int patch_one(const char *src, const char *base, const char *dst, double 
     int have_bpath = with_sums && sums_path(bpath, sizeof bpath, base) == 0;
     /* With BASE's sums, BASE is never read. */
     if (have_bpath)
-        x.bsums = bsums = sums_load(bpath, &bs, &x.bcount);
+        x.bsums = sums_load(bpath, &bs, &x.bcount);
     if (with_sums && (x.dsums = malloc(((x.sl + PAGE - 1) / PAGE) * sizeof *x.dsums + 1)) == NULL) {
         fprintf(stderr, "forkd-patch: out of memory\n");
         goto out;
@@ -179,7 +178,7 @@ static int patch_one(const char *src, const char *base, const char *dst, double 
     *written = x.written;
     *moved = x.moved;
 out:
-    free(bsums);
+    free(x.bsums);
     free(x.dsums);
     if (x.sfd >= 0)
         close(x.sfd);
