@@ -80,8 +80,69 @@ check "post-dump used $used ticks in 1 s" "[ $used -le 1 ]"
 wait $waiter
 echo $thaw > "$control"
 
-echo "== a hook file anyone but root could have written is refused, and nothing is frozen"
 frozen() { grep -Eq "$pattern" "$check"; }
+# Plays CRIU around post-dump: frozen by pre-dump, thawed once "seized", post-dump and network-unlock run
+# by a parent that lives on for $1 s after them (the watcher's CRIU); returns once they have.
+play_dump() {
+  rm -f "$work"/forkd-hook* "$work/pd-done"
+  hook
+  run pre-dump
+  [ "$2" = token ] && install -m 0600 /dev/null "$work/forkd-hook.thaw-token"
+  echo $thaw > "$control"
+  ( run post-dump; run network-unlock; touch "$work/pd-done"; sleep "$1" ) & player=$!
+  for _ in $(seq 100); do [ -e "$work/pd-done" ] && break; sleep 0.02; done
+}
+wait_for() { for _ in $(seq 100); do [ -e "$1" ] && return 0; sleep 0.01; done; return 1; }
+
+echo "== early thaw: the watcher thaws as soon as CRIU has frozen the cgroup again, and says when"
+play_dump 2 token
+t0=$(date +%s%N)
+echo $value > "$control"
+check "report written" "wait_for $work/forkd-hook.thawed-at"
+check "thawed" '! frozen'
+check "the instant is after the refreeze" "[ \$(cat $work/forkd-hook.thawed-at) -ge $t0 ]"
+check "the token claimed" "[ -e $work/forkd-hook.thaw-claimed ] && [ ! -e $work/forkd-hook.thaw-token ]"
+wait $player
+
+echo "== early thaw: CRIU names the images dir /proc/CRIU/fd/N, starts the action with fds 0-2 closed, exits right after its refreeze: the report still comes"
+rm -f "$work"/forkd-hook* "$work/pd-done"
+hook
+run pre-dump
+install -m 0600 /dev/null "$work/forkd-hook.thaw-token"
+echo $thaw > "$control"
+( exec 7<"$work"; export CRTOOLS_IMAGE_DIR=/proc/$BASHPID/fd/7
+  CRTOOLS_SCRIPT_ACTION=post-dump "$bin"; CRTOOLS_SCRIPT_ACTION=network-unlock "$bin" <&- >&- 2>&-; sleep 0.1; echo $value > "$control" ) & player=$!
+wait $player
+check "report written" "wait_for $work/forkd-hook.thawed-at"
+check "thawed" '! frozen'
+
+echo "== early thaw: forkd claimed the token first: the watcher leaves the freeze alone"
+play_dump 2 token
+mv "$work/forkd-hook.thaw-token" "$work/forkd-hook.thaw-forkd"
+echo $value > "$control"
+sleep 0.3
+check "still frozen" 'frozen'
+check "no report" "[ ! -e $work/forkd-hook.thawed-at ]"
+echo $thaw > "$control"; wait $player
+
+echo "== early thaw: CRIU gone before any refreeze: the watcher gives up, a later freeze stays"
+play_dump 0 token
+wait $player; sleep 0.2
+echo $value > "$control"
+sleep 0.3
+check "still frozen" 'frozen'
+check "token left for forkd" "[ -e $work/forkd-hook.thaw-token ]"
+echo $thaw > "$control"
+
+echo "== early thaw: no token (a dump that keeps the tree frozen): no watcher"
+play_dump 2 none
+echo $value > "$control"
+sleep 0.3
+check "still frozen" 'frozen'
+echo $thaw > "$control"; wait $player
+rm -f "$work"/forkd-hook* "$work/pd-done"
+
+echo "== a hook file anyone but root could have written is refused, and nothing is frozen"
 hook; chmod 0666 "$work/forkd-hook"
 check "other-writable: exit 1" '! run pre-dump 2>/dev/null'
 check "not frozen" '! frozen'

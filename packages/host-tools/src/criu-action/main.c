@@ -36,8 +36,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tasks.h"
+#include "io.h"
 #include "loopback.h"
+#include "tasks.h"
+#include "thaw.h"
 
 #define HOOK_NAME "forkd-hook"
 #define MAX_ARGS 64
@@ -59,13 +61,6 @@ static char hook[4096];
 static const char *dir_path;
 static char *lines[4 + MAX_ARGS + 1];
 static int nlines;
-
-static long long now_ns(clockid_t clk)
-{
-    struct timespec ts;
-    clock_gettime(clk, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static int fail(const char *what)
 {
@@ -136,30 +131,6 @@ static int read_hook(void)
     }
     lines[nlines] = NULL;
     return nlines >= 4 ? 0 : -1;
-}
-
-static int write_str(const char *file, const char *s)
-{
-    int fd = open(file, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = write(fd, s, strlen(s));
-    int e = errno;
-    close(fd);
-    errno = e;
-    return n == (ssize_t)strlen(s) ? 0 : -1;
-}
-
-static int matches(int fd, regex_t *re)
-{
-    char buf[4096];
-    if (lseek(fd, 0, SEEK_SET) < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    if (n < 0)
-        return -1;
-    buf[n] = 0;
-    return regexec(re, buf, 0, NULL, 0) == 0;
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -291,6 +262,11 @@ static int write_frozen_at(void)
 #define VFORK_RETRIES 100
 #define VFORK_RETRY_NS 2000000L
 
+static const char *thaw_value(void)
+{
+    return strcmp(lines[1], "FROZEN") == 0 ? "THAWED" : "0";
+}
+
 static int pre_dump(void)
 {
     char cg[4096];
@@ -303,7 +279,7 @@ static int pre_dump(void)
     if (write_frozen_at() != 0 || freeze() != 0)
         return 1;
     /* A vfork caught in the freeze: thaw for a moment so the child can exec, then freeze again. */
-    const char *thawed = strcmp(lines[1], "FROZEN") == 0 ? "THAWED" : "0";
+    const char *thawed = thaw_value();
     for (int i = 0; slash && i < VFORK_RETRIES && tasks_vfork_waiting(cg); i++) {
         if (write_str(lines[0], thawed) < 0)
             return fail(lines[0]);
@@ -363,6 +339,18 @@ static int post_dump(void)
     return 0;
 }
 
+/*
+ * CRIU's last action before it puts the freezer back to frozen: the early
+ * thaw's watcher starts here (thaw.c), not at post-dump, so that it polls
+ * only for the instants before that write, not beside this action.
+ */
+static int network_unlock(void)
+{
+    struct thaw_watch w = { dir_path, lines[0], thaw_value(), lines[2], lines[3] };
+    thaw_watch_start(&w);
+    return 0;
+}
+
 int main(void)
 {
     const char *action = getenv("CRTOOLS_SCRIPT_ACTION");
@@ -374,7 +362,7 @@ int main(void)
     if (snprintf(hook, sizeof hook, "%s/%s", dir, HOOK_NAME) >= (int)sizeof hook)
         return 1;
     dir_path = dir;
-    if (strcmp(action, "pre-dump") != 0 && strcmp(action, "post-dump") != 0)
+    if (strcmp(action, "pre-dump") != 0 && strcmp(action, "post-dump") != 0 && strcmp(action, "network-unlock") != 0)
         return 0;
     int r = read_hook();
     if (r > 0)
@@ -383,5 +371,7 @@ int main(void)
         fprintf(stderr, "forkd-criu-action: unusable hook file %s\n", hook);
         return 1;
     }
+    if (strcmp(action, "network-unlock") == 0)
+        return network_unlock();
     return strcmp(action, "pre-dump") == 0 ? pre_dump() : post_dump();
 }

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import { exec, type ExecResult } from '../../shared/exec.js';
 import { freezerControl } from '../cgroups/cgroups.js';
+import { EARLY_THAW_FILES, offerThaw, settleThaw } from './early-thaw.js';
 import { IDMAP_FILE, LAYOUT_FILE } from './runc-images.js';
 import type { CheckpointOptions, CheckpointStats } from './runtime.js';
 
@@ -31,14 +32,17 @@ export interface CheckpointDeps {
  * CRIU's start-up (CRIU then finds it frozen and skips its 100 ms freezer
  * sleep) and starts the filesystem snapshot (`whileFrozen`'s argv, written
  * into the hook file) alongside the dump; at post-dump it waits for that
- * snapshot. CRIU leaves the tree as it found it, frozen: forkd thaws it when
- * runc returns (leaveRunning) or leaves it frozen for the caller. The hook
+ * snapshot. CRIU leaves the tree as it found it, frozen: with leaveRunning
+ * the script's watcher thaws it as soon as CRIU has refrozen it, or forkd
+ * when runc returns (early-thaw.ts); otherwise it stays frozen for the caller. The hook
  * file in the images dir tells the script what to do. Any failure thaws.
  */
 export async function runcCheckpoint(d: CheckpointDeps, id: string, o: CheckpointOptions): Promise<CheckpointStats> {
   await mkdir(o.imagesDir, { recursive: true, mode: 0o700 });
   await mkdir(o.workDir, { recursive: true, mode: 0o700 });
   const hook = await writeHook(o.imagesDir, d.cgroupPath, o.whileFrozen?.argv);
+  if (o.leaveRunning) await offerThaw(hook);
+  let settled = !o.leaveRunning;
   const t0 = performance.now();
   // A task stopped by SIGSTOP (a tenant's `kill -STOP`, a shell's Ctrl-Z) in a frozen cgroup wedges CRIU: its
   // ptrace attach waits for the stopped task to trap, which a frozen task never does. The action script
@@ -60,9 +64,9 @@ export async function runcCheckpoint(d: CheckpointDeps, id: string, o: Checkpoin
       throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });
     }
     const dumpMs = performance.now() - t0;
-    // Thawed first: nothing below needs the freeze (the records are the bundle's, the instant is on file).
-    if (o.leaveRunning) await d.thaw();
-    const thawedAt = BigInt(Date.now()) * 1_000_000n;
+    // Thawed first (most often by the action script's watcher already): nothing below needs the freeze.
+    settled = true;
+    const thawedAt = o.leaveRunning ? await settleThaw(hook, d.thaw) : BigInt(Date.now()) * 1_000_000n;
     const frozenAt = await readNs(`${hook}.frozen-at`);
     if (frozenAt === undefined) throw new ForkdError('INTERNAL', 'the criu action script did not run: run forkd setup again', { logPath: join(o.workDir, 'dump.log') });
     for (const [from, name] of [[d.idmapFile, IDMAP_FILE], [d.layoutFile, LAYOUT_FILE]] as const) {
@@ -72,11 +76,13 @@ export async function runcCheckpoint(d: CheckpointDeps, id: string, o: Checkpoin
     }
     return { frozenMs: Number(thawedAt - frozenAt) / 1e6, dumpMs };
   } catch (err) {
+    // Settled first: a watcher still waiting must not thaw the retry's freeze.
+    if (!settled) await settleThaw(hook, d.thaw).catch(() => {});
     await d.thaw().catch(() => {});
     await awaitSnapshot(d.criuAction, hook);
     throw err;
   } finally {
-    for (const suffix of ['', '.frozen-at', '.snap-fifo', '.snap-rc', '.snap-rc.tmp']) await rm(`${hook}${suffix}`, { force: true });
+    for (const suffix of ['', '.frozen-at', '.snap-fifo', '.snap-rc', '.snap-rc.tmp', ...EARLY_THAW_FILES]) await rm(`${hook}${suffix}`, { force: true });
   }
 }
 
