@@ -13,7 +13,8 @@
  * pre-dump: record the instant (HOOK.frozen-at, ns since the epoch), freeze,
  * wait until frozen, then start the snapshot in the background, its exit
  * status to be written into the FIFO HOOK.snap-fifo. post-dump: wait for
- * that status. Stopped tasks get SIGCONT and SIGSTOP while frozen (see
+ * that status. network-unlock: with forkd's token HOOK.thaw-token, start the
+ * early-thaw watcher (thaw.c). Stopped tasks get SIGCONT and SIGSTOP while frozen (see
  * note_if_stopped). Every wait blocks in the kernel (poll on cgroup.events, a
  * FIFO read) or sleeps (v1's freezer.state has no notification): nothing
  * spins, and deadlines are in seconds, so a loaded host only makes it slower.
