@@ -35,3 +35,15 @@ int matches(int fd, regex_t *re)
     buf[n] = 0;
     return regexec(re, buf, 0, NULL, 0) == 0;
 }
+
+long v1_next_sleep(long ns)
+{
+    const long max = 1000000L;
+    return ns * 2 < max ? ns * 2 : max;
+}
+
+int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}

@@ -50,9 +50,6 @@
 /* The Btrfs snapshot commits with the filesystem's transaction: behind a
  * cleaner deleting a thousand subvolumes that takes seconds. */
 #define SNAPSHOT_DEADLINE_S 60
-/* v1's freezer.state: first look after 20 us, then back off to every 1 ms. */
-#define V1_FIRST_SLEEP_NS 20000L
-#define V1_MAX_SLEEP_NS 1000000L
 /* v1 re-sends the freeze this often to tasks that missed it (as CRIU does). */
 #define V1_REFREEZE_NS 100000000LL
 /* v2: a missed notification costs at most this much. */
@@ -134,12 +131,6 @@ static int read_hook(void)
     return nlines >= 4 ? 0 : -1;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
 /* Freezes the cgroup and returns once the kernel says every task is frozen. */
 static int freeze(void)
 {
@@ -182,8 +173,7 @@ static int freeze(void)
             /* v1 offers no notification: sleep, never spin. */
             struct timespec ts = { 0, sleep_ns };
             nanosleep(&ts, NULL);
-            if (sleep_ns < V1_MAX_SLEEP_NS)
-                sleep_ns = sleep_ns * 2 < V1_MAX_SLEEP_NS ? sleep_ns * 2 : V1_MAX_SLEEP_NS;
+            sleep_ns = v1_next_sleep(sleep_ns);
             if (t >= refreeze) {
                 write_str(control, value);
                 refreeze = t + V1_REFREEZE_NS;

@@ -37,8 +37,6 @@
 #define HOOK_TOKEN "forkd-hook.thaw-token"
 #define HOOK_CLAIMED "forkd-hook.thaw-claimed"
 #define HOOK_REPORT "forkd-hook.thawed-at"
-#define FIRST_SLEEP_NS 20000L
-#define MAX_SLEEP_NS 1000000L
 
 /*
  * Claims the token; on success thaws and reports the instant (written whole:
@@ -70,7 +68,7 @@ static void claim_and_thaw(const struct thaw_watch *w, int dirfd)
 static void watch(const struct thaw_watch *w, int dirfd, int fd, int pidfd, regex_t *re, int v2)
 {
     long long deadline = now_ns(CLOCK_MONOTONIC) + WATCH_DEADLINE_S * 1000000000LL;
-    long sleep_ns = FIRST_SLEEP_NS;
+    long sleep_ns = V1_FIRST_SLEEP_NS;
     int gone = 0;
     for (;;) {
         int m = matches(fd, re);
@@ -86,15 +84,8 @@ static void watch(const struct thaw_watch *w, int dirfd, int fd, int pidfd, rege
         struct timespec ts = { 0, v2 ? 100000000L : sleep_ns };
         if (ppoll(p, v2 ? 2 : 1, &ts, NULL) > 0 && (p[0].revents & POLLIN))
             gone = 1; /* one more look: CRIU's last write may be what woke us */
-        if (sleep_ns < MAX_SLEEP_NS)
-            sleep_ns = sleep_ns * 2 < MAX_SLEEP_NS ? sleep_ns * 2 : MAX_SLEEP_NS;
+        sleep_ns = v1_next_sleep(sleep_ns);
     }
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
 /* fd moved above 0-2, which the watcher points at /dev/null (CRIU starts its actions with them closed). */

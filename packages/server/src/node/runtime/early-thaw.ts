@@ -63,6 +63,7 @@ async function watcherReport(hook: string, deadlineMs: number): Promise<bigint |
   }
 }
 
-function nowNs(): bigint {
+/** Now, ns since the epoch (the resolution of Date.now: the action script's instants are finer). */
+export function nowNs(): bigint {
   return BigInt(Date.now()) * 1_000_000n;
 }

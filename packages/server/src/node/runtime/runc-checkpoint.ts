@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { ForkdError } from '@forkd/protocol';
 import { exec, type ExecResult } from '../../shared/exec.js';
 import { freezerControl } from '../cgroups/cgroups.js';
-import { EARLY_THAW_FILES, offerThaw, settleThaw } from './early-thaw.js';
+import { EARLY_THAW_FILES, nowNs, offerThaw, settleThaw } from './early-thaw.js';
 import { IDMAP_FILE, LAYOUT_FILE } from './runc-images.js';
 import type { CheckpointOptions, CheckpointStats } from './runtime.js';
 
@@ -66,7 +66,7 @@ export async function runcCheckpoint(d: CheckpointDeps, id: string, o: Checkpoin
     const dumpMs = performance.now() - t0;
     // Thawed first (most often by the action script's watcher already): nothing below needs the freeze.
     settled = true;
-    const thawedAt = o.leaveRunning ? await settleThaw(hook, d.thaw) : BigInt(Date.now()) * 1_000_000n;
+    const thawedAt = o.leaveRunning ? await settleThaw(hook, d.thaw) : nowNs();
     const frozenAt = await readNs(`${hook}.frozen-at`);
     if (frozenAt === undefined) throw new ForkdError('INTERNAL', 'the criu action script did not run: run forkd setup again', { logPath: join(o.workDir, 'dump.log') });
     for (const [from, name] of [[d.idmapFile, IDMAP_FILE], [d.layoutFile, LAYOUT_FILE]] as const) {
