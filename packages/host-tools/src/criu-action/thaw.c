@@ -98,6 +98,15 @@ static int above_std(int fd)
     return moved;
 }
 
+void thaw_claim(const struct thaw_watch *w)
+{
+    int dirfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0)
+        return;
+    claim_and_thaw(w, dirfd);
+    close(dirfd);
+}
+
 void thaw_watch_start(const struct thaw_watch *w)
 {
     int dirfd = above_std(open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -17,4 +17,7 @@ struct thaw_watch {
  */
 void thaw_watch_start(const struct thaw_watch *w);
 
+/* Claims the token now (when it is there) and thaws, with the same report: the relay's thaw at CRIU's answer. */
+void thaw_claim(const struct thaw_watch *w);
+
 #endif

@@ -27,8 +27,12 @@
  * per line, the reply file, HOME for CRIU's config, the library that
  * FORKD_UFFD_SOCK or FORKD_LAZY_WAIT_MS preloads, then the command that runs CRIU from its private
  * root (loader, its options, criu). `swrk FD` is answered as above when it
- * is the version probe (unless FORKD_CRIU_ASK_VERSION is set); everything
- * else execs CRIU with the same arguments.
+ * is the version probe (unless FORKD_CRIU_ASK_VERSION is set). With
+ * FORKD_CRIU_DUMP_CONFIG (forkd's config for dumps, which names the action
+ * script), a dump request is carried by the relay (relay.c), CRIU then
+ * running no script; any other request, or a dump the relay cannot carry,
+ * gets that config as CRIU_CONFIG_FILE. Everything else execs CRIU with the
+ * same arguments.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +43,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "relay.h"
 
 /* CriuReq { type = VERSION (10) }: field 1, varint. */
 static const unsigned char PROBE[] = {0x08, 0x0a};
@@ -102,7 +108,25 @@ static int record(const char *criu, const char *out) {
 }
 
 #define MAX_LAUNCH 16384
+/* forkd's CRIU config for dumps (action-script): named to CRIU (CRIU_CONFIG_FILE) only when the relay does not carry the dump. */
+#define DUMP_CONFIG_ENV "FORKD_CRIU_DUMP_CONFIG"
 #define MAX_LINES 32
+
+/* The command that runs CRIU: the launch file's (line 4 on), the preload when asked, then our arguments. */
+static int criu_args(char **line, int lines, int argc, char **argv, char **args) {
+  const char *uffd = getenv("FORKD_UFFD_SOCK");
+  const char *lazy = getenv("FORKD_LAZY_WAIT_MS");
+  int k = 0;
+  args[k++] = line[3];
+  if ((uffd && *uffd) || (lazy && *lazy)) {
+    args[k++] = "--preload";
+    args[k++] = line[2];
+  }
+  for (int i = 4; i < lines; i++) args[k++] = line[i];
+  for (int i = 1; i < argc; i++) args[k++] = argv[i];
+  args[k] = NULL;
+  return k;
+}
 
 static int launch(int argc, char **argv) {
   char path[4096];
@@ -119,26 +143,26 @@ static int launch(int argc, char **argv) {
   int lines = 0;
   for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l && lines < MAX_LINES; l = strtok_r(NULL, "\n", &save)) line[lines++] = l;
   if (lines < 5) return fprintf(stderr, "forkd-criu: %s is short: run forkd setup again\n", path), 127;
-  if (argc == 3 && strcmp(argv[1], "swrk") == 0 && !getenv("FORKD_CRIU_ASK_VERSION")) {
-    int fd = parse_fd(argv[2]);
-    int r = fd < 0 ? 1 : answer(fd, line[0]);
+  int swrk = argc == 3 && strcmp(argv[1], "swrk") == 0 ? parse_fd(argv[2]) : -1;
+  if (swrk >= 0 && !getenv("FORKD_CRIU_ASK_VERSION")) {
+    int r = answer(swrk, line[0]);
     if (r == 0) return 0;
     if (r != 1) return 1;
   }
   if (setenv("HOME", line[1], 1) != 0) return perror("forkd-criu: HOME"), 127;
-  const char *uffd = getenv("FORKD_UFFD_SOCK");
-  const char *lazy = getenv("FORKD_LAZY_WAIT_MS");
-  char *args[MAX_LINES + 4 + 256];
-  int k = 0;
-  args[k++] = line[3];
-  if ((uffd && *uffd) || (lazy && *lazy)) {
-    args[k++] = "--preload";
-    args[k++] = line[2];
-  }
-  for (int i = 4; i < lines; i++) args[k++] = line[i];
   if (argc > 256) return fprintf(stderr, "forkd-criu: too many arguments\n"), 127;
-  for (int i = 1; i < argc; i++) args[k++] = argv[i];
-  args[k] = NULL;
+  char *args[MAX_LINES + 4 + 256];
+  int k = criu_args(line, lines, argc, argv, args);
+  /* A dump's config (the action script) is named here, not to CRIU: a dump the relay carries needs none. */
+  static char dump_config[4096];
+  const char *named = getenv(DUMP_CONFIG_ENV);
+  snprintf(dump_config, sizeof dump_config, "%s", named ? named : "");
+  unsetenv(DUMP_CONFIG_ENV);
+  if (swrk >= 0 && *dump_config) {
+    int r = relay_dump(swrk, args, k - 1);
+    if (r >= 0) return r;
+    if (setenv("CRIU_CONFIG_FILE", dump_config, 1) != 0) return perror("forkd-criu: CRIU_CONFIG_FILE"), 127;
+  }
   execv(line[3], args);
   return perror(line[3]), 127;
 }

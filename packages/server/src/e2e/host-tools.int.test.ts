@@ -13,7 +13,8 @@ const TESTS = join(REPO_ROOT, 'packages/host-tools/test');
  * The host tools' own tests on the real thing (see their README): forkd-dedupe
  * on a Btrfs loop filesystem (matching, moved pages, repack, refusals),
  * forkd-shared-ranges on one (reflinks, rewritten pages, compressed extents),
- * forkd-criu-version on both ends of a real socketpair, libforkd-uffd's
+ * forkd-criu-version on both ends of a real socketpair, its relay between a
+ * played runc and CRIU on a real freezer, libforkd-uffd's
  * connect wait on real sockets,
  * forkd-qgroup's lineage groups under simple quotas, and
  * forkd-criu-action playing CRIU's pre-dump and post-dump on a real freezer.
@@ -43,6 +44,12 @@ describe('host tools: their own real-filesystem tests', { skip: !isRoot && 'need
 
   test('forkd-criu-version answers only the version probe, and installed as criu launches CRIU (test/criu-version.sh)', async () => {
     const r = await exec('bash', [join(TESTS, 'criu-version.sh')], { allowFailure: true, timeoutMs: 60_000 });
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout, /ALL OK/);
+  });
+
+  test("criu's relay does forkd's dump steps at CRIU's notifications and passes every message on (test/criu-relay.sh)", async () => {
+    const r = await exec('bash', [join(TESTS, 'criu-relay.sh')], { allowFailure: true, timeoutMs: 120_000 });
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     assert.match(r.stdout, /ALL OK/);
   });

@@ -81,6 +81,7 @@ export function runcOptions(config: ForkdConfig, network: Network): RuncOptions 
     criu: criuPath(config),
     criuAction: criuActionPath(config),
     criuDumpConfig: criuDumpConfigPath(config),
+    criuRelay: config.criuRelay,
     cacheDir: config.cacheDir,
     conntrackBuckets: config.conntrackBuckets,
     favorDynmods: config.cgroupFavorDynmods === 'enable',

@@ -15,6 +15,7 @@ const PACKAGES = ['protocol', 'sdk', 'mcp', 'cli', 'server'];
 const NOT_SETTINGS: Record<string, string> = {
   FORKD_CRASH_AT: 'fault injection for the crash-safety tests (shared/crash-point.ts)',
   FORKD_CRIU_ASK_VERSION: "a bench lever (setup.ts's CRIU wrapper)",
+  FORKD_CRIU_DUMP_CONFIG: "set by forkd for criu's wrapper (its relay, see host-tools' README), not by anyone else",
   FORKD_UFFD_SOCK: "set by forkd for CRIU's preload library, not by anyone else",
   FORKD_LAZY_WAIT_MS: "set by forkd for CRIU's preload library, not by anyone else",
   FORKD_LAZY_PID: "set by forkd for CRIU's preload library, not by anyone else",

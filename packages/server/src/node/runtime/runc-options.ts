@@ -18,6 +18,13 @@ export interface RuncOptions {
   /** CRIU's config for dumps (CRIU_CONFIG_FILE), which names the action script: CRIU runs it at every step, a process each. */
   criuDumpConfig?: string;
   /**
+   * The config goes to criu's wrapper instead (FORKD_CRIU_DUMP_CONFIG): it
+   * relays runc's dump to CRIU and does the script's steps itself at CRIU's
+   * notifications, so CRIU runs none; the config only for a dump it cannot
+   * relay (see host-tools/src/criu-version/relay.c).
+   */
+  criuRelay?: boolean;
+  /**
    * Restore lazily: processes resume at once and their memory is served on
    * demand (userfaultfd) and pushed in the background by a `criu lazy-pages`
    * daemon per restore, which exits when everything is in.
@@ -66,5 +73,5 @@ export interface RuncOptions {
 
 /** Every option given a value: the defaults are a runtime that works on any host (no lazy restore, no host changes). */
 export function withRuncDefaults(opts: RuncOptions): Required<RuncOptions> {
-  return { runc: 'runc', criu: 'criu', criuAction: '', criuDumpConfig: '', cacheDir: '', conntrackBuckets: 0, favorDynmods: false, lazyRestore: false, lazyRestoreMinBytes: 0, lazyConnectWait: true, cgroupV1Binds: true, devInRoot: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
+  return { runc: 'runc', criu: 'criu', criuAction: '', criuDumpConfig: '', criuRelay: true, cacheDir: '', conntrackBuckets: 0, favorDynmods: false, lazyRestore: false, lazyRestoreMinBytes: 0, lazyConnectWait: true, cgroupV1Binds: true, devInRoot: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
 }

@@ -153,7 +153,7 @@ export class RuncRuntime implements Runtime {
   /** See runcCheckpoint. */
   async checkpoint(id: string, o: CheckpointOptions): Promise<CheckpointStats> {
     await this.settleMemory(id);
-    const dumpEnv = this.#o.criuDumpConfig ? { CRIU_CONFIG_FILE: this.#o.criuDumpConfig } : undefined;
+    const dumpEnv = this.#o.criuDumpConfig ? { [this.#o.criuRelay ? 'FORKD_CRIU_DUMP_CONFIG' : 'CRIU_CONFIG_FILE']: this.#o.criuDumpConfig } : undefined;
     return runcCheckpoint(
       {
         runc: (args) => this.#runc(args, undefined, dumpEnv),

@@ -262,8 +262,10 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       assert.ok(readyAt > 0, 'not started before its root was ready');
       assert.equal(await h.memory(b), value);
       const failed = new Error('the root could not be made');
+      // Made first: a slow host took over 50 ms for these, and the rejection then came before the restore held it.
+      const cSpec = { ...(await spec(c)), root: await h.rootFrom(c, snapKey) };
       const never = new Promise<void>((_, reject) => setTimeout(() => reject(failed), 50));
-      await assert.rejects(h.runtime.restore(c, { ...(await spec(c)), root: await h.rootFrom(c, snapKey) }, { imagesDir, rootReady: never }), (err) => err === failed);
+      await assert.rejects(h.runtime.restore(c, cSpec, { imagesDir, rootReady: never }), (err) => err === failed);
       assert.notEqual((await h.runtime.state(c)).status, 'running');
       await Promise.all([a, b, c].map((k) => h.runtime.destroy(k)));
       assert.ok(!(await h.runtime.list()).includes(c));
