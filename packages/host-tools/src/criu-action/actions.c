@@ -41,7 +41,6 @@
 
 #include "actions.h"
 #include "io.h"
-#include "loopback.h"
 #include "tasks.h"
 #include "thaw.h"
 
@@ -192,8 +191,8 @@ static void fifo_path(char *out, size_t n)
 }
 
 /*
- * Runs the snapshot in a detached grandchild of CRIU (CRIU waits only for
- * this process) and hands its status to post-dump through the FIFO. The
+ * Runs the snapshot in a detached grandchild of CRIU, or of the relay (CRIU
+ * waits only for this process; the relay for none of its children but CRIU) and hands its status to post-dump through the FIFO. The
  * writer's open blocks until post-dump (or forkd, after a failed dump) opens
  * the FIFO for reading; an alarm ends it if nobody ever does.
  */
@@ -334,6 +333,12 @@ static int post_dump(void)
     return 0;
 }
 
+/* What the early thaw needs of the hook just read. */
+static struct thaw_watch hook_watch(void)
+{
+    return (struct thaw_watch){ dir_path, lines[0], thaw_value(), lines[2], lines[3] };
+}
+
 /*
  * CRIU's last action before it puts the freezer back to frozen: the early
  * thaw's watcher starts here (thaw.c), not at post-dump, so that it polls
@@ -341,7 +346,7 @@ static int post_dump(void)
  */
 static int network_unlock(void)
 {
-    struct thaw_watch w = { dir_path, lines[0], thaw_value(), lines[2], lines[3] };
+    struct thaw_watch w = hook_watch();
     thaw_watch_start(&w);
     return 0;
 }
@@ -374,6 +379,6 @@ void criu_action_thaw_now(const char *dir)
 {
     if (set_dir(dir) != 0 || read_hook() != 0)
         return;
-    struct thaw_watch w = { dir_path, lines[0], thaw_value(), lines[2], lines[3] };
+    struct thaw_watch w = hook_watch();
     thaw_claim(&w);
 }

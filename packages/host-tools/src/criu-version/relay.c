@@ -45,6 +45,12 @@ static const uint8_t NOTIFY_FAILED[] = { 0x08, REQ_NOTIFY, 0x18, 0x00 };
 
 static uint8_t buf[MAX_MSG];
 
+/* Room for the descriptors of one message, aligned for a cmsghdr. */
+union fd_ctl {
+    char space[CMSG_SPACE(sizeof(int) * MAX_FDS)];
+    struct cmsghdr align;
+};
+
 struct msg {
     size_t len;
     int fds[MAX_FDS];
@@ -122,10 +128,7 @@ static void drop_fds(struct msg *m)
 /* One message into buf with the descriptors it carries: its length, 0 at the end, -1 on an error or a cut message. */
 static ssize_t recv_msg(int fd, struct msg *m)
 {
-    union {
-        char space[CMSG_SPACE(sizeof(int) * MAX_FDS)];
-        struct cmsghdr align;
-    } ctl;
+    union fd_ctl ctl;
     struct iovec iov = { buf, sizeof buf };
     struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space, .msg_controllen = sizeof ctl.space };
     ssize_t n;
@@ -150,10 +153,7 @@ static ssize_t recv_msg(int fd, struct msg *m)
 
 static int send_msg(int fd, const struct msg *m)
 {
-    union {
-        char space[CMSG_SPACE(sizeof(int) * MAX_FDS)];
-        struct cmsghdr align;
-    } ctl;
+    union fd_ctl ctl;
     struct iovec iov = { buf, m->len };
     struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
     if (m->nfds) {

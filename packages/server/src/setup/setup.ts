@@ -108,7 +108,7 @@ export function criuActionPath(config: ForkdConfig): string {
   return join(config.cacheDir, 'bin', 'criu-action');
 }
 
-/** CRIU's extra config for dumps (named by CRIU_CONFIG_FILE): the action script. */
+/** CRIU's extra config for dumps (the action script): named to criu's wrapper, which gives it to CRIU only for a dump it does not relay. */
 export function criuDumpConfigPath(config: ForkdConfig): string {
   return join(config.cacheDir, 'criu-home', '.criu', 'dump.conf');
 }
@@ -234,8 +234,8 @@ async function ensureCriu(config: ForkdConfig, host: HostInfo, detail: (d: strin
   // neither records nor restores cgroups; on v1 it also need not mount every
   // hierarchy again (~15 ms per dump) when pointed at the host's. The action
   // script is how forkd freezes the sandbox for CRIU's dump (RuncRuntime.checkpoint); CRIU runs it at
-  // every step (a process each, ~2-5 ms here), so it is named for dumps only (CRIU_CONFIG_FILE, set by
-  // the runtime), and a restore runs none.
+  // every step (a process each, 4-9 ms here), so it is named for dumps only (by the runtime, to criu's wrapper:
+  // a dump it relays runs its steps in the wrapper and no script; see host-tools' README), and a restore runs none.
   const conf = ['network-lock skip', 'manage-cgroups ignore', ...(cgroupVersion() === 1 ? ['cgroup-yard /sys/fs/cgroup'] : [])];
   // Swapped in whole: CRIU reads them at every start, --version included, and daemons set up side by side
   // (a fleet's nodes) rewrote them under each other's probe, which then may read one half-written.

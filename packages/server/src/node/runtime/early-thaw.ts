@@ -2,12 +2,14 @@ import { readFile, rename, writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
- * The early thaw of a dump that leaves the tree running: forkd's CRIU action
- * script, at network-unlock, starts a watcher that thaws the cgroup as soon as
- * CRIU has put it back to frozen, before CRIU detaches and exits and runc
- * exits (3-7 ms of an 80 ms freeze on a slow host). Whoever of the watcher and
- * forkd first renames the token thaws, so a watcher late for any reason can
- * never thaw a later freeze (see packages/host-tools/src/criu-action/thaw.c).
+ * The early thaw of a dump that leaves the tree running, before runc exits:
+ * criu's wrapper, relaying the dump, thaws at CRIU's answer (CRIU has put the
+ * cgroup back to frozen and detached by then); without the relay, forkd's
+ * CRIU action script, at network-unlock, starts a watcher that thaws as soon
+ * as CRIU has refrozen the cgroup (3-7 ms of an 80 ms freeze on a slow host).
+ * Whoever of them (the "watcher" below) and forkd first renames the token
+ * thaws, so one late for any reason can never thaw a later freeze (see
+ * packages/host-tools/src/criu-action/thaw.c).
  */
 export const THAW_TOKEN = '.thaw-token';
 export const THAW_CLAIMED = '.thaw-claimed';

@@ -13,7 +13,7 @@ export const CHECKPOINT_HOOK = 'forkd-hook';
 
 /** What a dump needs of the runtime. */
 export interface CheckpointDeps {
-  /** runc with forkd's state root, CRIU and its dump config (CRIU_CONFIG_FILE names the action script: dumps only). */
+  /** runc with forkd's state root, CRIU and its dump config (named to criu's relay, or CRIU_CONFIG_FILE: dumps only). */
   runc(args: string[]): Promise<ExecResult>;
   thaw(): Promise<void>;
   cgroupPath: string;
@@ -27,15 +27,16 @@ export interface CheckpointDeps {
 }
 
 /**
- * Memory and files from one instant, with the shortest freeze: forkd's CRIU
- * action script (see setup) freezes the cgroup at pre-dump, after runc's and
+ * Memory and files from one instant, with the shortest freeze: forkd's step
+ * at CRIU's pre-dump (criu's relay, or the action script; see setup) freezes the cgroup, after runc's and
  * CRIU's start-up (CRIU then finds it frozen and skips its 100 ms freezer
  * sleep) and starts the filesystem snapshot (`whileFrozen`'s argv, written
  * into the hook file) alongside the dump; at post-dump it waits for that
  * snapshot. CRIU leaves the tree as it found it, frozen: with leaveRunning
- * the script's watcher thaws it as soon as CRIU has refrozen it, or forkd
- * when runc returns (early-thaw.ts); otherwise it stays frozen for the caller. The hook
- * file in the images dir tells the script what to do. Any failure thaws.
+ * the relay thaws it at CRIU's answer (the script's watcher as soon as CRIU
+ * has refrozen it), or forkd when runc returns (early-thaw.ts); otherwise it
+ * stays frozen for the caller. The hook file in the images dir tells the
+ * steps what to do. Any failure thaws.
  */
 export async function runcCheckpoint(d: CheckpointDeps, id: string, o: CheckpointOptions): Promise<CheckpointStats> {
   await mkdir(o.imagesDir, { recursive: true, mode: 0o700 });
@@ -64,7 +65,7 @@ export async function runcCheckpoint(d: CheckpointDeps, id: string, o: Checkpoin
       throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });
     }
     const dumpMs = performance.now() - t0;
-    // Thawed first (most often by the action script's watcher already): nothing below needs the freeze.
+    // Thawed first (most often by the relay or the script's watcher already): nothing below needs the freeze.
     settled = true;
     const thawedAt = o.leaveRunning ? await settleThaw(hook, d.thaw) : nowNs();
     const frozenAt = await readNs(`${hook}.frozen-at`);
@@ -132,7 +133,7 @@ async function awaitSnapshot(criuAction: string, hook: string): Promise<void> {
 }
 
 /**
- * The hook file the action script follows (its format: main.c's header),
+ * The hook file the action steps follow (its format: criu-action/actions.c's header),
  * for the cgroup at `cgroupPath`, with `argv` of the filesystem snapshot to
  * take while frozen. Root's own file, made anew (never through something
  * already there): the action script refuses any other. Returns its path.

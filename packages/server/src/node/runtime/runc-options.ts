@@ -15,7 +15,7 @@ export interface RuncOptions {
   criu?: string;
   /** CRIU's action script (forkd-criu-action): named by criuDumpConfig for dumps, runc's hook at a restore (see oci-spec.ts loopbackHook). */
   criuAction?: string;
-  /** CRIU's config for dumps (CRIU_CONFIG_FILE), which names the action script: CRIU runs it at every step, a process each. */
+  /** forkd's CRIU config for dumps, which names the action script (CRIU runs it at every step, a process each): see criuRelay. */
   criuDumpConfig?: string;
   /**
    * The config goes to criu's wrapper instead (FORKD_CRIU_DUMP_CONFIG): it
