@@ -6,8 +6,11 @@
   criu-relay-play.py criu swrk FD                        plays CRIU (the wrapper's launch file runs it): the
                                                          steps of FAKE_SCENARIO; writes what it saw to FAKE_OUT
 
+  criu-relay-play.py saved WRAPPER REQUEST IMAGES WORK   runs `criu dump-saved` (no runc); prints its status as JSON
+
 Scenarios: dump (every step of a dump that leaves the tree running), die (CRIU killed after pre-dump),
-status-fd (a request naming a status fd), restore (a restore request), fuzz (CRIU says random bytes).
+status-fd (a request naming a status fd), restore (a restore request), fuzz (CRIU says random bytes),
+refuse (CRIU answers that the dump failed, yet exits 0).
 Freezer: FAKE_CONTROL, FAKE_FREEZE, FAKE_THAW, FAKE_CHECK, FAKE_PATTERN.
 """
 import json, os, random, re, signal, socket, struct, subprocess, sys
@@ -74,10 +77,11 @@ def runc(wrapper, images, work, scenario):
     opts = field(1, img) + field(17, wk) + field(3, 1) + field(12, 1)
     if scenario == 'status-fd':
         opts += field(49, wk)
-    a.send(field(1, RESTORE if scenario == 'restore' else DUMP) + field(2, opts))
+    request = field(1, RESTORE if scenario == 'restore' else DUMP) + field(2, opts)
+    a.send(request)
     p = subprocess.Popen([wrapper, 'swrk', str(b.fileno())], pass_fds=[b.fileno()])
     b.close()
-    seen = {'wrapper_pid': p.pid, 'notified': [], 'answer': None, 'messages': [], 'passed_fd': None}
+    seen = {'wrapper_pid': p.pid, 'notified': [], 'answer': None, 'messages': [], 'passed_fd': None, 'request': request.hex()}
     a.settimeout(20)
     while True:
         msg, fds, _, _ = socket.recv_fds(a, 1 << 16, 8)
@@ -102,12 +106,17 @@ def runc(wrapper, images, work, scenario):
     print(json.dumps(seen))
 
 
+def saved(wrapper, request, images, work):
+    p = subprocess.Popen([wrapper, 'dump-saved', request, images, work])
+    print(json.dumps({'wrapper_pid': p.pid, 'rc': p.wait(timeout=20)}))
+
+
 def criu(fd):
     s = socket.socket(fileno=fd)
     pid = struct.unpack('3i', s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
     req = s.recv(1 << 16)
     opts = dict(fields(dict(fields(req))[2]))
-    seen = {'pid': os.getpid(), 'config': os.environ.get('CRIU_CONFIG_FILE', ''),
+    seen = {'pid': os.getpid(), 'config': os.environ.get('CRIU_CONFIG_FILE', ''), 'save': os.environ.get('FORKD_CRIU_SAVE_REQUEST', ''),
             'images': os.readlink(f'/proc/{pid}/fd/{opts[1]}'), 'work': os.readlink(f'/proc/{pid}/fd/{opts[17]}')}
     out = os.environ['FAKE_OUT']
     scenario = os.environ['FAKE_SCENARIO']
@@ -136,6 +145,8 @@ def criu(fd):
         sys.exit(0)
     if scenario in ('status-fd', 'restore'):
         done(field(1, DUMP) + field(2, 1), 0)
+    if scenario == 'refuse':
+        done(field(1, DUMP) + field(2, 0), 0)
     seen['pre'] = notify('pre-dump')
     seen['frozen_after_pre'] = frozen()
     if seen['pre'] != NOTIFY_OK.hex():
@@ -154,5 +165,7 @@ def criu(fd):
 if __name__ == '__main__':
     if sys.argv[1] == 'runc':
         runc(*sys.argv[2:6])
+    elif sys.argv[1] == 'saved':
+        saved(*sys.argv[2:6])
     else:
         criu(int(sys.argv[-1]))

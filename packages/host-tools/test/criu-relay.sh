@@ -79,6 +79,39 @@ for s in status-fd restore; do
   check "CRIU_CONFIG_FILE is the dump config" "$(q $FAKE_OUT "d['config']")" "$work/dump.conf"
 done
 
+echo "== runc's dump request saved (FORKD_CRIU_SAVE_REQUEST), then sent to CRIU by the wrapper alone (dump-saved)"
+rm -f "$images"/forkd-hook* "$work/req"
+FORKD_CRIU_SAVE_REQUEST=$work/req play dump
+check "the saved request is runc's, byte for byte" "$(od -An -v -tx1 "$work/req" | tr -d ' \n')" "$(q $R "d['request']")"
+check "owner-only" "$(stat -c %a "$work/req")" 600
+check "the save path is not passed on to CRIU" "$(q $FAKE_OUT "d['save']")" ""
+# runc's numbers: the player's dirs are closed by now, so the wrapper must open them there itself.
+saved() { rm -f "$FAKE_OUT"; FAKE_SCENARIO=$1 timeout 30 python3 "$here/test/criu-relay-play.py" saved "$work/bin/criu" "$2" "$images" "$wdir" > "$R"; }
+hook; install -m 0600 /dev/null "$images/forkd-hook.thaw-token"
+saved dump "$work/req"
+check "exit 0 at CRIU's successful answer" "$(q $R "d['rc']")" 0
+check "every step answered as runc would, forkd's steps done" "$(q $FAKE_OUT "d['pre'] + ' ' + ' '.join(d['steps'])")" "08061801 08061801 08061801 08061801"
+check "CRIU finds the images dir at the request's number" "$(q $FAKE_OUT "d['images']")" "$images"
+check "and the work dir" "$(q $FAKE_OUT "d['work']")" "$wdir"
+check "frozen by pre-dump before CRIU went on" "$(q $FAKE_OUT "d['frozen_after_pre']")" True
+check "thawed at the answer, the token claimed" "$(frozen) $(test -e "$images/forkd-hook.thaw-claimed" && echo claimed)" "thawed claimed"
+hook; saved refuse "$work/req"
+check "CRIU answering failure fails the dump though it exits 0" "$(q $R "d['rc']")" 1
+hook; chmod 0666 "$images/forkd-hook"
+saved dump "$work/req" 2>/dev/null
+check "a hook anyone could write: CRIU told the step failed, the dump fails" "$(q $FAKE_OUT "d['pre']") $(q $R "d['rc']")" "08061800 1"
+check "not frozen" "$(frozen)" thawed
+hook; install -m 0600 /dev/null "$images/forkd-hook.thaw-token"
+saved die "$work/req"
+check "CRIU killed mid-dump: 128 + SIGKILL, the token left for forkd" "$(q $R "d['rc']") $(test -e "$images/forkd-hook.thaw-token" && echo left)" "137 left"
+echo "$FAKE_THAW" > "$FAKE_CONTROL"
+hook; printf 'junk' > "$work/junk"
+for f in "$work/none" "$work/junk" "$images"; do
+  saved dump "$f" 2>/dev/null
+  check "no request in $(basename "$f"): 2, CRIU never started" "$(q $R "d['rc']")$(test -e "$FAKE_OUT" && echo ' started')" 2
+done
+check "nothing frozen" "$(frozen)" thawed
+
 echo "== fuzz: 300 random messages of CRIU's pass to runc unchanged"
 export FAKE_SEED=$RANDOM
 play fuzz
@@ -107,10 +140,16 @@ for i in range(200):
     a.close(); b.close()
     if rc != 0:
         bad.append(f'{m.hex()}:{rc}')
+    # The same bytes as a saved request: refused, or sent to a CRIU (true) that ends without answering.
+    with open(images + '/../req', 'wb') as f:
+        f.write(m)
+    rc = subprocess.run([criu, 'dump-saved', images + '/../req', images, images], stderr=subprocess.DEVNULL, timeout=10).returncode
+    if rc not in (1, 2):
+        bad.append(f'saved {m.hex()}:{rc}')
 print(' '.join(bad) or 'none')
 PY
 )
-check "no crash, every request ended by CRIU's exit" "$crashed" none
+check "no crash, every request ended by CRIU's exit; saved, refused or failed" "$crashed" none
 
 cleanup
 [ "$fails" = 0 ] && echo "ALL OK"

@@ -31,8 +31,10 @@
  * FORKD_CRIU_DUMP_CONFIG (forkd's config for dumps, which names the action
  * script), a dump request is carried by the relay (relay.c), CRIU then
  * running no script; any other request, or a dump the relay cannot carry,
- * gets that config as CRIU_CONFIG_FILE. Everything else execs CRIU with the
- * same arguments.
+ * gets that config as CRIU_CONFIG_FILE; with FORKD_CRIU_SAVE_REQUEST too, the
+ * relay keeps the request there, which `dump-saved REQUEST IMAGES WORK` later
+ * sends to CRIU without runc. Everything else execs CRIU with the same
+ * arguments.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -110,6 +112,8 @@ static int record(const char *criu, const char *out) {
 #define MAX_LAUNCH 16384
 /* forkd's CRIU config for dumps (action-script): named to CRIU (CRIU_CONFIG_FILE) only when the relay does not carry the dump. */
 #define DUMP_CONFIG_ENV "FORKD_CRIU_DUMP_CONFIG"
+/* Where the relay keeps runc's dump request for `criu dump-saved` (forkd's runc-direct-dump.ts). */
+#define SAVE_REQUEST_ENV "FORKD_CRIU_SAVE_REQUEST"
 #define MAX_LINES 32
 
 /* The command that runs CRIU: the launch file's (line 4 on), the preload when asked, then our arguments. */
@@ -154,12 +158,19 @@ static int launch(int argc, char **argv) {
   char *args[MAX_LINES + 4 + 256];
   int k = criu_args(line, lines, argc, argv, args);
   /* A dump's config (the action script) is named here, not to CRIU: a dump the relay carries needs none. */
-  static char dump_config[4096];
-  const char *named = getenv(DUMP_CONFIG_ENV);
+  static char dump_config[4096], save[4096];
+  const char *named = getenv(DUMP_CONFIG_ENV), *save_to = getenv(SAVE_REQUEST_ENV);
   snprintf(dump_config, sizeof dump_config, "%s", named ? named : "");
+  snprintf(save, sizeof save, "%s", save_to ? save_to : "");
   unsetenv(DUMP_CONFIG_ENV);
+  unsetenv(SAVE_REQUEST_ENV);
+  if (argc == 5 && strcmp(argv[1], "dump-saved") == 0) {
+    char *swrk_argv[] = {argv[0], "swrk", "-", NULL};
+    k = criu_args(line, lines, 3, swrk_argv, args);
+    return relay_saved(argv[2], argv[3], argv[4], args, k - 1);
+  }
   if (swrk >= 0 && *dump_config) {
-    int r = relay_dump(swrk, args, k - 1);
+    int r = relay_dump(swrk, args, k - 1, save);
     if (r >= 0) return r;
     if (setenv("CRIU_CONFIG_FILE", dump_config, 1) != 0) return perror("forkd-criu: CRIU_CONFIG_FILE"), 127;
   }

@@ -17,6 +17,13 @@
  * which therefore holds runc's dirs open at the same numbers. A request
  * naming other descriptors of runc's (inherited fds, a status fd, a pidfd
  * store), or anything but one dump with notifications on, is not relayed.
+ *
+ * runc's part in such a dump is its request and an answer of "go on" to each
+ * notification; starting runc takes ~20 ms here, more than the relay saves.
+ * So the relay can keep runc's request (relay_dump's save path) and later
+ * send it to CRIU itself, answering the notifications as runc would
+ * (relay_saved): forkd does that for the next dumps of the same init, whose
+ * request runc would build again unchanged (see runc-direct-dump.ts).
  */
 #include "relay.h"
 
@@ -42,6 +49,12 @@
 enum { REQ_DUMP = 1, REQ_NOTIFY = 6 };
 /* CriuReq { type = NOTIFY, notify_success = false }: a step of forkd's failed; CRIU fails the dump. */
 static const uint8_t NOTIFY_FAILED[] = { 0x08, REQ_NOTIFY, 0x18, 0x00 };
+/* CriuReq { type = NOTIFY, notify_success = true }: runc's answer to every notification of a dump. */
+static const uint8_t NOTIFY_OK[] = { 0x08, REQ_NOTIFY, 0x18, 0x01 };
+/* No runc: the wrapper itself asked for the dump (relay_saved). */
+#define NO_RUNC (-1)
+/* What relay_loop saw of CRIU's answer. */
+enum { ANSWER_NONE = -1, ANSWER_FAILED = 0, ANSWER_OK = 1 };
 
 static uint8_t buf[MAX_MSG];
 
@@ -95,16 +108,19 @@ static int parse_request(const uint8_t *b, size_t n, struct dump_req *r)
     return k == 0 && type == REQ_DUMP && notify && r->images_fd > 2 && (r->work_fd == -1 || r->work_fd > 2);
 }
 
-/* A message of CRIU's: its type, and for a notification the step's name (NUL-terminated, cut to fit). */
-static int parse_response(const uint8_t *b, size_t n, char *script, size_t size)
+/* A message of CRIU's: its type, its success, and for a notification the step's name (NUL-terminated, cut to fit). */
+static int parse_response(const uint8_t *b, size_t n, char *script, size_t size, int *success)
 {
     int type = -1;
+    *success = 0;
     const uint8_t *p = b;
     struct pb_field f;
     script[0] = 0;
     while (pb_next(&p, b + n, &f) > 0) {
         if (f.num == 1 && f.wire == PB_VARINT)
             type = (int)f.varint;
+        else if (f.num == 2 && f.wire == PB_VARINT)
+            *success = f.varint != 0;
         else if (f.num == 5 && f.wire == PB_BYTES) {
             const uint8_t *q = f.data;
             struct pb_field g;
@@ -172,36 +188,53 @@ static int send_msg(int fd, const struct msg *m)
     return n == (ssize_t)m->len ? 0 : -1;
 }
 
-/* A message of CRIU's: forkd's step first at pre-dump and post-dump, the thaw at the answer; 0, or -1 when runc is gone. */
+/* buf made one of our own answers to a notification of CRIU's, sent to CRIU in place of runc's. */
+static int answer_criu(struct msg *m, int criu, const uint8_t *answer)
+{
+    drop_fds(m);
+    memcpy(buf, answer, sizeof NOTIFY_OK);
+    m->len = sizeof NOTIFY_OK;
+    return send_msg(criu, m) == 0 ? 0 : -1;
+}
+
+/*
+ * A message of CRIU's: forkd's step first at pre-dump and post-dump, the thaw at the answer. 0 to go on,
+ * -1 when runc is gone; without runc, the answer ends the dump: ANSWER_OK or ANSWER_FAILED (as 2 + it).
+ */
 static int from_criu(struct msg *m, int runc, int criu, const char *dir)
 {
     char script[32];
-    int type = parse_response(buf, m->len, script, sizeof script);
-    if (type == REQ_NOTIFY && (strcmp(script, "pre-dump") == 0 || strcmp(script, "post-dump") == 0) &&
-        criu_action_run(script, dir) != 0) {
-        drop_fds(m);
-        memcpy(buf, NOTIFY_FAILED, sizeof NOTIFY_FAILED);
-        m->len = sizeof NOTIFY_FAILED;
-        return send_msg(criu, m) == 0 ? 0 : -1;
-    }
-    if (type != REQ_NOTIFY)
+    int success;
+    int type = parse_response(buf, m->len, script, sizeof script, &success);
+    if (type == REQ_NOTIFY) {
+        int step = strcmp(script, "pre-dump") == 0 || strcmp(script, "post-dump") == 0;
+        if (step && criu_action_run(script, dir) != 0)
+            return answer_criu(m, criu, NOTIFY_FAILED);
+        if (runc == NO_RUNC)
+            return answer_criu(m, criu, NOTIFY_OK);
+    } else {
         criu_action_thaw_now(dir);
+        if (runc == NO_RUNC) {
+            drop_fds(m);
+            return 2 + (type == REQ_DUMP && success ? ANSWER_OK : ANSWER_FAILED);
+        }
+    }
     int r = send_msg(runc, m);
     drop_fds(m);
     return r;
 }
 
-/* Until CRIU has ended its side (or runc is gone while CRIU waits for it). */
-static void relay_loop(int runc, int criu, const char *dir)
+/* Until CRIU has ended its side (or runc is gone while CRIU waits for it); without runc, until CRIU's answer. */
+static int relay_loop(int runc, int criu, const char *dir)
 {
     struct msg m = { 0 };
-    int runc_open = 1;
+    int runc_open = runc != NO_RUNC;
     for (;;) {
         struct pollfd p[2] = { { .fd = criu, .events = POLLIN }, { .fd = runc_open ? runc : -1, .events = POLLIN } };
         if (poll(p, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
-            return;
+            return ANSWER_NONE;
         }
         if (p[1].revents) {
             if (recv_msg(runc, &m) <= 0) {
@@ -213,8 +246,11 @@ static void relay_loop(int runc, int criu, const char *dir)
             drop_fds(&m);
         }
         if (p[0].revents) {
-            if (recv_msg(criu, &m) <= 0 || from_criu(&m, runc, criu, dir) != 0)
-                return;
+            int r = recv_msg(criu, &m) <= 0 ? -1 : from_criu(&m, runc, criu, dir);
+            if (r >= 2)
+                return r - 2;
+            if (r != 0)
+                return ANSWER_NONE;
         }
     }
 }
@@ -266,12 +302,65 @@ static pid_t start_criu(char **argv, int fd_arg, int criu_end)
     _exit(127);
 }
 
-int relay_dump(int runc_fd, char **argv, int fd_arg)
+/* runc's request kept at path for relay_saved (through path.PID.tmp, renamed); failing costs only runc's start next time. */
+static void save_request(const char *path, const uint8_t *b, size_t n)
+{
+    char tmp[4200];
+    if (!path || !*path || snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp)
+        return;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return;
+    int ok = write(fd, b, n) == (ssize_t)n;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+/*
+ * CRIU started on a socketpair of ours, with the dirs (images, work: ours, above the request's numbers;
+ * work NO_FD when none is named) at the request's numbers; the request sent from buf when `request` is
+ * its length (0: runc's, still on runc's socket, which the loop relays; close_fd is runc's own then).
+ * The status to exit with, or -1 before anything changed (the caller can still exec CRIU).
+ */
+static int run_dump(const struct dump_req *req, int images, int work, int runc, int close_fd, const char *dir, char **argv,
+                    int fd_arg, size_t request)
+{
+    int above = req->images_fd > req->work_fd ? req->images_fd + 1 : req->work_fd + 1, sp[2] = { -1, -1 };
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0 || (sp[0] = move_above(sp[0], above)) < 0 ||
+        (sp[1] = move_above(sp[1], above)) < 0) {
+        fprintf(stderr, "forkd-criu: cannot relay the dump (%s)\n", strerror(errno));
+        return -1; /* what is open here is close-on-exec: it goes with an exec */
+    }
+    /* From here the request is ours to carry: no way back to an exec. */
+    if (dup3(images, req->images_fd, O_CLOEXEC) < 0 || (work >= 0 && dup3(work, req->work_fd, O_CLOEXEC) < 0))
+        return perror("forkd-criu: dup3"), 1;
+    close(images);
+    if (work >= 0)
+        close(work);
+    if (close_fd >= 0 && close_fd != req->images_fd && close_fd != req->work_fd)
+        close(close_fd);
+    pid_t pid = start_criu(argv, fd_arg, sp[1]);
+    close(sp[1]);
+    if (pid < 0)
+        return perror("forkd-criu: fork"), 1;
+    struct msg m = { .len = request };
+    int answer = request && send_msg(sp[0], &m) != 0 ? ANSWER_NONE : relay_loop(runc, sp[0], dir);
+    close(sp[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    int rc = exit_status(status);
+    return runc != NO_RUNC || rc != 0 ? rc : answer == ANSWER_OK ? 0 : 1;
+}
+
+int relay_dump(int runc_fd, char **argv, int fd_arg, const char *save)
 {
     struct dump_req req;
     ssize_t n = recv(runc_fd, buf, sizeof buf, MSG_PEEK | MSG_TRUNC);
     if (n <= 0 || n > (ssize_t)sizeof buf || !parse_request(buf, (size_t)n, &req))
         return -1;
+    save_request(save, buf, (size_t)n);
     struct ucred cred;
     socklen_t len = sizeof cred;
     if (getsockopt(runc_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
@@ -281,28 +370,28 @@ int relay_dump(int runc_fd, char **argv, int fd_arg)
     static char dir[4096];
     int images = open_peer_dir(cred.pid, req.images_fd, above, dir, sizeof dir);
     int work = req.work_fd < 0 ? NO_FD : open_peer_dir(cred.pid, req.work_fd, above, NULL, 0);
-    int runc = fcntl(runc_fd, F_DUPFD_CLOEXEC, above), sp[2] = { -1, -1 };
-    if (images < 0 || work == -1 || runc < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0 ||
-        (sp[0] = move_above(sp[0], above)) < 0 || (sp[1] = move_above(sp[1], above)) < 0) {
-        fprintf(stderr, "forkd-criu: cannot relay the dump (%s): CRIU runs the action script\n", strerror(errno));
-        return -1; /* what is open here is close-on-exec: it goes with the exec */
+    int runc = fcntl(runc_fd, F_DUPFD_CLOEXEC, above);
+    if (images < 0 || work == -1 || runc < 0) {
+        fprintf(stderr, "forkd-criu: cannot relay the dump (%s)\n", strerror(errno));
+        return -1;
     }
-    /* From here runc's request is ours to carry: no way back to an exec. */
-    if (dup3(images, req.images_fd, O_CLOEXEC) < 0 || (work >= 0 && dup3(work, req.work_fd, O_CLOEXEC) < 0))
-        return perror("forkd-criu: dup3"), 1;
-    close(images);
-    if (work >= 0)
-        close(work);
-    if (runc_fd != req.images_fd && runc_fd != req.work_fd)
-        close(runc_fd);
-    pid_t pid = start_criu(argv, fd_arg, sp[1]);
-    close(sp[1]);
-    if (pid < 0)
-        return perror("forkd-criu: fork"), 1;
-    relay_loop(runc, sp[0], dir);
-    close(sp[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return exit_status(status);
+    return run_dump(&req, images, work, runc, runc_fd, dir, argv, fd_arg, 0);
+}
+
+int relay_saved(const char *path, const char *images_dir, const char *work_dir, char **argv, int fd_arg)
+{
+    struct dump_req req;
+    int f = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    ssize_t n = f < 0 ? -1 : read(f, buf, sizeof buf);
+    if (f >= 0)
+        close(f);
+    if (n <= 0 || n >= (ssize_t)sizeof buf || !parse_request(buf, (size_t)n, &req))
+        return fprintf(stderr, "forkd-criu: %s holds no dump request to send\n", path), 2;
+    int above = req.images_fd > req.work_fd ? req.images_fd + 1 : req.work_fd + 1;
+    int images = move_above(open(images_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), above);
+    int work = req.work_fd < 0 ? NO_FD : move_above(open(work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), above);
+    if (images < 0 || work == -1)
+        return fprintf(stderr, "forkd-criu: cannot open the dump's dirs (%s)\n", strerror(errno)), 2;
+    int r = run_dump(&req, images, work, NO_RUNC, -1, images_dir, argv, fd_arg, (size_t)n);
+    return r < 0 ? 2 : r;
 }

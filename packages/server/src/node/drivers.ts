@@ -82,6 +82,7 @@ export function runcOptions(config: ForkdConfig, network: Network): RuncOptions 
     criuAction: criuActionPath(config),
     criuDumpConfig: criuDumpConfigPath(config),
     criuRelay: config.criuRelay,
+    criuDirect: config.criuDirect,
     cacheDir: config.cacheDir,
     conntrackBuckets: config.conntrackBuckets,
     favorDynmods: config.cgroupFavorDynmods === 'enable',

@@ -101,6 +101,8 @@ export interface ForkdConfig {
   lazyConnectWait: boolean;
   /** A dump's steps are done by the criu wrapper's relay at CRIU's RPC notifications, not by an action script CRIU runs at each (FORKD_CRIU_RELAY, default on; 0: the script; see host-tools/src/criu-version/relay.c). */
   criuRelay: boolean;
+  /** With the relay, a running sandbox's next dumps send the request runc built for its first to CRIU without runc (FORKD_CRIU_DIRECT, default on; 0: runc at every dump; see node/runtime/runc-direct-dump.ts). */
+  criuDirect: boolean;
   /** Tools are started by a resident forkd-spawn, not by forks of the daemon (FORKD_RESIDENT_SPAWN, default on; 0: off). */
   residentSpawn: boolean;
   /** On a cgroup v1 host, /sys/fs/cgroup is read-only binds, not runc's tmpfs that CRIU archives (FORKD_CGROUP_V1_BINDS, default on; 0: off; see oci-spec.ts). */
@@ -266,6 +268,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     lazyRestoreMinMb: nonNegative(env.FORKD_LAZY_RESTORE_MIN_MB, 64, 'FORKD_LAZY_RESTORE_MIN_MB'),
     lazyConnectWait: env.FORKD_LAZY_CONNECT_WAIT !== '0',
     criuRelay: env.FORKD_CRIU_RELAY !== '0',
+    criuDirect: env.FORKD_CRIU_DIRECT !== '0',
     residentSpawn: env.FORKD_RESIDENT_SPAWN !== '0',
     cgroupV1Binds: env.FORKD_CGROUP_V1_BINDS !== '0',
     devInRoot: env.FORKD_DEV_IN_ROOT !== '0',

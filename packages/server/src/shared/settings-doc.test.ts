@@ -16,6 +16,7 @@ const NOT_SETTINGS: Record<string, string> = {
   FORKD_CRASH_AT: 'fault injection for the crash-safety tests (shared/crash-point.ts)',
   FORKD_CRIU_ASK_VERSION: "a bench lever (setup.ts's CRIU wrapper)",
   FORKD_CRIU_DUMP_CONFIG: "set by forkd for criu's wrapper (its relay, see host-tools' README), not by anyone else",
+  FORKD_CRIU_SAVE_REQUEST: "set by forkd for criu's wrapper (where its relay keeps runc's dump request, see runc-direct-dump.ts), not by anyone else",
   FORKD_UFFD_SOCK: "set by forkd for CRIU's preload library, not by anyone else",
   FORKD_LAZY_WAIT_MS: "set by forkd for CRIU's preload library, not by anyone else",
   FORKD_LAZY_PID: "set by forkd for CRIU's preload library, not by anyone else",

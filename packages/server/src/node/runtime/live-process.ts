@@ -13,6 +13,13 @@ export async function liveProcess(pid: number): Promise<LiveProcess | undefined>
   return st && !st.gone ? { pid, startTime: st.startTime } : undefined;
 }
 
+/** The process a pid file names (runc writes one at run and restore) while it runs, with its start time. */
+export async function processOf(pidFile: string): Promise<LiveProcess | undefined> {
+  const pid = Number((await readFile(pidFile, 'utf8').catch(() => '')).trim());
+  if (!Number.isSafeInteger(pid) || pid <= 0) return undefined;
+  return liveProcess(pid);
+}
+
 /** Whether `p` has ended: gone, a zombie, or its pid another process's by now. */
 export async function hasExited(p: LiveProcess): Promise<boolean> {
   const st = await procStat(p.pid);

@@ -5,6 +5,7 @@ import { ForkdError } from '@forkd/protocol';
 import { exec, type ExecResult } from '../../shared/exec.js';
 import { freezerControl } from '../cgroups/cgroups.js';
 import { EARLY_THAW_FILES, nowNs, offerThaw, settleThaw } from './early-thaw.js';
+import type { DirectDump } from './runc-direct-dump.js';
 import { IDMAP_FILE, LAYOUT_FILE } from './runc-images.js';
 import type { CheckpointOptions, CheckpointStats } from './runtime.js';
 
@@ -14,7 +15,9 @@ export const CHECKPOINT_HOOK = 'forkd-hook';
 /** What a dump needs of the runtime. */
 export interface CheckpointDeps {
   /** runc with forkd's state root, CRIU and its dump config (named to criu's relay, or CRIU_CONFIG_FILE: dumps only). */
-  runc(args: string[]): Promise<ExecResult>;
+  runc(args: string[], env?: NodeJS.ProcessEnv): Promise<ExecResult>;
+  /** A dump that leaves the tree running sent without runc when runc's request was kept (runc-direct-dump.ts). */
+  direct?: DirectDump | undefined;
   thaw(): Promise<void>;
   cgroupPath: string;
   /** The bundle's record of the user namespace range, copied into the images (a restore must recreate it). */
@@ -36,7 +39,9 @@ export interface CheckpointDeps {
  * the relay thaws it at CRIU's answer (the script's watcher as soon as CRIU
  * has refrozen it), or forkd when runc returns (early-thaw.ts); otherwise it
  * stays frozen for the caller. The hook file in the images dir tells the
- * steps what to do. Any failure thaws.
+ * steps what to do. Any failure thaws. The dump is runc's, or, for a running
+ * init's later dumps, the request runc made for its first sent without
+ * runc (`dump` below).
  */
 export async function runcCheckpoint(d: CheckpointDeps, id: string, o: CheckpointOptions): Promise<CheckpointStats> {
   await mkdir(o.imagesDir, { recursive: true, mode: 0o700 });
@@ -58,7 +63,7 @@ export async function runcCheckpoint(d: CheckpointDeps, id: string, o: Checkpoin
   }, d.deadlineMs);
   try {
     const args = ['checkpoint', '--image-path', o.imagesDir, '--work-path', o.workDir, '--leave-running', '--tcp-established', '--file-locks', id];
-    const r = await d.runc(args).finally(() => clearTimeout(watchdog));
+    const r = await dump(d, args, o, hook).finally(() => clearTimeout(watchdog));
     if (expired) throw new ForkdError('TIMEOUT', `the memory dump of ${id} did not finish within ${d.deadlineMs / 1000} s (a stopped process in it?)`, { timeoutMs: d.deadlineMs, logPath: join(o.workDir, 'dump.log') });
     if (r.code !== 0) {
       const log = await readFile(join(o.workDir, 'dump.log'), 'utf8').catch(() => '');
@@ -70,11 +75,14 @@ export async function runcCheckpoint(d: CheckpointDeps, id: string, o: Checkpoin
     const thawedAt = o.leaveRunning ? await settleThaw(hook, d.thaw) : nowNs();
     const frozenAt = await readNs(`${hook}.frozen-at`);
     if (frozenAt === undefined) throw new ForkdError('INTERNAL', 'the criu action script did not run: run forkd setup again', { logPath: join(o.workDir, 'dump.log') });
-    for (const [from, name] of [[d.idmapFile, IDMAP_FILE], [d.layoutFile, LAYOUT_FILE]] as const) {
-      await copyFile(from, join(o.imagesDir, name)).catch((err: NodeJS.ErrnoException) => {
-        if (err.code !== 'ENOENT') throw err;
-      });
-    }
+    const copies = [[d.idmapFile, IDMAP_FILE], [d.layoutFile, LAYOUT_FILE]] as const;
+    await Promise.all(
+      copies.map(([from, name]) =>
+        copyFile(from, join(o.imagesDir, name)).catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== 'ENOENT') throw err;
+        }),
+      ),
+    );
     return { frozenMs: Number(thawedAt - frozenAt) / 1e6, dumpMs };
   } catch (err) {
     // Settled first: a watcher still waiting must not thaw the retry's freeze.
@@ -83,8 +91,28 @@ export async function runcCheckpoint(d: CheckpointDeps, id: string, o: Checkpoin
     await awaitSnapshot(d.criuAction, hook);
     throw err;
   } finally {
-    for (const suffix of ['', '.frozen-at', '.snap-fifo', '.snap-rc', '.snap-rc.tmp', ...EARLY_THAW_FILES]) await rm(`${hook}${suffix}`, { force: true });
+    // At once: each is a trip through the thread pool, and the snapshot's caller waits for them.
+    await Promise.all(['', '.frozen-at', '.snap-fifo', '.snap-rc', '.snap-rc.tmp', ...EARLY_THAW_FILES].map((suffix) => rm(`${hook}${suffix}`, { force: true })));
   }
+}
+
+/**
+ * runc's dump, or (leaving the tree running) runc's kept request sent
+ * without it. A kept one that fails is forgotten; when it failed before
+ * anything froze (its wrapper could not start it), runc dumps instead.
+ */
+async function dump(d: CheckpointDeps, args: string[], o: CheckpointOptions, hook: string): Promise<ExecResult> {
+  const direct = o.leaveRunning ? d.direct : undefined;
+  const kept = await direct?.kept();
+  if (direct && kept) {
+    const r = await direct.run(kept, o.imagesDir, o.workDir);
+    if (r.code === 0) return r;
+    await direct.forget();
+    if (existsSync(`${hook}.frozen-at`)) return r;
+  }
+  const r = await d.runc(args, direct?.saveEnv);
+  if (direct) await (r.code === 0 ? direct.keep(o.imagesDir) : direct.forget());
+  return r;
 }
 
 /** What freezing ahead of a dump needs of the runtime. */

@@ -1,6 +1,5 @@
-import { readFile } from 'node:fs/promises';
 import { killCgroup } from '../cgroups/cgroups.js';
-import { awaitExit, liveProcess, type LiveProcess } from './live-process.js';
+import { awaitExit, processOf } from './live-process.js';
 
 /** How long the init may take to become a zombie once its cgroup is empty (it reaps its namespace's tasks first). */
 const INIT_EXIT_MS = 2_000;
@@ -16,15 +15,8 @@ const INIT_EXIT_MS = 2_000;
  * the deadline: runc's own kill is the fallback.
  */
 export async function killContainer(cgroupPath: string, pidFile: string): Promise<boolean> {
-  const init = await initOf(pidFile);
+  const init = await processOf(pidFile);
   if (!(await killCgroup(cgroupPath))) return false;
   if (!init) return true;
   return awaitExit(init, Date.now() + INIT_EXIT_MS);
-}
-
-/** The init's pid (runc writes it at run and restore) and start time, which tells it from a later process with its pid. */
-async function initOf(pidFile: string): Promise<LiveProcess | undefined> {
-  const pid = Number((await readFile(pidFile, 'utf8').catch(() => '')).trim());
-  if (!Number.isSafeInteger(pid) || pid <= 0) return undefined;
-  return liveProcess(pid);
 }

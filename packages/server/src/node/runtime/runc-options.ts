@@ -25,6 +25,12 @@ export interface RuncOptions {
    */
   criuRelay?: boolean;
   /**
+   * With the relay: the next dumps of an init, which leave it running, send
+   * the request runc built for its first to CRIU without runc (see
+   * runc-direct-dump.ts).
+   */
+  criuDirect?: boolean;
+  /**
    * Restore lazily: processes resume at once and their memory is served on
    * demand (userfaultfd) and pushed in the background by a `criu lazy-pages`
    * daemon per restore, which exits when everything is in.
@@ -73,5 +79,5 @@ export interface RuncOptions {
 
 /** Every option given a value: the defaults are a runtime that works on any host (no lazy restore, no host changes). */
 export function withRuncDefaults(opts: RuncOptions): Required<RuncOptions> {
-  return { runc: 'runc', criu: 'criu', criuAction: '', criuDumpConfig: '', criuRelay: true, cacheDir: '', conntrackBuckets: 0, favorDynmods: false, lazyRestore: false, lazyRestoreMinBytes: 0, lazyConnectWait: true, cgroupV1Binds: true, devInRoot: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
+  return { runc: 'runc', criu: 'criu', criuAction: '', criuDumpConfig: '', criuRelay: true, criuDirect: true, cacheDir: '', conntrackBuckets: 0, favorDynmods: false, lazyRestore: false, lazyRestoreMinBytes: 0, lazyConnectWait: true, cgroupV1Binds: true, devInRoot: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
 }

@@ -15,6 +15,7 @@ import { prepareCriuHost } from './criu-host.js';
 import type { Logger } from '../../shared/logger.js';
 import { buildOciSpec, cpuQuota, CPU_PERIOD_US } from './oci-spec.js';
 import { criuError, runcCheckpoint, runcFreeze } from './runc-checkpoint.js';
+import { directDump } from './runc-direct-dump.js';
 import { LAZY_PAGES_START_MS, startLazyDaemons, type LazyDaemons } from './runc-daemons.js';
 import { LazyPagesWaits, PAGES_LOST } from './lazy-pages-waits.js';
 import { firstExit } from './exit-watch.js';
@@ -124,6 +125,8 @@ export class RuncRuntime implements Runtime {
     const devInRoot = (restore?.devInRoot ?? this.#o.devInRoot) && spec.idmap !== undefined;
     const config = buildOciSpec({ ...spec, rootfs: view.rootfs, init: GUEST_INIT }, { cgroupsPath: this.cgroupPath(id), swapLimit: this.#swap, netns, emptyDir: shared.emptyDir, rlimits: this.#rlimits, cgroupV1, devInRoot, loopbackHook });
     await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 });
+    // A new config, and soon a new init: runc's kept dump request is not theirs.
+    await directDump(bundle, this.#o.criu, this.#env).forget();
     // Goes with every checkpoint's images, as the range does.
     await writeFile(join(bundle, LAYOUT_FILE), JSON.stringify({ devInRoot }));
     // The range goes with every checkpoint's images: a restore must recreate it (see checkpoint).
@@ -156,7 +159,8 @@ export class RuncRuntime implements Runtime {
     const dumpEnv = this.#o.criuDumpConfig ? { [this.#o.criuRelay ? 'FORKD_CRIU_DUMP_CONFIG' : 'CRIU_CONFIG_FILE']: this.#o.criuDumpConfig } : undefined;
     return runcCheckpoint(
       {
-        runc: (args) => this.#runc(args, undefined, dumpEnv),
+        runc: (args, env) => this.#runc(args, undefined, env ? { ...dumpEnv, ...env } : dumpEnv),
+        direct: this.#o.criuRelay && this.#o.criuDirect && dumpEnv ? directDump(join(this.#o.bundleRoot, id), this.#o.criu, this.#env) : undefined,
         thaw: () => this.thaw(id),
         cgroupPath: this.cgroupPath(id),
         idmapFile: join(this.#o.bundleRoot, id, IDMAP_FILE),
