@@ -16,7 +16,7 @@ export const CHECKPOINT_HOOK = 'forkd-hook';
 export interface CheckpointDeps {
   /** runc with forkd's state root, CRIU and its dump config (named to criu's relay, or CRIU_CONFIG_FILE: dumps only). */
   runc(args: string[], env?: NodeJS.ProcessEnv): Promise<ExecResult>;
-  /** A dump that leaves the tree running sent without runc when runc's request was kept (runc-direct-dump.ts). */
+  /** The dump sent without runc when runc's request for this init was kept (runc-direct-dump.ts). */
   direct?: DirectDump | undefined;
   thaw(): Promise<void>;
   cgroupPath: string;
@@ -39,7 +39,7 @@ export interface CheckpointDeps {
  * the relay thaws it at CRIU's answer (the script's watcher as soon as CRIU
  * has refrozen it), or forkd when runc returns (early-thaw.ts); otherwise it
  * stays frozen for the caller. The hook file in the images dir tells the
- * steps what to do. Any failure thaws. The dump is runc's, or, for a running
+ * steps what to do. Any failure thaws. The dump is runc's, or, for an
  * init's later dumps, the request runc made for its first sent without
  * runc (`dump` below).
  */
@@ -63,7 +63,7 @@ export async function runcCheckpoint(d: CheckpointDeps, id: string, o: Checkpoin
   }, d.deadlineMs);
   try {
     const args = ['checkpoint', '--image-path', o.imagesDir, '--work-path', o.workDir, '--leave-running', '--tcp-established', '--file-locks', id];
-    const r = await dump(d, args, o, hook).finally(() => clearTimeout(watchdog));
+    const r = await dump(d, args, hook, o.imagesDir, o.workDir).finally(() => clearTimeout(watchdog));
     if (expired) throw new ForkdError('TIMEOUT', `the memory dump of ${id} did not finish within ${d.deadlineMs / 1000} s (a stopped process in it?)`, { timeoutMs: d.deadlineMs, logPath: join(o.workDir, 'dump.log') });
     if (r.code !== 0) {
       const log = await readFile(join(o.workDir, 'dump.log'), 'utf8').catch(() => '');
@@ -97,21 +97,23 @@ export async function runcCheckpoint(d: CheckpointDeps, id: string, o: Checkpoin
 }
 
 /**
- * runc's dump, or (leaving the tree running) runc's kept request sent
- * without it. A kept one that fails is forgotten; when it failed before
- * anything froze (its wrapper could not start it), runc dumps instead.
+ * runc's dump, or runc's kept request sent without it (CRIU is always told
+ * to leave the tree running: whether it stays frozen is the thaw token's
+ * business, so one request serves both). A kept one that fails is
+ * forgotten; when it failed before anything froze (its wrapper could not
+ * start it), runc dumps instead.
  */
-async function dump(d: CheckpointDeps, args: string[], o: CheckpointOptions, hook: string): Promise<ExecResult> {
-  const direct = o.leaveRunning ? d.direct : undefined;
+async function dump(d: CheckpointDeps, args: string[], hook: string, imagesDir: string, workDir: string): Promise<ExecResult> {
+  const direct = d.direct;
   const kept = await direct?.kept();
   if (direct && kept) {
-    const r = await direct.run(kept, o.imagesDir, o.workDir);
+    const r = await direct.run(kept, imagesDir, workDir);
     if (r.code === 0) return r;
     await direct.forget();
     if (existsSync(`${hook}.frozen-at`)) return r;
   }
   const r = await d.runc(args, direct?.saveEnv);
-  if (direct) await (r.code === 0 ? direct.keep(o.imagesDir) : direct.forget());
+  if (direct) await (r.code === 0 ? direct.keep(imagesDir) : direct.forget());
   return r;
 }
 

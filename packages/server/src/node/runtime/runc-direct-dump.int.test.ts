@@ -28,20 +28,20 @@ describe('dumps without runc (real runc, CRIU)', { skip: !isRoot && 'needs root'
   });
 
   const spec = async (k: string) => ({ root: await h.root(k), hostname: k, limits: Limits.parse({ memoryMb: 256, cpus: 1, pids: 128 }), env: {}, idmap: h.idmap });
-  /** A dump of k that leaves it running, its root committed while frozen; whether runc did it. */
-  const dump = async (k: string) => {
+  /** A dump of k (left running, or frozen as for a pause), its root committed while frozen; whether runc did it. */
+  const dump = async (k: string, leaveRunning = true) => {
     const marker = join(o.stateRoot, k, 'checkpoint');
     await rm(marker, { force: true });
     const imagesDir = await h.dir();
     const snapKey = `snapshots/${k}-${++n}/rootfs`;
     const whileFrozen = await h.frozenCommit(k, snapKey);
-    await h.runtime.checkpoint(k, { imagesDir, workDir: await h.dir(), leaveRunning: true, ...(whileFrozen ? { whileFrozen } : {}) });
+    await h.runtime.checkpoint(k, { imagesDir, workDir: await h.dir(), leaveRunning, ...(whileFrozen ? { whileFrozen } : {}) });
     assert.equal(await h.runtime.images.complete(imagesDir), true);
     return { imagesDir, snapKey, byRunc: existsSync(marker) };
   };
   const kept = (k: string) => join(o.bundleRoot, k, 'dump-request.json');
 
-  test('the first dump of an init is runc\'s, the next ones are not and restore with its memory; a restore\'s init starts with runc again', async () => {
+  test('the first dump of an init is runc\'s, the next ones (left running or frozen) are not and restore with its memory; a restore\'s init starts with runc again', async () => {
     const a = `direct-a-${++n}`;
     await h.runtime.start(a, await spec(a));
     const value = await h.memory(a);
@@ -54,6 +54,11 @@ describe('dumps without runc (real runc, CRIU)', { skip: !isRoot && 'needs root'
     assert.equal(third.byRunc, false);
     assert.equal(await readFile(join(third.imagesDir, DESCRIPTORS_FILE), 'utf8'), await readFile(join(first.imagesDir, DESCRIPTORS_FILE), 'utf8'), 'runc\'s descriptors.json in it');
     assert.equal((await h.runtime.state(a)).status, 'running', 'left running');
+    const paused = await dump(a, false);
+    assert.equal(paused.byRunc, false, 'a dump that keeps the tree frozen (a pause) uses the same request');
+    assert.equal((await h.runtime.state(a)).status, 'paused', 'left frozen');
+    await h.runtime.thaw(a);
+    assert.equal((await h.runtime.state(a)).status, 'running');
     await h.runtime.destroy(a);
 
     const b = `direct-b-${++n}`;

@@ -17,7 +17,8 @@ export interface KeptDump {
 }
 
 /**
- * A dump that leaves the tree running, without runc. runc's part in one is
+ * A dump without runc. runc's part in one (forkd always has CRIU leave the
+ * tree running; whether it stays frozen is forkd's own business) is
  * to build CRIU's request from the container's config and its init, to write
  * descriptors.json into the images, and to answer "go on" to CRIU's
  * notifications; starting runc is ~20 ms of every snapshot here. While one

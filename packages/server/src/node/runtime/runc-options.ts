@@ -25,9 +25,8 @@ export interface RuncOptions {
    */
   criuRelay?: boolean;
   /**
-   * With the relay: the next dumps of an init, which leave it running, send
-   * the request runc built for its first to CRIU without runc (see
-   * runc-direct-dump.ts).
+   * With the relay: the next dumps of an init send the request runc built
+   * for its first to CRIU without runc (see runc-direct-dump.ts).
    */
   criuDirect?: boolean;
   /**
