@@ -52,13 +52,22 @@ test('after runc\'s dump, what it needs is kept for the init it dumped, and the 
   }
 });
 
-test('nothing kept is used for another init: a new pid in the pid file, another start time, an init gone, a damaged record', async () => {
+/** `fn` on a bundle where runc's dump was kept (and checked to be). */
+async function afterRuncDump(fn: (s: Awaited<ReturnType<typeof setup>>, d: ReturnType<typeof directDump>) => Promise<void>) {
   const s = await setup();
   try {
     const d = directDump(s.bundle, s.criu, process.env);
     await runcDumped(s.bundle, s.images);
     await d.keep(s.images);
     assert.ok(await d.kept());
+    await fn(s, d);
+  } finally {
+    await s.done();
+  }
+}
+
+test('nothing kept is used for another init: a new pid in the pid file, another start time, an init gone, a damaged record', () =>
+  afterRuncDump(async (s, d) => {
     const record = join(s.bundle, 'dump-request.json');
     const good = await readFile(record, 'utf8');
     await writeFile(join(s.bundle, 'init.pid'), '1\n');
@@ -75,18 +84,10 @@ test('nothing kept is used for another init: a new pid in the pid file, another 
       await writeFile(record, damaged);
       assert.equal(await d.kept(), undefined, `damaged: ${damaged}`);
     }
-  } finally {
-    await s.done();
-  }
-});
+  }));
 
-test('no request saved (a dump the relay did not carry) or no descriptors: nothing kept, and an earlier record goes', async () => {
-  const s = await setup();
-  try {
-    const d = directDump(s.bundle, s.criu, process.env);
-    await runcDumped(s.bundle, s.images);
-    await d.keep(s.images);
-    assert.ok(await d.kept());
+test('no request saved (a dump the relay did not carry) or no descriptors: nothing kept, and an earlier record goes', () =>
+  afterRuncDump(async (s, d) => {
     await rm(join(s.bundle, 'dump-request'));
     await d.keep(s.images);
     assert.equal(await d.kept(), undefined);
@@ -95,7 +96,4 @@ test('no request saved (a dump the relay did not carry) or no descriptors: nothi
     await rm(join(s.images, DESCRIPTORS_FILE));
     await d.keep(s.images);
     assert.equal(await d.kept(), undefined);
-  } finally {
-    await s.done();
-  }
-});
+  }));
