@@ -128,6 +128,9 @@ export class ObservedStore implements Store {
   listSnapshots(sandboxId: string): Promise<SnapshotRecord[]> {
     return this.#s.listSnapshots(sandboxId);
   }
+  lastSnapshot(sandboxId: string): Promise<SnapshotRecord | undefined> {
+    return this.#s.lastSnapshot(sandboxId);
+  }
   snapshotTotals(): Promise<{ count: number; bytes: number }> {
     return this.#s.snapshotTotals();
   }

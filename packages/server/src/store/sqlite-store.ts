@@ -267,6 +267,11 @@ export class SqliteStore implements Store {
     return (this.#db.prepare('SELECT * FROM snapshots WHERE sandbox_id = ? ORDER BY created_at, rowid').all(sandboxId) as SnapshotRow[]).map(toSnapshot);
   }
 
+  async lastSnapshot(sandboxId: string): Promise<SnapshotRecord | undefined> {
+    const r = this.#db.prepare('SELECT * FROM snapshots WHERE sandbox_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1').get(sandboxId) as SnapshotRow | undefined;
+    return r && toSnapshot(r);
+  }
+
   async deleteSnapshot(id: string): Promise<void> {
     this.#db.prepare('DELETE FROM snapshots WHERE id = ?').run(id);
   }

@@ -148,6 +148,9 @@ export function storeConformance(name: string, open: OpenStore): void {
       assert.deepEqual(await store.listSnapshots('sbx-a'), [named, plain, same], 'equal times keep insertion order');
       assert.deepEqual(await store.listSnapshots('sbx-b'), [elsewhere]);
       assert.deepEqual(await store.listSnapshots('sbx-nope'), []);
+      assert.deepEqual(await store.lastSnapshot('sbx-a'), same, 'the last listed, equal times by insertion');
+      assert.deepEqual(await store.lastSnapshot('sbx-b'), elsewhere);
+      assert.equal(await store.lastSnapshot('sbx-nope'), undefined);
       assert.equal(await store.getSnapshot('snap-nope'), undefined);
     });
 

@@ -157,6 +157,8 @@ export interface Store {
   getSnapshot(id: string): Promise<SnapshotRecord | undefined>;
   /** A sandbox's snapshots, oldest first. */
   listSnapshots(sandboxId: string): Promise<SnapshotRecord[]>;
+  /** The last of them (every snapshot names its predecessor: one row, not the whole timeline). */
+  lastSnapshot(sandboxId: string): Promise<SnapshotRecord | undefined>;
   /** Count and memory-image bytes of every snapshot on the node (metrics). */
   snapshotTotals(): Promise<{ count: number; bytes: number }>;
   deleteSnapshot(id: string): Promise<void>;

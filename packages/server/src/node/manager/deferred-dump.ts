@@ -58,7 +58,7 @@ export async function freezeToKeep(c: SnapshotContext, r: SandboxRecord, key: st
   const snapId = newSnapshotId();
   const used = (await c.runtime.usage(key).catch(() => undefined))?.memoryBytes;
   const first = await c.files.draft(snapId, await c.files.canStage(used));
-  const previous = (await c.store.listSnapshots(r.id)).pop()?.id ?? r.forkedFrom;
+  const previous = (await c.store.lastSnapshot(r.id))?.id ?? r.forkedFrom;
   const guestProtocol = c.guests.at(key).protocol;
   const note = JSON.stringify({ instance: key, guestProtocol } satisfies FrozenNote);
   const t0 = performance.now();

@@ -120,7 +120,7 @@ export async function takeSnapshot(c: SnapshotContext, r: SandboxRecord, opts: T
   const key = await c.instances.key(r.id);
   const used = (await c.runtime.usage(key).catch(() => undefined))?.memoryBytes;
   const stage = await c.files.canStage(used);
-  const previous = (await c.store.listSnapshots(r.id)).pop()?.id ?? r.forkedFrom;
+  const previous = (await c.store.lastSnapshot(r.id))?.id ?? r.forkedFrom;
   const { stats, draft } = await dumpRetrying(c, r.id, snapId, await c.files.draft(snapId, stage), (d) => dumpOnce(c, r, key, d, opts.leaveRunning));
   let sealed: { memoryBytes: number; deferred: boolean };
   try {
