@@ -302,6 +302,12 @@ static pid_t start_criu(char **argv, int fd_arg, int criu_end)
     _exit(127);
 }
 
+/* The lowest number above both dirs the request names: where our own descriptors go, so that those numbers stay free for them. */
+static int above_dirs(const struct dump_req *req)
+{
+    return (req->images_fd > req->work_fd ? req->images_fd : req->work_fd) + 1;
+}
+
 /* runc's request kept at path for relay_saved (through path.PID.tmp, renamed); failing costs only runc's start next time. */
 static void save_request(const char *path, const uint8_t *b, size_t n)
 {
@@ -326,7 +332,7 @@ static void save_request(const char *path, const uint8_t *b, size_t n)
 static int run_dump(const struct dump_req *req, int images, int work, int runc, int close_fd, const char *dir, char **argv,
                     int fd_arg, size_t request)
 {
-    int above = req->images_fd > req->work_fd ? req->images_fd + 1 : req->work_fd + 1, sp[2] = { -1, -1 };
+    int above = above_dirs(req), sp[2] = { -1, -1 };
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0 || (sp[0] = move_above(sp[0], above)) < 0 ||
         (sp[1] = move_above(sp[1], above)) < 0) {
         fprintf(stderr, "forkd-criu: cannot relay the dump (%s)\n", strerror(errno));
@@ -365,8 +371,7 @@ int relay_dump(int runc_fd, char **argv, int fd_arg, const char *save)
     socklen_t len = sizeof cred;
     if (getsockopt(runc_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
         return -1;
-    /* Our own descriptors above runc's two numbers, which then become runc's dirs. */
-    int above = req.images_fd > req.work_fd ? req.images_fd + 1 : req.work_fd + 1;
+    int above = above_dirs(&req);
     static char dir[4096];
     int images = open_peer_dir(cred.pid, req.images_fd, above, dir, sizeof dir);
     int work = req.work_fd < 0 ? NO_FD : open_peer_dir(cred.pid, req.work_fd, above, NULL, 0);
@@ -387,7 +392,7 @@ int relay_saved(const char *path, const char *images_dir, const char *work_dir, 
         close(f);
     if (n <= 0 || n >= (ssize_t)sizeof buf || !parse_request(buf, (size_t)n, &req))
         return fprintf(stderr, "forkd-criu: %s holds no dump request to send\n", path), 2;
-    int above = req.images_fd > req.work_fd ? req.images_fd + 1 : req.work_fd + 1;
+    int above = above_dirs(&req);
     int images = move_above(open(images_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), above);
     int work = req.work_fd < 0 ? NO_FD : move_above(open(work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), above);
     if (images < 0 || work == -1)

@@ -63,11 +63,11 @@ export async function runcCheckpoint(d: CheckpointDeps, id: string, o: Checkpoin
   }, d.deadlineMs);
   try {
     const args = ['checkpoint', '--image-path', o.imagesDir, '--work-path', o.workDir, '--leave-running', '--tcp-established', '--file-locks', id];
-    const r = await dump(d, args, hook, o.imagesDir, o.workDir).finally(() => clearTimeout(watchdog));
+    const { r, cmd } = await dump(d, args, hook, o.imagesDir, o.workDir).finally(() => clearTimeout(watchdog));
     if (expired) throw new ForkdError('TIMEOUT', `the memory dump of ${id} did not finish within ${d.deadlineMs / 1000} s (a stopped process in it?)`, { timeoutMs: d.deadlineMs, logPath: join(o.workDir, 'dump.log') });
     if (r.code !== 0) {
       const log = await readFile(join(o.workDir, 'dump.log'), 'utf8').catch(() => '');
-      throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd: `runc ${args.join(' ')}`, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });
+      throw new ForkdError('INTERNAL', `criu dump failed: ${criuError(log) || r.stderr.trim().slice(-300)}`, { cmd, exitCode: r.code, stderrTail: (log || r.stderr).slice(-4000), logPath: join(o.workDir, 'dump.log') });
     }
     const dumpMs = performance.now() - t0;
     // Thawed first (most often by the relay or the script's watcher already): nothing below needs the freeze.
@@ -101,20 +101,20 @@ export async function runcCheckpoint(d: CheckpointDeps, id: string, o: Checkpoin
  * to leave the tree running: whether it stays frozen is the thaw token's
  * business, so one request serves both). A kept one that fails is
  * forgotten; when it failed before anything froze (its wrapper could not
- * start it), runc dumps instead.
+ * start it), runc dumps instead. Its result, and what ran (for the logs).
  */
-async function dump(d: CheckpointDeps, args: string[], hook: string, imagesDir: string, workDir: string): Promise<ExecResult> {
-  const direct = d.direct;
+async function dump(d: CheckpointDeps, args: string[], hook: string, imagesDir: string, workDir: string): Promise<{ r: ExecResult; cmd: string }> {
+  const { direct } = d;
   const kept = await direct?.kept();
   if (direct && kept) {
     const r = await direct.run(kept, imagesDir, workDir);
-    if (r.code === 0) return r;
+    if (r.code === 0) return { r, cmd: 'criu dump-saved' };
     await direct.forget();
-    if (existsSync(`${hook}.frozen-at`)) return r;
+    if (existsSync(`${hook}.frozen-at`)) return { r, cmd: 'criu dump-saved' };
   }
   const r = await d.runc(args, direct?.saveEnv);
   if (direct) await (r.code === 0 ? direct.keep(imagesDir) : direct.forget());
-  return r;
+  return { r, cmd: `runc ${args.join(' ')}` };
 }
 
 /** What freezing ahead of a dump needs of the runtime. */

@@ -1,4 +1,4 @@
-import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { exec, type ExecResult } from '../../shared/exec.js';
 import { processOf, type LiveProcess } from './live-process.js';
@@ -63,7 +63,7 @@ export function directDump(bundle: string, criu: string, env: NodeJS.ProcessEnv)
     async keep(imagesDir) {
       const [init, descriptors] = await Promise.all([processOf(pidFile), readFile(join(imagesDir, DESCRIPTORS_FILE), 'utf8').catch(() => undefined)]);
       // No request (a dump the relay did not carry), or no init to name: nothing to send again.
-      if (!init || descriptors === undefined || !(await readFile(request).then((b) => b.length > 0, () => false))) return forget();
+      if (!init || descriptors === undefined || !(await stat(request).then((s) => s.size > 0, () => false))) return forget();
       const tmp = `${keptFile}.tmp`;
       await writeFile(tmp, JSON.stringify({ init, descriptors } satisfies KeptDump), { mode: 0o600 });
       await rename(tmp, keptFile);
