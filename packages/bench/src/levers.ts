@@ -24,6 +24,7 @@ const LEVERS: Lever[] = [
   { name: 'resident spawner (tools started by forkd-spawn, not forks of the daemon)', off: { FORKD_RESIDENT_SPAWN: '0' }, ops: ['snapshot total', 'fork of one', 'rewind'] },
   { name: "a dump's steps done by criu's wrapper at CRIU's notifications (off: an action script CRIU starts at each)", off: { FORKD_CRIU_RELAY: '0' }, ops: ['snapshot freeze', 'snapshot total'] },
   { name: "a sandbox's later dumps sent to CRIU without runc, with runc's request for its first (off: runc at every dump)", off: { FORKD_CRIU_DIRECT: '0' }, ops: ['snapshot freeze', 'snapshot total'] },
+  { name: "CRIU's log level 2 for relayed dumps (off: runc's 4, debug)", off: { FORKD_CRIU_DUMP_LOG_LEVEL: '4' }, ops: ['snapshot freeze', 'snapshot total'] },
   { name: "runc's CRIU version probe answered from the recorded reply", off: { FORKD_CRIU_ASK_VERSION: '1' }, ops: ['snapshot total', 'fork of one'] },
   {
     name: 'conntrack hash of 16384 buckets (was sized from memory)',

@@ -74,7 +74,8 @@ def runc(wrapper, images, work, scenario):
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     img = os.open(images, os.O_RDONLY | os.O_DIRECTORY)
     wk = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
-    opts = field(1, img) + field(17, wk) + field(3, 1) + field(12, 1)
+    # runc asks log level 4 (debug).
+    opts = field(1, img) + field(9, 4) + field(17, wk) + field(3, 1) + field(12, 1)
     if scenario == 'status-fd':
         opts += field(49, wk)
     request = field(1, RESTORE if scenario == 'restore' else DUMP) + field(2, opts)
@@ -117,6 +118,7 @@ def criu(fd):
     req = s.recv(1 << 16)
     opts = dict(fields(dict(fields(req))[2]))
     seen = {'pid': os.getpid(), 'config': os.environ.get('CRIU_CONFIG_FILE', ''), 'save': os.environ.get('FORKD_CRIU_SAVE_REQUEST', ''),
+            'log_level': opts.get(9), 'level_env': os.environ.get('FORKD_CRIU_DUMP_LOG_LEVEL', ''), 'gnutls': os.environ.get('GNUTLS_NO_IMPLICIT_INIT', ''),
             'images': os.readlink(f'/proc/{pid}/fd/{opts[1]}'), 'work': os.readlink(f'/proc/{pid}/fd/{opts[17]}')}
     out = os.environ['FAKE_OUT']
     scenario = os.environ['FAKE_SCENARIO']

@@ -48,6 +48,15 @@ check "a descriptor CRIU passes reaches runc" "$(q $R "d['passed_fd']")" passed
 check "thawed when runc got the answer" "$(q $R "d['frozen_at_answer']")" False
 check "the token claimed and the thaw reported" "$(test -e "$images/forkd-hook.thaw-claimed" && test "$(cat "$images/forkd-hook.thawed-at")" -gt 0 && echo yes)" yes
 check "the freeze's instant recorded" "$(test -s "$images/forkd-hook.frozen-at" && echo yes)" yes
+check "CRIU gets runc's log level when none is set" "$(q $FAKE_OUT "d['log_level']")" 4
+check "CRIU runs without GnuTLS's implicit init" "$(q $FAKE_OUT "d['gnutls']")" 1
+
+echo "== FORKD_CRIU_DUMP_LOG_LEVEL: the level CRIU gets for a relayed dump; anything but one digit 0-4 leaves runc's"
+for v in 2:2 0:0 4:4 5:4 22:4 x:4 -1:4; do
+  hook; install -m 0600 /dev/null "$images/forkd-hook.thaw-token"
+  FORKD_CRIU_DUMP_LOG_LEVEL=${v%%:*} play dump
+  check "level '${v%%:*}': CRIU's log level, and the variable not passed on" "$(q $R "d['rc']") $(q $FAKE_OUT "d['log_level']") $(q $FAKE_OUT "d['level_env']")" "0 ${v##*:} "
+done
 
 echo "== no token (a dump that keeps the tree frozen): still frozen at the answer"
 hook; play dump
@@ -77,12 +86,15 @@ for s in status-fd restore; do
   check "exit 0" "$(q $R "d['rc']")" 0
   check "CRIU is the process runc started" "$(q $R "d['wrapper_pid'] == $(q $FAKE_OUT "d['pid']")")" True
   check "CRIU_CONFIG_FILE is the dump config" "$(q $FAKE_OUT "d['config']")" "$work/dump.conf"
+  FORKD_CRIU_DUMP_LOG_LEVEL=1 play $s
+  check "not relayed: runc's log level, whatever FORKD_CRIU_DUMP_LOG_LEVEL says" "$(q $FAKE_OUT "d['log_level']")" 4
 done
 
 echo "== runc's dump request saved (FORKD_CRIU_SAVE_REQUEST), then sent to CRIU by the wrapper alone (dump-saved)"
 rm -f "$images"/forkd-hook* "$work/req"
-FORKD_CRIU_SAVE_REQUEST=$work/req play dump
-check "the saved request is runc's, byte for byte" "$(od -An -v -tx1 "$work/req" | tr -d ' \n')" "$(q $R "d['request']")"
+FORKD_CRIU_SAVE_REQUEST=$work/req FORKD_CRIU_DUMP_LOG_LEVEL=2 play dump
+check "the saved request is runc's, byte for byte (its log level too)" "$(od -An -v -tx1 "$work/req" | tr -d ' \n')" "$(q $R "d['request']")"
+check "CRIU got it with the level asked" "$(q $FAKE_OUT "d['log_level']")" 2
 check "owner-only" "$(stat -c %a "$work/req")" 600
 check "the save path is not passed on to CRIU" "$(q $FAKE_OUT "d['save']")" ""
 # runc's numbers: the player's dirs are closed by now, so the wrapper must open them there itself.
@@ -95,6 +107,10 @@ check "CRIU finds the images dir at the request's number" "$(q $FAKE_OUT "d['ima
 check "and the work dir" "$(q $FAKE_OUT "d['work']")" "$wdir"
 check "frozen by pre-dump before CRIU went on" "$(q $FAKE_OUT "d['frozen_after_pre']")" True
 check "thawed at the answer, the token claimed" "$(frozen) $(test -e "$images/forkd-hook.thaw-claimed" && echo claimed)" "thawed claimed"
+check "runc's log level when none is set" "$(q $FAKE_OUT "d['log_level']")" 4
+hook; install -m 0600 /dev/null "$images/forkd-hook.thaw-token"
+FORKD_CRIU_DUMP_LOG_LEVEL=1 saved dump "$work/req"
+check "FORKD_CRIU_DUMP_LOG_LEVEL=1: CRIU's log level 1, the variable not passed on" "$(q $R "d['rc']") $(q $FAKE_OUT "d['log_level']") $(q $FAKE_OUT "d['level_env']")" "0 1 "
 hook; saved refuse "$work/req"
 check "CRIU answering failure fails the dump though it exits 0" "$(q $R "d['rc']")" 1
 hook; chmod 0666 "$images/forkd-hook"
@@ -119,12 +135,13 @@ check "every message, in order (seed $FAKE_SEED)" "$(python3 -c "import json,sys
 
 echo "== fuzz: random and mutated requests never crash the wrapper (each then execs CRIU, here true)"
 printf '%s\n' "$work/no-reply" "$work" /none/uffd.so /bin/true ignored > "$work/bin/criu.launch"
-crashed=$(python3 - "$work/bin/criu" "$images" <<'PY'
+# With a log level asked, so that the relay also rewrites what it can of each.
+crashed=$(FORKD_CRIU_DUMP_LOG_LEVEL=2 python3 - "$work/bin/criu" "$images" <<'PY'
 import os, random, socket, subprocess, sys
 criu, images = sys.argv[1], sys.argv[2]
 rng = random.Random()
 img = os.open(images, os.O_RDONLY | os.O_DIRECTORY)
-valid = bytes([0x08, 0x01, 0x12, 0x07, 0x08, img, 0x88, 0x01, img, 0x60, 0x01])
+valid = bytes([0x08, 0x01, 0x12, 0x09, 0x08, img, 0x48, 0x04, 0x88, 0x01, img, 0x60, 0x01])
 bad = []
 for i in range(200):
     if i % 2:

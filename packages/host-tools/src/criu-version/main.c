@@ -33,8 +33,10 @@
  * running no script; any other request, or a dump the relay cannot carry,
  * gets that config as CRIU_CONFIG_FILE; with FORKD_CRIU_SAVE_REQUEST too, the
  * relay keeps the request there, which `dump-saved REQUEST IMAGES WORK` later
- * sends to CRIU without runc. Everything else execs CRIU with the same
- * arguments.
+ * sends to CRIU without runc; FORKD_CRIU_DUMP_LOG_LEVEL (0-4) is the log
+ * level the relay gives CRIU for such dumps instead of runc's 4. Everything
+ * else execs CRIU with the same arguments. CRIU always runs with
+ * GNUTLS_NO_IMPLICIT_INIT (see launch).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -114,6 +116,8 @@ static int record(const char *criu, const char *out) {
 #define DUMP_CONFIG_ENV "FORKD_CRIU_DUMP_CONFIG"
 /* Where the relay keeps runc's dump request for `criu dump-saved` (forkd's runc-direct-dump.ts). */
 #define SAVE_REQUEST_ENV "FORKD_CRIU_SAVE_REQUEST"
+/* CRIU's log level for the dumps the relay carries (one digit, 0-4); unset: the request's. */
+#define DUMP_LOG_LEVEL_ENV "FORKD_CRIU_DUMP_LOG_LEVEL"
 #define MAX_LINES 32
 
 /* The command that runs CRIU: the launch file's (line 4 on), the preload when asked, then our arguments. */
@@ -154,23 +158,29 @@ static int launch(int argc, char **argv) {
     if (r != 1) return 1;
   }
   if (setenv("HOME", line[1], 1) != 0) return perror("forkd-criu: HOME"), 127;
+  /* GnuTLS (for CRIU's TLS page server, which forkd never uses) otherwise initialises in a library
+   * constructor at every CRIU start and tears down at every exit(), each forked helper's too: ~3 ms
+   * of a snapshot's freeze here (three namespace dumpers and a user-namespace check exit in it). */
+  if (setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 1) != 0) return perror("forkd-criu: GNUTLS_NO_IMPLICIT_INIT"), 127;
   if (argc > 256) return fprintf(stderr, "forkd-criu: too many arguments\n"), 127;
   char *args[MAX_LINES + 4 + 256];
   int k = criu_args(line, lines, argc, argv, args);
   /* A dump's config (the action script) is named here, not to CRIU: a dump the relay carries needs none. */
   static char dump_config[4096], save[4096];
-  const char *named = getenv(DUMP_CONFIG_ENV), *save_to = getenv(SAVE_REQUEST_ENV);
+  const char *named = getenv(DUMP_CONFIG_ENV), *save_to = getenv(SAVE_REQUEST_ENV), *lv = getenv(DUMP_LOG_LEVEL_ENV);
+  int level = lv && lv[0] >= '0' && lv[0] <= '4' && !lv[1] ? lv[0] - '0' : -1;
   snprintf(dump_config, sizeof dump_config, "%s", named ? named : "");
   snprintf(save, sizeof save, "%s", save_to ? save_to : "");
   unsetenv(DUMP_CONFIG_ENV);
   unsetenv(SAVE_REQUEST_ENV);
+  unsetenv(DUMP_LOG_LEVEL_ENV);
   if (argc == 5 && strcmp(argv[1], "dump-saved") == 0) {
     char *swrk_argv[] = {argv[0], "swrk", "-", NULL};
     k = criu_args(line, lines, 3, swrk_argv, args);
-    return relay_saved(argv[2], argv[3], argv[4], args, k - 1);
+    return relay_saved(argv[2], argv[3], argv[4], args, k - 1, level);
   }
   if (swrk >= 0 && *dump_config) {
-    int r = relay_dump(swrk, args, k - 1, save);
+    int r = relay_dump(swrk, args, k - 1, save, level);
     if (r >= 0) return r;
     if (setenv("CRIU_CONFIG_FILE", dump_config, 1) != 0) return perror("forkd-criu: CRIU_CONFIG_FILE"), 127;
   }

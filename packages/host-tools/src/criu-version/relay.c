@@ -108,6 +108,31 @@ static int parse_request(const uint8_t *b, size_t n, struct dump_req *r)
     return k == 0 && type == REQ_DUMP && notify && r->images_fd > 2 && (r->work_fd == -1 || r->work_fd > 2);
 }
 
+/*
+ * CRIU's log level for the dump (-1: the request's own). runc asks 4 (debug):
+ * ~1,700 lines a dump, one write each, most of them inside the freeze.
+ */
+static int log_level = -1;
+
+/* CriuOpts.log_level (9) of a request set to level in place when it is one byte, as runc's 4 is: 1 if set. */
+static int set_log_level(uint8_t *b, size_t n, int level)
+{
+    const uint8_t *p = b;
+    struct pb_field f;
+    while (pb_next(&p, b + n, &f) > 0) {
+        if (f.num != 2 || f.wire != PB_BYTES)
+            continue;
+        const uint8_t *q = f.data;
+        struct pb_field g;
+        while (pb_next(&q, f.data + f.len, &g) > 0)
+            if (g.num == 9 && g.wire == PB_VARINT && g.varint < 0x80 && q[-2] == 0x48) {
+                b[q - 1 - b] = (uint8_t)level;
+                return 1;
+            }
+    }
+    return 0;
+}
+
 /* A message of CRIU's: its type, its success, and for a notification the step's name (NUL-terminated, cut to fit). */
 static int parse_response(const uint8_t *b, size_t n, char *script, size_t size, int *success)
 {
@@ -240,8 +265,11 @@ static int relay_loop(int runc, int criu, const char *dir)
             if (recv_msg(runc, &m) <= 0) {
                 runc_open = 0;
                 shutdown(criu, SHUT_WR);
-            } else if (send_msg(criu, &m) != 0) {
-                runc_open = 0; /* CRIU is gone: its end reads empty next */
+            } else {
+                if (log_level >= 0)
+                    set_log_level(buf, m.len, log_level);
+                if (send_msg(criu, &m) != 0)
+                    runc_open = 0; /* CRIU is gone: its end reads empty next */
             }
             drop_fds(&m);
         }
@@ -360,8 +388,9 @@ static int run_dump(const struct dump_req *req, int images, int work, int runc, 
     return runc != NO_RUNC || rc != 0 ? rc : answer == ANSWER_OK ? 0 : 1;
 }
 
-int relay_dump(int runc_fd, char **argv, int fd_arg, const char *save)
+int relay_dump(int runc_fd, char **argv, int fd_arg, const char *save, int level)
 {
+    log_level = level;
     struct dump_req req;
     ssize_t n = recv(runc_fd, buf, sizeof buf, MSG_PEEK | MSG_TRUNC);
     if (n <= 0 || n > (ssize_t)sizeof buf || !parse_request(buf, (size_t)n, &req))
@@ -383,8 +412,9 @@ int relay_dump(int runc_fd, char **argv, int fd_arg, const char *save)
     return run_dump(&req, images, work, runc, runc_fd, dir, argv, fd_arg, 0);
 }
 
-int relay_saved(const char *path, const char *images_dir, const char *work_dir, char **argv, int fd_arg)
+int relay_saved(const char *path, const char *images_dir, const char *work_dir, char **argv, int fd_arg, int level)
 {
+    log_level = level;
     struct dump_req req;
     int f = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     ssize_t n = f < 0 ? -1 : read(f, buf, sizeof buf);
@@ -392,6 +422,8 @@ int relay_saved(const char *path, const char *images_dir, const char *work_dir, 
         close(f);
     if (n <= 0 || n >= (ssize_t)sizeof buf || !parse_request(buf, (size_t)n, &req))
         return fprintf(stderr, "forkd-criu: %s holds no dump request to send\n", path), 2;
+    if (log_level >= 0)
+        set_log_level(buf, (size_t)n, log_level);
     int above = above_dirs(&req);
     int images = move_above(open(images_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), above);
     int work = req.work_fd < 0 ? NO_FD : move_above(open(work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), above);

@@ -83,6 +83,7 @@ export function runcOptions(config: ForkdConfig, network: Network): RuncOptions 
     criuDumpConfig: criuDumpConfigPath(config),
     criuRelay: config.criuRelay,
     criuDirect: config.criuDirect,
+    criuDumpLogLevel: config.criuDumpLogLevel,
     cacheDir: config.cacheDir,
     conntrackBuckets: config.conntrackBuckets,
     favorDynmods: config.cgroupFavorDynmods === 'enable',

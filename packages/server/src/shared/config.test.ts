@@ -61,3 +61,10 @@ test('host settings forkd changes at start: enable unless told to leave them; an
   assert.throws(() => loadConfig({ FORKD_CGROUP_FAVORDYNMODS: 'off' }), /FORKD_CGROUP_FAVORDYNMODS: enable or leave/);
   assert.throws(() => loadConfig({ FORKD_HOST_FORWARDING: '0' }), /FORKD_HOST_FORWARDING: enable or leave/);
 });
+
+test("FORKD_CRIU_DUMP_LOG_LEVEL: CRIU's log level for relayed dumps, 2 unless set to one of 0-4; anything else stops the start", () => {
+  assert.equal(loadConfig({}).criuDumpLogLevel, 2);
+  assert.equal(loadConfig({ FORKD_CRIU_DUMP_LOG_LEVEL: '' }).criuDumpLogLevel, 2);
+  for (const v of ['0', '1', '4']) assert.equal(loadConfig({ FORKD_CRIU_DUMP_LOG_LEVEL: v }).criuDumpLogLevel, Number(v));
+  for (const bad of ['5', '-1', '22', 'debug', ' 2', '2.0']) assert.throws(() => loadConfig({ FORKD_CRIU_DUMP_LOG_LEVEL: bad }), /FORKD_CRIU_DUMP_LOG_LEVEL must be one of 0-4/, bad);
+});

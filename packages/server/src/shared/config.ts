@@ -103,6 +103,8 @@ export interface ForkdConfig {
   criuRelay: boolean;
   /** With the relay, a running sandbox's next dumps send the request runc built for its first to CRIU without runc (FORKD_CRIU_DIRECT, default on; 0: runc at every dump; see node/runtime/runc-direct-dump.ts). */
   criuDirect: boolean;
+  /** CRIU's log level for the dumps the relay carries (FORKD_CRIU_DUMP_LOG_LEVEL, 0-4, default 2: errors and warnings; runc asks 4, debug, whose ~1,700 lines a dump are written mostly inside the freeze). */
+  criuDumpLogLevel: number;
   /** Tools are started by a resident forkd-spawn, not by forks of the daemon (FORKD_RESIDENT_SPAWN, default on; 0: off). */
   residentSpawn: boolean;
   /** On a cgroup v1 host, /sys/fs/cgroup is read-only binds, not runc's tmpfs that CRIU archives (FORKD_CGROUP_V1_BINDS, default on; 0: off; see oci-spec.ts). */
@@ -177,6 +179,12 @@ function quotaMode(v: string | undefined): 'auto' | 'full' {
   if (v === undefined || v === '' || v === 'auto') return 'auto';
   if (v === 'full') return 'full';
   throw new Error(`FORKD_QUOTA_MODE must be auto or full, got ${JSON.stringify(v)}`);
+}
+
+function criuLogLevel(v: string | undefined): number {
+  if (v === undefined || v === '') return 2;
+  if (/^[0-4]$/.test(v)) return Number(v);
+  throw new Error(`FORKD_CRIU_DUMP_LOG_LEVEL must be one of 0-4 (CRIU's -v levels), got ${JSON.stringify(v)}`);
 }
 
 /** A positive number (fractions allowed), or undefined when unset. */
@@ -269,6 +277,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     lazyConnectWait: env.FORKD_LAZY_CONNECT_WAIT !== '0',
     criuRelay: env.FORKD_CRIU_RELAY !== '0',
     criuDirect: env.FORKD_CRIU_DIRECT !== '0',
+    criuDumpLogLevel: criuLogLevel(env.FORKD_CRIU_DUMP_LOG_LEVEL),
     residentSpawn: env.FORKD_RESIDENT_SPAWN !== '0',
     cgroupV1Binds: env.FORKD_CGROUP_V1_BINDS !== '0',
     devInRoot: env.FORKD_DEV_IN_ROOT !== '0',

@@ -9,6 +9,7 @@ import { openRuncHarness } from './runc-test-harness.js';
 import type { RuncOptions } from './runc-options.js';
 import type { RuntimeHarness } from './runtime-conformance.js';
 import { DESCRIPTORS_FILE } from './runc-direct-dump.js';
+import { RuncRuntime } from './runc-runtime.js';
 
 /**
  * Dumps without runc (runc-direct-dump.ts) on real runc and CRIU. Whether
@@ -28,16 +29,17 @@ describe('dumps without runc (real runc, CRIU)', { skip: !isRoot && 'needs root'
   });
 
   const spec = async (k: string) => ({ root: await h.root(k), hostname: k, limits: Limits.parse({ memoryMb: 256, cpus: 1, pids: 128 }), env: {}, idmap: h.idmap });
-  /** A dump of k (left running, or frozen as for a pause), its root committed while frozen; whether runc did it. */
-  const dump = async (k: string, leaveRunning = true) => {
+  /** A dump of k (left running, or frozen as for a pause), its root committed while frozen; whether runc did it, and CRIU's log. */
+  const dump = async (k: string, leaveRunning = true, runtime = h.runtime) => {
     const marker = join(o.stateRoot, k, 'checkpoint');
     await rm(marker, { force: true });
     const imagesDir = await h.dir();
+    const workDir = await h.dir();
     const snapKey = `snapshots/${k}-${++n}/rootfs`;
     const whileFrozen = await h.frozenCommit(k, snapKey);
-    await h.runtime.checkpoint(k, { imagesDir, workDir: await h.dir(), leaveRunning, ...(whileFrozen ? { whileFrozen } : {}) });
+    await runtime.checkpoint(k, { imagesDir, workDir, leaveRunning, ...(whileFrozen ? { whileFrozen } : {}) });
     assert.equal(await h.runtime.images.complete(imagesDir), true);
-    return { imagesDir, snapKey, byRunc: existsSync(marker) };
+    return { imagesDir, snapKey, byRunc: existsSync(marker), log: await readFile(join(workDir, 'dump.log'), 'utf8') };
   };
   const kept = (k: string) => join(o.bundleRoot, k, 'dump-request.json');
 
@@ -88,5 +90,23 @@ describe('dumps without runc (real runc, CRIU)', { skip: !isRoot && 'needs root'
     await h.runtime.restore(b, { ...(await spec(b)), root: await h.rootFrom(b, last.snapKey) }, { imagesDir: last.imagesDir });
     assert.equal(await h.memory(b), value);
     await h.runtime.destroy(b);
+  });
+
+  test("CRIU logs a relayed dump at FORKD_CRIU_DUMP_LOG_LEVEL (2 by default: no info or debug lines), runc's and later ones alike; 4 gives runc's debug log back", async () => {
+    assert.equal(o.criuDumpLogLevel, 2, 'the default setting');
+    const a = `direct-e-${++n}`;
+    await h.runtime.start(a, await spec(a));
+    // "Dumping finished successfully" is CRIU's info (3), "SEIZE" its debug (4): neither at 2.
+    const verbose = (log: string) => /Dumping finished successfully|SEIZE/.test(log);
+    const first = await dump(a);
+    assert.equal(first.byRunc, true);
+    assert.equal(verbose(first.log), false, `runc's dump at level 2: ${first.log.slice(0, 300)}`);
+    const later = await dump(a);
+    assert.equal(later.byRunc, false);
+    assert.equal(verbose(later.log), false, 'a dump without runc at level 2');
+    const debug = await dump(a, true, new RuncRuntime({ ...o, criuDumpLogLevel: 4 }));
+    assert.equal(debug.byRunc, false);
+    assert.equal(verbose(debug.log), true, 'level 4: CRIU\'s debug log');
+    await h.runtime.destroy(a);
   });
 });

@@ -29,6 +29,8 @@ export interface RuncOptions {
    * for its first to CRIU without runc (see runc-direct-dump.ts).
    */
   criuDirect?: boolean;
+  /** CRIU's log level (0-4) for the dumps the relay carries; -1 (the default): the request's, runc's 4 (debug). */
+  criuDumpLogLevel?: number;
   /**
    * Restore lazily: processes resume at once and their memory is served on
    * demand (userfaultfd) and pushed in the background by a `criu lazy-pages`
@@ -78,5 +80,5 @@ export interface RuncOptions {
 
 /** Every option given a value: the defaults are a runtime that works on any host (no lazy restore, no host changes). */
 export function withRuncDefaults(opts: RuncOptions): Required<RuncOptions> {
-  return { runc: 'runc', criu: 'criu', criuAction: '', criuDumpConfig: '', criuRelay: true, criuDirect: true, cacheDir: '', conntrackBuckets: 0, favorDynmods: false, lazyRestore: false, lazyRestoreMinBytes: 0, lazyConnectWait: true, cgroupV1Binds: true, devInRoot: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
+  return { runc: 'runc', criu: 'criu', criuAction: '', criuDumpConfig: '', criuRelay: true, criuDirect: true, criuDumpLogLevel: -1, cacheDir: '', conntrackBuckets: 0, favorDynmods: false, lazyRestore: false, lazyRestoreMinBytes: 0, lazyConnectWait: true, cgroupV1Binds: true, devInRoot: true, uffdPreload: '', uffdBroker: '', checkpointDeadlineMs: CHECKPOINT_DEADLINE_MS, ...opts };
 }

@@ -45,7 +45,10 @@ export class RuncRuntime implements Runtime {
     this.#mounts = new RootMounts(opts.mountRoot, opts.idmapTool);
     // runc ≥ 1.2 ignores --criu and runs the `criu` on its PATH: forkd's own comes first.
     this.#uffdBroker = [this.#o.uffdPreload, this.#o.uffdBroker, '/dev/userfaultfd'].every((p) => p !== '' && existsSync(p));
-    this.#env = { ...process.env, PATH: `${dirname(this.#o.criu)}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
+    const { FORKD_CRIU_DUMP_LOG_LEVEL: _, ...inherited } = process.env;
+    const level = this.#o.criuDumpLogLevel;
+    // The wrapper reads the level (see host-tools/src/criu-version/relay.c); our own option, not an inherited variable, decides it.
+    this.#env = { ...inherited, ...(level >= 0 && { FORKD_CRIU_DUMP_LOG_LEVEL: String(level) }), PATH: `${dirname(this.#o.criu)}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
   }
 
   readonly #env: NodeJS.ProcessEnv;
