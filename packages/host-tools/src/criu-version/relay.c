@@ -114,9 +114,11 @@ static int parse_request(const uint8_t *b, size_t n, struct dump_req *r)
  */
 static int log_level = -1;
 
-/* CriuOpts.log_level (9) of a request set to level in place when it is one byte, as runc's 4 is: 1 if set. */
-static int set_log_level(uint8_t *b, size_t n, int level)
+/* The request's CriuOpts.log_level (9) set to log_level in place, when one is asked and the field is one byte (runc's 4 is). */
+static void apply_log_level(uint8_t *b, size_t n)
 {
+    if (log_level < 0)
+        return;
     const uint8_t *p = b;
     struct pb_field f;
     while (pb_next(&p, b + n, &f) > 0) {
@@ -126,11 +128,10 @@ static int set_log_level(uint8_t *b, size_t n, int level)
         struct pb_field g;
         while (pb_next(&q, f.data + f.len, &g) > 0)
             if (g.num == 9 && g.wire == PB_VARINT && g.varint < 0x80 && q[-2] == 0x48) {
-                b[q - 1 - b] = (uint8_t)level;
-                return 1;
+                b[q - 1 - b] = (uint8_t)log_level;
+                return;
             }
     }
-    return 0;
 }
 
 /* A message of CRIU's: its type, its success, and for a notification the step's name (NUL-terminated, cut to fit). */
@@ -266,8 +267,7 @@ static int relay_loop(int runc, int criu, const char *dir)
                 runc_open = 0;
                 shutdown(criu, SHUT_WR);
             } else {
-                if (log_level >= 0)
-                    set_log_level(buf, m.len, log_level);
+                apply_log_level(buf, m.len);
                 if (send_msg(criu, &m) != 0)
                     runc_open = 0; /* CRIU is gone: its end reads empty next */
             }
@@ -422,8 +422,7 @@ int relay_saved(const char *path, const char *images_dir, const char *work_dir, 
         close(f);
     if (n <= 0 || n >= (ssize_t)sizeof buf || !parse_request(buf, (size_t)n, &req))
         return fprintf(stderr, "forkd-criu: %s holds no dump request to send\n", path), 2;
-    if (log_level >= 0)
-        set_log_level(buf, (size_t)n, log_level);
+    apply_log_level(buf, (size_t)n);
     int above = above_dirs(&req);
     int images = move_above(open(images_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), above);
     int work = req.work_fd < 0 ? NO_FD : move_above(open(work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), above);
